@@ -1,0 +1,108 @@
+//! Plain-data types and pure functions shared by the kernel programs (`syscost-ebpf`)
+//! and the `syscost` binary. Everything here is `no_std` and `#[repr(C)]` so both sides
+//! read the same bytes.
+#![no_std]
+
+pub mod errno_slot;
+pub mod latency_bucket;
+
+pub use errno_slot::{ERRNO_SLOTS, errno_of_slot, errno_slot};
+pub use latency_bucket::{GROUPING_POWER, HISTOGRAM_BUCKETS, MAX_VALUE_POWER, bucket_index};
+
+/// Syscall numbers we keep statistics for: slots `0..MAX_SYSCALLS` of the stats map.
+/// x86_64 numbers stop below 470 today; a number beyond the table is counted as dropped.
+pub const MAX_SYSCALLS: u32 = 512;
+
+/// `ThreadSlot::nr` value the fork hook leaves in a new thread's slot, so that the new
+/// thread's return from clone (an exit the thread never entered) is not called unpaired.
+pub const NR_FORK_CHILD: u32 = u32::MAX;
+
+/// Indices of the `COUNTERS` per-CPU array.
+pub mod counter {
+    /// Exits whose enter was not seen (the syscall was in flight when we attached).
+    pub const UNPAIRED: u32 = 0;
+    /// Events of a thread whose id is beyond the per-thread table (pid_max raised after load).
+    pub const DROPPED_TID: u32 = 1;
+    /// Exits of a syscall number beyond `MAX_SYSCALLS`.
+    pub const DROPPED_NR: u32 = 2;
+    /// Forked children that could not be added to the traced set.
+    pub const DROPPED_CHILD: u32 = 3;
+    /// Number of counters.
+    pub const COUNT: u32 = 4;
+}
+
+/// Per-thread state between `sys_enter` and `sys_exit`, one slot per thread id.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadSlot {
+    /// `bpf_ktime_get_ns()` at enter; 0 when the thread is not inside a traced syscall.
+    pub enter_ns: u64,
+    /// Syscall number seen at enter (or `NR_FORK_CHILD`).
+    pub nr: u32,
+    pub _pad: u32,
+}
+
+/// Per-syscall, per-CPU statistics. Userspace sums the CPUs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyscallStats {
+    /// Completed calls (an exit paired with its enter).
+    pub calls: u64,
+    /// Calls that returned -4095..=-1.
+    pub errors: u64,
+    /// Sum of latencies, ns.
+    pub total_ns: u64,
+    /// Smallest latency on this CPU, ns (valid when `calls > 0`).
+    pub min_ns: u64,
+    /// Largest latency on this CPU, ns.
+    pub max_ns: u64,
+    /// Latency histogram, `bucket_index` layout.
+    pub hist: [u64; HISTOGRAM_BUCKETS],
+}
+
+impl SyscallStats {
+    /// All zero.
+    pub const ZERO: Self = Self {
+        calls: 0,
+        errors: 0,
+        total_ns: 0,
+        min_ns: 0,
+        max_ns: 0,
+        hist: [0; HISTOGRAM_BUCKETS],
+    };
+}
+
+impl Default for SyscallStats {
+    fn default() -> Self {
+        Self::ZERO
+    }
+}
+
+/// Per-syscall, per-CPU errno counts, indexed by `errno_slot(errno)`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrnoCounts {
+    pub counts: [u64; ERRNO_SLOTS as usize],
+}
+
+impl ErrnoCounts {
+    /// All zero.
+    pub const ZERO: Self = Self {
+        counts: [0; ERRNO_SLOTS as usize],
+    };
+}
+
+impl Default for ErrnoCounts {
+    fn default() -> Self {
+        Self::ZERO
+    }
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: both are #[repr(C)] structs of integers with no padding holes the kernel
+    // could leave uninitialised (ThreadSlot's padding is an explicit field).
+    unsafe impl aya::Pod for super::ThreadSlot {}
+    unsafe impl aya::Pod for super::SyscallStats {}
+    unsafe impl aya::Pod for super::ErrnoCounts {}
+}

@@ -1,0 +1,259 @@
+//! syscost's kernel side: per-syscall counts, errors and latency histograms of the
+//! profiled processes, aggregated in per-CPU arrays. No per-event traffic leaves the
+//! kernel.
+//!
+//! Program type: raw tracepoints. All three types attach to sys_enter/sys_exit here;
+//! raw tracepoints were measured cheaper than classic tracepoints (empty program on
+//! getpid: about 216 ns added against 336 ns for the classic tracepoint), need no
+//! tracefs, and tp_btf would add nothing we read.
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+
+use aya_ebpf::{
+    Global,
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
+    macros::{map, raw_tracepoint},
+    maps::{Array, PerCpuArray},
+    programs::RawTracePointContext,
+};
+use aya_log_ebpf::warn;
+use syscost_common::{
+    ERRNO_SLOTS, ErrnoCounts, MAX_SYSCALLS, NR_FORK_CHILD, SyscallStats, ThreadSlot, bucket_index,
+    counter, errno_slot,
+};
+
+/// Traced processes: index tgid, value non-zero when traced. Userspace sizes it to
+/// pid_max, so a lookup is an inlined bounds check plus a load.
+#[map]
+static PROCS: Array<u32> = Array::with_max_entries(1, 0);
+
+/// Per-thread enter timestamp and syscall number: index tid, sized to pid_max.
+#[map]
+static THREADS: Array<ThreadSlot> = Array::with_max_entries(1, 0);
+
+/// Per-syscall statistics: index syscall number.
+#[map]
+static STATS: PerCpuArray<SyscallStats> = PerCpuArray::with_max_entries(MAX_SYSCALLS, 0);
+
+/// Errno counts per syscall: index syscall number, then `errno_slot(errno)`.
+#[map]
+static ERRNOS: PerCpuArray<ErrnoCounts> = PerCpuArray::with_max_entries(MAX_SYSCALLS, 0);
+
+/// Counters of events that did not make it into STATS; see `syscost_common::counter`.
+#[map]
+static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
+
+/// Add forked child processes of traced processes to PROCS (threads are always followed).
+#[unsafe(no_mangle)]
+static FOLLOW_FORKS: Global<u32> = Global::new(0);
+/// Byte offsets of `pid` and `tgid` in the running kernel's `struct task_struct`, read
+/// from its BTF by userspace.
+#[unsafe(no_mangle)]
+static TASK_PID_OFFSET: Global<u64> = Global::new(0);
+#[unsafe(no_mangle)]
+static TASK_TGID_OFFSET: Global<u64> = Global::new(0);
+
+#[inline(always)]
+fn count(index: u32) {
+    if let Some(c) = COUNTERS.get_ptr_mut(index) {
+        unsafe { *c += 1 };
+    }
+}
+
+/// Is this tgid traced? The first test on every syscall of every process.
+#[inline(always)]
+fn traced(tgid: u32) -> bool {
+    match PROCS.get(tgid) {
+        // black_box: the wrapper ignores our return value, and without it the compiler
+        // may fold the compare into the paths that follow and lose the early return.
+        Some(v) => black_box(*v) != 0,
+        None => false,
+    }
+}
+
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if !traced((pid_tgid >> 32) as u32) {
+        return 0;
+    }
+    let nr: i64 = ctx.arg(1);
+    match THREADS.get_ptr_mut(pid_tgid as u32) {
+        Some(slot) => unsafe {
+            (*slot).enter_ns = bpf_ktime_get_ns();
+            (*slot).nr = nr as u32;
+        },
+        None => count(counter::DROPPED_TID),
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if !traced((pid_tgid >> 32) as u32) {
+        return 0;
+    }
+    let now = unsafe { bpf_ktime_get_ns() };
+    let Some(slot) = THREADS.get_ptr_mut(pid_tgid as u32) else {
+        count(counter::DROPPED_TID);
+        return 0;
+    };
+    let (start, nr) = unsafe { ((*slot).enter_ns, (*slot).nr) };
+    if start == 0 {
+        if nr == NR_FORK_CHILD {
+            // A new thread returning from clone: it never entered this syscall.
+            unsafe { (*slot).nr = 0 };
+        } else {
+            count(counter::UNPAIRED);
+        }
+        return 0;
+    }
+    unsafe { (*slot).enter_ns = 0 };
+
+    let Some(stats) = STATS.get_ptr_mut(nr) else {
+        count(counter::DROPPED_NR);
+        return 0;
+    };
+    let ns = now - start;
+    let stats = unsafe { &mut *stats };
+    stats.calls += 1;
+    stats.total_ns += ns;
+    if stats.calls == 1 || ns < stats.min_ns {
+        stats.min_ns = ns;
+    }
+    if ns > stats.max_ns {
+        stats.max_ns = ns;
+    }
+    let bucket = bucket_index(ns);
+    if let Some(b) = stats.hist.get_mut(bucket) {
+        *b += 1;
+    }
+
+    let ret: i64 = ctx.arg(1);
+    if (-4095..0).contains(&ret) {
+        stats.errors += 1;
+        if let Some(errnos) = ERRNOS.get_ptr_mut(nr) {
+            // The mask keeps the index provably in bounds for the verifier (a bounds
+            // check on a copy of the register is not enough for it).
+            let slot = errno_slot((-ret) as u32) & (ERRNO_SLOTS - 1);
+            unsafe { (*errnos).counts[slot as usize] += 1 };
+        }
+    }
+    0
+}
+
+/// sched_process_fork(struct task_struct *parent, struct task_struct *child), run in
+/// the parent. Marks the child's thread slot so its return from clone is not counted as
+/// unpaired, and with FOLLOW_FORKS adds a new child process to PROCS.
+#[raw_tracepoint(tracepoint = "sched_process_fork")]
+pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
+    let parent_tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if !traced(parent_tgid) {
+        return 0;
+    }
+    let child: *const u8 = ctx.arg(1);
+    let (Ok(pid), Ok(tgid)) = (unsafe {
+        (
+            bpf_probe_read_kernel(child.add(TASK_PID_OFFSET.load() as usize) as *const u32),
+            bpf_probe_read_kernel(child.add(TASK_TGID_OFFSET.load() as usize) as *const u32),
+        )
+    }) else {
+        count(counter::DROPPED_CHILD);
+        return 0;
+    };
+    let new_process = tgid != parent_tgid;
+    if new_process && FOLLOW_FORKS.load() == 0 {
+        return 0;
+    }
+    match THREADS.get_ptr_mut(pid) {
+        Some(slot) => unsafe {
+            (*slot).enter_ns = 0;
+            (*slot).nr = NR_FORK_CHILD;
+        },
+        None => count(counter::DROPPED_TID),
+    }
+    if new_process {
+        match PROCS.get_ptr_mut(tgid) {
+            Some(p) => unsafe { *p = 1 },
+            None => {
+                count(counter::DROPPED_CHILD);
+                warn!(&ctx, "child {} is beyond pid_max: not traced", tgid);
+            }
+        }
+    }
+    0
+}
+
+/// sched_process_exit(struct task_struct *p, bool group_dead), run in the exiting
+/// thread. Clears its slot (a reused tid must not inherit a stale enter time) and, when
+/// the whole thread group is gone, takes the process out of PROCS so a new process that
+/// reuses its pid is not traced.
+#[raw_tracepoint(tracepoint = "sched_process_exit")]
+pub fn syscost_exit(ctx: RawTracePointContext) -> i32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !traced(tgid) {
+        return 0;
+    }
+    if let Some(slot) = THREADS.get_ptr_mut(pid_tgid as u32) {
+        unsafe {
+            (*slot).enter_ns = 0;
+            (*slot).nr = 0;
+        }
+    }
+    let group_dead: u64 = ctx.arg(1);
+    if group_dead & 0xff != 0
+        && let Some(p) = PROCS.get_ptr_mut(tgid)
+    {
+        unsafe { *p = 0 };
+    }
+    0
+}
+
+/// Kernels before 6.16 have no group_dead argument: the process leaves PROCS when its
+/// leader thread exits.
+#[raw_tracepoint(tracepoint = "sched_process_exit")]
+pub fn syscost_exit_leader(_ctx: RawTracePointContext) -> i32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !traced(tgid) {
+        return 0;
+    }
+    if let Some(slot) = THREADS.get_ptr_mut(pid_tgid as u32) {
+        unsafe {
+            (*slot).enter_ns = 0;
+            (*slot).nr = 0;
+        }
+    }
+    if pid_tgid as u32 == tgid
+        && let Some(p) = PROCS.get_ptr_mut(tgid)
+    {
+        unsafe { *p = 0 };
+    }
+    0
+}
+
+/// The floor for the overhead benchmark: the least any program on these tracepoints can
+/// cost (no helpers, no maps).
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn floor_sys_enter(_ctx: RawTracePointContext) -> i32 {
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn floor_sys_exit(_ctx: RawTracePointContext) -> i32 {
+    0
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 4] = *b"GPL\0";

@@ -1,0 +1,116 @@
+//! Command-line interface.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+use crate::{
+    report::strace_table::{SortKey, TableOptions},
+    syscall_names,
+};
+
+/// Syscall profiler: per-syscall counts, errors and latency from kernel tracepoints,
+/// at a cost of nanoseconds per call.
+#[derive(Debug, Parser)]
+#[command(name = "syscost", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Profile a command from its first syscall, following its threads and children,
+    /// and print an `strace -c -f` style summary when it exits.
+    Run(RunArgs),
+    /// Profile a running process (all its threads) until Ctrl-C, -d seconds, or its exit.
+    Attach(AttachArgs),
+    /// Print the table of a profile saved with --json.
+    Report(ReportArgs),
+}
+
+/// How the table looks; shared by every command that prints one.
+#[derive(Debug, Clone, Args)]
+pub struct ViewArgs {
+    /// Only show these syscalls (comma-separated names).
+    #[arg(short = 'e', long = "syscalls", value_name = "SYSCALL[,SYSCALL...]")]
+    pub syscalls: Option<String>,
+    /// Sort rows by this column (largest first; name alphabetically).
+    #[arg(short = 'S', long = "sort", value_enum, default_value_t = SortKey::Time)]
+    pub sort: SortKey,
+    /// Add p50, p99 and max latency columns.
+    #[arg(short = 'L', long = "latency")]
+    pub latency: bool,
+}
+
+impl ViewArgs {
+    /// The `-e` names, checked.
+    pub fn filter(&self) -> Result<Option<Vec<String>>> {
+        self.syscalls
+            .as_deref()
+            .map(syscall_names::parse_list)
+            .transpose()
+    }
+
+    /// Table options.
+    pub fn table(&self) -> TableOptions {
+        TableOptions {
+            sort: self.sort,
+            latency: self.latency,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub view: ViewArgs,
+    /// Write the summary to FILE instead of stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also save the profile as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// The command and its arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    #[command(flatten)]
+    pub view: ViewArgs,
+    /// Process to profile.
+    #[arg(short = 'p', long = "pid")]
+    pub pid: u32,
+    /// Stop after this many seconds.
+    #[arg(short = 'd', long = "duration", value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Print a table of each interval of SECS seconds while attached.
+    #[arg(short = 'i', long = "interval", value_name = "SECS")]
+    pub interval: Option<f64>,
+    /// Also profile child processes the target forks from now on.
+    #[arg(short = 'f', long = "follow-forks")]
+    pub follow_forks: bool,
+    /// Also save the profile as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub view: ViewArgs,
+    /// A profile written with --json.
+    pub file: PathBuf,
+}
+
+/// Parses a positive number of seconds.
+pub fn seconds(value: Option<f64>, what: &str) -> Result<Option<std::time::Duration>> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.is_finite() && v > 0.0 => Ok(Some(std::time::Duration::from_secs_f64(v))),
+        Some(v) => anyhow::bail!("{what} must be a positive number of seconds, not {v}"),
+    }
+}

@@ -1,0 +1,107 @@
+//! `syscost attach -p PID`: profile a running process until Ctrl-C, `-d`, or its exit.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use tokio::{
+    io::unix::AsyncFd,
+    signal::unix::{SignalKind, signal},
+    time::{MissedTickBehavior, interval_at, sleep},
+};
+
+use crate::{
+    cli::{AttachArgs, seconds},
+    process,
+    profile::Target,
+    tracer::{Tracer, TracerOptions},
+};
+
+/// Why tracing stopped.
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    Interrupted,
+    Duration,
+    TargetExited,
+}
+
+pub fn attach(args: &AttachArgs) -> Result<i32> {
+    super::check_outputs(&args.view, &[args.json.as_deref()])?;
+    let duration = seconds(args.duration, "-d")?;
+    let every = seconds(args.interval, "-i")?;
+    let target = process::open(args.pid)?;
+    let mut tracer = Tracer::load(TracerOptions {
+        follow_forks: args.follow_forks,
+    })?;
+    tracer.trace_process(target.pid)?;
+    if process::has_exited(&target.pidfd) {
+        anyhow::bail!("process {} exited before tracing began", target.pid);
+    }
+    let started = Instant::now();
+    eprintln!(
+        "syscost: tracing process {} ({}), {} threads; Ctrl-C to stop",
+        target.pid,
+        target.comm,
+        process::thread_count(target.pid)
+    );
+    let info = Target {
+        pid: target.pid,
+        comm: target.comm.clone(),
+        command: None,
+    };
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")?;
+    let end = runtime.block_on(async {
+        let mut sigint = signal(SignalKind::interrupt())?;
+        let mut sigterm = signal(SignalKind::terminate())?;
+        let mut sighup = signal(SignalKind::hangup())?;
+        // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.
+        let exited = unsafe { AsyncFd::register_with_interest(target.pidfd, tokio::io::Interest::READABLE) }
+            .map_err(|e| anyhow::anyhow!("cannot watch the target's pidfd: {e}"))?;
+        let deadline = sleep(duration.unwrap_or(Duration::MAX / 4));
+        tokio::pin!(deadline);
+        let period = every.unwrap_or(Duration::from_secs(3600));
+        let mut ticks = interval_at(tokio::time::Instant::now() + period, period);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut previous = tracer.snapshot()?;
+        let mut last_tick = Instant::now();
+        let end = loop {
+            tokio::select! {
+                _ = sigint.recv() => break End::Interrupted,
+                _ = sigterm.recv() => break End::Interrupted,
+                _ = sighup.recv() => break End::Interrupted,
+                _ = &mut deadline, if duration.is_some() => break End::Duration,
+                _ = exited.readable() => break End::TargetExited,
+                _ = ticks.tick(), if every.is_some() => {
+                    let now = tracer.snapshot()?;
+                    let elapsed = last_tick.elapsed();
+                    let profile = now.since(&previous).to_profile(info.clone(), elapsed.as_nanos() as u64)?;
+                    println!(
+                        "--- interval ending {:.1} s after attach ({:.2} s) ---",
+                        started.elapsed().as_secs_f64(),
+                        elapsed.as_secs_f64()
+                    );
+                    print!("{}", super::finish(profile, &args.view, None)?);
+                    previous = now;
+                    last_tick = Instant::now();
+                }
+            }
+        };
+        anyhow::Ok(end)
+    })?;
+
+    let profile = tracer
+        .snapshot()?
+        .to_profile(info, started.elapsed().as_nanos() as u64)?;
+    drop(tracer);
+    if end == End::TargetExited {
+        eprintln!("syscost: process {} exited", args.pid);
+    }
+    print!(
+        "{}",
+        super::finish(profile, &args.view, args.json.as_deref())?
+    );
+    Ok(0)
+}

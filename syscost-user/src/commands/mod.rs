@@ -1,0 +1,35 @@
+//! The subcommands.
+
+pub mod attach;
+pub mod report;
+pub mod run;
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::{
+    cli::ViewArgs,
+    profile::Profile,
+    report::{json, strace_table},
+};
+
+/// Saves the full profile as JSON if asked, then renders the table the view asks for.
+fn finish(mut profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result<String> {
+    if let Some(path) = json_path {
+        json::write(&profile, path)?;
+    }
+    if let Some(names) = view.filter()? {
+        profile.retain_names(&names);
+    }
+    Ok(strace_table::render(&profile, view.table()))
+}
+
+/// Fails early on options that would only fail at the end of a long profile.
+fn check_outputs(view: &ViewArgs, paths: &[Option<&Path>]) -> Result<()> {
+    view.filter()?;
+    for p in paths.iter().flatten() {
+        json::check_writable(p)?;
+    }
+    Ok(())
+}

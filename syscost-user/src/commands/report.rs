@@ -1,0 +1,12 @@
+//! `syscost report FILE.json`: the table of a saved profile.
+
+use anyhow::Result;
+
+use crate::{cli::ReportArgs, report::json};
+
+pub fn report(args: &ReportArgs) -> Result<i32> {
+    args.view.filter()?;
+    let profile = json::read(&args.file)?;
+    print!("{}", super::finish(profile, &args.view, None)?);
+    Ok(0)
+}

@@ -1,0 +1,90 @@
+//! Facts about the running kernel read from its BTF (/sys/kernel/btf/vmlinux): where
+//! `pid` and `tgid` sit in `struct task_struct` (the fork hook reads them), and whether
+//! the `sched_process_exit` tracepoint passes `group_dead` (6.16 and later).
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use btf_rs::{Btf, Type};
+
+const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+/// What the kernel programs need to know about this kernel's layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelLayout {
+    pub task_pid_offset: u64,
+    pub task_tgid_offset: u64,
+    pub exit_has_group_dead: bool,
+}
+
+impl KernelLayout {
+    /// Reads the running kernel's BTF.
+    pub fn read() -> Result<Self> {
+        let btf = Btf::from_file(VMLINUX).with_context(|| {
+            format!(
+                "cannot read {VMLINUX}: syscost needs a kernel built with CONFIG_DEBUG_INFO_BTF"
+            )
+        })?;
+        Ok(Self {
+            task_pid_offset: member_offset(&btf, "task_struct", "pid")?,
+            task_tgid_offset: member_offset(&btf, "task_struct", "tgid")?,
+            exit_has_group_dead: tracepoint_arg_count(&btf, "sched_process_exit")? >= 2,
+        })
+    }
+}
+
+/// Byte offset of `member` in `struct name`.
+fn member_offset(btf: &Btf, name: &str, member: &str) -> Result<u64> {
+    for t in btf.resolve_types_by_name(name)? {
+        if let Type::Struct(s) = t {
+            for m in &s.members {
+                if btf.resolve_name(m)? == member {
+                    if m.bitfield_size().unwrap_or(0) != 0 || m.bit_offset() % 8 != 0 {
+                        bail!("{name}.{member} is a bitfield");
+                    }
+                    return Ok(u64::from(m.bit_offset() / 8));
+                }
+            }
+        }
+    }
+    Err(anyhow!(
+        "kernel BTF has no member {member} in struct {name}"
+    ))
+}
+
+/// Number of arguments a raw tracepoint passes to BPF programs, from the
+/// `btf_trace_<name>` typedef (a pointer to a function whose first parameter is the
+/// tracepoint's private data).
+fn tracepoint_arg_count(btf: &Btf, name: &str) -> Result<usize> {
+    let typedef = format!("btf_trace_{name}");
+    for t in btf.resolve_types_by_name(&typedef)? {
+        if let Type::Typedef(td) = t
+            && let Type::Ptr(ptr) = btf.resolve_chained_type(&td)?
+            && let Type::FuncProto(proto) = btf.resolve_chained_type(&ptr)?
+        {
+            return Ok(proto.parameters.len().saturating_sub(1));
+        }
+    }
+    Err(anyhow!("kernel BTF has no tracepoint {name}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads this machine's BTF; every kernel syscost supports has it.
+    #[test]
+    fn reads_this_kernel() {
+        if !std::path::Path::new(VMLINUX).exists() {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "{VMLINUX} missing under CI"
+            );
+            eprintln!("SKIPPED: {VMLINUX} is missing on this machine");
+            return;
+        }
+        let l = KernelLayout::read().unwrap();
+        assert!(l.task_pid_offset > 0);
+        // pid_t pid; pid_t tgid; are declared next to each other.
+        assert_eq!(l.task_tgid_offset, l.task_pid_offset + 4);
+    }
+}

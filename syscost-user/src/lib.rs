@@ -1,0 +1,20 @@
+//! The `syscost` profiler, as a library: the binary (`main.rs`) is a thin shell over it,
+//! and the integration tests drive the same pieces.
+//!
+//! Data flows one way: [`tracer`] loads and attaches the kernel programs, [`collector`]
+//! turns raw map contents into a [`profile::Profile`] (plain Rust, no aya inside), and
+//! the views in [`report`] print it.
+
+pub mod cli;
+pub mod collector;
+pub mod commands;
+pub mod errno_name;
+pub mod kernel_btf;
+pub mod latency;
+pub mod privileges;
+pub mod process;
+pub mod profile;
+pub mod report;
+pub mod syscall_names;
+pub mod tracer;
+pub mod units;

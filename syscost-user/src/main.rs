@@ -1,0 +1,24 @@
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use syscost_user::{
+    cli::{Cli, Command},
+    commands,
+};
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Run(args) => commands::run::run(args),
+        Command::Attach(args) => commands::attach::attach(args),
+        Command::Report(args) => commands::report::report(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("syscost: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

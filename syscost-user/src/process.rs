@@ -1,0 +1,128 @@
+//! The process syscost attaches to: checks that it exists and can be traced, reads its
+//! name and threads, and waits for it to exit (through a pidfd, which cannot be fooled by
+//! pid reuse).
+
+use std::{
+    fs,
+    os::fd::{FromRawFd as _, OwnedFd},
+};
+
+use anyhow::{Context as _, Result, bail};
+
+/// PF_KTHREAD in /proc/<pid>/stat's flags field.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// A live process.
+#[derive(Debug)]
+pub struct Process {
+    pub pid: u32,
+    pub comm: String,
+    /// Open pidfd: readable once the process has exited.
+    pub pidfd: OwnedFd,
+}
+
+/// Looks up `pid`, refusing what cannot be profiled.
+pub fn open(pid: u32) -> Result<Process> {
+    if pid == 0 {
+        bail!("PID 0 is the kernel's idle task, not a process syscost can profile");
+    }
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|_| anyhow::anyhow!("no process {pid}"))?;
+    let (comm, flags) =
+        parse_stat(&stat).with_context(|| format!("cannot parse /proc/{pid}/stat"))?;
+    if flags & PF_KTHREAD != 0 {
+        bail!("process {pid} ({comm}) is a kernel thread: it makes no syscalls to profile");
+    }
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ESRCH) {
+            bail!("no process {pid}");
+        }
+        return Err(e).with_context(|| format!("pidfd_open({pid})"));
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    Ok(Process { pid, comm, pidfd })
+}
+
+/// comm and flags of a /proc/<pid>/stat line. comm may contain spaces and ')', so the
+/// fields after it are found from the last ')'.
+pub fn parse_stat(stat: &str) -> Option<(String, u64)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    // After ") ": state(3) ppid(4) pgrp(5) session(6) tty_nr(7) tpgid(8) flags(9).
+    let flags = stat
+        .get(close + 2..)?
+        .split_whitespace()
+        .nth(6)?
+        .parse()
+        .ok()?;
+    Some((comm, flags))
+}
+
+/// Number of threads of `pid` (0 if it is gone).
+pub fn thread_count(pid: u32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Whether the process behind `pidfd` has exited (without blocking).
+pub fn has_exited(pidfd: &OwnedFd) -> bool {
+    use std::os::fd::AsRawFd as _;
+    let mut pfd = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    n > 0 && pfd.revents & libc::POLLIN != 0
+}
+
+/// Reads `/proc/sys/kernel/pid_max`: the per-thread tables are sized from it.
+pub fn pid_max() -> Result<u32> {
+    let s = fs::read_to_string("/proc/sys/kernel/pid_max")
+        .context("cannot read /proc/sys/kernel/pid_max")?;
+    s.trim()
+        .parse()
+        .context("cannot parse /proc/sys/kernel/pid_max")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_odd_comm() {
+        let s = "1234 (a) b (c)) S 1 1234 1234 0 -1 4194560 100 0 0 0";
+        assert_eq!(parse_stat(s), Some(("a) b (c)".to_string(), 4194560)));
+        let k = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0";
+        assert_ne!(parse_stat(k).unwrap().1 & PF_KTHREAD, 0);
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn refuses_pid_0_kernel_threads_and_missing_pids() {
+        assert_eq!(
+            open(0).unwrap_err().to_string(),
+            "PID 0 is the kernel's idle task, not a process syscost can profile"
+        );
+        // kthreadd is pid 2 on every Linux system.
+        let e = open(2).unwrap_err().to_string();
+        assert!(e.contains("kernel thread"), "{e}");
+        let e = open(pid_max().unwrap() + 1).unwrap_err().to_string();
+        assert!(e.starts_with("no process"), "{e}");
+    }
+
+    #[test]
+    fn opens_itself() {
+        let me = open(std::process::id()).unwrap();
+        assert!(!me.comm.is_empty());
+        assert!(!has_exited(&me.pidfd));
+        assert!(thread_count(me.pid) >= 1);
+    }
+}

@@ -1,0 +1,84 @@
+//! A profile: what syscost measured, as plain data. The collector makes one from the
+//! kernel's maps, `report::json` saves and reads it, every view prints from it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::latency::Bucket;
+
+/// Version of the JSON schema written by this build. Readers refuse other versions.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole measurement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Schema version, [`SCHEMA_VERSION`].
+    pub version: u32,
+    /// Architecture whose syscall table names the numbers ("x86_64").
+    pub arch: String,
+    /// What was profiled.
+    pub target: Target,
+    /// Wall time covered, ns.
+    pub duration_ns: u64,
+    /// Exits whose enter was not seen (syscalls in flight at attach time).
+    pub unpaired: u64,
+    /// Events that could not be recorded (see the README); 0 in a complete profile.
+    pub dropped: u64,
+    /// One entry per syscall seen.
+    pub syscalls: Vec<SyscallProfile>,
+}
+
+/// The profiled process or command.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Process id (of the command, for `run`).
+    pub pid: u32,
+    /// Command name (comm) of the process.
+    pub comm: String,
+    /// Command line, for `run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+}
+
+/// One syscall's numbers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyscallProfile {
+    pub name: String,
+    pub nr: u32,
+    pub calls: u64,
+    pub errors: u64,
+    /// Error name -> count, e.g. {"EBADF": 5000}.
+    pub errnos: BTreeMap<String, u64>,
+    pub total_ns: u64,
+    pub avg_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    /// Non-empty latency buckets.
+    pub histogram: Vec<Bucket>,
+}
+
+impl Profile {
+    /// Sum of all syscalls' calls, errors and time.
+    pub fn totals(&self) -> (u64, u64, u64) {
+        self.syscalls.iter().fold((0, 0, 0), |(c, e, t), s| {
+            (c + s.calls, e + s.errors, t + s.total_ns)
+        })
+    }
+
+    /// The entry for syscall `name`, if it was seen.
+    pub fn syscall(&self, name: &str) -> Option<&SyscallProfile> {
+        self.syscalls.iter().find(|s| s.name == name)
+    }
+
+    /// Keeps only the syscalls named in `names`.
+    pub fn retain_names(&mut self, names: &[String]) {
+        self.syscalls.retain(|s| names.contains(&s.name));
+    }
+}

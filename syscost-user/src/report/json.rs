@@ -1,0 +1,209 @@
+//! Saved profiles: JSON in the schema documented in the README. Reading checks the
+//! version and the profile's own arithmetic, so a damaged file is an error that names
+//! the file and what is wrong, never a wrong table.
+
+use std::{fs, io::Write as _, path::Path};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use serde_json::Value;
+
+use crate::{
+    latency,
+    profile::{Profile, SCHEMA_VERSION},
+};
+
+/// The profile as pretty-printed JSON.
+pub fn to_string(profile: &Profile) -> String {
+    let mut s = serde_json::to_string_pretty(profile).expect("a profile always serialises");
+    s.push('\n');
+    s
+}
+
+/// Writes `profile` to `path` (created with the user's umask).
+pub fn write(profile: &Profile, path: &Path) -> Result<()> {
+    let mut f =
+        fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    f.write_all(to_string(profile).as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Checks that `path` can be created before any work is done, so a typo in `--json`
+/// fails at once rather than after a long profile.
+pub fn check_writable(path: &Path) -> Result<()> {
+    let existed = path.exists();
+    fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    if !existed {
+        let _ = fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Reads a profile written by [`write`].
+pub fn read(path: &Path) -> Result<Profile> {
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse(&bytes).map_err(|e| anyhow!("{}: {e:#}", path.display()))
+}
+
+/// Parses and validates a profile.
+pub fn parse(bytes: &[u8]) -> Result<Profile> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        bail!("empty file, not a syscost profile");
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        if e.is_eof() {
+            anyhow!("truncated JSON ({e})")
+        } else {
+            anyhow!("not a syscost profile: invalid JSON ({e})")
+        }
+    })?;
+    let version = value
+        .get("version")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| anyhow!("not a syscost profile: no \"version\" number"))?;
+    if version > u64::from(SCHEMA_VERSION) {
+        bail!(
+            "profile schema version {version} is newer than this syscost reads ({SCHEMA_VERSION}): upgrade syscost"
+        );
+    }
+    if version < u64::from(SCHEMA_VERSION) {
+        bail!(
+            "profile schema version {version} is not supported (this syscost reads {SCHEMA_VERSION})"
+        );
+    }
+    let profile: Profile =
+        serde_json::from_value(value).map_err(|e| anyhow!("not a valid syscost profile: {e}"))?;
+    validate(&profile)?;
+    Ok(profile)
+}
+
+/// The checks a profile written by syscost always passes.
+fn validate(p: &Profile) -> Result<()> {
+    for s in &p.syscalls {
+        let bad = |what: &str| anyhow!("corrupt profile: syscall {}: {what}", s.name);
+        let dense = latency::to_dense(&s.histogram).map_err(|e| bad(&e.to_string()))?;
+        let in_hist: u64 = dense.iter().sum();
+        if in_hist != s.calls {
+            return Err(bad(&format!(
+                "histogram holds {in_hist} calls, calls says {}",
+                s.calls
+            )));
+        }
+        let in_errnos: u64 = s.errnos.values().sum();
+        if in_errnos != s.errors || s.errors > s.calls {
+            return Err(bad(&format!(
+                "errors {} do not match the errno counts ({in_errnos}) or calls",
+                s.errors
+            )));
+        }
+        if s.calls > 0 && s.avg_ns != s.total_ns / s.calls {
+            return Err(bad("avg_ns is not total_ns / calls"));
+        }
+        if s.min_ns > s.max_ns || s.p50_ns > s.p90_ns || s.p90_ns > s.p99_ns {
+            return Err(bad("latencies out of order"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{collector::Snapshot, profile::Target};
+    use syscost_common::{ErrnoCounts, SyscallStats, bucket_index, errno_slot};
+
+    fn sample() -> Profile {
+        let mut snap = Snapshot::default();
+        let mut s = SyscallStats::ZERO;
+        for ns in [120u64, 150, 90_000] {
+            s.calls += 1;
+            s.total_ns += ns;
+            s.hist[bucket_index(ns)] += 1;
+        }
+        s.min_ns = 120;
+        s.max_ns = 90_000;
+        s.errors = 2;
+        let mut e = ErrnoCounts::ZERO;
+        e.counts[errno_slot(9) as usize] = 2;
+        snap.stats.insert(3, s);
+        snap.errnos.insert(3, e);
+        let target = Target {
+            pid: 42,
+            comm: "sh".into(),
+            command: Some(vec!["sh".into(), "-c".into(), "true".into()]),
+        };
+        snap.to_profile(target, 5_000_000).unwrap()
+    }
+
+    #[test]
+    fn round_trip() {
+        let p = sample();
+        let text = to_string(&p);
+        assert_eq!(parse(text.as_bytes()).unwrap(), p);
+        for key in [
+            "\"version\": 1",
+            "\"errnos\": {",
+            "\"EBADF\": 2",
+            "\"lo_ns\": 120",
+            "\"p99_ns\"",
+            "\"command\"",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+    }
+
+    #[test]
+    fn file_round_trip() {
+        let dir = std::env::temp_dir().join(format!("syscost-json-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.json");
+        write(&sample(), &path).unwrap();
+        assert_eq!(read(&path).unwrap(), sample());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn err(bytes: &[u8]) -> String {
+        format!("{:#}", parse(bytes).unwrap_err())
+    }
+
+    #[test]
+    fn bad_files_say_what_is_wrong() {
+        assert_eq!(err(b""), "empty file, not a syscost profile");
+        assert_eq!(err(b"  \n"), "empty file, not a syscost profile");
+        let text = to_string(&sample());
+        assert!(err(&text.as_bytes()[..text.len() / 2]).starts_with("truncated JSON"));
+        assert!(err(b"\x7fELF\x02\x01").starts_with("not a syscost profile: invalid JSON"));
+        assert_eq!(
+            err(b"{\"a\": 1}"),
+            "not a syscost profile: no \"version\" number"
+        );
+        assert!(
+            err(text.replace("\"version\": 1", "\"version\": 9").as_bytes())
+                .contains("newer than this syscost")
+        );
+        assert!(
+            err(text.replace("\"calls\": 3", "\"calls\": 4").as_bytes())
+                .starts_with("corrupt profile: syscall close")
+        );
+        assert!(
+            err(text.replace("\"EBADF\": 2", "\"EBADF\": 1").as_bytes()).contains("errno counts")
+        );
+        assert!(
+            err(text.replace("\"lo_ns\": 120", "\"lo_ns\": 121").as_bytes())
+                .contains("not a syscost bucket")
+        );
+        assert!(
+            err(text.replace("\"calls\"", "\"callz\"").as_bytes())
+                .starts_with("not a valid syscost profile")
+        );
+    }
+
+    #[test]
+    fn unwritable_paths_fail_early() {
+        let e = check_writable(Path::new("/nonexistent-dir/x.json")).unwrap_err();
+        assert_eq!(format!("{e}"), "cannot write /nonexistent-dir/x.json");
+    }
+}

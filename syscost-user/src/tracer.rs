@@ -1,0 +1,209 @@
+//! Loads syscost's kernel programs, attaches them, tells them which processes to trace,
+//! and reads their maps. Dropping the `Tracer` detaches and unloads everything (the
+//! links are file descriptors, so this also holds when syscost is killed).
+
+use std::io;
+
+use anyhow::{Context as _, Result, anyhow};
+use aya::{
+    Ebpf, EbpfError, EbpfLoader,
+    maps::{Array, MapData, PerCpuArray},
+    programs::{ProgramError, RawTracePoint},
+};
+use aya_log::EbpfLogger;
+use syscost_common::{ErrnoCounts, MAX_SYSCALLS, SyscallStats, counter};
+
+use crate::{
+    collector::{Snapshot, sum_cpus, sum_errnos},
+    kernel_btf::KernelLayout,
+    privileges, process,
+};
+
+/// The compiled kernel programs (syscost-ebpf), built by this crate's build script.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/syscost"));
+
+/// How the programs are set up at load time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TracerOptions {
+    /// Also trace child processes forked by traced processes (threads are always traced).
+    pub follow_forks: bool,
+}
+
+/// Loaded and attached kernel programs.
+pub struct Tracer {
+    ebpf: Ebpf,
+    logger: Option<EbpfLogger<&'static dyn log::Log>>,
+}
+
+/// The programs syscost attaches, each with its tracepoint, in attach order: the
+/// bookkeeping hooks first, so no thread is created or exits unseen once syscalls count.
+fn programs(layout: &KernelLayout) -> [(&'static str, &'static str); 4] {
+    let exit = if layout.exit_has_group_dead {
+        "syscost_exit"
+    } else {
+        "syscost_exit_leader"
+    };
+    [
+        (exit, "sched_process_exit"),
+        ("syscost_fork", "sched_process_fork"),
+        ("syscost_sys_exit", "sys_exit"),
+        ("syscost_sys_enter", "sys_enter"),
+    ]
+}
+
+impl Tracer {
+    /// Loads and attaches the programs. Nothing is traced until [`Tracer::trace_process`].
+    pub fn load(options: TracerOptions) -> Result<Self> {
+        privileges::check()?;
+        raise_memlock_limit();
+        let layout = KernelLayout::read()?;
+        let pid_max = process::pid_max()?;
+        let follow = u32::from(options.follow_forks);
+        let mut ebpf = EbpfLoader::new()
+            .override_global("FOLLOW_FORKS", &follow, true)
+            .override_global("TASK_PID_OFFSET", &layout.task_pid_offset, true)
+            .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
+            .map_max_entries("PROCS", pid_max)
+            .map_max_entries("THREADS", pid_max)
+            .load(OBJECT)
+            .map_err(explain_load_error)?;
+        let logger = match EbpfLogger::init(&mut ebpf) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                log::warn!("kernel-side log messages unavailable: {e}");
+                None
+            }
+        };
+        for (name, tracepoint) in programs(&layout) {
+            let prog: &mut RawTracePoint = ebpf
+                .program_mut(name)
+                .with_context(|| format!("program {name} missing from the object"))?
+                .try_into()?;
+            prog.load().map_err(|e| explain_program_error(name, e))?;
+            prog.attach(tracepoint)
+                .map_err(|e| explain_program_error(name, e))
+                .with_context(|| format!("cannot attach {name} to raw tracepoint {tracepoint}"))?;
+        }
+        Ok(Self { ebpf, logger })
+    }
+
+    /// Starts tracing every thread of process `tgid`, those it creates later included.
+    pub fn trace_process(&mut self, tgid: u32) -> Result<()> {
+        let mut procs: Array<&mut MapData, u32> =
+            Array::try_from(self.ebpf.map_mut("PROCS").context("PROCS map missing")?)?;
+        procs
+            .set(tgid, 1, 0)
+            .with_context(|| format!("cannot trace pid {tgid}: beyond pid_max"))
+    }
+
+    /// Whether `tgid` is still in the traced set (the kernel removes a process when its
+    /// last thread exits).
+    pub fn is_traced(&self, tgid: u32) -> Result<bool> {
+        let procs: Array<&MapData, u32> =
+            Array::try_from(self.ebpf.map("PROCS").context("PROCS map missing")?)?;
+        Ok(procs.get(&tgid, 0)? != 0)
+    }
+
+    /// Reads the counters: cumulative since load, summed over CPUs.
+    pub fn snapshot(&mut self) -> Result<Snapshot> {
+        if let Some(l) = self.logger.as_mut() {
+            l.flush();
+        }
+        let map = |name: &str| {
+            self.ebpf
+                .map(name)
+                .with_context(|| format!("{name} map missing"))
+        };
+        let stats: PerCpuArray<&MapData, SyscallStats> = PerCpuArray::try_from(map("STATS")?)?;
+        let errnos: PerCpuArray<&MapData, ErrnoCounts> = PerCpuArray::try_from(map("ERRNOS")?)?;
+        let counters: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(map("COUNTERS")?)?;
+        let mut snap = Snapshot {
+            exact_extremes: true,
+            ..Default::default()
+        };
+        for nr in 0..MAX_SYSCALLS {
+            let s = sum_cpus(&stats.get(&nr, 0)?);
+            if s.calls == 0 {
+                continue;
+            }
+            if s.errors > 0 {
+                snap.errnos.insert(nr, sum_errnos(&errnos.get(&nr, 0)?));
+            }
+            snap.stats.insert(nr, s);
+        }
+        for i in 0..counter::COUNT {
+            snap.counters[i as usize] = counters.get(&i, 0)?.iter().sum();
+        }
+        Ok(snap)
+    }
+
+    /// Kernel ids of the loaded programs (to check that none outlives the tracer).
+    pub fn program_ids(&self) -> Vec<u32> {
+        self.ebpf
+            .programs()
+            .filter_map(|(_, p)| p.info().ok())
+            .map(|i| i.id())
+            .collect()
+    }
+}
+
+/// Names of the programs syscost loads, as the kernel lists them (16-byte names).
+pub const PROGRAM_NAME_PREFIXES: [&str; 2] = ["syscost_", "floor_sys_"];
+
+fn raise_memlock_limit() {
+    // Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; newer ones ignore it.
+    let rlim = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: setrlimit reads one rlimit struct.
+    if unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &rlim) } != 0 {
+        log::debug!(
+            "cannot raise RLIMIT_MEMLOCK: {}",
+            io::Error::last_os_error()
+        );
+    }
+}
+
+/// EPERM: missing privileges. (The verifier rejects a program with EACCES and a log.)
+fn is_permission_error(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EPERM)
+}
+
+fn explain_load_error(e: EbpfError) -> anyhow::Error {
+    let permission = match &e {
+        EbpfError::MapError(aya::maps::MapError::CreateError { io_error, .. }) => {
+            is_permission_error(io_error)
+        }
+        _ => false,
+    };
+    if permission {
+        anyhow!("{}", privileges::HOW_TO)
+    } else {
+        anyhow::Error::new(e).context("cannot load syscost's kernel programs")
+    }
+}
+
+fn explain_program_error(name: &str, e: ProgramError) -> anyhow::Error {
+    match e {
+        ProgramError::LoadError {
+            io_error,
+            verifier_log,
+        } => {
+            if is_permission_error(&io_error) {
+                return anyhow!("{}", privileges::HOW_TO);
+            }
+            let log = verifier_log.to_string();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            anyhow!(
+                "the kernel's verifier rejected program {name} ({io_error}); the end of its log:\n{}",
+                tail.join("\n")
+            )
+        }
+        ProgramError::SyscallError(s) if is_permission_error(&s.io_error) => {
+            anyhow!("{}", privileges::HOW_TO)
+        }
+        other => anyhow::Error::new(other).context(format!("program {name}")),
+    }
+}

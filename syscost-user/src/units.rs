@@ -1,0 +1,40 @@
+//! Human-readable durations: 850ns, 1.23us, 45.6ms, 1.20s.
+
+/// Formats `ns` with three significant digits and a unit that fits.
+pub fn human_ns(ns: u64) -> String {
+    let ns_f = ns as f64;
+    let (v, unit) = if ns < 1_000 {
+        return format!("{ns}ns");
+    } else if ns < 1_000_000 {
+        (ns_f / 1e3, "us")
+    } else if ns < 1_000_000_000 {
+        (ns_f / 1e6, "ms")
+    } else {
+        (ns_f / 1e9, "s")
+    };
+    if v < 10.0 {
+        format!("{v:.2}{unit}")
+    } else if v < 100.0 {
+        format!("{v:.1}{unit}")
+    } else {
+        format!("{v:.0}{unit}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_ns;
+
+    #[test]
+    fn scales() {
+        assert_eq!(human_ns(0), "0ns");
+        assert_eq!(human_ns(999), "999ns");
+        assert_eq!(human_ns(1_000), "1.00us");
+        assert_eq!(human_ns(1_234), "1.23us");
+        assert_eq!(human_ns(45_600), "45.6us");
+        assert_eq!(human_ns(456_000), "456us");
+        assert_eq!(human_ns(1_060_000), "1.06ms");
+        assert_eq!(human_ns(2_500_000_000), "2.50s");
+        assert_eq!(human_ns(250_000_000_000), "250s");
+    }
+}

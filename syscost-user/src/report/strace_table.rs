@@ -207,12 +207,12 @@ mod tests {
         };
         let text = render(&profile(), opts);
         let expected = "\
-% time     seconds  usecs/call     calls    errors syscall                 p50       p99       max
+% time     seconds  usecs/call     calls    errors syscall                p50       p99       max
 ------ ----------- ----------- --------- --------- ---------------- --------- --------- ---------
-  2.15    0.000002           0        40        19 openat             1.10us    8.50us    9.00us
- 74.19    0.000069           3        23           close              1.10us    8.50us    9.00us
-  2.15    0.000002           0         7           read               1.10us    8.50us    9.00us
- 21.51    0.000020           4         5           write              1.10us    8.50us    9.00us
+  2.15    0.000002           0        40        19 openat              1.10us    8.50us    9.00us
+ 74.19    0.000069           3        23           close               1.10us    8.50us    9.00us
+  2.15    0.000002           0         7           read                1.10us    8.50us    9.00us
+ 21.51    0.000020           4         5           write               1.10us    8.50us    9.00us
 ------ ----------- ----------- --------- --------- ---------------- --------- --------- ---------
 100.00    0.000093           1        75        19 total
 ";

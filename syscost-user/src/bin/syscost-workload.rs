@@ -1,0 +1,105 @@
+//! A workload with a known number of syscalls, for syscost's own tests.
+//!
+//! ```text
+//! syscost-workload [--wait-stdin] MODE ARGS...
+//!   getppid N          N getppid calls
+//!   close-ebadf N      N close(-1) calls, each failing with EBADF
+//!   threads K N        K threads, N getppid calls each
+//!   fork C N           C child processes, N getppid calls each
+//!   nanosleep N US     N nanosleep calls of US microseconds; prints mean_ns=<own timing>
+//!   sleep MS           sleeps MS milliseconds (one nanosleep)
+//!   exit CODE          exits with CODE
+//! ```
+//! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work.
+
+use std::{
+    io::{BufRead as _, Write as _},
+    time::Instant,
+};
+
+fn getppid_n(n: u64) {
+    for _ in 0..n {
+        // SAFETY: getppid has no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_getppid) };
+    }
+}
+
+fn arg(args: &[String], i: usize) -> u64 {
+    args.get(i)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| usage())
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: syscost-workload [--wait-stdin] getppid N | close-ebadf N | threads K N | fork C N | nanosleep N US | sleep MS | exit CODE"
+    );
+    std::process::exit(2)
+}
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--wait-stdin") {
+        args.remove(0);
+        println!("ready");
+        std::io::stdout().flush().unwrap();
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).unwrap();
+    }
+    match args.first().map(String::as_str) {
+        Some("getppid") => getppid_n(arg(&args, 1)),
+        Some("close-ebadf") => {
+            for _ in 0..arg(&args, 1) {
+                // SAFETY: closing an invalid fd only returns EBADF.
+                unsafe { libc::close(-1) };
+            }
+        }
+        Some("threads") => {
+            let n = arg(&args, 2);
+            let threads: Vec<_> = (0..arg(&args, 1))
+                .map(|_| std::thread::spawn(move || getppid_n(n)))
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
+        Some("fork") => {
+            let n = arg(&args, 2);
+            let mut children = Vec::new();
+            for _ in 0..arg(&args, 1) {
+                // SAFETY: the child only makes raw syscalls and _exits.
+                match unsafe { libc::fork() } {
+                    0 => {
+                        getppid_n(n);
+                        unsafe { libc::_exit(0) };
+                    }
+                    pid if pid > 0 => children.push(pid),
+                    _ => panic!("fork failed: {}", std::io::Error::last_os_error()),
+                }
+            }
+            for pid in children {
+                let mut status = 0;
+                // SAFETY: waits for our own child.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+            }
+        }
+        Some("nanosleep") => {
+            let (n, us) = (arg(&args, 1), arg(&args, 2));
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: (us * 1000) as i64,
+            };
+            let mut total = 0u128;
+            for _ in 0..n {
+                let t = Instant::now();
+                // SAFETY: valid timespec, no remainder wanted.
+                unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+                total += t.elapsed().as_nanos();
+            }
+            println!("mean_ns={}", total / u128::from(n.max(1)));
+        }
+        Some("sleep") => std::thread::sleep(std::time::Duration::from_millis(arg(&args, 1))),
+        Some("exit") => std::process::exit(arg(&args, 1) as i32),
+        _ => usage(),
+    }
+}

@@ -1,0 +1,86 @@
+//! Bad input gets one line that says what is wrong, exit status 1, no panic. These need
+//! no privileges: syscost checks its input before it loads anything.
+
+mod common;
+
+use common::*;
+
+fn fails_with(args: &[&str], expected: &str) {
+    let o = output(syscost().args(args));
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+    assert_eq!(stderr(&o), format!("syscost: {expected}\n"), "{args:?}");
+}
+
+#[test]
+fn unknown_syscall_suggests_the_closest() {
+    fails_with(
+        &["run", "-e", "getppid,clsoe", "--", "true"],
+        "unknown syscall 'clsoe' (did you mean 'close'?)",
+    );
+    fails_with(
+        &["report", "-e", "epoll_wiat", "x.json"],
+        "unknown syscall 'epoll_wiat' (did you mean 'epoll_wait'?)",
+    );
+}
+
+#[test]
+fn missing_and_bad_processes() {
+    fails_with(
+        &["attach", "-p", "0"],
+        "PID 0 is the kernel's idle task, not a process syscost can profile",
+    );
+    fails_with(&["attach", "-p", "2147483647"], "no process 2147483647");
+    fails_with(
+        &["attach", "-p", "1", "-d", "0"],
+        "-d must be a positive number of seconds, not 0",
+    );
+}
+
+#[test]
+fn unwritable_outputs_fail_before_anything_runs() {
+    fails_with(
+        &["run", "--json", "/nonexistent-dir/p.json", "--", "true"],
+        "cannot write /nonexistent-dir/p.json: No such file or directory (os error 2)",
+    );
+    fails_with(
+        &["run", "--", "no-such-command-xyz"],
+        "command not found: no-such-command-xyz",
+    );
+}
+
+#[test]
+fn report_rejects_bad_files() {
+    let dir = std::env::temp_dir().join(format!("syscost-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, body: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, body).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let empty = file("empty.json", b"");
+    fails_with(
+        &["report", &empty],
+        &format!("{empty}: empty file, not a syscost profile"),
+    );
+    let trunc = file("trunc.json", b"{\"version\": 1, \"arch\": \"x86");
+    let o = output(syscost().args(["report", &trunc]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with(&format!("syscost: {trunc}: truncated JSON")),
+        "{}",
+        stderr(&o)
+    );
+    let future = file("future.json", b"{\"version\": 99}");
+    fails_with(
+        &["report", &future],
+        &format!(
+            "{future}: profile schema version 99 is newer than this syscost reads (1): upgrade syscost"
+        ),
+    );
+    let missing = dir.join("missing.json").to_string_lossy().into_owned();
+    fails_with(
+        &["report", &missing],
+        &format!("cannot read {missing}: No such file or directory (os error 2)"),
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

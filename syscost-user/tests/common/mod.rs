@@ -1,0 +1,127 @@
+//! Helpers for the tests that load syscost's kernel programs (root only).
+#![allow(dead_code)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    sync::{Mutex, MutexGuard},
+};
+
+use syscost_user::{profile::Profile, report::json};
+
+/// Root tests run one at a time: each checks afterwards that no program of ours is left
+/// loaded, which another test's live tracer would spoil.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A root test's context: holds the serial lock and a scratch directory, and on drop
+/// checks that no syscost program is still loaded.
+pub struct RootTest {
+    _lock: MutexGuard<'static, ()>,
+    pub dir: PathBuf,
+}
+
+/// `Some` when this process may load BPF programs. Elsewhere it says loudly why the test
+/// is skipped; under CI (`CI=true`) it fails instead.
+pub fn root_test(name: &str) -> Option<RootTest> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{name}: needs root to load BPF programs, and CI=true forbids skipping");
+        }
+        eprintln!(
+            "\n*** SKIPPED {name}: needs root to load BPF programs (run `sudo cargo xtask test`) ***\n"
+        );
+        return None;
+    }
+    let lock = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("syscost-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Some(RootTest { _lock: lock, dir })
+}
+
+impl RootTest {
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+}
+
+impl Drop for RootTest {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if !std::thread::panicking() {
+            assert_eq!(
+                wait_for_unload(),
+                Vec::<String>::new(),
+                "programs left loaded"
+            );
+        }
+    }
+}
+
+/// Waits up to 5 s for syscost's programs to leave the kernel (they are freed after an
+/// RCU grace period, not the moment the last fd closes); what is still loaded then.
+pub fn wait_for_unload() -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = loaded_syscost_programs();
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Names of loaded BPF programs that are syscost's.
+pub fn loaded_syscost_programs() -> Vec<String> {
+    aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .filter_map(|p| p.name_as_str().map(str::to_string))
+        .filter(|n| n.starts_with("syscost_") || n.starts_with("floor_sys_"))
+        .collect()
+}
+
+pub fn syscost() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_syscost"))
+}
+
+pub fn workload_path() -> &'static str {
+    env!("CARGO_BIN_EXE_syscost-workload")
+}
+
+/// Runs syscost and returns its output, failing the test on a spawn error.
+pub fn output(cmd: &mut Command) -> Output {
+    cmd.output().expect("cannot run syscost")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `syscost run --json FILE -- workload ARGS` and the profile it saved.
+pub fn run_workload(t: &RootTest, args: &[&str]) -> (Output, Profile) {
+    let json_path = t.path("run.json");
+    let o = output(
+        syscost()
+            .arg("run")
+            .arg("--json")
+            .arg(&json_path)
+            .arg("--")
+            .arg(workload_path())
+            .args(args),
+    );
+    assert!(o.status.success(), "syscost run failed: {}", stderr(&o));
+    (o, read_profile(&json_path))
+}
+
+pub fn read_profile(path: &Path) -> Profile {
+    json::read(path).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// Calls of `name` in `p` (0 when absent).
+pub fn calls(p: &Profile, name: &str) -> u64 {
+    p.syscall(name).map_or(0, |s| s.calls)
+}

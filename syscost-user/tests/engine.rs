@@ -1,0 +1,289 @@
+//! The kernel side tested for real: syscost runs or attaches to a workload with a known
+//! number of syscalls, and the counts must be exact. Needs root.
+
+mod common;
+
+use std::{
+    io::{BufRead as _, BufReader, Write as _},
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use common::*;
+
+/// Latencies a getppid can plausibly have: above 20 ns, below 1 ms on average.
+fn assert_plausible_getppid(p: &syscost_user::profile::Profile) {
+    let s = p.syscall("getppid").expect("getppid seen");
+    assert!(s.avg_ns > 20 && s.avg_ns < 1_000_000, "avg {} ns", s.avg_ns);
+    assert!(
+        s.min_ns <= s.p50_ns
+            && s.p50_ns <= s.p90_ns
+            && s.p90_ns <= s.p99_ns
+            && s.p99_ns <= s.max_ns,
+        "{s:?}"
+    );
+    assert!(s.min_ns <= s.avg_ns && s.avg_ns <= s.max_ns);
+    assert_eq!(s.histogram.iter().map(|b| b.count).sum::<u64>(), s.calls);
+    assert_eq!(s.errors, 0);
+}
+
+#[test]
+fn run_counts_getppid_exactly() {
+    let Some(t) = root_test("run_counts_getppid_exactly") else {
+        return;
+    };
+    let (_, p) = run_workload(&t, &["getppid", "100000"]);
+    assert_eq!(calls(&p, "getppid"), 100_000);
+    assert_eq!(
+        calls(&p, "execve"),
+        1,
+        "the first traced syscall is the exec"
+    );
+    assert_eq!((p.unpaired, p.dropped), (0, 0));
+    assert_plausible_getppid(&p);
+}
+
+#[test]
+fn run_counts_errors_by_errno() {
+    let Some(t) = root_test("run_counts_errors_by_errno") else {
+        return;
+    };
+    let (_, p) = run_workload(&t, &["close-ebadf", "5000"]);
+    let close = p.syscall("close").unwrap();
+    assert!(close.calls >= 5000, "{}", close.calls);
+    assert_eq!(close.errors, 5000);
+    assert_eq!(close.errnos.len(), 1);
+    assert_eq!(close.errnos["EBADF"], 5000);
+}
+
+#[test]
+fn run_counts_every_thread() {
+    let Some(t) = root_test("run_counts_every_thread") else {
+        return;
+    };
+    let (_, p) = run_workload(&t, &["threads", "8", "10000"]);
+    assert_eq!(calls(&p, "getppid"), 80_000);
+    assert_eq!(calls(&p, "clone3") + calls(&p, "clone"), 8);
+    // A new thread's return from clone is not an unpaired exit.
+    assert_eq!((p.unpaired, p.dropped), (0, 0));
+    assert_plausible_getppid(&p);
+}
+
+#[test]
+fn run_follows_forked_children() {
+    let Some(t) = root_test("run_follows_forked_children") else {
+        return;
+    };
+    let (_, p) = run_workload(&t, &["fork", "4", "10000"]);
+    assert_eq!(calls(&p, "getppid"), 40_000);
+    assert_eq!(calls(&p, "wait4"), 4);
+    assert_eq!((p.unpaired, p.dropped), (0, 0));
+}
+
+#[test]
+fn nanosleep_latency_matches_the_workloads_own_timing() {
+    let Some(t) = root_test("nanosleep_latency_matches") else {
+        return;
+    };
+    let (o, p) = run_workload(&t, &["nanosleep", "100", "1000"]);
+    let own: f64 = stdout(&o)
+        .trim()
+        .strip_prefix("mean_ns=")
+        .unwrap()
+        .parse()
+        .unwrap();
+    // glibc's nanosleep is the clock_nanosleep syscall.
+    let s = p.syscall("clock_nanosleep").expect("clock_nanosleep seen");
+    assert_eq!(s.calls, 100);
+    let ours = s.avg_ns as f64;
+    assert!(
+        (ours - own).abs() / own < 0.05,
+        "syscost mean {ours} ns, workload's own {own} ns"
+    );
+    assert!(s.min_ns >= 1_000_000, "a 1 ms sleep took {} ns", s.min_ns);
+}
+
+#[test]
+fn run_returns_the_commands_exit_status() {
+    let Some(_t) = root_test("run_returns_exit_status") else {
+        return;
+    };
+    let o = output(syscost().args(["run", "--", workload_path(), "exit", "7"]));
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("% time     seconds  usecs/call"),
+        "{}",
+        stderr(&o)
+    );
+    let o = output(syscost().args(["run", "--", "sh", "-c", "kill -9 $$"]));
+    assert_eq!(o.status.code(), Some(128 + 9), "{}", stderr(&o));
+}
+
+#[test]
+fn json_round_trips_through_report() {
+    let Some(t) = root_test("json_round_trips_through_report") else {
+        return;
+    };
+    let json_path = t.path("p.json");
+    let table_path = t.path("table.txt");
+    let o = output(
+        syscost()
+            .args(["run", "-L", "-S", "calls", "-o"])
+            .arg(&table_path)
+            .arg("--json")
+            .arg(&json_path)
+            .args(["--", workload_path(), "getppid", "1000"]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("% time"),
+        "-o sends the table to the file"
+    );
+    let report = output(
+        syscost()
+            .args(["report", "-L", "-S", "calls"])
+            .arg(&json_path),
+    );
+    assert!(report.status.success(), "{}", stderr(&report));
+    let table = std::fs::read_to_string(&table_path).unwrap();
+    assert_eq!(stdout(&report), table);
+    assert!(
+        table.lines().nth(2).unwrap().ends_with("getppid") || table.contains(" getppid "),
+        "{table}"
+    );
+}
+
+/// Starts the workload blocked on stdin, attaches, lets it work, and checks that nothing
+/// it did after the attach was missed.
+#[test]
+fn attach_misses_nothing_after_attaching() {
+    let Some(t) = root_test("attach_misses_nothing") else {
+        return;
+    };
+    let mut work = Command::new(workload_path())
+        .args(["--wait-stdin", "threads", "4", "25000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(work.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+
+    let json_path = t.path("attach.json");
+    let mut tracer = syscost()
+        .args(["attach", "-p", &work.id().to_string(), "--json"])
+        .arg(&json_path)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(tracer.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    assert!(first.starts_with("syscost: tracing process"), "{first}");
+
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(work.wait().unwrap().success());
+    let o = tracer.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let rest: Vec<String> = err.map_while(Result::ok).collect();
+    assert!(rest.iter().any(|l| l.contains("exited")), "{rest:?}");
+
+    let p = read_profile(&json_path);
+    assert_eq!(calls(&p, "getppid"), 100_000);
+    assert_eq!(calls(&p, "clone3") + calls(&p, "clone"), 4);
+    // The read that was blocked when syscost attached.
+    assert_eq!(p.unpaired, 1);
+    assert_eq!(p.dropped, 0);
+    assert_eq!(p.target.pid, work.id());
+}
+
+#[test]
+fn attach_stops_after_duration_and_prints_intervals() {
+    let Some(_t) = root_test("attach_duration") else {
+        return;
+    };
+    let mut sleeper = Command::new(workload_path())
+        .args(["sleep", "20000"])
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let o = output(syscost().args([
+        "attach",
+        "-p",
+        &sleeper.id().to_string(),
+        "-d",
+        "1.2",
+        "-i",
+        "0.5",
+    ]));
+    let took = start.elapsed();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let out = stdout(&o);
+    assert_eq!(out.matches("--- interval ending").count(), 2, "{out}");
+    // Two interval tables and the final one.
+    assert_eq!(out.matches("% time     seconds").count(), 3, "{out}");
+    assert!(stderr(&o).contains("syscost: tracing process"));
+}
+
+#[test]
+fn sigterm_ends_attach_cleanly() {
+    let Some(_t) = root_test("sigterm_ends_attach") else {
+        return;
+    };
+    let mut busy = Command::new(workload_path())
+        .args(["getppid", "2000000000"])
+        .spawn()
+        .unwrap();
+    let mut tracer = syscost()
+        .args(["attach", "-p", &busy.id().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(tracer.stderr.take().unwrap()).lines();
+    assert!(
+        err.next()
+            .unwrap()
+            .unwrap()
+            .starts_with("syscost: tracing process")
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) };
+    let o = tracer.wait_with_output().unwrap();
+    busy.kill().unwrap();
+    busy.wait().unwrap();
+    assert!(
+        o.status.success(),
+        "{:?}",
+        err.map_while(Result::ok).collect::<Vec<_>>()
+    );
+    assert!(stdout(&o).contains(" getppid"), "{}", stdout(&o));
+}
+
+#[test]
+fn not_root_is_one_clear_line() {
+    let Some(_t) = root_test("not_root_is_one_clear_line") else {
+        return;
+    };
+    let o = output(
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--",
+            ])
+            .arg(env!("CARGO_BIN_EXE_syscost"))
+            .args(["run", "--", "true"]),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "syscost: syscost needs root (or CAP_BPF and CAP_PERFMON) to load its kernel programs: run it with sudo\n"
+    );
+}

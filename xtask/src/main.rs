@@ -1,1 +1,97 @@
-fn main() {}
+//! Project tasks: `cargo xtask setup | build | test | run`.
+//!
+//! `setup` makes a fresh machine ready and does nothing on a ready one; every other task
+//! runs it first, so nothing is ever installed by hand.
+
+mod setup;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context as _, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Install what building and testing need (nightly rust-src, bpf-linker, strace).
+    Setup,
+    /// Build the release `syscost` binary (target/release/syscost).
+    Build,
+    /// Run the unit and integration tests (the integration tests need root).
+    Test {
+        /// Extra arguments for `cargo test`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Build and run `syscost` with these arguments, e.g. `cargo xtask run -- run -- ls`.
+    Run {
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let root = workspace_root();
+    setup::setup()?;
+    match cli.task {
+        Task::Setup => Ok(()),
+        Task::Build => build(&root),
+        Task::Test { args } => test(&root, &args),
+        Task::Run { args } => {
+            build(&root)?;
+            let status = Command::new(root.join("target/release/syscost"))
+                .args(&args)
+                .status()
+                .context("cannot start target/release/syscost")?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `cargo` with bpf-linker's folder first on PATH.
+fn cargo(root: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root)
+        .env("PATH", setup::path_with_cargo_bin());
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(())
+}
+
+fn build(root: &Path) -> Result<()> {
+    run(cargo(root).args(["build", "--release", "-p", "syscost-user"]))
+}
+
+fn test(root: &Path, extra: &[String]) -> Result<()> {
+    if !setup::is_root() {
+        eprintln!(
+            "\n*** not root: the tests that load BPF programs will be SKIPPED (under CI=true they fail). Run `sudo -E cargo xtask test`. ***\n"
+        );
+    }
+    run(cargo(root).args(["test", "--workspace"]).args(extra))
+}

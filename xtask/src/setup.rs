@@ -1,0 +1,200 @@
+//! `cargo xtask setup`: what a fresh machine lacks, installed once.
+//!
+//! - the nightly toolchain's rust-src (the kernel programs are built with
+//!   `-Z build-std=core` for bpfel-unknown-none);
+//! - bpf-linker, built against the nightly's own libLLVM (no system LLVM is needed);
+//! - strace (for the side-by-side comparisons) and tmux (for the terminal UI tests),
+//!   from apt.
+
+use std::{
+    env,
+    ffi::OsString,
+    fs,
+    os::unix::fs::symlink,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use anyhow::{Context as _, Result, bail};
+
+/// bpf-linker release known to build against the nightly's LLVM 22.
+const BPF_LINKER: &str = "bpf-linker@0.13.0";
+const BPF_LINKER_LLVM_FEATURE: &str = "llvm-22";
+/// Debian packages the tests use.
+const APT_PACKAGES: [&str; 2] = ["strace", "tmux"];
+
+pub fn setup() -> Result<()> {
+    nightly_rust_src()?;
+    bpf_linker()?;
+    apt_packages()?;
+    Ok(())
+}
+
+pub fn is_root() -> bool {
+    // Read through /proc: xtask needs no libc dependency for one uid.
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+fn cargo_home() -> PathBuf {
+    env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(".cargo"))
+}
+
+fn home() -> PathBuf {
+    env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+/// PATH with `$CARGO_HOME/bin` in front, where bpf-linker is installed.
+pub fn path_with_cargo_bin() -> OsString {
+    let mut paths = vec![cargo_home().join("bin")];
+    paths.extend(env::split_paths(&env::var_os("PATH").unwrap_or_default()));
+    env::join_paths(paths).expect("PATH entries have no ':'")
+}
+
+fn quiet_ok(cmd: &mut Command) -> bool {
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn output(cmd: &mut Command) -> Result<String> {
+    let o = cmd
+        .output()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !o.status.success() {
+        bail!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(())
+}
+
+fn nightly_sysroot() -> Result<PathBuf> {
+    if !quiet_ok(Command::new("rustup").args(["run", "nightly", "rustc", "--version"])) {
+        eprintln!("setup: installing the nightly toolchain");
+        run(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+        ]))?;
+    }
+    Ok(PathBuf::from(output(
+        Command::new("rustup").args(["run", "nightly", "rustc", "--print", "sysroot"]),
+    )?))
+}
+
+fn nightly_rust_src() -> Result<()> {
+    let sysroot = nightly_sysroot()?;
+    if sysroot.join("lib/rustlib/src/rust/library/core").exists() {
+        return Ok(());
+    }
+    eprintln!("setup: adding rust-src to the nightly toolchain");
+    run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))
+}
+
+fn bpf_linker_works() -> bool {
+    let bin = cargo_home().join("bin/bpf-linker");
+    let cmd = if bin.exists() {
+        bin
+    } else {
+        PathBuf::from("bpf-linker")
+    };
+    quiet_ok(Command::new(cmd).arg("--version"))
+}
+
+/// Builds bpf-linker against the nightly's libLLVM (it finds the library through a
+/// runpath into a folder of symlinks, so a new nightly only needs a rebuild).
+fn bpf_linker() -> Result<()> {
+    if bpf_linker_works() {
+        return Ok(());
+    }
+    eprintln!("setup: building {BPF_LINKER} against the nightly's LLVM (about 2 minutes)");
+    let sysroot = nightly_sysroot()?;
+    let libllvm = fs::read_dir(sysroot.join("lib"))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("libLLVM.so."))
+        .context("the nightly toolchain ships no libLLVM.so.*")?;
+    let prefix = home().join(".local/share/syscost/rust-llvm");
+    let lib = prefix.join("lib");
+    fs::create_dir_all(&lib)?;
+    for name in ["libLLVM.so", libllvm.as_str()] {
+        let link = lib.join(name);
+        let _ = fs::remove_file(&link);
+        symlink(sysroot.join("lib").join(&libllvm), &link)
+            .with_context(|| format!("cannot link {}", link.display()))?;
+    }
+    run(Command::new("cargo")
+        .args([
+            "install",
+            BPF_LINKER,
+            "--locked",
+            "--force",
+            "--no-default-features",
+        ])
+        .args(["--features", BPF_LINKER_LLVM_FEATURE, "--root"])
+        .arg(cargo_home())
+        .env("LLVM_PREFIX", &prefix)
+        .current_dir(env::temp_dir()))?;
+    if !bpf_linker_works() {
+        bail!("bpf-linker was built but does not run");
+    }
+    Ok(())
+}
+
+fn has_command(name: &str) -> bool {
+    env::split_paths(&env::var_os("PATH").unwrap_or_default()).any(|p| is_executable(&p.join(name)))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn apt_packages() -> Result<()> {
+    let missing: Vec<&str> = APT_PACKAGES
+        .into_iter()
+        .filter(|p| !has_command(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !is_root() {
+        eprintln!(
+            "setup: missing {}; install them with: sudo apt-get install -y {}",
+            missing.join(", "),
+            missing.join(" ")
+        );
+        return Ok(());
+    }
+    eprintln!("setup: installing {} from apt", missing.join(", "));
+    run(Command::new("apt-get").args(["update", "-q"]))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-q", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+}

@@ -3,6 +3,7 @@
 //! `setup` makes a fresh machine ready and does nothing on a ready one; every other task
 //! runs it first, so nothing is ever installed by hand.
 
+mod bench;
 mod setup;
 
 use std::{
@@ -32,6 +33,15 @@ enum Task {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Measure what tracing adds per syscall: untraced vs syscost vs strace, side by side.
+    Bench {
+        /// Interleaved rounds (the medians are reported).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// getppid calls per round (strace gets a twentieth).
+        #[arg(long, default_value_t = 2_000_000)]
+        calls: u64,
+    },
     /// Build and run `syscost` with these arguments, e.g. `cargo xtask run -- run -- ls`.
     Run {
         #[arg(last = true)]
@@ -47,6 +57,10 @@ fn main() -> Result<()> {
         Task::Setup => Ok(()),
         Task::Build => build(&root),
         Task::Test { args } => test(&root, &args),
+        Task::Bench { rounds, calls } => {
+            build(&root)?;
+            bench::bench(&root, rounds.max(1), calls.max(1))
+        }
         Task::Run { args } => {
             build(&root)?;
             let status = Command::new(root.join("target/release/syscost"))
@@ -84,7 +98,7 @@ fn run(cmd: &mut Command) -> Result<()> {
 }
 
 fn build(root: &Path) -> Result<()> {
-    run(cargo(root).args(["build", "--release", "-p", "syscost-user"]))
+    run(cargo(root).args(["build", "--release", "-p", "syscost-user", "--bins"]))
 }
 
 fn test(root: &Path, extra: &[String]) -> Result<()> {
@@ -93,5 +107,6 @@ fn test(root: &Path, extra: &[String]) -> Result<()> {
             "\n*** not root: the tests that load BPF programs will be SKIPPED (under CI=true they fail). Run `sudo -E cargo xtask test`. ***\n"
         );
     }
-    run(cargo(root).args(["test", "--workspace"]).args(extra))
+    // The default members: the eBPF crate builds only for the BPF target.
+    run(cargo(root).arg("test").args(extra))
 }

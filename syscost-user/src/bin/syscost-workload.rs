@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! syscost-workload [--wait-stdin] MODE ARGS...
-//!   getppid N          N getppid calls
+//!   getppid N          N getppid calls; prints ns_per_call=<own timing>
 //!   close-ebadf N      N close(-1) calls, each failing with EBADF
 //!   threads K N        K threads, N getppid calls each
 //!   fork C N           C child processes, N getppid calls each
@@ -47,7 +47,15 @@ fn main() {
         std::io::stdin().lock().read_line(&mut line).unwrap();
     }
     match args.first().map(String::as_str) {
-        Some("getppid") => getppid_n(arg(&args, 1)),
+        Some("getppid") => {
+            let n = arg(&args, 1);
+            let t = Instant::now();
+            getppid_n(n);
+            println!(
+                "ns_per_call={:.1}",
+                t.elapsed().as_nanos() as f64 / n.max(1) as f64
+            );
+        }
         Some("close-ebadf") => {
             for _ in 0..arg(&args, 1) {
                 // SAFETY: closing an invalid fd only returns EBADF.

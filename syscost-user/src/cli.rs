@@ -28,6 +28,17 @@ pub enum Command {
     Attach(AttachArgs),
     /// Print the table of a profile saved with --json.
     Report(ReportArgs),
+    /// The reference workloads: an epoll echo server and its load generator.
+    #[command(subcommand)]
+    Lab(LabCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// A single-threaded epoll echo server on raw syscalls (level- or edge-triggered).
+    EchoServer(crate::lab::echo_server::ServerArgs),
+    /// Short-connection (or keep-alive) load for the echo server.
+    EchoLoad(crate::lab::echo_load::LoadArgs),
 }
 
 /// How the table looks; shared by every command that prints one.
@@ -42,11 +53,18 @@ pub struct ViewArgs {
     /// Add p50, p99 and max latency columns.
     #[arg(short = 'L', long = "latency")]
     pub latency: bool,
+    /// Add calls and time per call of this syscall, e.g. `--per accept4` for per-request
+    /// figures of a server (one accepted connection = one unit).
+    #[arg(long, value_name = "SYSCALL")]
+    pub per: Option<String>,
 }
 
 impl ViewArgs {
-    /// The `-e` names, checked.
+    /// The `-e` names, checked (and `--per`'s name with them).
     pub fn filter(&self) -> Result<Option<Vec<String>>> {
+        if let Some(unit) = &self.per {
+            syscall_names::number(unit)?;
+        }
         self.syscalls
             .as_deref()
             .map(syscall_names::parse_list)
@@ -58,6 +76,7 @@ impl ViewArgs {
         TableOptions {
             sort: self.sort,
             latency: self.latency,
+            per: self.per.clone(),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod collector;
 pub mod commands;
 pub mod errno_name;
 pub mod kernel_btf;
+pub mod lab;
 pub mod latency;
 pub mod privileges;
 pub mod process;

@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(args),
         Command::Attach(args) => commands::attach::attach(args),
         Command::Report(args) => commands::report::report(args),
+        Command::Lab(lab) => commands::lab::lab(lab),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

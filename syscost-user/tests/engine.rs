@@ -181,8 +181,15 @@ fn attach_misses_nothing_after_attaching() {
     let first = err.next().unwrap().unwrap();
     assert!(first.starts_with("syscost: tracing process"), "{first}");
 
+    // A bystander making the same syscall must not be counted.
+    let mut bystander = Command::new(workload_path())
+        .args(["getppid", "300000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     assert!(work.wait().unwrap().success());
+    assert!(bystander.wait().unwrap().success());
     let o = tracer.wait_with_output().unwrap();
     assert!(o.status.success());
     let rest: Vec<String> = err.map_while(Result::ok).collect();

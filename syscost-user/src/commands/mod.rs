@@ -1,6 +1,7 @@
 //! The subcommands.
 
 pub mod attach;
+pub mod lab;
 pub mod report;
 pub mod run;
 
@@ -22,7 +23,7 @@ fn finish(mut profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Re
     if let Some(names) = view.filter()? {
         profile.retain_names(&names);
     }
-    Ok(strace_table::render(&profile, view.table()))
+    Ok(strace_table::render(&profile, &view.table()))
 }
 
 /// Fails early on options that would only fail at the end of a long profile.

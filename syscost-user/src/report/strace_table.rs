@@ -33,15 +33,43 @@ pub enum SortKey {
 }
 
 /// How to print the table.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TableOptions {
     pub sort: SortKey,
     /// Add p50, p99 and max columns.
     pub latency: bool,
+    /// Add calls and time per call of this syscall (per request, when it is `accept4`).
+    pub per: Option<String>,
+}
+
+/// Per-unit figures: the unit is one call of a chosen syscall (one accepted connection).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PerUnit {
+    /// Calls of the unit syscall.
+    pub units: u64,
+    /// All syscalls per unit.
+    pub calls: f64,
+    /// Syscall time per unit, ns.
+    pub ns: f64,
+}
+
+/// Totals of `profile` per call of syscall `unit`; `None` when it was never called.
+pub fn per_unit(profile: &Profile, unit: &str) -> Option<PerUnit> {
+    let units = profile.syscall(unit).map_or(0, |s| s.calls);
+    if units == 0 {
+        return None;
+    }
+    let (calls, _, total_ns) = profile.totals();
+    Some(PerUnit {
+        units,
+        calls: calls as f64 / units as f64,
+        ns: total_ns as f64 / units as f64,
+    })
 }
 
 const DASHES: &str = "------ ----------- ----------- --------- --------- ----------------";
 const LATENCY_DASHES: &str = " --------- --------- ---------";
+const PER_DASHES: &str = " ---------- ----------";
 
 /// Rows in display order.
 pub fn sorted(profile: &Profile, key: SortKey) -> Vec<&SyscallProfile> {
@@ -86,45 +114,91 @@ fn latency_cols(p50: u64, p99: u64, max: u64) -> String {
 }
 
 /// The table, with a line about unpaired and dropped events when there were any.
-pub fn render(profile: &Profile, options: TableOptions) -> String {
+pub fn render(profile: &Profile, options: &TableOptions) -> String {
     let (calls, errors, total_ns) = profile.totals();
+    let per = options.per.as_deref().map(|u| (u, per_unit(profile, u)));
     let mut out = String::new();
     let mut push = |s: String| {
         out.push_str(s.trim_end());
         out.push('\n');
     };
+    // Extra columns start after the 16-wide syscall name column.
+    let extend = |row: String, latency: String, per: String| {
+        if latency.is_empty() && per.is_empty() {
+            row
+        } else {
+            format!("{row:<67}{latency}{per}")
+        }
+    };
+    let dashes = || {
+        let mut d = DASHES.to_string();
+        if options.latency {
+            d.push_str(LATENCY_DASHES);
+        }
+        if per.is_some() {
+            d.push_str(PER_DASHES);
+        }
+        d
+    };
     let header = format!(
         "{:>6} {:>11} {:>11} {:>9} {:>9} {}",
         "% time", "seconds", "usecs/call", "calls", "errors", "syscall"
     );
-    if options.latency {
-        push(format!(
-            "{header:<67}{:>10}{:>10}{:>10}",
-            "p50", "p99", "max"
-        ));
-        push(format!("{DASHES}{LATENCY_DASHES}"));
+    let latency_header = if options.latency {
+        format!("{:>10}{:>10}{:>10}", "p50", "p99", "max")
     } else {
-        push(header);
-        push(DASHES.to_string());
-    }
+        String::new()
+    };
+    let per_header = if per.is_some() {
+        format!("{:>11}{:>11}", "calls/unit", "time/unit")
+    } else {
+        String::new()
+    };
+    push(extend(header, latency_header, per_header));
+    push(dashes());
+    let per_cols = |c: u64, ns: u64| match per {
+        Some((_, Some(u))) => format!(
+            " {:>10.2} {:>10}",
+            c as f64 / u.units as f64,
+            human_ns((ns as f64 / u.units as f64).round() as u64)
+        ),
+        Some((_, None)) => format!(" {:>10} {:>10}", "-", "-"),
+        None => String::new(),
+    };
     for s in sorted(profile, options.sort) {
         let pct = if total_ns == 0 {
             0.0
         } else {
             100.0 * s.total_ns as f64 / total_ns as f64
         };
-        let mut row = line(pct, s.total_ns, s.calls, s.errors, &s.name);
-        if options.latency {
-            row = format!("{row:<67}{}", latency_cols(s.p50_ns, s.p99_ns, s.max_ns));
-        }
-        push(row);
+        let latency = if options.latency {
+            latency_cols(s.p50_ns, s.p99_ns, s.max_ns)
+        } else {
+            String::new()
+        };
+        let row = line(pct, s.total_ns, s.calls, s.errors, &s.name);
+        push(extend(row, latency, per_cols(s.calls, s.total_ns)));
     }
-    push(if options.latency {
-        format!("{DASHES}{LATENCY_DASHES}")
+    push(dashes());
+    let latency_pad = if options.latency {
+        " ".repeat(30)
     } else {
-        DASHES.to_string()
-    });
-    push(line(100.0, total_ns, calls, errors, "total"));
+        String::new()
+    };
+    let total = line(100.0, total_ns, calls, errors, "total");
+    push(extend(total, latency_pad, per_cols(calls, total_ns)));
+    match per {
+        Some((unit, Some(u))) => push(format!(
+            "per {unit}: {:.2} syscalls, {} in syscalls ({} {unit} calls)",
+            u.calls,
+            human_ns(u.ns.round() as u64),
+            u.units
+        )),
+        Some((unit, None)) => push(format!(
+            "per {unit}: no {unit} calls, so no per-unit figures"
+        )),
+        None => {}
+    }
     if profile.unpaired > 0 || profile.dropped > 0 {
         push(format!(
             "syscost: {} syscall exits without a seen enter (in flight when tracing began), {} events dropped",
@@ -185,7 +259,7 @@ mod tests {
 
     #[test]
     fn matches_strace_layout() {
-        let text = render(&profile(), TableOptions::default());
+        let text = render(&profile(), &TableOptions::default());
         let expected = "\
 % time     seconds  usecs/call     calls    errors syscall
 ------ ----------- ----------- --------- --------- ----------------
@@ -204,8 +278,9 @@ mod tests {
         let opts = TableOptions {
             sort: SortKey::Calls,
             latency: true,
+            per: None,
         };
-        let text = render(&profile(), opts);
+        let text = render(&profile(), &opts);
         let expected = "\
 % time     seconds  usecs/call     calls    errors syscall                p50       p99       max
 ------ ----------- ----------- --------- --------- ---------------- --------- --------- ---------
@@ -239,17 +314,53 @@ mod tests {
     fn reports_unpaired_and_dropped() {
         let mut p = profile();
         p.unpaired = 2;
-        let text = render(&p, TableOptions::default());
+        let text = render(&p, &TableOptions::default());
         assert!(text.ends_with(
             "syscost: 2 syscall exits without a seen enter (in flight when tracing began), 0 events dropped\n"
         ));
     }
 
     #[test]
+    fn per_unit_columns_and_total_line() {
+        let opts = TableOptions {
+            sort: SortKey::Time,
+            latency: false,
+            per: Some("write".into()),
+        };
+        let text = render(&profile(), &opts);
+        let expected = "\
+% time     seconds  usecs/call     calls    errors syscall          calls/unit  time/unit
+------ ----------- ----------- --------- --------- ---------------- ---------- ----------
+ 74.19    0.000069           3        23           close                  4.60     13.8us
+ 21.51    0.000020           4         5           write                  1.00     4.00us
+  2.15    0.000002           0         7           read                   1.40      400ns
+  2.15    0.000002           0        40        19 openat                 8.00      400ns
+------ ----------- ----------- --------- --------- ---------------- ---------- ----------
+100.00    0.000093           1        75        19 total                 15.00     18.6us
+per write: 15.00 syscalls, 18.6us in syscalls (5 write calls)
+";
+        assert_eq!(text, expected);
+        let p = profile();
+        let u = per_unit(&p, "write").unwrap();
+        assert_eq!((u.units, u.calls, u.ns), (5, 15.0, 18_600.0));
+        assert_eq!(per_unit(&p, "accept4"), None);
+        let none = TableOptions {
+            per: Some("accept4".into()),
+            ..TableOptions::default()
+        };
+        let text = render(&p, &none);
+        assert!(
+            text.contains("  close                       -          -\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("per accept4: no accept4 calls, so no per-unit figures\n"));
+    }
+
+    #[test]
     fn empty_profile() {
         let mut p = profile();
         p.syscalls.clear();
-        let text = render(&p, TableOptions::default());
+        let text = render(&p, &TableOptions::default());
         assert!(text.ends_with("100.00    0.000000           0         0           total\n"));
     }
 }

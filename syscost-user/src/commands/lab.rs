@@ -1,0 +1,40 @@
+//! `syscost lab echo-server | echo-load`.
+
+use anyhow::Result;
+
+use crate::{
+    cli::LabCommand,
+    lab::{echo_load, echo_server},
+};
+
+pub fn lab(command: &LabCommand) -> Result<i32> {
+    match command {
+        LabCommand::EchoServer(args) => {
+            let stats = echo_server::serve(args, |port| {
+                eprintln!(
+                    "echo-server: listening on {}:{port} ({:?}{}), pid {}",
+                    args.addr.ip(),
+                    args.mode,
+                    if args.stop_on_short_read {
+                        ", stop on short read"
+                    } else {
+                        ""
+                    },
+                    std::process::id()
+                );
+            })?;
+            eprintln!(
+                "echo-server: connections={} bytes={}",
+                stats.connections, stats.bytes
+            );
+            Ok(0)
+        }
+        LabCommand::EchoLoad(args) => {
+            let report = echo_load::run(args)?;
+            if !args.quiet {
+                println!("echo-load: {report}");
+            }
+            Ok(if report.errors == 0 { 0 } else { 1 })
+        }
+    }
+}

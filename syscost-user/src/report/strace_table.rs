@@ -350,7 +350,7 @@ per write: 15.00 syscalls, 18.6us in syscalls (5 write calls)
         };
         let text = render(&p, &none);
         assert!(
-            text.contains("  close                       -          -\n"),
+            text.contains(" close                     -          -\n"),
             "{text}"
         );
         assert!(text.ends_with("per accept4: no accept4 calls, so no per-unit figures\n"));

@@ -42,6 +42,21 @@ pub struct ThreadSlot {
     pub _pad: u32,
 }
 
+/// Per-thread totals, one slot per thread id (cleared when the thread exits).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadStats {
+    /// Completed calls.
+    pub calls: u64,
+    /// Time inside syscalls, ns.
+    pub total_ns: u64,
+    /// The thread's dominant syscall: a majority-vote candidate (Boyer-Moore), exact
+    /// whenever one syscall makes up more than half of the thread's calls.
+    pub top_nr: u32,
+    /// Votes of the candidate.
+    pub top_votes: u32,
+}
+
 /// Per-syscall, per-CPU statistics. Userspace sums the CPUs.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +118,7 @@ mod pod {
     // SAFETY: both are #[repr(C)] structs of integers with no padding holes the kernel
     // could leave uninitialised (ThreadSlot's padding is an explicit field).
     unsafe impl aya::Pod for super::ThreadSlot {}
+    unsafe impl aya::Pod for super::ThreadStats {}
     unsafe impl aya::Pod for super::SyscallStats {}
     unsafe impl aya::Pod for super::ErrnoCounts {}
 }

@@ -20,8 +20,8 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::warn;
 use syscost_common::{
-    ERRNO_SLOTS, ErrnoCounts, MAX_SYSCALLS, NR_FORK_CHILD, SyscallStats, ThreadSlot, bucket_index,
-    counter, errno_slot,
+    ERRNO_SLOTS, ErrnoCounts, MAX_SYSCALLS, NR_FORK_CHILD, SyscallStats, ThreadSlot, ThreadStats,
+    bucket_index, counter, errno_slot,
 };
 
 /// Traced processes: index tgid, value non-zero when traced. Userspace sizes it to
@@ -32,6 +32,11 @@ static PROCS: Array<u32> = Array::with_max_entries(1, 0);
 /// Per-thread enter timestamp and syscall number: index tid, sized to pid_max.
 #[map]
 static THREADS: Array<ThreadSlot> = Array::with_max_entries(1, 0);
+
+/// Per-thread totals: index tid, sized to pid_max. Written by the thread itself only, so
+/// a plain array (not per-CPU) holds no races.
+#[map]
+static THREAD_STATS: Array<ThreadStats> = Array::with_max_entries(1, 0);
 
 /// Per-syscall statistics: index syscall number.
 #[map]
@@ -132,6 +137,20 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
         *b += 1;
     }
 
+    if let Some(t) = THREAD_STATS.get_ptr_mut(pid_tgid as u32) {
+        let t = unsafe { &mut *t };
+        t.calls += 1;
+        t.total_ns += ns;
+        if t.top_nr == nr {
+            t.top_votes += 1;
+        } else if t.top_votes == 0 {
+            t.top_nr = nr;
+            t.top_votes = 1;
+        } else {
+            t.top_votes -= 1;
+        }
+    }
+
     let ret: i64 = ctx.arg(1);
     if (-4095..0).contains(&ret) {
         stats.errors += 1;
@@ -187,6 +206,18 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
     0
 }
 
+/// Clears an exiting thread's slots: a reused tid must not inherit a stale enter time or
+/// another thread's totals.
+#[inline(always)]
+fn forget_thread(tid: u32) {
+    if let Some(slot) = THREADS.get_ptr_mut(tid) {
+        unsafe { *slot = ThreadSlot::default() };
+    }
+    if let Some(t) = THREAD_STATS.get_ptr_mut(tid) {
+        unsafe { *t = ThreadStats::default() };
+    }
+}
+
 /// sched_process_exit(struct task_struct *p, bool group_dead), run in the exiting
 /// thread. Clears its slot (a reused tid must not inherit a stale enter time) and, when
 /// the whole thread group is gone, takes the process out of PROCS so a new process that
@@ -198,12 +229,7 @@ pub fn syscost_exit(ctx: RawTracePointContext) -> i32 {
     if !traced(tgid) {
         return 0;
     }
-    if let Some(slot) = THREADS.get_ptr_mut(pid_tgid as u32) {
-        unsafe {
-            (*slot).enter_ns = 0;
-            (*slot).nr = 0;
-        }
-    }
+    forget_thread(pid_tgid as u32);
     let group_dead: u64 = ctx.arg(1);
     if group_dead & 0xff != 0
         && let Some(p) = PROCS.get_ptr_mut(tgid)
@@ -222,12 +248,7 @@ pub fn syscost_exit_leader(_ctx: RawTracePointContext) -> i32 {
     if !traced(tgid) {
         return 0;
     }
-    if let Some(slot) = THREADS.get_ptr_mut(pid_tgid as u32) {
-        unsafe {
-            (*slot).enter_ns = 0;
-            (*slot).nr = 0;
-        }
-    }
+    forget_thread(pid_tgid as u32);
     if pid_tgid as u32 == tgid
         && let Some(p) = PROCS.get_ptr_mut(tgid)
     {

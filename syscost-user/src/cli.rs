@@ -106,9 +106,13 @@ pub struct AttachArgs {
     /// Stop after this many seconds.
     #[arg(short = 'd', long = "duration", value_name = "SECS")]
     pub duration: Option<f64>,
-    /// Print a table of each interval of SECS seconds while attached.
+    /// Refresh the live view every SECS seconds (default 1); with --no-tui, print a
+    /// table of each interval.
     #[arg(short = 'i', long = "interval", value_name = "SECS")]
     pub interval: Option<f64>,
+    /// Print text instead of the live view (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
     /// Also profile child processes the target forks from now on.
     #[arg(short = 'f', long = "follow-forks")]
     pub follow_forks: bool,

@@ -18,4 +18,5 @@ pub mod profile;
 pub mod report;
 pub mod syscall_names;
 pub mod tracer;
+pub mod tui;
 pub mod units;

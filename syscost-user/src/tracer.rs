@@ -11,7 +11,7 @@ use aya::{
     programs::{ProgramError, RawTracePoint},
 };
 use aya_log::EbpfLogger;
-use syscost_common::{ErrnoCounts, MAX_SYSCALLS, SyscallStats, counter};
+use syscost_common::{ErrnoCounts, MAX_SYSCALLS, SyscallStats, ThreadStats, counter};
 
 use crate::{
     collector::{Snapshot, sum_cpus, sum_errnos},
@@ -65,6 +65,7 @@ impl Tracer {
             .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
             .map_max_entries("PROCS", pid_max)
             .map_max_entries("THREADS", pid_max)
+            .map_max_entries("THREAD_STATS", pid_max)
             .load(OBJECT)
             .map_err(explain_load_error)?;
         let logger = match EbpfLogger::init(&mut ebpf) {
@@ -137,6 +138,31 @@ impl Tracer {
         Ok(snap)
     }
 
+    /// Per-thread totals of the given threads (those with at least one call).
+    pub fn thread_stats(&self, tids: &[u32]) -> Result<Vec<(u32, ThreadStats)>> {
+        let map: Array<&MapData, ThreadStats> = Array::try_from(
+            self.ebpf
+                .map("THREAD_STATS")
+                .context("THREAD_STATS map missing")?,
+        )?;
+        Ok(tids
+            .iter()
+            .filter_map(|&tid| map.get(&tid, 0).ok().map(|s| (tid, s)))
+            .filter(|(_, s)| s.calls > 0)
+            .collect())
+    }
+
+    /// Run time and run count of syscost's programs, summed. They only advance while
+    /// BPF run-time statistics are on (see [`RunTimeStats`]).
+    pub fn program_run_totals(&self) -> (u64, u64) {
+        self.ebpf
+            .programs()
+            .filter_map(|(_, p)| p.info().ok())
+            .fold((0, 0), |(t, c), i| {
+                (t + i.run_time().as_nanos() as u64, c + i.run_count())
+            })
+    }
+
     /// Kernel ids of the loaded programs (to check that none outlives the tracer).
     pub fn program_ids(&self) -> Vec<u32> {
         self.ebpf
@@ -144,6 +170,21 @@ impl Tracer {
             .filter_map(|(_, p)| p.info().ok())
             .map(|i| i.id())
             .collect()
+    }
+}
+
+/// BPF run-time statistics, on while this value lives (the kernel turns them off when
+/// its fd closes, so the machine's setting is never left changed). They add two clock
+/// reads to every program run on the machine, so only the live view turns them on.
+pub struct RunTimeStats {
+    _fd: std::os::fd::OwnedFd,
+}
+
+impl RunTimeStats {
+    pub fn enable() -> Result<Self> {
+        let fd = aya::sys::enable_stats(aya::sys::Stats::RunTime)
+            .context("cannot enable BPF run-time statistics")?;
+        Ok(Self { _fd: fd })
     }
 }
 

@@ -1,6 +1,9 @@
 //! `syscost attach -p PID`: profile a running process until Ctrl-C, `-d`, or its exit.
 
-use std::time::{Duration, Instant};
+use std::{
+    io::IsTerminal as _,
+    time::{Duration, Instant},
+};
 
 use anyhow::{Context as _, Result};
 use tokio::{
@@ -14,6 +17,7 @@ use crate::{
     process,
     profile::Target,
     tracer::{Tracer, TracerOptions},
+    tui::{self, LiveOptions},
 };
 
 /// Why tracing stopped.
@@ -25,6 +29,11 @@ enum End {
 }
 
 pub fn attach(args: &AttachArgs) -> Result<i32> {
+    attach_with(args, None)
+}
+
+/// `attach`, with an optional line of advice for the live view (the demo's).
+pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref()])?;
     let duration = seconds(args.duration, "-d")?;
     let every = seconds(args.interval, "-i")?;
@@ -35,6 +44,28 @@ pub fn attach(args: &AttachArgs) -> Result<i32> {
     tracer.trace_process(target.pid)?;
     if process::has_exited(&target.pidfd) {
         anyhow::bail!("process {} exited before tracing began", target.pid);
+    }
+    if !args.no_tui && std::io::stdout().is_terminal() {
+        let options = LiveOptions {
+            interval: every.unwrap_or(Duration::from_secs(1)),
+            duration,
+            per: args.view.per.clone(),
+            hint,
+        };
+        let started = Instant::now();
+        let last = tui::run(&mut tracer, &target, &options)?;
+        let info = Target {
+            pid: target.pid,
+            comm: target.comm.clone(),
+            command: None,
+        };
+        let profile = last.to_profile(info, started.elapsed().as_nanos() as u64)?;
+        drop(tracer);
+        print!(
+            "{}",
+            super::finish(profile, &args.view, args.json.as_deref())?
+        );
+        return Ok(0);
     }
     let started = Instant::now();
     eprintln!(

@@ -1,0 +1,452 @@
+//! The live view's state and the pure rules that change it. The sampler (mod.rs) feeds
+//! it samples, the key handler changes the view settings, and the render functions only
+//! read it.
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    time::Duration,
+};
+
+use crate::profile::{Profile, SyscallProfile};
+
+/// Intervals of rate history kept for the sparklines.
+pub const HISTORY: usize = 60;
+
+/// What is attached to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TargetInfo {
+    pub pid: u32,
+    pub comm: String,
+    pub threads: usize,
+}
+
+/// Cumulative since attach (or the last reset), or the last interval only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum View {
+    #[default]
+    Cumulative,
+    Interval,
+}
+
+/// Columns the main table can be sorted by, in the order `s` cycles through them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SortColumn {
+    Calls,
+    Rate,
+    Errors,
+    #[default]
+    Time,
+    Avg,
+    P50,
+    P99,
+    Max,
+    Name,
+}
+
+impl SortColumn {
+    pub const ALL: [SortColumn; 9] = [
+        Self::Calls,
+        Self::Rate,
+        Self::Errors,
+        Self::Time,
+        Self::Avg,
+        Self::P50,
+        Self::P99,
+        Self::Max,
+        Self::Name,
+    ];
+
+    pub fn next(self) -> Self {
+        let i = Self::ALL.iter().position(|&c| c == self).unwrap_or(0);
+        Self::ALL[(i + 1) % Self::ALL.len()]
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Calls => "calls",
+            Self::Rate => "calls/s",
+            Self::Errors => "errors",
+            Self::Time => "% time",
+            Self::Avg => "avg",
+            Self::P50 => "p50",
+            Self::P99 => "p99",
+            Self::Max => "max",
+            Self::Name => "name",
+        }
+    }
+}
+
+/// syscost's own cost, from the kernel's BPF run-time statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Overhead {
+    /// Average run time of one program run, ns.
+    pub ns_per_run: f64,
+    /// Share of one CPU spent in syscost's programs, percent.
+    pub cpu_percent: f64,
+}
+
+/// One thread in the per-thread view.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadRow {
+    pub tid: u32,
+    pub comm: String,
+    pub calls: u64,
+    pub total_ns: u64,
+    /// Dominant syscall (majority vote in the kernel).
+    pub top: String,
+}
+
+/// One refresh worth of data, made by the sampler.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub cumulative: Profile,
+    pub interval: Profile,
+    pub interval_secs: f64,
+    pub attached_for: Duration,
+    pub threads: Vec<ThreadRow>,
+    pub thread_count: usize,
+    pub overhead: Option<Overhead>,
+}
+
+/// The live view's state.
+#[derive(Clone, Debug)]
+pub struct App {
+    pub target: TargetInfo,
+    pub attached_for: Duration,
+    pub cumulative: Profile,
+    pub interval: Profile,
+    pub interval_secs: f64,
+    /// Syscall name -> calls per second, oldest first.
+    pub rates: BTreeMap<String, VecDeque<u64>>,
+    pub overhead: Option<Overhead>,
+    pub threads: Vec<ThreadRow>,
+    /// `--per` unit syscall.
+    pub per: Option<String>,
+    /// A line of advice shown under the header (the demo's).
+    pub hint: Option<String>,
+
+    pub selected: usize,
+    pub sort: SortColumn,
+    pub reverse: bool,
+    pub filter: String,
+    pub editing_filter: bool,
+    pub paused: bool,
+    pub view: View,
+    pub show_help: bool,
+    pub show_threads: bool,
+    pub exited: bool,
+    /// Set by `r`; the sampler takes a new baseline and clears it.
+    pub reset_requested: bool,
+}
+
+impl App {
+    pub fn new(target: TargetInfo, empty: Profile) -> Self {
+        Self {
+            target,
+            attached_for: Duration::ZERO,
+            cumulative: empty.clone(),
+            interval: empty,
+            interval_secs: 0.0,
+            rates: BTreeMap::new(),
+            overhead: None,
+            threads: Vec::new(),
+            per: None,
+            hint: None,
+            selected: 0,
+            sort: SortColumn::default(),
+            reverse: false,
+            filter: String::new(),
+            editing_filter: false,
+            paused: false,
+            view: View::default(),
+            show_help: false,
+            show_threads: false,
+            exited: false,
+            reset_requested: false,
+        }
+    }
+
+    /// Takes a new sample; a paused view keeps showing the old one.
+    pub fn apply(&mut self, sample: Sample) {
+        if self.paused {
+            return;
+        }
+        let secs = sample.interval_secs.max(1e-9);
+        for s in &sample.cumulative.syscalls {
+            self.rates.entry(s.name.clone()).or_default();
+        }
+        for (name, history) in self.rates.iter_mut() {
+            let calls = sample.interval.syscall(name).map_or(0, |s| s.calls);
+            history.push_back((calls as f64 / secs).round() as u64);
+            while history.len() > HISTORY {
+                history.pop_front();
+            }
+        }
+        self.target.threads = sample.thread_count;
+        self.attached_for = sample.attached_for;
+        self.cumulative = sample.cumulative;
+        self.interval = sample.interval;
+        self.interval_secs = sample.interval_secs;
+        self.threads = sample.threads;
+        self.overhead = sample.overhead;
+        self.clamp_selection();
+    }
+
+    /// Forgets the rate history (after a reset).
+    pub fn clear_history(&mut self) {
+        self.rates.clear();
+    }
+
+    /// The profile the table shows.
+    pub fn shown(&self) -> &Profile {
+        match self.view {
+            View::Cumulative => &self.cumulative,
+            View::Interval => &self.interval,
+        }
+    }
+
+    /// Calls per second of `name` in the last interval.
+    pub fn rate(&self, name: &str) -> f64 {
+        let calls = self.interval.syscall(name).map_or(0, |s| s.calls);
+        calls as f64 / self.interval_secs.max(1e-9)
+    }
+
+    /// All syscalls per second in the last interval.
+    pub fn events_per_sec(&self) -> f64 {
+        self.interval.totals().0 as f64 / self.interval_secs.max(1e-9)
+    }
+
+    /// Rows of the table: filtered by name, sorted, in display order.
+    pub fn rows(&self) -> Vec<&SyscallProfile> {
+        let mut rows: Vec<&SyscallProfile> = self
+            .shown()
+            .syscalls
+            .iter()
+            .filter(|s| self.filter.is_empty() || s.name.contains(self.filter.as_str()))
+            .collect();
+        rows.sort_by_key(|s| s.nr);
+        let key = |s: &SyscallProfile| -> u64 {
+            match self.sort {
+                SortColumn::Calls => s.calls,
+                SortColumn::Rate => (self.rate(&s.name) * 1000.0) as u64,
+                SortColumn::Errors => s.errors,
+                SortColumn::Time => s.total_ns,
+                SortColumn::Avg => s.avg_ns,
+                SortColumn::P50 => s.p50_ns,
+                SortColumn::P99 => s.p99_ns,
+                SortColumn::Max => s.max_ns,
+                SortColumn::Name => 0,
+            }
+        };
+        if self.sort == SortColumn::Name {
+            rows.sort_by(|a, b| a.name.cmp(&b.name));
+        } else {
+            rows.sort_by_key(|s| std::cmp::Reverse(key(s)));
+        }
+        if self.reverse {
+            rows.reverse();
+        }
+        rows
+    }
+
+    /// The selected row, if any.
+    pub fn selected_row(&self) -> Option<&SyscallProfile> {
+        self.rows().get(self.selected).copied()
+    }
+
+    /// Number of rows in the current table (syscalls or threads).
+    pub fn row_count(&self) -> usize {
+        if self.show_threads {
+            self.threads.len()
+        } else {
+            self.rows().len()
+        }
+    }
+
+    pub fn clamp_selection(&mut self) {
+        let n = self.row_count();
+        self.selected = if n == 0 { 0 } else { self.selected.min(n - 1) };
+    }
+
+    pub fn move_selection(&mut self, delta: isize) {
+        let n = self.row_count() as isize;
+        if n == 0 {
+            self.selected = 0;
+            return;
+        }
+        self.selected = (self.selected as isize + delta).clamp(0, n - 1) as usize;
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use crate::{
+        latency::Bucket,
+        profile::{SCHEMA_VERSION, Target},
+    };
+
+    pub fn syscall(name: &str, nr: u32, calls: u64, errors: u64, avg_ns: u64) -> SyscallProfile {
+        let mut errnos = BTreeMap::new();
+        if errors > 0 {
+            errnos.insert("EAGAIN".to_string(), errors);
+        }
+        let lo = syscost_common::latency_bucket::bucket_lower(syscost_common::bucket_index(avg_ns));
+        SyscallProfile {
+            name: name.into(),
+            nr,
+            calls,
+            errors,
+            errnos,
+            total_ns: avg_ns * calls,
+            avg_ns,
+            min_ns: avg_ns / 2,
+            max_ns: avg_ns * 20,
+            p50_ns: avg_ns,
+            p90_ns: avg_ns * 2,
+            p99_ns: avg_ns * 5,
+            histogram: vec![
+                Bucket {
+                    lo_ns: lo,
+                    hi_ns: syscost_common::latency_bucket::bucket_upper(
+                        syscost_common::bucket_index(avg_ns),
+                    ),
+                    count: calls - calls / 10,
+                },
+                Bucket {
+                    lo_ns: syscost_common::latency_bucket::bucket_lower(
+                        syscost_common::bucket_index(avg_ns * 5),
+                    ),
+                    hi_ns: syscost_common::latency_bucket::bucket_upper(
+                        syscost_common::bucket_index(avg_ns * 5),
+                    ),
+                    count: calls / 10,
+                },
+            ],
+        }
+    }
+
+    /// A server-like profile: what the echo server looks like under load.
+    pub fn server_profile(scale: u64) -> Profile {
+        Profile {
+            version: SCHEMA_VERSION,
+            arch: "x86_64".into(),
+            target: Target {
+                pid: 4242,
+                comm: "echo-server".into(),
+                command: None,
+            },
+            duration_ns: 10_000_000_000,
+            unpaired: 1,
+            dropped: 0,
+            syscalls: vec![
+                syscall("read", 0, 2000 * scale, 1000 * scale, 1_800),
+                syscall("write", 1, 1000 * scale, 0, 4_100),
+                syscall("close", 3, 1000 * scale, 0, 6_300),
+                syscall("epoll_wait", 232, 1500 * scale, 0, 2_200),
+                syscall("epoll_ctl", 233, 2000 * scale, 0, 900),
+                syscall("accept4", 288, 1000 * scale, 0, 3_000),
+            ],
+        }
+    }
+
+    pub fn sample_app() -> App {
+        let mut app = App::new(
+            TargetInfo {
+                pid: 4242,
+                comm: "echo-server".into(),
+                threads: 1,
+            },
+            server_profile(0),
+        );
+        for i in 1..=5 {
+            app.apply(Sample {
+                cumulative: server_profile(i),
+                interval: server_profile(1),
+                interval_secs: 1.0,
+                attached_for: Duration::from_secs(i),
+                threads: vec![ThreadRow {
+                    tid: 4242,
+                    comm: "echo-server".into(),
+                    calls: 8500 * i,
+                    total_ns: 20_000_000 * i,
+                    top: "epoll_ctl".into(),
+                }],
+                thread_count: 1,
+                overhead: Some(Overhead {
+                    ns_per_run: 95.0,
+                    cpu_percent: 0.4,
+                }),
+            });
+        }
+        app
+    }
+
+    #[test]
+    fn sorting_filtering_and_selection() {
+        let mut app = sample_app();
+        let names = |app: &App| {
+            app.rows()
+                .iter()
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&app)[0], "close"); // 6.3 us x 5000 is the most time
+        app.sort = SortColumn::Calls;
+        assert_eq!(names(&app)[..2], ["read", "epoll_ctl"]);
+        app.reverse = true;
+        // write, close and accept4 tie on calls; ties keep syscall-number order.
+        assert_eq!(names(&app)[0], "accept4");
+        app.sort = SortColumn::Name;
+        app.reverse = false;
+        assert_eq!(
+            names(&app),
+            [
+                "accept4",
+                "close",
+                "epoll_ctl",
+                "epoll_wait",
+                "read",
+                "write"
+            ]
+        );
+        app.filter = "epoll".into();
+        assert_eq!(names(&app), ["epoll_ctl", "epoll_wait"]);
+        app.selected = 5;
+        app.clamp_selection();
+        assert_eq!(app.selected, 1);
+        app.move_selection(-10);
+        assert_eq!(app.selected, 0);
+        assert_eq!(app.selected_row().unwrap().name, "epoll_ctl");
+    }
+
+    #[test]
+    fn rates_history_and_pause() {
+        let mut app = sample_app();
+        assert_eq!(app.rates["read"].len(), 5);
+        assert_eq!(app.rate("read"), 2000.0);
+        assert_eq!(app.events_per_sec(), 8500.0);
+        app.paused = true;
+        let before = app.cumulative.clone();
+        app.apply(Sample {
+            cumulative: server_profile(99),
+            interval: server_profile(1),
+            interval_secs: 1.0,
+            attached_for: Duration::from_secs(99),
+            threads: vec![],
+            thread_count: 1,
+            overhead: None,
+        });
+        assert_eq!(app.cumulative, before, "a paused view does not change");
+        assert_eq!(app.rates["read"].len(), 5);
+    }
+
+    #[test]
+    fn sort_column_cycles_through_all() {
+        let mut c = SortColumn::Calls;
+        for _ in 0..SortColumn::ALL.len() {
+            c = c.next();
+        }
+        assert_eq!(c, SortColumn::Calls);
+    }
+}

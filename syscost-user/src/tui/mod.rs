@@ -1,0 +1,241 @@
+//! The live terminal view of `syscost attach` (and `syscost demo`).
+//!
+//! `app` holds the state, `handler` maps keys to changes, `ui` draws; this module owns
+//! the terminal and the sampler that reads the kernel's counters every interval.
+
+pub mod app;
+pub mod handler;
+pub mod ui;
+
+use std::{
+    collections::HashMap,
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result};
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
+
+use self::app::{App, Overhead, Sample, TargetInfo, ThreadRow};
+use crate::{
+    collector::Snapshot,
+    process::{self, Process},
+    profile::Target,
+    syscall_names,
+    tracer::{RunTimeStats, Tracer},
+};
+
+/// Settings of the live view.
+#[derive(Clone, Debug, Default)]
+pub struct LiveOptions {
+    /// Refresh interval.
+    pub interval: Duration,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// `--per` unit syscall.
+    pub per: Option<String>,
+    /// A line of advice under the header.
+    pub hint: Option<String>,
+}
+
+static TERMINATE: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_terminate(_: libc::c_int) {
+    TERMINATE.store(true, Ordering::Relaxed);
+}
+
+/// Restores the terminal when dropped, on every way out of the loop.
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}
+
+/// Reads the kernel's counters and turns them into samples for the view.
+struct Sampler {
+    pid: u32,
+    attached: Instant,
+    baseline: Option<Snapshot>,
+    previous: Snapshot,
+    previous_at: Instant,
+    previous_runs: (u64, u64),
+    comms: HashMap<u32, String>,
+}
+
+impl Sampler {
+    fn target(&self, comm: &str) -> Target {
+        Target {
+            pid: self.pid,
+            comm: comm.to_string(),
+            command: None,
+        }
+    }
+
+    fn sample(
+        &mut self,
+        tracer: &mut Tracer,
+        comm: &str,
+        stats_on: bool,
+    ) -> Result<(Snapshot, Sample)> {
+        let now = tracer.snapshot()?;
+        let at = Instant::now();
+        let secs = at.duration_since(self.previous_at).as_secs_f64();
+        let interval = now.since(&self.previous);
+        let cumulative = match &self.baseline {
+            Some(b) => now.since(b),
+            None => now.clone(),
+        };
+        let runs = tracer.program_run_totals();
+        let overhead = stats_on.then(|| {
+            let (dt, dc) = (
+                runs.0.saturating_sub(self.previous_runs.0),
+                runs.1.saturating_sub(self.previous_runs.1),
+            );
+            Overhead {
+                ns_per_run: if dc == 0 { 0.0 } else { dt as f64 / dc as f64 },
+                cpu_percent: 100.0 * dt as f64 / (secs.max(1e-9) * 1e9),
+            }
+        });
+        let tids = task_ids(self.pid);
+        let threads = tracer
+            .thread_stats(&tids)?
+            .into_iter()
+            .map(|(tid, s)| ThreadRow {
+                tid,
+                comm: self
+                    .comms
+                    .entry(tid)
+                    .or_insert_with(|| thread_comm(self.pid, tid))
+                    .clone(),
+                calls: s.calls,
+                total_ns: s.total_ns,
+                top: syscall_names::name(s.top_nr),
+            })
+            .collect();
+        let duration_ns = self.attached.elapsed().as_nanos() as u64;
+        let sample = Sample {
+            cumulative: cumulative.to_profile(self.target(comm), duration_ns)?,
+            interval: interval.to_profile(self.target(comm), (secs * 1e9) as u64)?,
+            interval_secs: secs,
+            attached_for: self.attached.elapsed(),
+            threads,
+            thread_count: tids.len(),
+            overhead,
+        };
+        self.previous = now.clone();
+        self.previous_at = at;
+        self.previous_runs = runs;
+        Ok((now, sample))
+    }
+}
+
+fn task_ids(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn thread_comm(pid: u32, tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_default()
+}
+
+/// Runs the live view until the user quits, SIGTERM/SIGHUP, or `duration`. Returns the
+/// last snapshot (cumulative since load) for the final table.
+pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Result<Snapshot> {
+    // Statistics are optional: without them the header says n/a.
+    let stats = RunTimeStats::enable().ok();
+    TERMINATE.store(false, Ordering::Relaxed);
+    for sig in [libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: an async-signal-safe handler (one atomic store).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_terminate as *const () as usize;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+    let first = tracer.snapshot()?;
+    let mut sampler = Sampler {
+        pid: target.pid,
+        attached: Instant::now(),
+        baseline: None,
+        previous: first.clone(),
+        previous_at: Instant::now(),
+        previous_runs: tracer.program_run_totals(),
+        comms: HashMap::new(),
+    };
+    let empty = first.to_profile(sampler.target(&target.comm), 0)?;
+    let info = TargetInfo {
+        pid: target.pid,
+        comm: target.comm.clone(),
+        threads: process::thread_count(target.pid),
+    };
+    let mut app = App::new(info, empty);
+    app.per = options.per.clone();
+    app.hint = options.hint.clone();
+
+    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    let _guard = TerminalGuard;
+    let interval = options.interval.max(Duration::from_millis(100));
+    let deadline = options.duration.map(|d| Instant::now() + d);
+    let mut next_tick = Instant::now() + interval;
+    let mut latest = first;
+    let mut dirty = true;
+    loop {
+        if dirty {
+            terminal.draw(|f| ui::render(f, &app))?;
+            dirty = false;
+        }
+        let now = Instant::now();
+        if TERMINATE.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        let wait = next_tick
+            .saturating_duration_since(now)
+            .min(Duration::from_millis(200));
+        if event::poll(wait)? {
+            match event::read()? {
+                Event::Key(k) if k.kind == KeyEventKind::Press => {
+                    if handler::handle_key(&mut app, k) == handler::Action::Quit {
+                        break;
+                    }
+                    dirty = true;
+                }
+                Event::Resize(..) => dirty = true,
+                _ => {}
+            }
+        }
+        if app.reset_requested {
+            app.reset_requested = false;
+            sampler.baseline = Some(latest.clone());
+            app.clear_history();
+        }
+        if !app.exited && (Instant::now() >= next_tick || process::has_exited(&target.pidfd)) {
+            let exited = process::has_exited(&target.pidfd);
+            let (snap, sample) = sampler.sample(tracer, &target.comm, stats.is_some())?;
+            latest = snap;
+            let was_paused = app.paused;
+            if exited {
+                // The last sample is shown even when paused: the view freezes on it.
+                app.paused = false;
+                app.exited = true;
+            }
+            app.apply(sample);
+            app.paused = was_paused && !exited;
+            next_tick = Instant::now() + interval;
+            dirty = true;
+        }
+    }
+    drop(terminal);
+    Ok(if app.exited {
+        latest
+    } else {
+        tracer.snapshot()?
+    })
+}

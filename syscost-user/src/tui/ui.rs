@@ -1,0 +1,485 @@
+//! Drawing: a pure function of the state. One function per pane.
+
+use ratatui::{
+    Frame,
+    layout::{Constraint, Layout, Rect},
+    style::{Color, Modifier, Style, Stylize as _},
+    text::{Line, Span},
+    widgets::{Block, Cell, Clear, Paragraph, Row, Table, TableState},
+};
+
+use super::app::{App, View};
+use crate::{latency, report::strace_table::per_unit, units::human_ns};
+
+/// Draws the whole screen.
+pub fn render(frame: &mut Frame, app: &App) {
+    let detail_height = if frame.area().height >= 30 { 12 } else { 8 };
+    let header_height = 3 + u16::from(app.hint.is_some());
+    let [header, main, detail, footer] = Layout::vertical([
+        Constraint::Length(header_height),
+        Constraint::Min(5),
+        Constraint::Length(detail_height),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    render_header(frame, app, header);
+    if app.show_threads {
+        render_threads(frame, app, main);
+    } else {
+        render_table(frame, app, main);
+    }
+    render_detail(frame, app, detail);
+    render_footer(frame, app, footer);
+    if app.show_help {
+        render_help(frame, frame.area());
+    }
+}
+
+fn clock(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+fn count(n: f64) -> String {
+    if n >= 10_000_000.0 {
+        format!("{:.1}M", n / 1e6)
+    } else if n >= 100_000.0 {
+        format!("{:.0}k", n / 1e3)
+    } else {
+        format!("{n:.0}")
+    }
+}
+
+fn render_header(frame: &mut Frame, app: &App, area: Rect) {
+    let view = match app.view {
+        View::Cumulative => "cumulative",
+        View::Interval => "last interval",
+    };
+    let mut first = vec![
+        Span::from(" syscost ").bold().reversed(),
+        Span::from(format!(
+            " pid {} ({}) · {} thread{} · attached {} · {view}",
+            app.target.pid,
+            app.target.comm,
+            app.target.threads,
+            if app.target.threads == 1 { "" } else { "s" },
+            clock(app.attached_for)
+        )),
+    ];
+    if app.paused {
+        first.push(Span::from("  PAUSED ").bold().fg(Color::Yellow));
+    }
+    let shown = app.shown();
+    let own = match app.overhead {
+        Some(o) => format!(
+            "own cost {:.0} ns/event, {:.2}% CPU",
+            o.ns_per_run, o.cpu_percent
+        ),
+        None => "own cost: n/a".to_string(),
+    };
+    let second = Line::from(format!(
+        " {} syscalls/s · unpaired {} · dropped {} · {own}",
+        count(app.events_per_sec()),
+        shown.unpaired,
+        shown.dropped
+    ));
+    let third = if app.exited {
+        Line::from(format!(
+            " process {} exited: view frozen, q to quit",
+            app.target.pid
+        ))
+        .style(Style::new().fg(Color::White).bg(Color::Red).bold())
+    } else {
+        match app.per.as_deref() {
+            Some(unit) => match per_unit(shown, unit) {
+                Some(u) => Line::from(format!(
+                    " per {unit}: {:.2} syscalls, {} in syscalls ({} {unit} calls)",
+                    u.calls,
+                    human_ns(u.ns.round() as u64),
+                    u.units
+                ))
+                .bold(),
+                None => Line::from(format!(" per {unit}: no {unit} calls yet")),
+            },
+            None => Line::from(""),
+        }
+    };
+    let mut lines = vec![Line::from(first), second, third];
+    if let Some(hint) = &app.hint {
+        lines.push(Line::from(format!(" {hint}")).fg(Color::Cyan));
+    }
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// A sparkline as text, one character per sample, scaled to the largest.
+pub fn spark(history: &[u64], width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let tail = &history[history.len().saturating_sub(width)..];
+    let max = tail.iter().copied().max().unwrap_or(0);
+    tail.iter()
+        .map(|&v| {
+            if max == 0 {
+                ' '
+            } else {
+                BARS[((v * 7 + max / 2) / max) as usize]
+            }
+        })
+        .collect()
+}
+
+fn render_table(frame: &mut Frame, app: &App, area: Rect) {
+    let wide = area.width >= 100;
+    let per = app
+        .per
+        .as_deref()
+        .filter(|_| area.width >= 110)
+        .and_then(|u| per_unit(app.shown(), u));
+    let (_, _, total_ns) = app.shown().totals();
+    let mut header = vec!["syscall", "calls", "calls/s", "errors", "% time", "avg"];
+    let mut widths = vec![
+        Constraint::Length(14),
+        Constraint::Length(9),
+        Constraint::Length(8),
+        Constraint::Length(12),
+        Constraint::Length(6),
+        Constraint::Length(7),
+    ];
+    if wide {
+        header.push("p50");
+        widths.push(Constraint::Length(7));
+    }
+    header.extend(["p99", "max"]);
+    widths.extend([Constraint::Length(7), Constraint::Length(7)]);
+    if per.is_some() {
+        header.extend(["calls/req", "time/req"]);
+        widths.extend([Constraint::Length(9), Constraint::Length(8)]);
+    }
+    if wide {
+        header.push("calls/s, last 60 intervals");
+        widths.push(Constraint::Fill(1));
+    }
+    let n_cols = widths.len();
+    let spark_width = if wide {
+        (area.width as usize).saturating_sub(110).clamp(10, 60)
+    } else {
+        0
+    };
+    let rows: Vec<Row> = app
+        .rows()
+        .into_iter()
+        .map(|s| {
+            let top_errno = s
+                .errnos
+                .iter()
+                .max_by_key(|(_, c)| **c)
+                .map(|(n, _)| n.as_str());
+            let errors = match (s.errors, top_errno) {
+                (0, _) => String::new(),
+                (e, Some(n)) => format!("{} {n}", count(e as f64)),
+                (e, None) => count(e as f64),
+            };
+            let pct = if total_ns == 0 {
+                0.0
+            } else {
+                100.0 * s.total_ns as f64 / total_ns as f64
+            };
+            let mut cells = vec![
+                s.name.clone(),
+                count(s.calls as f64),
+                count(app.rate(&s.name)),
+                errors,
+                format!("{pct:.2}"),
+                human_ns(s.avg_ns),
+            ];
+            if wide {
+                cells.push(human_ns(s.p50_ns));
+            }
+            cells.extend([human_ns(s.p99_ns), human_ns(s.max_ns)]);
+            if let Some(u) = per {
+                cells.push(format!("{:.2}", s.calls as f64 / u.units as f64));
+                cells.push(human_ns((s.total_ns as f64 / u.units as f64).round() as u64));
+            }
+            if wide {
+                let h: Vec<u64> = app
+                    .rates
+                    .get(&s.name)
+                    .map(|h| h.iter().copied().collect())
+                    .unwrap_or_default();
+                cells.push(spark(&h, spark_width));
+            }
+            Row::new(cells.into_iter().enumerate().map(|(i, c)| {
+                // Numbers right-aligned; the name and the sparkline left.
+                let last_numeric = i > 0 && !(wide && i == n_cols - 1);
+                let line = Line::from(c);
+                Cell::from(if last_numeric {
+                    line.right_aligned()
+                } else {
+                    line
+                })
+            }))
+        })
+        .collect();
+    let title = format!(
+        " syscalls: sorted by {}{}{} ",
+        app.sort.label(),
+        if app.reverse { " (reversed)" } else { "" },
+        if app.filter.is_empty() && !app.editing_filter {
+            String::new()
+        } else {
+            format!(
+                " · filter: {}{}",
+                app.filter,
+                if app.editing_filter { "_" } else { "" }
+            )
+        }
+    );
+    let table = Table::new(rows, widths)
+        .header(
+            Row::new(header.into_iter().enumerate().map(|(i, h)| {
+                let line = Line::from(h);
+                Cell::from(if i > 0 && !(wide && i == n_cols - 1) {
+                    line.right_aligned()
+                } else {
+                    line
+                })
+            }))
+            .style(Style::new().bold().underlined()),
+        )
+        .block(Block::bordered().title(title))
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    let mut state = TableState::default().with_selected(Some(app.selected));
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+fn render_threads(frame: &mut Frame, app: &App, area: Rect) {
+    let total: u64 = app.threads.iter().map(|t| t.total_ns).sum();
+    let mut threads: Vec<_> = app.threads.iter().collect();
+    threads.sort_by_key(|t| std::cmp::Reverse(t.total_ns));
+    let rows: Vec<Row> = threads
+        .into_iter()
+        .map(|t| {
+            let pct = if total == 0 {
+                0.0
+            } else {
+                100.0 * t.total_ns as f64 / total as f64
+            };
+            Row::new(vec![
+                t.tid.to_string(),
+                t.comm.clone(),
+                count(t.calls as f64),
+                format!("{pct:.2}"),
+                t.top.clone(),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(8),
+            Constraint::Length(16),
+            Constraint::Length(10),
+            Constraint::Length(7),
+            Constraint::Fill(1),
+        ],
+    )
+    .header(
+        Row::new(["tid", "comm", "calls", "% time", "top syscall"])
+            .style(Style::new().bold().underlined()),
+    )
+    .block(Block::bordered().title(" threads (live): sorted by time "))
+    .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    let mut state = TableState::default().with_selected(Some(app.selected));
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+/// Merges the non-empty buckets into at most `rows` bars: (label, count).
+pub fn histogram_bars(s: &crate::profile::SyscallProfile, rows: usize) -> Vec<(String, u64)> {
+    let Ok(dense) = latency::to_dense(&s.histogram) else {
+        return Vec::new();
+    };
+    let (Some(first), Some(last)) = (
+        dense.iter().position(|&c| c > 0),
+        dense.iter().rposition(|&c| c > 0),
+    ) else {
+        return Vec::new();
+    };
+    let span = last - first + 1;
+    let per_bar = span.div_ceil(rows.max(1));
+    (first..=last)
+        .step_by(per_bar)
+        .map(|start| {
+            let end = (start + per_bar - 1).min(last);
+            let n: u64 = dense[start..=end].iter().sum();
+            let lo = syscost_common::latency_bucket::bucket_lower(start);
+            let hi = syscost_common::latency_bucket::bucket_upper(end);
+            (format!("{:>7}-{:<7}", human_ns(lo), human_ns(hi)), n)
+        })
+        .collect()
+}
+
+fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(s) = app.selected_row().filter(|_| !app.show_threads) else {
+        frame.render_widget(Block::bordered().title(" detail "), area);
+        return;
+    };
+    let block = Block::bordered().title(format!(
+        " {}: {} calls · min {} · avg {} · p90 {} · max {} ",
+        s.name,
+        count(s.calls as f64),
+        human_ns(s.min_ns),
+        human_ns(s.avg_ns),
+        human_ns(s.p90_ns),
+        human_ns(s.max_ns)
+    ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [hist_area, err_area] =
+        Layout::horizontal([Constraint::Fill(3), Constraint::Length(22)]).areas(inner);
+    let bars = histogram_bars(s, hist_area.height as usize);
+    let max = bars.iter().map(|b| b.1).max().unwrap_or(1).max(1);
+    let bar_width = (hist_area.width as usize).saturating_sub(26);
+    let lines: Vec<Line> = bars
+        .iter()
+        .map(|(label, n)| {
+            let len = (*n as f64 / max as f64 * bar_width as f64).round() as usize;
+            Line::from(vec![
+                Span::from(label.clone()),
+                Span::from(" "),
+                Span::from("█".repeat(len)).fg(Color::Green),
+                Span::from(format!(" {}", count(*n as f64))),
+            ])
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), hist_area);
+    let mut errs: Vec<Line> = vec![Line::from("errors").bold()];
+    if s.errnos.is_empty() {
+        errs.push(Line::from("none"));
+    }
+    let mut errnos: Vec<_> = s.errnos.iter().collect();
+    errnos.sort_by_key(|(_, c)| std::cmp::Reverse(**c));
+    for (name, c) in errnos {
+        errs.push(Line::from(format!("{name:<12}{:>9}", count(*c as f64))));
+    }
+    frame.render_widget(Paragraph::new(errs), err_area);
+}
+
+fn render_footer(frame: &mut Frame, app: &App, area: Rect) {
+    let text = if app.editing_filter {
+        " filter by name: type, Enter to keep, Esc to clear".to_string()
+    } else {
+        " q quit ↑↓ move s/S sort / filter p pause r reset c view t threads ? help".to_string()
+    };
+    frame.render_widget(Paragraph::new(text).fg(Color::DarkGray), area);
+}
+
+fn render_help(frame: &mut Frame, area: Rect) {
+    let keys = [
+        ("q  Esc  Ctrl-C", "quit (prints the final table)"),
+        ("↑ ↓  PgUp PgDn", "move the selection"),
+        ("Home  End", "first / last row"),
+        ("s", "next sort column"),
+        ("S", "reverse the sort"),
+        ("/", "filter syscalls by name"),
+        ("p", "pause the display (collection goes on)"),
+        ("r", "reset the counters"),
+        ("c", "cumulative / last interval"),
+        ("t", "per-thread view"),
+        ("?", "this help (any key closes it)"),
+    ];
+    let lines: Vec<Line> = keys
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::from(format!(" {k:<16}")).bold(),
+                Span::from(*what),
+            ])
+        })
+        .collect();
+    let w = 60.min(area.width);
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let popup = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    frame.render_widget(Clear, popup);
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(" keys ")),
+        popup,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::app::tests::{sample_app, syscall};
+    use ratatui::{Terminal, backend::TestBackend};
+
+    fn draw(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| render(f, app)).unwrap();
+        t
+    }
+
+    #[test]
+    fn main_table_wide() {
+        let mut app = sample_app();
+        app.per = Some("accept4".into());
+        insta::assert_snapshot!(draw(&app, 140, 32).backend());
+    }
+
+    #[test]
+    fn main_table_80x24() {
+        let mut app = sample_app();
+        app.per = Some("accept4".into());
+        app.hint = Some("watch close and epoll_ctl: the per-request cost is in the header".into());
+        insta::assert_snapshot!(draw(&app, 80, 24).backend());
+    }
+
+    #[test]
+    fn histogram_pane_of_selected_row() {
+        let mut app = sample_app();
+        app.selected = 2;
+        insta::assert_snapshot!(draw(&app, 100, 30).backend());
+    }
+
+    #[test]
+    fn per_thread_view() {
+        let mut app = sample_app();
+        app.show_threads = true;
+        insta::assert_snapshot!(draw(&app, 80, 24).backend());
+    }
+
+    #[test]
+    fn help_overlay() {
+        let mut app = sample_app();
+        app.show_help = true;
+        insta::assert_snapshot!(draw(&app, 80, 24).backend());
+    }
+
+    #[test]
+    fn exited_banner_and_pause() {
+        let mut app = sample_app();
+        app.exited = true;
+        app.paused = true;
+        app.filter = "e".into();
+        insta::assert_snapshot!(draw(&app, 80, 24).backend());
+    }
+
+    #[test]
+    fn sparkline_text() {
+        assert_eq!(spark(&[0, 1, 2, 4, 8], 10), "▁▂▃▅█");
+        assert_eq!(spark(&[5, 5], 1), "█");
+        assert_eq!(spark(&[0, 0], 5), "  ");
+        assert_eq!(spark(&[], 5), "");
+    }
+
+    #[test]
+    fn histogram_bars_merge_to_fit() {
+        let s = syscall("read", 0, 1000, 0, 2_000);
+        let bars = histogram_bars(&s, 3);
+        assert!(!bars.is_empty() && bars.len() <= 3, "{bars:?}");
+        assert_eq!(bars.iter().map(|b| b.1).sum::<u64>(), 1000);
+    }
+}

@@ -28,6 +28,8 @@ pub enum Command {
     Attach(AttachArgs),
     /// Print the table of a profile saved with --json.
     Report(ReportArgs),
+    /// The echo-server lab under steady load, with the live view on the server.
+    Demo(crate::commands::demo::DemoArgs),
     /// The reference workloads: an epoll echo server and its load generator.
     #[command(subcommand)]
     Lab(LabCommand),

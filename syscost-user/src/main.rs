@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         Command::Attach(args) => commands::attach::attach(args),
         Command::Report(args) => commands::report::report(args),
         Command::Lab(lab) => commands::lab::lab(lab),
+        Command::Demo(args) => commands::demo::demo(args),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

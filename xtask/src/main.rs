@@ -33,6 +33,12 @@ enum Task {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// The echo-server demo with the live view (needs root): set-up, build, run.
+    Demo {
+        /// Extra arguments for `syscost demo`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
     /// Measure what tracing adds per syscall: untraced vs syscost vs strace, side by side.
     Bench {
         /// Interleaved rounds (the medians are reported).
@@ -60,6 +66,15 @@ fn main() -> Result<()> {
         Task::Bench { rounds, calls } => {
             build(&root)?;
             bench::bench(&root, rounds.max(1), calls.max(1))
+        }
+        Task::Demo { args } => {
+            build(&root)?;
+            let status = Command::new(root.join("target/release/syscost"))
+                .arg("demo")
+                .args(&args)
+                .status()
+                .context("cannot start target/release/syscost")?;
+            std::process::exit(status.code().unwrap_or(1));
         }
         Task::Run { args } => {
             build(&root)?;

@@ -1,6 +1,7 @@
 //! The subcommands.
 
 pub mod attach;
+pub mod demo;
 pub mod lab;
 pub mod report;
 pub mod run;

@@ -283,7 +283,7 @@ fn render_threads(frame: &mut Frame, app: &App, area: Rect) {
         ],
     )
     .header(
-        Row::new(["tid", "comm", "calls", "% time", "top syscall"])
+        Row::new(["tid", "comm", "calls", "% time", "dominant syscall (majority vote)"])
             .style(Style::new().bold().underlined()),
     )
     .block(Block::bordered().title(" threads (live): sorted by time "))

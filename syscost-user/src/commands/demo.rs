@@ -1,0 +1,131 @@
+//! `syscost demo`: the echo-server lab under a steady short-connection load, with the
+//! live view attached to the server. Everything it starts is stopped when it ends.
+
+use std::{
+    net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result, bail};
+use clap::Args;
+
+use crate::{
+    cli::{AttachArgs, ViewArgs},
+    lab::echo_server::Mode,
+    report::strace_table::SortKey,
+};
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Epoll mode of the server.
+    #[arg(long, value_enum, default_value_t = Mode::Lt)]
+    pub mode: Mode,
+    /// Server stops reading after a short read (et mode).
+    #[arg(long)]
+    pub stop_on_short_read: bool,
+    /// New connections per second.
+    #[arg(long, default_value_t = 1000.0)]
+    pub rate: f64,
+    /// Concurrent client connections.
+    #[arg(short = 'c', long, default_value_t = 2)]
+    pub concurrency: u32,
+    /// Requests per connection (1: short connections).
+    #[arg(long, default_value_t = 1)]
+    pub keepalive: u64,
+    /// Stop after this many seconds (default: when you quit).
+    #[arg(short = 'd', long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Refresh interval of the live view, seconds.
+    #[arg(short = 'i', long, value_name = "SECS")]
+    pub interval: Option<f64>,
+    /// Print text instead of the live view.
+    #[arg(long)]
+    pub no_tui: bool,
+}
+
+/// The demo's helper processes, stopped (SIGTERM, then SIGKILL) when dropped.
+struct Helpers(Vec<Child>);
+
+impl Drop for Helpers {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for c in &mut self.0 {
+            while c.try_wait().ok().flatten().is_none() {
+                if Instant::now() > deadline {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+const HINT: &str = "per accept4 = per request. Watch close and epoll_ctl; epoll_wait is idle wait";
+
+fn free_port() -> Result<u16> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("no free port on 127.0.0.1")?;
+    Ok(l.local_addr()?.port())
+}
+
+pub fn demo(args: &DemoArgs) -> Result<i32> {
+    crate::privileges::check()?;
+    let exe = std::env::current_exe().context("cannot find the syscost executable")?;
+    let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, free_port()?);
+    let mut helpers = Helpers(Vec::new());
+    let mut server = Command::new(&exe);
+    server.args(["lab", "echo-server", "--addr", &addr.to_string(), "--mode"]);
+    server.arg(if args.mode == Mode::Et { "et" } else { "lt" });
+    if args.stop_on_short_read {
+        server.arg("--stop-on-short-read");
+    }
+    let server = server
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start the echo server")?;
+    let server_pid = server.id();
+    helpers.0.push(server);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while TcpStream::connect(addr).is_err() {
+        if Instant::now() > deadline {
+            bail!("the echo server did not start listening on {addr}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let load = Command::new(&exe)
+        .args(["lab", "echo-load", "--addr", &addr.to_string(), "--quiet"])
+        .args(["-n", "1000000000000", "--duration", "86400"])
+        .args(["-c", &args.concurrency.to_string()])
+        .args(["--keepalive", &args.keepalive.to_string()])
+        .args(["--rate", &args.rate.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start the load generator")?;
+    helpers.0.push(load);
+
+    let attach = AttachArgs {
+        view: ViewArgs {
+            syscalls: None,
+            sort: SortKey::Time,
+            latency: true,
+            per: Some("accept4".into()),
+        },
+        pid: server_pid,
+        duration: args.duration,
+        interval: args.interval,
+        follow_forks: false,
+        json: None,
+        no_tui: args.no_tui,
+    };
+    super::attach::attach_with(&attach, Some(HINT.to_string()))
+}

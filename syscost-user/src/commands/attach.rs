@@ -61,10 +61,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         };
         let profile = last.to_profile(info, started.elapsed().as_nanos() as u64)?;
         drop(tracer);
-        print!(
-            "{}",
-            super::finish(profile, &args.view, args.json.as_deref())?
-        );
+        super::print_out(&super::finish(profile, &args.view, args.json.as_deref())?);
         return Ok(0);
     }
     let started = Instant::now();
@@ -109,12 +106,12 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
                     let now = tracer.snapshot()?;
                     let elapsed = last_tick.elapsed();
                     let profile = now.since(&previous).to_profile(info.clone(), elapsed.as_nanos() as u64)?;
-                    println!(
-                        "--- interval ending {:.1} s after attach ({:.2} s) ---",
+                    super::print_out(&format!(
+                        "--- interval ending {:.1} s after attach ({:.2} s) ---\n",
                         started.elapsed().as_secs_f64(),
                         elapsed.as_secs_f64()
-                    );
-                    print!("{}", super::finish(profile, &args.view, None)?);
+                    ));
+                    super::print_out(&super::finish(profile, &args.view, None)?);
                     previous = now;
                     last_tick = Instant::now();
                 }
@@ -130,9 +127,6 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     if end == End::TargetExited {
         eprintln!("syscost: process {} exited", args.pid);
     }
-    print!(
-        "{}",
-        super::finish(profile, &args.view, args.json.as_deref())?
-    );
+    super::print_out(&super::finish(profile, &args.view, args.json.as_deref())?);
     Ok(0)
 }

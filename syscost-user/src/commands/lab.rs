@@ -1,5 +1,7 @@
 //! `syscost lab echo-server | echo-load`.
 
+use std::io::Write as _;
+
 use anyhow::Result;
 
 use crate::{
@@ -11,7 +13,7 @@ pub fn lab(command: &LabCommand) -> Result<i32> {
     match command {
         LabCommand::EchoServer(args) => {
             let stats = echo_server::serve(args, |port| {
-                eprintln!(
+                say(&format!(
                     "echo-server: listening on {}:{port} ({:?}{}), pid {}",
                     args.addr.ip(),
                     args.mode,
@@ -21,12 +23,12 @@ pub fn lab(command: &LabCommand) -> Result<i32> {
                         ""
                     },
                     std::process::id()
-                );
+                ));
             })?;
-            eprintln!(
+            say(&format!(
                 "echo-server: connections={} bytes={}",
                 stats.connections, stats.bytes
-            );
+            ));
             Ok(0)
         }
         LabCommand::EchoLoad(args) => {
@@ -37,4 +39,10 @@ pub fn lab(command: &LabCommand) -> Result<i32> {
             Ok(if report.errors == 0 { 0 } else { 1 })
         }
     }
+}
+
+/// One line to stderr in one write, so the server's own output is a known number of
+/// syscalls in its profile (`eprintln!` writes each piece separately).
+fn say(line: &str) {
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }

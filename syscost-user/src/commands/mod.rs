@@ -27,6 +27,14 @@ fn finish(mut profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Re
     Ok(strace_table::render(&profile, &view.table()))
 }
 
+/// Writes to stdout; a closed stdout (a pipe reader gone, a terminal hung up) is not
+/// worth a panic at the end of a profile.
+fn print_out(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
 /// Fails early on options that would only fail at the end of a long profile.
 fn check_outputs(view: &ViewArgs, paths: &[Option<&Path>]) -> Result<()> {
     view.filter()?;

@@ -7,6 +7,6 @@ use crate::{cli::ReportArgs, report::json};
 pub fn report(args: &ReportArgs) -> Result<i32> {
     args.view.filter()?;
     let profile = json::read(&args.file)?;
-    print!("{}", super::finish(profile, &args.view, None)?);
+    super::print_out(&super::finish(profile, &args.view, None)?);
     Ok(0)
 }

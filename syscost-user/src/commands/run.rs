@@ -81,7 +81,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         Some(path) => {
             fs::write(path, table).with_context(|| format!("cannot write {}", path.display()))?
         }
-        None => eprint!("{table}"),
+        None => {
+            use std::io::Write as _;
+            let _ = std::io::stderr().write_all(table.as_bytes());
+        }
     }
     Ok(status)
 }

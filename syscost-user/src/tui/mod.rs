@@ -9,7 +9,10 @@ pub mod ui;
 
 use std::{
     collections::HashMap,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        mpsc,
+    },
     time::{Duration, Instant},
 };
 
@@ -131,6 +134,34 @@ impl Sampler {
     }
 }
 
+/// Reads terminal events on a thread of its own, so that the loop keeps control when
+/// the input side misbehaves (on a hung-up terminal the reader spins on end-of-file; the
+/// loop notices the hang-up and ends the process).
+fn spawn_input() -> mpsc::Receiver<Event> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(ev) = event::read() {
+            if tx.send(ev).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Whether the terminal on stdin has gone away (its pty closed): then there is nobody to
+/// draw for, and the input library would spin on end-of-file.
+fn terminal_hung_up() -> bool {
+    let mut pfd = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    n > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
 fn task_ids(pid: u32) -> Vec<u32> {
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .map(|d| {
@@ -182,6 +213,7 @@ pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Resu
 
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
     let _guard = TerminalGuard;
+    let input = spawn_input();
     let interval = options.interval.max(Duration::from_millis(100));
     let deadline = options.duration.map(|d| Instant::now() + d);
     let mut next_tick = Instant::now() + interval;
@@ -193,23 +225,26 @@ pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Resu
             dirty = false;
         }
         let now = Instant::now();
-        if TERMINATE.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+        if TERMINATE.load(Ordering::Relaxed)
+            || deadline.is_some_and(|d| now >= d)
+            || terminal_hung_up()
+        {
             break;
         }
         let wait = next_tick
             .saturating_duration_since(now)
             .min(Duration::from_millis(200));
-        if event::poll(wait)? {
-            match event::read()? {
-                Event::Key(k) if k.kind == KeyEventKind::Press => {
-                    if handler::handle_key(&mut app, k) == handler::Action::Quit {
-                        break;
-                    }
-                    dirty = true;
+        match input.recv_timeout(wait) {
+            Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
+                if handler::handle_key(&mut app, k) == handler::Action::Quit {
+                    break;
                 }
-                Event::Resize(..) => dirty = true,
-                _ => {}
+                dirty = true;
             }
+            Ok(Event::Resize(..)) => dirty = true,
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // The input thread ended: the terminal is gone.
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         if app.reset_requested {
             app.reset_requested = false;

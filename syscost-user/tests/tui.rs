@@ -1,0 +1,166 @@
+//! The live view end to end, in a real terminal (tmux): it shows the workload's syscall
+//! with a growing count, survives a resize, quits on `q` with the final table, and
+//! leaves nothing loaded. Needs root and tmux.
+
+mod common;
+
+use std::{
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use common::*;
+
+/// A tmux server of our own (own socket), killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn capture(&self) -> String {
+        let o = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "t"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let screen = self.capture();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").stderr(Stdio::null()).status();
+    }
+}
+
+/// A count as the view shows it: 950, 123k, 19.1M.
+fn parse_count(s: &str) -> Option<u64> {
+    let (num, mult) = match s.chars().last()? {
+        'k' => (&s[..s.len() - 1], 1e3),
+        'M' => (&s[..s.len() - 1], 1e6),
+        _ => (s, 1.0),
+    };
+    Some((num.parse::<f64>().ok()? * mult) as u64)
+}
+
+/// Calls shown in the table row of `name`, if the row is there.
+fn row_calls(screen: &str, name: &str) -> Option<u64> {
+    screen.lines().find_map(|l| {
+        let l = l.trim_start_matches('│');
+        let mut words = l.split_whitespace();
+        (words.next()? == name)
+            .then(|| parse_count(words.next()?))
+            .flatten()
+    })
+}
+
+#[test]
+fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
+    let Some(_t) = root_test("live_view_in_tmux") else {
+        return;
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "tmux missing under CI"
+        );
+        eprintln!(
+            "\n*** SKIPPED live view test: tmux is not installed (cargo xtask setup installs it) ***\n"
+        );
+        return;
+    }
+    let mut busy = Command::new(workload_path())
+        .args(["getppid", "100000000000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tmux = Tmux {
+        socket: format!("syscost-test-{}", std::process::id()),
+    };
+    let cmd = format!(
+        "{} attach -p {}; echo EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_syscost"),
+        busy.id()
+    );
+    let ok = tmux
+        .cmd()
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "120",
+            "-y",
+            "32",
+            &cmd,
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+
+    let first = tmux.wait_for("a getppid row", |s| {
+        row_calls(s, "getppid").is_some_and(|c| c > 0)
+    });
+    assert!(
+        first.contains(&format!("pid {} (syscost-workloa)", busy.id())),
+        "{first}"
+    );
+    assert!(first.contains("own cost"), "{first}");
+    let before = row_calls(&first, "getppid").unwrap();
+    tmux.wait_for("the count to grow", |s| {
+        row_calls(s, "getppid").is_some_and(|c| c > before)
+    });
+
+    // A small terminal: the view redraws to fit.
+    tmux.cmd()
+        .args(["resize-window", "-t", "t", "-x", "80", "-y", "24"])
+        .status()
+        .unwrap();
+    let small = tmux.wait_for("the 80x24 layout", |s| {
+        s.lines().all(|l| l.chars().count() <= 80)
+            && s.contains("q quit")
+            && row_calls(s, "getppid").is_some()
+    });
+    assert!(
+        small.lines().any(|l| l.starts_with("┌ getppid:")),
+        "detail pane: {small}"
+    );
+
+    tmux.cmd()
+        .args(["send-keys", "-t", "t", "q"])
+        .status()
+        .unwrap();
+    let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
+    assert!(done.contains("% time     seconds  usecs/call"), "{done}");
+    assert!(
+        done.lines().any(|l| l.trim_end().ends_with(" getppid")),
+        "{done}"
+    );
+    assert!(!done.contains("own cost"), "the live view is gone: {done}");
+
+    busy.kill().unwrap();
+    busy.wait().unwrap();
+}

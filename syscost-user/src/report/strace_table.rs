@@ -53,9 +53,10 @@ pub struct PerUnit {
     pub ns: f64,
 }
 
-/// Totals of `profile` per call of syscall `unit`; `None` when it was never called.
+/// Totals of `profile` per successful call of syscall `unit` (an `accept4` that failed
+/// with EAGAIN accepted no connection); `None` when it never succeeded.
 pub fn per_unit(profile: &Profile, unit: &str) -> Option<PerUnit> {
-    let units = profile.syscall(unit).map_or(0, |s| s.calls);
+    let units = profile.syscall(unit).map_or(0, |s| s.calls - s.errors);
     if units == 0 {
         return None;
     }
@@ -189,13 +190,13 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
     push(extend(total, latency_pad, per_cols(calls, total_ns)));
     match per {
         Some((unit, Some(u))) => push(format!(
-            "per {unit}: {:.2} syscalls, {} in syscalls ({} {unit} calls)",
+            "per {unit}: {:.2} syscalls, {} in syscalls ({} successful {unit} calls)",
             u.calls,
             human_ns(u.ns.round() as u64),
             u.units
         )),
         Some((unit, None)) => push(format!(
-            "per {unit}: no {unit} calls, so no per-unit figures"
+            "per {unit}: no successful {unit} calls, so no per-unit figures"
         )),
         None => {}
     }
@@ -337,13 +338,15 @@ mod tests {
   2.15    0.000002           0        40        19 openat                 8.00      400ns
 ------ ----------- ----------- --------- --------- ---------------- ---------- ----------
 100.00    0.000093           1        75        19 total                 15.00     18.6us
-per write: 15.00 syscalls, 18.6us in syscalls (5 write calls)
+per write: 15.00 syscalls, 18.6us in syscalls (5 successful write calls)
 ";
         assert_eq!(text, expected);
         let p = profile();
         let u = per_unit(&p, "write").unwrap();
         assert_eq!((u.units, u.calls, u.ns), (5, 15.0, 18_600.0));
         assert_eq!(per_unit(&p, "accept4"), None);
+        // Failed calls are not units: 40 openat, 19 failed.
+        assert_eq!(per_unit(&p, "openat").unwrap().units, 21);
         let none = TableOptions {
             per: Some("accept4".into()),
             ..TableOptions::default()
@@ -353,7 +356,9 @@ per write: 15.00 syscalls, 18.6us in syscalls (5 write calls)
             text.contains(" close                     -          -\n"),
             "{text}"
         );
-        assert!(text.ends_with("per accept4: no accept4 calls, so no per-unit figures\n"));
+        assert!(
+            text.ends_with("per accept4: no successful accept4 calls, so no per-unit figures\n")
+        );
     }
 
     #[test]

@@ -93,7 +93,7 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
         match app.per.as_deref() {
             Some(unit) => match per_unit(shown, unit) {
                 Some(u) => Line::from(format!(
-                    " per {unit}: {:.2} syscalls, {} in syscalls ({} {unit} calls)",
+                    " per {unit}: {:.2} syscalls, {} in syscalls ({} successful {unit} calls)",
                     u.calls,
                     human_ns(u.ns.round() as u64),
                     u.units

@@ -28,6 +28,8 @@ pub enum Command {
     Attach(AttachArgs),
     /// Print the table of a profile saved with --json.
     Report(ReportArgs),
+    /// Compare two saved profiles: what went up, what went down, which errors changed.
+    Diff(DiffArgs),
     /// The echo-server lab under steady load, with the live view on the server.
     Demo(crate::commands::demo::DemoArgs),
     /// The reference workloads: an epoll echo server and its load generator.
@@ -121,6 +123,24 @@ pub struct AttachArgs {
     /// Also save the profile as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The profile before the change (--json output).
+    pub before: PathBuf,
+    /// The profile after the change.
+    pub after: PathBuf,
+    /// Row order.
+    #[arg(short = 'S', long = "sort", value_enum, default_value_t = crate::report::diff::DiffSort::Change)]
+    pub sort: crate::report::diff::DiffSort,
+    /// Compare per successful call of this syscall on each side (runs of different
+    /// length compare fairly), e.g. `--per accept4`.
+    #[arg(long, value_name = "SYSCALL")]
+    pub per: Option<String>,
+    /// Print the diff as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(args),
         Command::Attach(args) => commands::attach::attach(args),
         Command::Report(args) => commands::report::report(args),
+        Command::Diff(args) => commands::report::diff(args),
         Command::Lab(lab) => commands::lab::lab(lab),
         Command::Demo(args) => commands::demo::demo(args),
     };

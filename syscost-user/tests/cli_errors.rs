@@ -84,3 +84,51 @@ fn report_rejects_bad_files() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn diff_of_two_saved_profiles() {
+    use syscost_common::{ErrnoCounts, SyscallStats, bucket_index, errno_slot};
+    use syscost_user::{collector::Snapshot, profile::Target, report::json};
+    let profile = |reads: u64, eagain: u64| {
+        let mut snap = Snapshot::default();
+        let mut s = SyscallStats::ZERO;
+        for _ in 0..reads {
+            s.calls += 1;
+            s.total_ns += 1_000;
+            s.hist[bucket_index(1_000)] += 1;
+        }
+        s.min_ns = 1_000;
+        s.max_ns = 1_000;
+        s.errors = eagain;
+        let mut e = ErrnoCounts::ZERO;
+        e.counts[errno_slot(11) as usize] = eagain;
+        snap.stats.insert(0, s);
+        snap.errnos.insert(0, e);
+        json::to_string(&snap.to_profile(Target::default(), 1_000_000).unwrap())
+    };
+    let dir = std::env::temp_dir().join(format!("syscost-diff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (b, a) = (dir.join("before.json"), dir.join("after.json"));
+    std::fs::write(&b, profile(48_000, 22_000)).unwrap();
+    std::fs::write(&a, profile(28_000, 700)).unwrap();
+    let o = output(syscost().arg("diff").arg(&b).arg(&a));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("syscalls -41.7% (48000 -> 28000), errors -96.8% (22000 -> 700)"),
+        "{text}"
+    );
+    assert!(text.contains("  read EAGAIN 22000 -> 700\n"), "{text}");
+    let o = output(syscost().arg("diff").arg("--json").arg(&b).arg(&a));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["total"]["calls"]["after"], 28000.0);
+    std::fs::write(&a, b"{\"version\": 1, \"arch\"").unwrap();
+    let o = output(syscost().arg("diff").arg(&b).arg(&a));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with(&format!("syscost: {}: truncated JSON", a.display())),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -201,6 +201,34 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// Arbitrary bytes: an error or a profile, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4096)) {
+            let _ = parse(&bytes);
+        }
+
+        /// A real profile with bytes changed or cut: the likelier damage.
+        #[test]
+        fn damaged_profiles_never_panic(
+            edits in proptest::collection::vec((0usize..100_000, proptest::prelude::any::<u8>()), 0..8),
+            cut in 0usize..100_000,
+        ) {
+            let mut bytes = to_string(&sample()).into_bytes();
+            for (at, b) in edits {
+                let i = at % bytes.len();
+                bytes[i] = b;
+            }
+            bytes.truncate(cut % (bytes.len() + 1));
+            if let Ok(p) = parse(&bytes) {
+                // Whatever parses also passes the profile's own checks.
+                proptest::prop_assert!(validate(&p).is_ok());
+            }
+        }
+    }
+
     #[test]
     fn unwritable_paths_fail_early() {
         let e = check_writable(Path::new("/nonexistent-dir/x.json")).unwrap_err();

@@ -1,4 +1,5 @@
-//! Views of a profile: the strace-style table and the JSON file.
+//! Views of a profile: the strace-style table, the JSON file, and the diff of two.
 
+pub mod diff;
 pub mod json;
 pub mod strace_table;

@@ -1,0 +1,491 @@
+//! `syscost diff`: two profiles side by side, per syscall: what went up, what went down,
+//! which errors appeared or disappeared. Pure: built from two `Profile`s.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Result, bail};
+use clap::ValueEnum;
+use serde::Serialize;
+
+use crate::{profile::Profile, report::strace_table::per_unit, units::human_ns};
+
+/// Sort order of `syscost diff`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DiffSort {
+    /// Absolute change in calls, largest first.
+    #[default]
+    Change,
+    /// Calls after, largest first.
+    Calls,
+    /// Time after, largest first.
+    Time,
+    /// Errors after, largest first.
+    Errors,
+    /// Name.
+    Name,
+}
+
+/// A before/after pair.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Pair {
+    pub before: f64,
+    pub after: f64,
+}
+
+impl Pair {
+    pub fn change(&self) -> f64 {
+        self.after - self.before
+    }
+
+    /// Change in percent of `before`; `None` when `before` is 0.
+    pub fn change_pct(&self) -> Option<f64> {
+        (self.before != 0.0).then(|| 100.0 * self.change() / self.before)
+    }
+}
+
+/// One syscall's numbers on both sides.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DiffRow {
+    pub name: String,
+    pub calls: Pair,
+    pub errors: Pair,
+    pub total_ns: Pair,
+    pub avg_ns: Pair,
+}
+
+/// One errno count that changed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ErrnoShift {
+    pub syscall: String,
+    pub errno: String,
+    pub count: Pair,
+}
+
+/// The whole comparison.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Diff {
+    /// Unit syscall when normalised (`--per`), with the unit counts of both sides.
+    pub per: Option<String>,
+    pub units: Pair,
+    pub rows: Vec<DiffRow>,
+    pub total: DiffRow,
+    pub errnos: Vec<ErrnoShift>,
+}
+
+/// Compares two profiles, optionally per successful call of `per` on each side.
+pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort) -> Result<Diff> {
+    if before.arch != after.arch {
+        bail!(
+            "the profiles come from different architectures ({} and {}): their syscall tables differ, so syscost does not compare them",
+            before.arch,
+            after.arch
+        );
+    }
+    let units = match per {
+        Some(unit) => {
+            let u = |p: &Profile, side: &str| {
+                per_unit(p, unit).map(|u| u.units as f64).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "the {side} profile has no successful {unit} calls to normalise by"
+                    )
+                })
+            };
+            Pair {
+                before: u(before, "before")?,
+                after: u(after, "after")?,
+            }
+        }
+        None => Pair {
+            before: 1.0,
+            after: 1.0,
+        },
+    };
+    let names: BTreeSet<&str> = before
+        .syscalls
+        .iter()
+        .chain(&after.syscalls)
+        .map(|s| s.name.as_str())
+        .collect();
+    let pair = |f: &dyn Fn(&Profile) -> u64| Pair {
+        before: f(before) as f64 / units.before,
+        after: f(after) as f64 / units.after,
+    };
+    let mut rows: Vec<DiffRow> = names
+        .iter()
+        .map(|&name| {
+            let get = |p: &Profile, f: fn(&crate::profile::SyscallProfile) -> u64| {
+                p.syscall(name).map_or(0, f)
+            };
+            DiffRow {
+                name: name.to_string(),
+                calls: pair(&|p| get(p, |s| s.calls)),
+                errors: pair(&|p| get(p, |s| s.errors)),
+                total_ns: pair(&|p| get(p, |s| s.total_ns)),
+                avg_ns: Pair {
+                    before: get(before, |s| s.avg_ns) as f64,
+                    after: get(after, |s| s.avg_ns) as f64,
+                },
+            }
+        })
+        .collect();
+    let key = |r: &DiffRow| -> f64 {
+        match sort {
+            DiffSort::Change => r.calls.change().abs(),
+            DiffSort::Calls => r.calls.after,
+            DiffSort::Time => r.total_ns.after,
+            DiffSort::Errors => r.errors.after,
+            DiffSort::Name => 0.0,
+        }
+    };
+    if sort != DiffSort::Name {
+        rows.sort_by(|a, b| key(b).total_cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
+    }
+    let (bc, be, bt) = before.totals();
+    let (ac, ae, at) = after.totals();
+    let avg = |t: u64, c: u64| if c == 0 { 0.0 } else { (t / c) as f64 };
+    let total = DiffRow {
+        name: "total".into(),
+        calls: Pair {
+            before: bc as f64 / units.before,
+            after: ac as f64 / units.after,
+        },
+        errors: Pair {
+            before: be as f64 / units.before,
+            after: ae as f64 / units.after,
+        },
+        total_ns: Pair {
+            before: bt as f64 / units.before,
+            after: at as f64 / units.after,
+        },
+        avg_ns: Pair {
+            before: avg(bt, bc),
+            after: avg(at, ac),
+        },
+    };
+    let mut errnos = Vec::new();
+    for &name in &names {
+        let empty = BTreeMap::new();
+        let eb = before.syscall(name).map_or(&empty, |s| &s.errnos);
+        let ea = after.syscall(name).map_or(&empty, |s| &s.errnos);
+        let errs: BTreeSet<&String> = eb.keys().chain(ea.keys()).collect();
+        for e in errs {
+            let count = Pair {
+                before: eb.get(e).copied().unwrap_or(0) as f64 / units.before,
+                after: ea.get(e).copied().unwrap_or(0) as f64 / units.after,
+            };
+            if count.before != count.after {
+                errnos.push(ErrnoShift {
+                    syscall: name.to_string(),
+                    errno: e.clone(),
+                    count,
+                });
+            }
+        }
+    }
+    errnos.sort_by(|a, b| b.count.change().abs().total_cmp(&a.count.change().abs()));
+    Ok(Diff {
+        per: per.map(str::to_string),
+        units,
+        rows,
+        total,
+        errnos,
+    })
+}
+
+fn num(v: f64, per_unit: bool) -> String {
+    if per_unit {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn signed(v: f64, per_unit: bool) -> String {
+    if per_unit {
+        format!("{v:+.2}")
+    } else {
+        format!("{v:+.0}")
+    }
+}
+
+fn pct(p: Option<f64>) -> String {
+    match p {
+        Some(p) => format!("{p:+.1}%"),
+        None => "new".into(),
+    }
+}
+
+fn ns(v: f64) -> String {
+    human_ns(v.round() as u64)
+}
+
+/// The diff as a table, with a summary line and the errno shifts.
+pub fn render(d: &Diff) -> String {
+    let per = d.per.is_some();
+    let mut out = String::new();
+    if let Some(unit) = &d.per {
+        out.push_str(&format!(
+            "per successful {unit} call ({} before, {} after)\n",
+            d.units.before, d.units.after
+        ));
+    }
+    let line = |r: &DiffRow| {
+        format!(
+            "{:<16} {:>11} {:>11} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}\n",
+            r.name,
+            num(r.calls.before, per),
+            num(r.calls.after, per),
+            signed(r.calls.change(), per),
+            if r.calls.before == 0.0 && r.calls.after == 0.0 {
+                String::new()
+            } else {
+                pct(r.calls.change_pct())
+            },
+            num(r.errors.before, per),
+            num(r.errors.after, per),
+            ns(r.total_ns.before),
+            ns(r.total_ns.after),
+            ns(r.avg_ns.before),
+            ns(r.avg_ns.after),
+        )
+    };
+    out.push_str(&format!(
+        "{:<16} {:>11} {:>11} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}\n",
+        "syscall", "calls", "", "", "", "errors", "", "time", "", "avg", ""
+    ));
+    out.push_str(&format!(
+        "{:<16} {:>11} {:>11} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}\n",
+        "",
+        "before",
+        "after",
+        "change",
+        "change%",
+        "before",
+        "after",
+        "before",
+        "after",
+        "before",
+        "after"
+    ));
+    let dashes = format!(
+        "{} {} {} {} {} {} {} {} {} {} {}\n",
+        "-".repeat(16),
+        "-".repeat(11),
+        "-".repeat(11),
+        "-".repeat(10),
+        "-".repeat(8),
+        "-".repeat(9),
+        "-".repeat(9),
+        "-".repeat(9),
+        "-".repeat(9),
+        "-".repeat(8),
+        "-".repeat(8)
+    );
+    out.push_str(&dashes);
+    for r in &d.rows {
+        out.push_str(&line(r));
+    }
+    out.push_str(&dashes);
+    out.push_str(&line(&d.total));
+    let t = &d.total;
+    out.push_str(&format!(
+        "\nsyscalls {} ({} -> {}), errors {} ({} -> {}), time {} ({} -> {})\n",
+        pct(t.calls.change_pct()),
+        num(t.calls.before, per),
+        num(t.calls.after, per),
+        pct(t.errors.change_pct()),
+        num(t.errors.before, per),
+        num(t.errors.after, per),
+        pct(t.total_ns.change_pct()),
+        ns(t.total_ns.before),
+        ns(t.total_ns.after),
+    ));
+    if !d.errnos.is_empty() {
+        out.push_str("\nerrno changes:\n");
+        for e in &d.errnos {
+            out.push_str(&format!(
+                "  {} {} {} -> {}\n",
+                e.syscall,
+                e.errno,
+                num(e.count.before, per),
+                num(e.count.after, per)
+            ));
+        }
+    }
+    trim_lines(out)
+}
+
+fn trim_lines(text: String) -> String {
+    text.lines()
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect()
+}
+
+/// The diff as JSON.
+pub fn to_json(d: &Diff) -> String {
+    let mut s = serde_json::to_string_pretty(d).expect("a diff always serialises");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{SCHEMA_VERSION, Target};
+    use crate::tui::app::tests::syscall;
+
+    fn profile(rows: Vec<crate::profile::SyscallProfile>) -> Profile {
+        Profile {
+            version: SCHEMA_VERSION,
+            arch: "x86_64".into(),
+            target: Target::default(),
+            duration_ns: 1_000_000_000,
+            unpaired: 0,
+            dropped: 0,
+            syscalls: rows,
+        }
+    }
+
+    /// The haproxy-like shape: reads that fail with EAGAIN disappear.
+    fn before_after() -> (Profile, Profile) {
+        let before = profile(vec![
+            syscall("read", 0, 48_000, 22_000, 1_000),
+            syscall("epoll_wait", 232, 400, 0, 280_000),
+            syscall("accept4", 288, 100, 0, 5_000),
+        ]);
+        let after = profile(vec![
+            syscall("read", 0, 28_000, 700, 1_000),
+            syscall("epoll_wait", 232, 1_000, 0, 130_000),
+            syscall("accept4", 288, 200, 0, 5_000),
+            syscall("close", 3, 200, 0, 20_000),
+        ]);
+        (before, after)
+    }
+
+    #[test]
+    fn golden_table() {
+        let (b, a) = before_after();
+        let d = diff(&b, &a, None, DiffSort::Change).unwrap();
+        let expected = "\
+syscall                calls                                    errors                time                avg
+                      before       after     change  change%    before     after    before     after   before    after
+---------------- ----------- ----------- ---------- -------- --------- --------- --------- --------- -------- --------
+read                   48000       28000     -20000   -41.7%     22000       700    48.0ms    28.0ms   1.00us   1.00us
+epoll_wait               400        1000       +600  +150.0%         0         0     112ms     130ms    280us    130us
+close                      0         200       +200      new         0         0       0ns    4.00ms      0ns   20.0us
+accept4                  100         200       +100  +100.0%         0         0     500us    1.00ms   5.00us   5.00us
+---------------- ----------- ----------- ---------- -------- --------- --------- --------- --------- -------- --------
+total                  48500       29400     -19100   -39.4%     22000       700     160ms     163ms   3.31us   5.54us
+
+syscalls -39.4% (48500 -> 29400), errors -96.8% (22000 -> 700), time +1.6% (160ms -> 163ms)
+
+errno changes:
+  read EAGAIN 22000 -> 700
+";
+        assert_eq!(render(&d), expected);
+    }
+
+    #[test]
+    fn per_unit_normalises_both_sides() {
+        let (b, a) = before_after();
+        let d = diff(&b, &a, Some("accept4"), DiffSort::Name).unwrap();
+        assert_eq!(
+            d.units,
+            Pair {
+                before: 100.0,
+                after: 200.0
+            }
+        );
+        let read = d.rows.iter().find(|r| r.name == "read").unwrap();
+        assert_eq!(
+            read.calls,
+            Pair {
+                before: 480.0,
+                after: 140.0
+            }
+        );
+        assert_eq!(
+            read.errors,
+            Pair {
+                before: 220.0,
+                after: 3.5
+            }
+        );
+        // Averages are per call already: not divided.
+        assert_eq!(
+            read.avg_ns,
+            Pair {
+                before: 1_000.0,
+                after: 1_000.0
+            }
+        );
+        assert_eq!(
+            d.total.calls,
+            Pair {
+                before: 485.0,
+                after: 147.0
+            }
+        );
+        assert_eq!(
+            d.rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            ["accept4", "close", "epoll_wait", "read"]
+        );
+        let text = render(&d);
+        assert!(
+            text.starts_with("per successful accept4 call (100 before, 200 after)\n"),
+            "{text}"
+        );
+        assert!(text.contains("  read EAGAIN 220.00 -> 3.50\n"), "{text}");
+        let mut none = b.clone();
+        none.syscalls.retain(|s| s.name != "accept4");
+        let e = diff(&none, &a, Some("accept4"), DiffSort::Change).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the before profile has no successful accept4 calls to normalise by"
+        );
+    }
+
+    #[test]
+    fn json_output() {
+        let (b, a) = before_after();
+        let d = diff(&b, &a, None, DiffSort::Calls).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&to_json(&d)).unwrap();
+        assert_eq!(v["rows"][0]["name"], "read");
+        assert_eq!(v["rows"][0]["calls"]["before"], 48000.0);
+        assert_eq!(v["total"]["errors"]["after"], 700.0);
+        assert_eq!(v["errnos"][0]["errno"], "EAGAIN");
+        assert!(v["per"].is_null());
+    }
+
+    #[test]
+    fn architectures_must_match() {
+        let (b, mut a) = before_after();
+        a.arch = "aarch64".into();
+        let e = diff(&b, &a, None, DiffSort::Change)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("the profiles come from different architectures (x86_64 and aarch64)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sorts() {
+        let (b, a) = before_after();
+        let names = |s| {
+            diff(&b, &a, None, s)
+                .unwrap()
+                .rows
+                .iter()
+                .map(|r| r.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(DiffSort::Time)[0], "epoll_wait");
+        assert_eq!(names(DiffSort::Errors)[0], "read");
+        assert_eq!(
+            names(DiffSort::Calls),
+            ["read", "epoll_wait", "accept4", "close"]
+        );
+    }
+}

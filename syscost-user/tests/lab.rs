@@ -212,12 +212,12 @@ fn stopping_on_short_reads_saves_the_failing_read() {
     let plain = profile_server(
         &t,
         &["--mode", "et", "--max-conns", "300"],
-        &["-n", "300", "-c", "4"],
+        &["-n", "300", "-c", "1"],
     );
     let short = profile_server(
         &t,
         &["--mode", "et", "--stop-on-short-read", "--max-conns", "300"],
-        &["-n", "300", "-c", "4"],
+        &["-n", "300", "-c", "1"],
     );
     // Not one per connection: when the client's FIN is already there, the read after the
     // request returns 0 instead of failing.
@@ -232,7 +232,9 @@ fn stopping_on_short_reads_saves_the_failing_read() {
         eagain(&short),
         eagain(&plain)
     );
-    assert!(short.totals().0 < plain.totals().0);
+    // Fewer reads; the total of all syscalls also depends on how wake-ups batch, so it
+    // is not asserted.
+    assert!(calls(&short, "read") < calls(&plain, "read"));
 }
 
 #[test]

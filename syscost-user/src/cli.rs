@@ -28,6 +28,11 @@ pub enum Command {
     Attach(AttachArgs),
     /// Print the table of a profile saved with --json.
     Report(ReportArgs),
+    /// Time what syscalls cost on this machine (vDSO, getpid, 1-byte read/write,
+    /// sched_yield, open+close).
+    Bench(BenchArgs),
+    /// Run a workload bare, under syscost, under strace (and perf) and compare.
+    Compare(crate::bench::compare::CompareArgs),
     /// Compare two saved profiles: what went up, what went down, which errors changed.
     Diff(DiffArgs),
     /// The echo-server lab under steady load, with the live view on the server.
@@ -123,6 +128,19 @@ pub struct AttachArgs {
     /// Also save the profile as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Repetitions per row (open+close runs a tenth as often).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub reps: u64,
+    /// Pin to this CPU.
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

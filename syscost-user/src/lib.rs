@@ -5,6 +5,7 @@
 //! turns raw map contents into a [`profile::Profile`] (plain Rust, no aya inside), and
 //! the views in [`report`] print it.
 
+pub mod bench;
 pub mod cli;
 pub mod collector;
 pub mod commands;

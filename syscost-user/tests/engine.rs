@@ -294,3 +294,60 @@ fn not_root_is_one_clear_line() {
         "syscost: syscost needs root (or CAP_BPF and CAP_PERFMON) to load its kernel programs: run it with sudo\n"
     );
 }
+
+#[test]
+fn compare_runs_every_way_and_counts_exactly() {
+    let Some(_t) = root_test("compare_runs_every_way") else {
+        return;
+    };
+    let tracefs_before = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .contains(" /sys/kernel/tracing ");
+    let o = output(syscost().args([
+        "compare",
+        "--rounds",
+        "1",
+        "--json",
+        "--",
+        workload_path(),
+        "getppid",
+        "3000",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ways: Vec<&str> = v["ways"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    for way in ["Bare", "Syscost", "Strace"] {
+        assert!(
+            ways.contains(&way),
+            "{way} missing: {ways:?} (skipped: {})",
+            v["skipped"]
+        );
+    }
+    let getppid = v["latency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "getppid")
+        .expect("getppid row");
+    assert_eq!(getppid["calls"], 3000);
+    assert!(getppid["strace_ns"].as_u64().unwrap() > getppid["syscost_avg_ns"].as_u64().unwrap());
+    let tracefs_after = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .contains(" /sys/kernel/tracing ");
+    assert_eq!(
+        tracefs_after, tracefs_before,
+        "compare must leave tracefs as it found it"
+    );
+
+    // The micro-benchmark as the default workload, tiny.
+    let o = output(syscost().args(["compare", "--rounds", "1", "--reps", "200"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("getpid() raw syscall"), "{text}");
+    assert!(text.contains("strace -f -c"), "{text}");
+}

@@ -35,6 +35,11 @@ fn print_out(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
 
+/// Writes text that is not a profile table (bench, compare, JSON) to stdout.
+pub(crate) fn print_json(text: &str) {
+    print_out(text);
+}
+
 /// Fails early on options that would only fail at the end of a long profile.
 fn check_outputs(view: &ViewArgs, paths: &[Option<&Path>]) -> Result<()> {
     view.filter()?;
@@ -42,4 +47,18 @@ fn check_outputs(view: &ViewArgs, paths: &[Option<&Path>]) -> Result<()> {
         json::check_writable(p)?;
     }
     Ok(())
+}
+
+/// `syscost bench`.
+pub fn bench(args: &crate::cli::BenchArgs) -> Result<i32> {
+    if let Some(cpu) = args.cpu {
+        crate::bench::micro::pin(cpu)?;
+    }
+    let rows = crate::bench::micro::run(args.reps.max(1))?;
+    if args.json {
+        print_json(&(serde_json::to_string(&rows)? + "\n"));
+    } else {
+        print_out(&crate::bench::micro::render(&rows));
+    }
+    Ok(0)
 }

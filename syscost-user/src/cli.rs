@@ -33,6 +33,9 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run a workload bare, under syscost, under strace (and perf) and compare.
     Compare(crate::bench::compare::CompareArgs),
+    /// Attach the empty floor programs until stdin closes (for `cargo xtask bench`).
+    #[command(hide = true)]
+    Floor,
     /// Compare two saved profiles: what went up, what went down, which errors changed.
     Diff(DiffArgs),
     /// The echo-server lab under steady load, with the live view on the server.

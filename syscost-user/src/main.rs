@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         Command::Report(args) => commands::report::report(args),
         Command::Diff(args) => commands::report::diff(args),
         Command::Bench(args) => commands::bench(args),
+        Command::Floor => commands::floor(),
         Command::Compare(args) => syscost_user::bench::compare::compare(args),
         Command::Lab(lab) => commands::lab::lab(lab),
         Command::Demo(args) => commands::demo::demo(args),

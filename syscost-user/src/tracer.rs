@@ -88,6 +88,36 @@ impl Tracer {
         Ok(Self { ebpf, logger })
     }
 
+    /// Loads the object but attaches only the empty floor programs: the least any
+    /// program on the syscall tracepoints can cost, for the overhead benchmark.
+    pub fn load_floor() -> Result<Self> {
+        privileges::check()?;
+        raise_memlock_limit();
+        let layout = KernelLayout::read()?;
+        let pid_max = process::pid_max()?;
+        let mut ebpf = EbpfLoader::new()
+            .override_global("TASK_PID_OFFSET", &layout.task_pid_offset, true)
+            .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
+            .map_max_entries("PROCS", pid_max)
+            .map_max_entries("THREADS", pid_max)
+            .map_max_entries("THREAD_STATS", pid_max)
+            .load(OBJECT)
+            .map_err(explain_load_error)?;
+        for (name, tracepoint) in [
+            ("floor_sys_exit", "sys_exit"),
+            ("floor_sys_enter", "sys_enter"),
+        ] {
+            let prog: &mut RawTracePoint = ebpf
+                .program_mut(name)
+                .with_context(|| format!("program {name} missing from the object"))?
+                .try_into()?;
+            prog.load().map_err(|e| explain_program_error(name, e))?;
+            prog.attach(tracepoint)
+                .map_err(|e| explain_program_error(name, e))?;
+        }
+        Ok(Self { ebpf, logger: None })
+    }
+
     /// Starts tracing every thread of process `tgid`, those it creates later included.
     pub fn trace_process(&mut self, tgid: u32) -> Result<()> {
         let mut procs: Array<&mut MapData, u32> =

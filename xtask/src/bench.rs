@@ -1,22 +1,46 @@
-//! `cargo xtask bench`: what tracing costs the traced program, measured side by side in
-//! one run. The workload times its own getppid loop; it runs bare, under `syscost run`
-//! and under `strace -f -c`, interleaved over several rounds, and the medians are
-//! compared. A benchmark, not a test: it prints figures and asserts nothing.
+//! `cargo xtask bench`: what tracing adds to every syscall, measured side by side in one
+//! run, interleaved over several rounds. The workload times its own getppid loop; for
+//! each setup the medians (and min-max) of ns per call are compared with the untraced
+//! run. A benchmark, not a test: it prints figures and asserts nothing.
 
-use std::{path::Path, process::Command};
+use std::{
+    io::{BufRead as _, BufReader},
+    path::Path,
+    process::{Child, Command, Stdio},
+};
 
 use anyhow::{Context as _, Result, bail};
 
-/// One way of running the workload.
-struct Setup {
-    name: &'static str,
-    /// Calls per round: strace stops the tracee twice per call, so it gets fewer.
-    calls: u64,
-    samples: Vec<f64>,
+/// A setup of the machine while the workload runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Setup {
+    Untraced,
+    /// Empty programs on the same tracepoints: the floor of any such profiler.
+    Floor,
+    /// `syscost run` of the workload.
+    SyscostOwn,
+    /// syscost attached to another process: what every other process pays.
+    SyscostOther,
+    Strace,
+    Bpftrace,
+}
+
+impl Setup {
+    fn label(self) -> &'static str {
+        match self {
+            Setup::Untraced => "untraced",
+            Setup::Floor => "floor (empty programs)",
+            Setup::SyscostOwn => "syscost, this process",
+            Setup::SyscostOther => "syscost, other process",
+            Setup::Strace => "strace -f -c",
+            Setup::Bpftrace => "bpftrace (count by pid)",
+        }
+    }
 }
 
 fn ns_per_call(cmd: &mut Command) -> Result<f64> {
     let o = cmd
+        .stderr(Stdio::piped())
         .output()
         .with_context(|| format!("cannot run {cmd:?}"))?;
     if !o.status.success() {
@@ -35,75 +59,173 @@ fn median(v: &[f64]) -> f64 {
     s[s.len() / 2]
 }
 
+/// Starts `cmd` and waits for a line of its output containing `ready`.
+fn start_and_wait(cmd: &mut Command, from_stderr: bool, ready: &str) -> Result<Child> {
+    if from_stderr {
+        cmd.stderr(Stdio::piped()).stdout(Stdio::null());
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    let lines: Box<dyn std::io::BufRead> = if from_stderr {
+        Box::new(BufReader::new(child.stderr.take().unwrap()))
+    } else {
+        Box::new(BufReader::new(child.stdout.take().unwrap()))
+    };
+    for line in lines.lines() {
+        if line?.contains(ready) {
+            return Ok(child);
+        }
+    }
+    let _ = child.kill();
+    bail!("{cmd:?} ended before it was ready")
+}
+
+fn stop(mut child: Child) {
+    // SIGTERM through kill(1) keeps xtask free of libc; closing stdin ends `syscost floor`.
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    drop(child.stdin.take());
+    let _ = child.wait();
+}
+
+fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64> {
+    let n = calls.to_string();
+    let work = || {
+        let mut c = Command::new(workload);
+        c.args(["getppid", &n]);
+        c
+    };
+    match setup {
+        Setup::Untraced => ns_per_call(&mut work()),
+        Setup::Floor => {
+            let floor = start_and_wait(
+                Command::new(syscost).arg("floor"),
+                false,
+                "floor programs attached",
+            )?;
+            let r = ns_per_call(&mut work());
+            stop(floor);
+            r
+        }
+        Setup::SyscostOwn => ns_per_call(
+            Command::new(syscost)
+                .args(["run", "-o", "/dev/null", "--"])
+                .arg(workload)
+                .args(["getppid", &n]),
+        ),
+        Setup::SyscostOther => {
+            let mut sleeper = Command::new(workload).args(["sleep", "3600000"]).spawn()?;
+            let tracer = start_and_wait(
+                Command::new(syscost).args(["attach", "--no-tui", "-p", &sleeper.id().to_string()]),
+                true,
+                "tracing process",
+            );
+            let r = tracer.and_then(|t| {
+                let r = ns_per_call(&mut work());
+                stop(t);
+                r
+            });
+            let _ = sleeper.kill();
+            let _ = sleeper.wait();
+            r
+        }
+        Setup::Strace => ns_per_call(
+            Command::new("strace")
+                .args(["-f", "-c", "-o", "/dev/null"])
+                .arg(workload)
+                .args(["getppid", &n]),
+        ),
+        Setup::Bpftrace => {
+            let bt = start_and_wait(
+                Command::new("bpftrace").args(["-e", "BEGIN { printf(\"bpftrace ready\\n\"); } tracepoint:raw_syscalls:sys_enter { @[pid] = count(); }"]),
+                false,
+                "bpftrace ready",
+            )?;
+            let r = ns_per_call(&mut work());
+            stop(bt);
+            r
+        }
+    }
+}
+
 pub fn bench(root: &Path, rounds: usize, calls: u64) -> Result<()> {
     let syscost = root.join("target/release/syscost");
     let workload = root.join("target/release/syscost-workload");
     let mut setups = vec![
-        Setup {
-            name: "untraced",
-            calls,
-            samples: vec![],
-        },
-        Setup {
-            name: "syscost run",
-            calls,
-            samples: vec![],
-        },
-        Setup {
-            name: "strace -f -c",
-            calls: (calls / 20).max(1000),
-            samples: vec![],
-        },
+        Setup::Untraced,
+        Setup::Floor,
+        Setup::SyscostOwn,
+        Setup::SyscostOther,
     ];
+    let mut notes = Vec::new();
+    if have("strace") {
+        setups.push(Setup::Strace);
+    } else {
+        notes.push("strace not installed: skipped".to_string());
+    }
+    if have("bpftrace") {
+        setups.push(Setup::Bpftrace);
+    } else {
+        notes.push("bpftrace not installed: skipped".to_string());
+    }
+    notes.push(
+        "bcc syscount: not run (bcc needs kernel headers this kernel does not ship)".to_string(),
+    );
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); setups.len()];
     for round in 1..=rounds {
         eprintln!("bench: round {round}/{rounds}");
-        for s in &mut setups {
-            let n = s.calls.to_string();
-            let v = match s.name {
-                "untraced" => ns_per_call(Command::new(&workload).args(["getppid", &n]))?,
-                "syscost run" => ns_per_call(
-                    Command::new(&syscost)
-                        .args(["run", "-o", "/dev/null", "--"])
-                        .arg(&workload)
-                        .args(["getppid", &n]),
-                )?,
-                _ => ns_per_call(
-                    Command::new("strace")
-                        .args(["-f", "-c", "-o", "/dev/null"])
-                        .arg(&workload)
-                        .args(["getppid", &n]),
-                )?,
+        for (i, &s) in setups.iter().enumerate() {
+            // strace stops the tracee twice per call: a twentieth of the calls suffice.
+            let n = if s == Setup::Strace {
+                (calls / 20).max(1000)
+            } else {
+                calls
             };
-            s.samples.push(v);
+            samples[i].push(one(s, &syscost, &workload, n)?);
         }
     }
-    let base = median(&setups[0].samples);
+    let med: Vec<f64> = samples.iter().map(|s| median(s)).collect();
+    let base = med[0];
     println!(
-        "getppid, ns per call: median of {rounds} interleaved rounds ({calls} calls; strace {})",
-        setups[2].calls
+        "getppid, ns per call: median of {rounds} interleaved rounds, {calls} calls each (strace {})",
+        (calls / 20).max(1000)
     );
     println!(
-        "{:<14} {:>10} {:>10} {:>10} {:>12} {:>10}",
-        "setup", "median", "min", "max", "added ns", "slowdown"
+        "{:<26} {:>10} {:>10} {:>10} {:>10}",
+        "setup", "median", "min", "max", "added"
     );
-    for s in &setups {
-        let m = median(&s.samples);
-        let min = s.samples.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = s.samples.iter().copied().fold(0.0, f64::max);
+    for (i, s) in setups.iter().enumerate() {
+        let min = samples[i].iter().copied().fold(f64::INFINITY, f64::min);
+        let max = samples[i].iter().copied().fold(0.0, f64::max);
         println!(
-            "{:<14} {:>10.0} {:>10.0} {:>10.0} {:>12.0} {:>9.1}x",
-            s.name,
-            m,
+            "{:<26} {:>10.0} {:>10.0} {:>10.0} {:>10.0}",
+            s.label(),
+            med[i],
             min,
             max,
-            m - base,
-            m / base
+            med[i] - base
         );
     }
-    let added = |i: usize| median(&setups[i].samples) - base;
-    println!(
-        "strace adds {:.0}x what syscost adds per call",
-        added(2) / added(1).max(1.0)
-    );
+    let added = |s: Setup| setups.iter().position(|&x| x == s).map(|i| med[i] - base);
+    if let (Some(floor), Some(own)) = (added(Setup::Floor), added(Setup::SyscostOwn)) {
+        println!("syscost-added / floor-added: {:.2}", own / floor.max(1.0));
+    }
+    if let (Some(own), Some(strace)) = (added(Setup::SyscostOwn), added(Setup::Strace)) {
+        println!("strace-added / syscost-added: {:.0}", strace / own.max(1.0));
+    }
+    for n in notes {
+        println!("note: {n}");
+    }
     Ok(())
 }

@@ -44,7 +44,7 @@ enum Task {
         /// Interleaved rounds (the medians are reported).
         #[arg(long, default_value_t = 5)]
         rounds: usize,
-        /// getppid calls per round (strace gets a twentieth).
+        /// getppid calls per round and setup (strace gets a twentieth).
         #[arg(long, default_value_t = 2_000_000)]
         calls: u64,
     },

@@ -62,3 +62,13 @@ pub fn bench(args: &crate::cli::BenchArgs) -> Result<i32> {
     }
     Ok(0)
 }
+
+/// `syscost floor`: holds the floor programs attached until stdin reaches its end.
+pub fn floor() -> Result<i32> {
+    let tracer = crate::tracer::Tracer::load_floor()?;
+    print_out("floor programs attached\n");
+    let mut sink = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    drop(tracer);
+    Ok(0)
+}

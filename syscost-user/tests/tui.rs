@@ -164,3 +164,65 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
     busy.kill().unwrap();
     busy.wait().unwrap();
 }
+
+#[test]
+fn sigterm_restores_the_terminal_and_prints_the_table() {
+    let Some(_t) = root_test("live_view_sigterm") else {
+        return;
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "tmux missing under CI"
+        );
+        eprintln!("\n*** SKIPPED live view test: tmux is not installed ***\n");
+        return;
+    }
+    let mut busy = Command::new(workload_path())
+        .args(["getppid", "100000000000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tmux = Tmux {
+        socket: format!("syscost-test-term-{}", std::process::id()),
+    };
+    let cmd = format!(
+        "{} attach -p {}; echo EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_syscost"),
+        busy.id()
+    );
+    assert!(
+        tmux.cmd()
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+                "-x",
+                "100",
+                "-y",
+                "30",
+                &cmd
+            ])
+            .status()
+            .unwrap()
+            .success()
+    );
+    tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
+    let o = tmux
+        .cmd()
+        .args(["display", "-p", "-t", "t", "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let kids = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    let syscost_pid: i32 = kids.split_whitespace().next().unwrap().parse().unwrap();
+    // SAFETY: signals the syscost process the test started.
+    unsafe { libc::kill(syscost_pid, libc::SIGTERM) };
+    let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
+    assert!(done.contains("% time     seconds  usecs/call"), "{done}");
+    assert!(!done.contains("own cost"), "alternate screen left: {done}");
+    busy.kill().unwrap();
+    busy.wait().unwrap();
+}

@@ -5,6 +5,7 @@
 //!   getppid N          N getppid calls; prints ns_per_call=<own timing>
 //!   close-ebadf N      N close(-1) calls, each failing with EBADF
 //!   threads K N        K threads, N getppid calls each
+//!   churn R K N        R rounds of K short-lived threads, N getppid calls each
 //!   fork C N           C child processes, N getppid calls each
 //!   nanosleep N US     N nanosleep calls of US microseconds; prints mean_ns=<own timing>
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
@@ -69,6 +70,17 @@ fn main() {
                 .collect();
             for t in threads {
                 t.join().unwrap();
+            }
+        }
+        Some("churn") => {
+            let (k, n) = (arg(&args, 2), arg(&args, 3));
+            for _ in 0..arg(&args, 1) {
+                let threads: Vec<_> = (0..k)
+                    .map(|_| std::thread::spawn(move || getppid_n(n)))
+                    .collect();
+                for t in threads {
+                    t.join().unwrap();
+                }
             }
         }
         Some("fork") => {

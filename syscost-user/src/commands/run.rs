@@ -27,6 +27,19 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
     let mut tracer = Tracer::load(TracerOptions { follow_forks: true })?;
 
+    // Signal handlers are in place before the command starts, so there is no moment in
+    // which a Ctrl-C meant for the command ends syscost instead. (Caught signals are
+    // reset to their defaults by the command's exec.)
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")?;
+    let entered = runtime.enter();
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    drop(entered);
+
     let child = spawn_stopped(&program, &args.command)?;
     let pid = child.pid;
     tracer.trace_process(pid)?;
@@ -42,16 +55,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         );
     }
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the event loop")?;
     let status = runtime.block_on(async move {
         // Ctrl-C reaches the command through the terminal: syscost waits for it to exit
         // and prints the summary. SIGTERM and SIGHUP sent to syscost are passed on.
-        let mut sigint = signal(SignalKind::interrupt())?;
-        let mut sigterm = signal(SignalKind::terminate())?;
-        let mut sighup = signal(SignalKind::hangup())?;
         let mut waiter = tokio::task::spawn_blocking(move || wait(pid));
         loop {
             tokio::select! {

@@ -1,0 +1,273 @@
+//! Faults, load and bad input: syscost ended every way leaves nothing loaded and the
+//! target unharmed; thread churn and thousands of threads keep counts exact; a table
+//! that cannot hold an event says so in `dropped`. Needs root.
+
+mod common;
+
+use std::{
+    io::{BufRead as _, BufReader, Write as _},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use common::*;
+
+/// Starts `syscost attach --no-tui -p PID [extra]` and waits until it traces.
+fn attach(
+    pid: u32,
+    extra: &[&str],
+) -> (Child, std::io::Lines<BufReader<std::process::ChildStderr>>) {
+    let mut tracer = syscost()
+        .args(["attach", "--no-tui", "-p", &pid.to_string()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(tracer.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    assert!(first.starts_with("syscost: tracing process"), "{first}");
+    (tracer, err)
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// A workload blocked on stdin that, once told, makes `n` getppid calls in `k` threads
+/// and prints its own result.
+fn waiting_workload(
+    k: u64,
+    n: u64,
+) -> (Child, std::io::Lines<BufReader<std::process::ChildStdout>>) {
+    let mut w = Command::new(workload_path())
+        .args(["--wait-stdin", "threads", &k.to_string(), &n.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(w.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    (w, out)
+}
+
+#[test]
+fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
+    let Some(_t) = root_test("attach_ended_by_signals") else {
+        return;
+    };
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
+        let (mut work, _out) = waiting_workload(2, 50_000);
+        let (tracer, _err) = attach(work.id(), &[]);
+        std::thread::sleep(Duration::from_millis(200));
+        signal(&tracer, sig);
+        let o = tracer.wait_with_output().unwrap();
+        if sig == libc::SIGKILL {
+            assert_eq!(o.status.code(), None, "killed");
+        } else {
+            assert!(o.status.success(), "signal {sig}: {}", stderr(&o));
+            assert!(stdout(&o).contains("% time"), "signal {sig}: final table");
+        }
+        assert_eq!(
+            wait_for_unload(),
+            Vec::<String>::new(),
+            "after signal {sig}"
+        );
+        // The target was never touched: it still runs and finishes its work.
+        writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+        assert!(work.wait().unwrap().success(), "target after signal {sig}");
+    }
+}
+
+/// Waits until `parent`'s first child runs a program whose comm starts with `comm`.
+fn wait_for_child(parent: &Child, comm: &str) {
+    let children = format!("/proc/{}/task/{}/children", parent.id(), parent.id());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let kids = std::fs::read_to_string(&children).unwrap_or_default();
+        let c = kids
+            .split_whitespace()
+            .next()
+            .and_then(|k| std::fs::read_to_string(format!("/proc/{k}/comm")).ok());
+        if c.is_some_and(|c| c.starts_with(comm)) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn run_ended_by_signals_leaves_the_command_running() {
+    let Some(t) = root_test("run_ended_by_signals") else {
+        return;
+    };
+    // SIGINT sent to syscost alone: it keeps waiting for the command, then reports.
+    let json = t.path("int.json");
+    let mut run = syscost()
+        .args(["run", "-o", "/dev/null", "--json"])
+        .arg(&json)
+        .args(["--", workload_path(), "nanosleep", "20", "50000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Once the command runs (its exec done), syscost is past loading.
+    wait_for_child(&run, "syscost-workloa");
+    signal(&run, libc::SIGINT);
+    assert!(run.wait().unwrap().success());
+    assert_eq!(
+        read_profile(&json)
+            .syscall("clock_nanosleep")
+            .unwrap()
+            .calls,
+        20
+    );
+
+    // SIGKILL: syscost is gone, its programs unload, the command finishes on its own.
+    let marker = t.path("done");
+    let script = format!(
+        "{} getppid 200000 >/dev/null && touch {}",
+        workload_path(),
+        marker.display()
+    );
+    let mut run = syscost()
+        .args(["run", "--", "sh", "-c", &format!("sleep 0.5; {script}")])
+        .spawn()
+        .unwrap();
+    wait_for_child(&run, "sh");
+    signal(&run, libc::SIGKILL);
+    run.wait().unwrap();
+    assert_eq!(wait_for_unload(), Vec::<String>::new());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn thread_churn_and_2000_threads_count_exactly() {
+    let Some(t) = root_test("thread_churn") else {
+        return;
+    };
+    let (_, p) = run_workload(&t, &["churn", "50", "20", "200"]);
+    assert_eq!(calls(&p, "getppid"), 50 * 20 * 200);
+    assert_eq!(calls(&p, "clone3") + calls(&p, "clone"), 1000);
+    assert_eq!((p.unpaired, p.dropped), (0, 0));
+    let (_, p) = run_workload(&t, &["threads", "2000", "50"]);
+    assert_eq!(calls(&p, "getppid"), 100_000);
+    assert_eq!((p.unpaired, p.dropped), (0, 0));
+}
+
+/// Restores a sysctl when dropped.
+struct Sysctl {
+    path: &'static str,
+    old: String,
+}
+
+impl Sysctl {
+    fn set(path: &'static str, value: &str) -> Self {
+        let old = std::fs::read_to_string(path).unwrap();
+        std::fs::write(path, value).unwrap();
+        Self { path, old }
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.path, self.old.trim());
+    }
+}
+
+#[test]
+fn threads_beyond_the_table_are_counted_as_dropped() {
+    let Some(t) = root_test("threads_beyond_the_table") else {
+        return;
+    };
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if pid_max >= 4_000_000 {
+        eprintln!("pid_max is already at its limit here: no room to go beyond syscost's table");
+        return;
+    }
+    let (mut work, _out) = waiting_workload(4, 1000);
+    let json = t.path("dropped.json");
+    let (tracer, _err) = attach(work.id(), &["--json", json.to_str().unwrap()]);
+    {
+        // Tables were sized from pid_max at load: new threads above it cannot be recorded.
+        let _max = Sysctl::set("/proc/sys/kernel/pid_max", &(pid_max * 2).to_string());
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (pid_max + 100).to_string()).unwrap();
+        writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+        assert!(work.wait().unwrap().success());
+    }
+    let o = tracer.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let p = read_profile(&json);
+    assert!(p.dropped >= 4000, "dropped {}", p.dropped);
+    assert!(stdout(&o).contains("events dropped"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains(" 0 events dropped"), "{}", stdout(&o));
+}
+
+#[test]
+fn attach_and_detach_50_times_leaks_nothing() {
+    let Some(_t) = root_test("attach_detach_50") else {
+        return;
+    };
+    let mut busy = Command::new(workload_path())
+        .args(["getppid", "100000000000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let fds = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .count()
+    };
+    let target_fds = fds(busy.id());
+    for i in 0..50 {
+        let o = output(syscost().args([
+            "attach",
+            "--no-tui",
+            "-d",
+            "0.01",
+            "-p",
+            &busy.id().to_string(),
+        ]));
+        assert!(o.status.success(), "run {i}: {}", stderr(&o));
+        assert!(stdout(&o).contains(" getppid"), "run {i}");
+    }
+    assert_eq!(wait_for_unload(), Vec::<String>::new());
+    assert_eq!(fds(busy.id()), target_fds, "the target's fds are untouched");
+    busy.kill().unwrap();
+    busy.wait().unwrap();
+}
+
+#[test]
+fn missing_btf_is_one_clear_line() {
+    let Some(_t) = root_test("missing_btf") else {
+        return;
+    };
+    // A private mount namespace hides the kernel's BTF from syscost alone.
+    let o = output(
+        Command::new("unshare")
+            .args(["-m", "sh", "-c"])
+            .arg(format!(
+                "mount --bind /dev/null /sys/kernel/btf/vmlinux && exec {} run -- true",
+                env!("CARGO_BIN_EXE_syscost")
+            )),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.starts_with("syscost: cannot read /sys/kernel/btf/vmlinux: syscost needs a kernel built with CONFIG_DEBUG_INFO_BTF"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -39,7 +39,14 @@ pub struct ThreadSlot {
     pub enter_ns: u64,
     /// Syscall number seen at enter (or `NR_FORK_CHILD`).
     pub nr: u32,
-    pub _pad: u32,
+    /// Context switches away from the thread during the current syscall: voluntary
+    /// (it blocked) in the low 16 bits, involuntary (preempted) in the high 16.
+    pub switches: u32,
+    /// `bpf_ktime_get_ns()` when the thread was switched out inside the current syscall;
+    /// 0 while it runs.
+    pub off_since_ns: u64,
+    /// Time switched out during the current syscall so far, ns.
+    pub off_ns: u64,
 }
 
 /// Per-thread totals, one slot per thread id (cleared when the thread exits).
@@ -71,6 +78,13 @@ pub struct SyscallStats {
     pub min_ns: u64,
     /// Largest latency on this CPU, ns.
     pub max_ns: u64,
+    /// Of `total_ns`, the time the thread was switched out (blocked or preempted), ns.
+    /// On-CPU time is `total_ns - offcpu_ns`.
+    pub offcpu_ns: u64,
+    /// Voluntary context switches inside these calls (the thread blocked).
+    pub voluntary: u64,
+    /// Involuntary context switches inside these calls (the thread was preempted).
+    pub involuntary: u64,
     /// Latency histogram, `bucket_index` layout.
     pub hist: [u64; HISTOGRAM_BUCKETS],
 }
@@ -83,6 +97,9 @@ impl SyscallStats {
         total_ns: 0,
         min_ns: 0,
         max_ns: 0,
+        offcpu_ns: 0,
+        voluntary: 0,
+        involuntary: 0,
         hist: [0; HISTOGRAM_BUCKETS],
     };
 }

@@ -87,8 +87,11 @@ pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
     let nr: i64 = ctx.arg(1);
     match THREADS.get_ptr_mut(pid_tgid as u32) {
         Some(slot) => unsafe {
-            (*slot).enter_ns = bpf_ktime_get_ns();
             (*slot).nr = nr as u32;
+            (*slot).switches = 0;
+            (*slot).off_since_ns = 0;
+            (*slot).off_ns = 0;
+            (*slot).enter_ns = bpf_ktime_get_ns();
         },
         None => count(counter::DROPPED_TID),
     }
@@ -106,7 +109,14 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
         count(counter::DROPPED_TID);
         return 0;
     };
-    let (start, nr) = unsafe { ((*slot).enter_ns, (*slot).nr) };
+    let (start, nr, off_ns, switches) = unsafe {
+        (
+            (*slot).enter_ns,
+            (*slot).nr,
+            (*slot).off_ns,
+            (*slot).switches,
+        )
+    };
     if start == 0 {
         if nr == NR_FORK_CHILD {
             // A new thread returning from clone: it never entered this syscall.
@@ -126,6 +136,10 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     let stats = unsafe { &mut *stats };
     stats.calls += 1;
     stats.total_ns += ns;
+    // Switched-out time can only be part of the call's wall time.
+    stats.offcpu_ns += if off_ns < ns { off_ns } else { ns };
+    stats.voluntary += u64::from(switches & 0xffff);
+    stats.involuntary += u64::from(switches >> 16);
     if stats.calls == 1 || ns < stats.min_ns {
         stats.min_ns = ns;
     }
@@ -201,6 +215,51 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
                 count(counter::DROPPED_CHILD);
                 warn!(&ctx, "child {} is beyond pid_max: not traced", tgid);
             }
+        }
+    }
+    0
+}
+
+/// sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
+/// unsigned int prev_state), run on every context switch of the machine while off-CPU
+/// accounting is on. `prev` is the current task. A traced thread leaving the CPU inside
+/// a syscall gets its switch-out time; a traced thread coming back adds the time away.
+#[raw_tracepoint(tracepoint = "sched_switch")]
+pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
+    let now = unsafe { bpf_ktime_get_ns() };
+    let prev = bpf_get_current_pid_tgid();
+    if traced((prev >> 32) as u32)
+        && let Some(slot) = THREADS.get_ptr_mut(prev as u32)
+    {
+        let slot = unsafe { &mut *slot };
+        if slot.enter_ns != 0 {
+            slot.off_since_ns = now;
+            let preempt: u64 = ctx.arg(0);
+            // Saturating 16-bit counters: a syscall is not switched out 65,535 times.
+            if preempt & 0xff != 0 {
+                if slot.switches >> 16 < 0xffff {
+                    slot.switches += 1 << 16;
+                }
+            } else if slot.switches & 0xffff < 0xffff {
+                slot.switches += 1;
+            }
+        }
+    }
+    // pid and tgid of `next` (adjacent in task_struct) in one read.
+    let next: *const u8 = ctx.arg(2);
+    let Ok(ids) =
+        (unsafe { bpf_probe_read_kernel(next.add(TASK_PID_OFFSET.load() as usize) as *const u64) })
+    else {
+        return 0;
+    };
+    let (pid, tgid) = (ids as u32, (ids >> 32) as u32);
+    if traced(tgid)
+        && let Some(slot) = THREADS.get_ptr_mut(pid)
+    {
+        let slot = unsafe { &mut *slot };
+        if slot.off_since_ns != 0 {
+            slot.off_ns += now - slot.off_since_ns;
+            slot.off_since_ns = 0;
         }
     }
     0

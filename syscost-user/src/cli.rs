@@ -103,6 +103,10 @@ pub struct RunArgs {
     /// Also save the profile as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Do not split syscall time into on-CPU and blocked (saves the program that runs
+    /// on every context switch of the machine).
+    #[arg(long)]
+    pub no_offcpu: bool,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -125,6 +129,10 @@ pub struct AttachArgs {
     /// Print text instead of the live view (the default when stdout is not a terminal).
     #[arg(long)]
     pub no_tui: bool,
+    /// Do not split syscall time into on-CPU and blocked (saves the program that runs
+    /// on every context switch of the machine).
+    #[arg(long)]
+    pub no_offcpu: bool,
     /// Also profile child processes the target forks from now on.
     #[arg(short = 'f', long = "follow-forks")]
     pub follow_forks: bool,

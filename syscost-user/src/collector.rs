@@ -40,6 +40,9 @@ pub fn sum_cpus(per_cpu: &[SyscallStats]) -> SyscallStats {
         sum.calls += s.calls;
         sum.errors += s.errors;
         sum.total_ns += s.total_ns;
+        sum.offcpu_ns += s.offcpu_ns;
+        sum.voluntary += s.voluntary;
+        sum.involuntary += s.involuntary;
         sum.max_ns = sum.max_ns.max(s.max_ns);
         for (a, b) in sum.hist.iter_mut().zip(s.hist.iter()) {
             *a += b;
@@ -89,6 +92,9 @@ impl Snapshot {
                 calls,
                 errors: now.errors.saturating_sub(before.errors),
                 total_ns: now.total_ns.saturating_sub(before.total_ns),
+                offcpu_ns: now.offcpu_ns.saturating_sub(before.offcpu_ns),
+                voluntary: now.voluntary.saturating_sub(before.voluntary),
+                involuntary: now.involuntary.saturating_sub(before.involuntary),
                 ..SyscallStats::ZERO
             };
             for ((h, a), b) in d.hist.iter_mut().zip(&now.hist).zip(&before.hist) {
@@ -126,8 +132,14 @@ impl Snapshot {
         }
     }
 
-    /// The profile of this snapshot.
-    pub fn to_profile(&self, target: Target, duration_ns: u64) -> Result<Profile> {
+    /// The profile of this snapshot. `offcpu_tracked` says whether the off-CPU split was
+    /// measured (the sched_switch program was attached).
+    pub fn to_profile(
+        &self,
+        target: Target,
+        duration_ns: u64,
+        offcpu_tracked: bool,
+    ) -> Result<Profile> {
         let mut syscalls = Vec::with_capacity(self.stats.len());
         for (&nr, s) in &self.stats {
             let p = latency::percentiles(&s.hist, s.min_ns, s.max_ns)?;
@@ -146,6 +158,10 @@ impl Snapshot {
                 errors: s.errors,
                 errnos,
                 total_ns: s.total_ns,
+                oncpu_ns: s.total_ns - s.offcpu_ns.min(s.total_ns),
+                offcpu_ns: s.offcpu_ns.min(s.total_ns),
+                voluntary_switches: s.voluntary,
+                involuntary_switches: s.involuntary,
                 avg_ns: s.total_ns / s.calls.max(1),
                 min_ns: s.min_ns,
                 max_ns: s.max_ns,
@@ -160,6 +176,7 @@ impl Snapshot {
             arch: std::env::consts::ARCH.to_string(),
             target,
             duration_ns,
+            offcpu_tracked,
             unpaired: self.unpaired(),
             dropped: self.dropped(),
             syscalls,
@@ -218,7 +235,7 @@ mod tests {
         let mut snap = snapshot(&[(3, &[100, 200, 300]), (110, &[50])], 2);
         snap.counters[counter::UNPAIRED as usize] = 1;
         snap.counters[counter::DROPPED_NR as usize] = 4;
-        let p = snap.to_profile(Target::default(), 1_000).unwrap();
+        let p = snap.to_profile(Target::default(), 1_000, true).unwrap();
         assert_eq!(p.unpaired, 1);
         assert_eq!(p.dropped, 4);
         let close = &p.syscalls[0];

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::latency::Bucket;
 
 /// Version of the JSON schema written by this build. Readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The whole measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -22,6 +22,9 @@ pub struct Profile {
     pub target: Target,
     /// Wall time covered, ns.
     pub duration_ns: u64,
+    /// Whether time switched out inside syscalls was measured (`offcpu_ns`); false with
+    /// `--no-offcpu`, when every syscall's time counts as on-CPU.
+    pub offcpu_tracked: bool,
     /// Exits whose enter was not seen (syscalls in flight at attach time).
     pub unpaired: u64,
     /// Events that could not be recorded (see the README); 0 in a complete profile.
@@ -54,6 +57,14 @@ pub struct SyscallProfile {
     /// Error name -> count, e.g. {"EBADF": 5000}.
     pub errnos: BTreeMap<String, u64>,
     pub total_ns: u64,
+    /// Of `total_ns`, time on a CPU (`oncpu_ns + offcpu_ns == total_ns`).
+    pub oncpu_ns: u64,
+    /// Of `total_ns`, time switched out: blocked, or preempted.
+    pub offcpu_ns: u64,
+    /// Context switches in these calls where the thread blocked.
+    pub voluntary_switches: u64,
+    /// Context switches in these calls where the thread was preempted.
+    pub involuntary_switches: u64,
     pub avg_ns: u64,
     pub min_ns: u64,
     pub max_ns: u64,

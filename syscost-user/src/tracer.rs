@@ -27,28 +27,38 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/sy
 pub struct TracerOptions {
     /// Also trace child processes forked by traced processes (threads are always traced).
     pub follow_forks: bool,
+    /// Split each syscall's time into on-CPU and switched-out, with a program on
+    /// sched_switch (which runs on every context switch of the machine).
+    pub offcpu: bool,
 }
 
 /// Loaded and attached kernel programs.
 pub struct Tracer {
     ebpf: Ebpf,
     logger: Option<EbpfLogger<&'static dyn log::Log>>,
+    offcpu: bool,
 }
 
 /// The programs syscost attaches, each with its tracepoint, in attach order: the
 /// bookkeeping hooks first, so no thread is created or exits unseen once syscalls count.
-fn programs(layout: &KernelLayout) -> [(&'static str, &'static str); 4] {
+fn programs(layout: &KernelLayout, offcpu: bool) -> Vec<(&'static str, &'static str)> {
     let exit = if layout.exit_has_group_dead {
         "syscost_exit"
     } else {
         "syscost_exit_leader"
     };
-    [
+    let mut p = vec![
         (exit, "sched_process_exit"),
         ("syscost_fork", "sched_process_fork"),
+    ];
+    if offcpu {
+        p.push(("syscost_sched_switch", "sched_switch"));
+    }
+    p.extend([
         ("syscost_sys_exit", "sys_exit"),
         ("syscost_sys_enter", "sys_enter"),
-    ]
+    ]);
+    p
 }
 
 impl Tracer {
@@ -75,7 +85,12 @@ impl Tracer {
                 None
             }
         };
-        for (name, tracepoint) in programs(&layout) {
+        if options.offcpu && layout.task_tgid_offset != layout.task_pid_offset + 4 {
+            anyhow::bail!(
+                "off-CPU accounting reads task_struct.pid and .tgid together, and this kernel does not keep them adjacent: use --no-offcpu"
+            );
+        }
+        for (name, tracepoint) in programs(&layout, options.offcpu) {
             let prog: &mut RawTracePoint = ebpf
                 .program_mut(name)
                 .with_context(|| format!("program {name} missing from the object"))?
@@ -85,7 +100,16 @@ impl Tracer {
                 .map_err(|e| explain_program_error(name, e))
                 .with_context(|| format!("cannot attach {name} to raw tracepoint {tracepoint}"))?;
         }
-        Ok(Self { ebpf, logger })
+        Ok(Self {
+            ebpf,
+            logger,
+            offcpu: options.offcpu,
+        })
+    }
+
+    /// Whether the off-CPU split is measured.
+    pub fn offcpu_tracked(&self) -> bool {
+        self.offcpu
     }
 
     /// Loads the object but attaches only the empty floor programs: the least any
@@ -115,7 +139,11 @@ impl Tracer {
             prog.attach(tracepoint)
                 .map_err(|e| explain_program_error(name, e))?;
         }
-        Ok(Self { ebpf, logger: None })
+        Ok(Self {
+            ebpf,
+            logger: None,
+            offcpu: false,
+        })
     }
 
     /// Starts tracing every thread of process `tgid`, those it creates later included.

@@ -104,7 +104,7 @@ fn diff_of_two_saved_profiles() {
         e.counts[errno_slot(11) as usize] = eagain;
         snap.stats.insert(0, s);
         snap.errnos.insert(0, e);
-        json::to_string(&snap.to_profile(Target::default(), 1_000_000).unwrap())
+        json::to_string(&snap.to_profile(Target::default(), 1_000_000, true).unwrap())
     };
     let dir = std::env::temp_dir().join(format!("syscost-diff-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -41,6 +41,63 @@ fn run_counts_getppid_exactly() {
     );
     assert_eq!((p.unpaired, p.dropped), (0, 0));
     assert_plausible_getppid(&p);
+    // A CPU-bound syscall loop is on the CPU, and the split adds up exactly everywhere.
+    assert!(p.offcpu_tracked);
+    let g = p.syscall("getppid").unwrap();
+    assert!(
+        g.offcpu_ns * 20 < g.total_ns,
+        "getppid blocked {} of {} ns",
+        g.offcpu_ns,
+        g.total_ns
+    );
+    for s in &p.syscalls {
+        assert_eq!(s.oncpu_ns + s.offcpu_ns, s.total_ns, "{}", s.name);
+    }
+}
+
+#[test]
+fn blocking_read_is_off_cpu() {
+    let Some(t) = root_test("blocking_read_is_off_cpu") else {
+        return;
+    };
+    let (o, p) = run_workload(&t, &["pipe-block", "50", "20"]);
+    let own: f64 = stdout(&o)
+        .trim()
+        .strip_prefix("mean_ns=")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let r = p.syscall("readv").expect("readv seen");
+    assert_eq!(r.calls, 50);
+    assert!(
+        r.offcpu_ns as f64 > 0.9 * r.total_ns as f64,
+        "readv blocked {} of {} ns",
+        r.offcpu_ns,
+        r.total_ns
+    );
+    assert_eq!(r.oncpu_ns + r.offcpu_ns, r.total_ns);
+    assert!(
+        r.voluntary_switches >= 50,
+        "{} voluntary switches",
+        r.voluntary_switches
+    );
+    let mean = r.avg_ns as f64;
+    assert!(
+        (mean - own).abs() / own < 0.05,
+        "syscost mean {mean} ns, workload's own {own} ns"
+    );
+    // --no-offcpu: nothing measured, and the profile says so.
+    let json = t.path("no-offcpu.json");
+    let o = output(
+        syscost()
+            .args(["run", "--no-offcpu", "-o", "/dev/null", "--json"])
+            .arg(&json)
+            .args(["--", workload_path(), "pipe-block", "3", "5"]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let q = read_profile(&json);
+    assert!(!q.offcpu_tracked);
+    assert_eq!(q.syscall("readv").unwrap().offcpu_ns, 0);
 }
 
 #[test]

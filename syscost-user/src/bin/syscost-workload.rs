@@ -6,6 +6,10 @@
 //!   close-ebadf N      N close(-1) calls, each failing with EBADF
 //!   threads K N        K threads, N getppid calls each
 //!   churn R K N        R rounds of K short-lived threads, N getppid calls each
+//!   pipe-block N MS    N readv calls on a pipe, each blocked until a writer thread
+//!                      writes MS ms later; prints mean_ns=<own timing of the readv>
+//!   pingpong N         two threads pass a byte back and forth N times over pipes
+//!                      (two context switches a round); prints ns_per_call=<per round>
 //!   fork C N           C child processes, N getppid calls each
 //!   nanosleep N US     N nanosleep calls of US microseconds; prints mean_ns=<own timing>
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
@@ -23,6 +27,14 @@ fn getppid_n(n: u64) {
         // SAFETY: getppid has no arguments and cannot fail.
         unsafe { libc::syscall(libc::SYS_getppid) };
     }
+}
+
+/// A pipe: (read end, write end).
+fn pipe() -> (i32, i32) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills two fds.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe failed");
+    (fds[0], fds[1])
 }
 
 fn arg(args: &[String], i: usize) -> u64 {
@@ -82,6 +94,58 @@ fn main() {
                     t.join().unwrap();
                 }
             }
+        }
+        Some("pipe-block") => {
+            let (n, ms) = (arg(&args, 1), arg(&args, 2));
+            let (r, w) = pipe();
+            let writer = std::thread::spawn(move || {
+                for _ in 0..n {
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                    // SAFETY: one byte from a valid buffer.
+                    unsafe { libc::write(w, b"x".as_ptr().cast(), 1) };
+                }
+            });
+            let mut byte = 0u8;
+            let iov = libc::iovec {
+                iov_base: (&mut byte as *mut u8).cast(),
+                iov_len: 1,
+            };
+            let mut total = 0u128;
+            for _ in 0..n {
+                let t = Instant::now();
+                // SAFETY: one iovec of one valid byte.
+                unsafe { libc::readv(r, &iov, 1) };
+                total += t.elapsed().as_nanos();
+            }
+            writer.join().unwrap();
+            println!("mean_ns={}", total / u128::from(n.max(1)));
+        }
+        Some("pingpong") => {
+            let n = arg(&args, 1);
+            let (a_r, a_w) = pipe();
+            let (b_r, b_w) = pipe();
+            let echo = std::thread::spawn(move || {
+                let mut byte = 0u8;
+                for _ in 0..n {
+                    // SAFETY: one valid byte each way.
+                    unsafe {
+                        libc::read(a_r, (&mut byte as *mut u8).cast(), 1);
+                        libc::write(b_w, (&byte as *const u8).cast(), 1);
+                    }
+                }
+            });
+            let mut byte = 0u8;
+            let t = Instant::now();
+            for _ in 0..n {
+                // SAFETY: one valid byte each way.
+                unsafe {
+                    libc::write(a_w, (&byte as *const u8).cast(), 1);
+                    libc::read(b_r, (&mut byte as *mut u8).cast(), 1);
+                }
+            }
+            let ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
+            echo.join().unwrap();
+            println!("ns_per_call={ns:.1}");
         }
         Some("fork") => {
             let n = arg(&args, 2);

@@ -40,6 +40,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let target = process::open(args.pid)?;
     let mut tracer = Tracer::load(TracerOptions {
         follow_forks: args.follow_forks,
+        offcpu: !args.no_offcpu,
     })?;
     tracer.trace_process(target.pid)?;
     if process::has_exited(&target.pidfd) {
@@ -59,11 +60,16 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             comm: target.comm.clone(),
             command: None,
         };
-        let profile = last.to_profile(info, started.elapsed().as_nanos() as u64)?;
+        let profile = last.to_profile(
+            info,
+            started.elapsed().as_nanos() as u64,
+            tracer.offcpu_tracked(),
+        )?;
         drop(tracer);
         super::print_out(&super::finish(profile, &args.view, args.json.as_deref())?);
         return Ok(0);
     }
+    let offcpu = tracer.offcpu_tracked();
     let started = Instant::now();
     eprintln!(
         "syscost: tracing process {} ({}), {} threads; Ctrl-C to stop",
@@ -105,7 +111,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
                 _ = ticks.tick(), if every.is_some() => {
                     let now = tracer.snapshot()?;
                     let elapsed = last_tick.elapsed();
-                    let profile = now.since(&previous).to_profile(info.clone(), elapsed.as_nanos() as u64)?;
+                    let profile = now.since(&previous).to_profile(info.clone(), elapsed.as_nanos() as u64, offcpu)?;
                     super::print_out(&format!(
                         "--- interval ending {:.1} s after attach ({:.2} s) ---\n",
                         started.elapsed().as_secs_f64(),
@@ -120,9 +126,10 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         anyhow::Ok(end)
     })?;
 
-    let profile = tracer
-        .snapshot()?
-        .to_profile(info, started.elapsed().as_nanos() as u64)?;
+    let profile =
+        tracer
+            .snapshot()?
+            .to_profile(info, started.elapsed().as_nanos() as u64, offcpu)?;
     drop(tracer);
     if end == End::TargetExited {
         eprintln!("syscost: process {} exited", args.pid);

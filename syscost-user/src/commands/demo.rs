@@ -126,6 +126,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         follow_forks: false,
         json: None,
         no_tui: args.no_tui,
+        no_offcpu: false,
     };
     super::attach::attach_with(&attach, Some(HINT.to_string()))
 }

@@ -26,7 +26,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let program = which::which(&args.command[0])
         .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
     crate::process::refuse_32_bit(&program, &program.display().to_string())?;
-    let mut tracer = Tracer::load(TracerOptions { follow_forks: true })?;
+    let mut tracer = Tracer::load(TracerOptions {
+        follow_forks: true,
+        offcpu: !args.no_offcpu,
+    })?;
 
     // Signal handlers are in place before the command starts, so there is no moment in
     // which a Ctrl-C meant for the command ends syscost instead. (Caught signals are
@@ -81,7 +84,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         comm,
         command: Some(args.command.clone()),
     };
-    let profile = tracer.snapshot()?.to_profile(target, duration_ns)?;
+    let profile = tracer
+        .snapshot()?
+        .to_profile(target, duration_ns, tracer.offcpu_tracked())?;
     drop(tracer);
     let table = super::finish(profile, &args.view, args.json.as_deref())?;
     match &args.output {

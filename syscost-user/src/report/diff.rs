@@ -50,6 +50,8 @@ pub struct DiffRow {
     pub calls: Pair,
     pub errors: Pair,
     pub total_ns: Pair,
+    /// Of `total_ns`, time on a CPU.
+    pub oncpu_ns: Pair,
     pub avg_ns: Pair,
 }
 
@@ -121,6 +123,7 @@ pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort
                 calls: pair(&|p| get(p, |s| s.calls)),
                 errors: pair(&|p| get(p, |s| s.errors)),
                 total_ns: pair(&|p| get(p, |s| s.total_ns)),
+                oncpu_ns: pair(&|p| get(p, |s| s.oncpu_ns)),
                 avg_ns: Pair {
                     before: get(before, |s| s.avg_ns) as f64,
                     after: get(after, |s| s.avg_ns) as f64,
@@ -157,6 +160,7 @@ pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort
             before: bt as f64 / units.before,
             after: at as f64 / units.after,
         },
+        oncpu_ns: pair(&|p| p.syscalls.iter().map(|s| s.oncpu_ns).sum()),
         avg_ns: Pair {
             before: avg(bt, bc),
             after: avg(at, ac),
@@ -289,7 +293,7 @@ pub fn render(d: &Diff) -> String {
     out.push_str(&line(&d.total));
     let t = &d.total;
     out.push_str(&format!(
-        "\nsyscalls {} ({} -> {}), errors {} ({} -> {}), time {} ({} -> {})\n",
+        "\nsyscalls {} ({} -> {}), errors {} ({} -> {}), time {} ({} -> {}), on-CPU {} ({} -> {})\n",
         pct(t.calls.change_pct()),
         num(t.calls.before, per),
         num(t.calls.after, per),
@@ -299,6 +303,9 @@ pub fn render(d: &Diff) -> String {
         pct(t.total_ns.change_pct()),
         ns(t.total_ns.before),
         ns(t.total_ns.after),
+        pct(t.oncpu_ns.change_pct()),
+        ns(t.oncpu_ns.before),
+        ns(t.oncpu_ns.after),
     ));
     if !d.errnos.is_empty() {
         out.push_str("\nerrno changes:\n");
@@ -340,6 +347,7 @@ mod tests {
             arch: "x86_64".into(),
             target: Target::default(),
             duration_ns: 1_000_000_000,
+            offcpu_tracked: true,
             unpaired: 0,
             dropped: 0,
             syscalls: rows,
@@ -377,7 +385,7 @@ accept4                  100         200       +100  +100.0%         0         0
 ---------------- ----------- ----------- ---------- -------- --------- --------- --------- --------- -------- --------
 total                  48500       29400     -19100   -39.4%     22000       700     160ms     163ms   3.31us   5.54us
 
-syscalls -39.4% (48500 -> 29400), errors -96.8% (22000 -> 700), time +1.6% (160ms -> 163ms)
+syscalls -39.4% (48500 -> 29400), errors -96.8% (22000 -> 700), time +1.6% (160ms -> 163ms), on-CPU -22.9% (59.7ms -> 46.0ms)
 
 errno changes:
   read EAGAIN 22000 -> 700

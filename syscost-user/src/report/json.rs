@@ -69,15 +69,36 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             "profile schema version {version} is newer than this syscost reads ({SCHEMA_VERSION}): upgrade syscost"
         );
     }
-    if version < u64::from(SCHEMA_VERSION) {
+    let mut value = value;
+    if version == 1 {
+        upgrade_from_v1(&mut value);
+    } else if version < u64::from(SCHEMA_VERSION) {
         bail!(
-            "profile schema version {version} is not supported (this syscost reads {SCHEMA_VERSION})"
+            "profile schema version {version} is not supported (this syscost reads 1 and {SCHEMA_VERSION})"
         );
     }
     let profile: Profile =
         serde_json::from_value(value).map_err(|e| anyhow!("not a valid syscost profile: {e}"))?;
     validate(&profile)?;
     Ok(profile)
+}
+
+/// Version 1 had no on-CPU/off-CPU split: all of a syscall's time counts as on-CPU, and
+/// the profile says the split was not measured.
+fn upgrade_from_v1(value: &mut Value) {
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("version".into(), Value::from(SCHEMA_VERSION));
+        obj.insert("offcpu_tracked".into(), Value::Bool(false));
+        if let Some(calls) = obj.get_mut("syscalls").and_then(Value::as_array_mut) {
+            for s in calls.iter_mut().filter_map(Value::as_object_mut) {
+                let total = s.get("total_ns").cloned().unwrap_or(Value::from(0));
+                s.insert("oncpu_ns".into(), total);
+                s.insert("offcpu_ns".into(), Value::from(0));
+                s.insert("voluntary_switches".into(), Value::from(0));
+                s.insert("involuntary_switches".into(), Value::from(0));
+            }
+        }
+    }
 }
 
 /// The checks a profile written by syscost always passes.
@@ -98,6 +119,9 @@ fn validate(p: &Profile) -> Result<()> {
                 "errors {} do not match the errno counts ({in_errnos}) or calls",
                 s.errors
             )));
+        }
+        if s.oncpu_ns.checked_add(s.offcpu_ns) != Some(s.total_ns) {
+            return Err(bad("oncpu_ns + offcpu_ns is not total_ns"));
         }
         if s.calls > 0 && s.avg_ns != s.total_ns / s.calls {
             return Err(bad("avg_ns is not total_ns / calls"));
@@ -135,7 +159,7 @@ mod tests {
             comm: "sh".into(),
             command: Some(vec!["sh".into(), "-c".into(), "true".into()]),
         };
-        snap.to_profile(target, 5_000_000).unwrap()
+        snap.to_profile(target, 5_000_000, true).unwrap()
     }
 
     #[test]
@@ -144,7 +168,7 @@ mod tests {
         let text = to_string(&p);
         assert_eq!(parse(text.as_bytes()).unwrap(), p);
         for key in [
-            "\"version\": 1",
+            "\"version\": 2",
             "\"errnos\": {",
             "\"EBADF\": 2",
             "\"lo_ns\": 120",
@@ -153,6 +177,30 @@ mod tests {
         ] {
             assert!(text.contains(key), "{key} in {text}");
         }
+    }
+
+    #[test]
+    fn reads_version_1_profiles() {
+        let mut v: Value = serde_json::from_str(&to_string(&sample())).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.insert("version".into(), Value::from(1));
+        o.remove("offcpu_tracked");
+        for s in o["syscalls"].as_array_mut().unwrap() {
+            let s = s.as_object_mut().unwrap();
+            for k in [
+                "oncpu_ns",
+                "offcpu_ns",
+                "voluntary_switches",
+                "involuntary_switches",
+            ] {
+                s.remove(k);
+            }
+        }
+        let p = parse(serde_json::to_string(&v).unwrap().as_bytes()).unwrap();
+        assert_eq!(p.version, SCHEMA_VERSION);
+        assert!(!p.offcpu_tracked);
+        let close = &p.syscalls[0];
+        assert_eq!((close.oncpu_ns, close.offcpu_ns), (close.total_ns, 0));
     }
 
     #[test]
@@ -181,7 +229,7 @@ mod tests {
             "not a syscost profile: no \"version\" number"
         );
         assert!(
-            err(text.replace("\"version\": 1", "\"version\": 9").as_bytes())
+            err(text.replace("\"version\": 2", "\"version\": 9").as_bytes())
                 .contains("newer than this syscost")
         );
         assert!(

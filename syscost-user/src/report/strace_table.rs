@@ -29,6 +29,10 @@ pub enum SortKey {
     Avg,
     /// 99th percentile latency.
     P99,
+    /// Time on a CPU inside the syscall.
+    Oncpu,
+    /// Time switched out (blocked or preempted) inside the syscall.
+    Offcpu,
     Name,
 }
 
@@ -51,6 +55,8 @@ pub struct PerUnit {
     pub calls: f64,
     /// Syscall time per unit, ns.
     pub ns: f64,
+    /// Of it, on-CPU time per unit, ns.
+    pub oncpu_ns: f64,
 }
 
 /// Totals of `profile` per successful call of syscall `unit` (an `accept4` that failed
@@ -61,15 +67,17 @@ pub fn per_unit(profile: &Profile, unit: &str) -> Option<PerUnit> {
         return None;
     }
     let (calls, _, total_ns) = profile.totals();
+    let oncpu: u64 = profile.syscalls.iter().map(|s| s.oncpu_ns).sum();
     Some(PerUnit {
         units,
         calls: calls as f64 / units as f64,
         ns: total_ns as f64 / units as f64,
+        oncpu_ns: oncpu as f64 / units as f64,
     })
 }
 
 const DASHES: &str = "------ ----------- ----------- --------- --------- ----------------";
-const LATENCY_DASHES: &str = " --------- --------- ---------";
+const LATENCY_DASHES: &str = " --------- --------- --------- --------- ---------";
 const PER_DASHES: &str = " ---------- ----------";
 
 /// Rows in display order.
@@ -83,6 +91,8 @@ pub fn sorted(profile: &Profile, key: SortKey) -> Vec<&SyscallProfile> {
         SortKey::Errors => rows.sort_by_key(|s| Reverse(s.errors)),
         SortKey::Avg => rows.sort_by_key(|s| Reverse(s.avg_ns)),
         SortKey::P99 => rows.sort_by_key(|s| Reverse(s.p99_ns)),
+        SortKey::Oncpu => rows.sort_by_key(|s| Reverse(s.oncpu_ns)),
+        SortKey::Offcpu => rows.sort_by_key(|s| Reverse(s.offcpu_ns)),
         SortKey::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
     }
     rows
@@ -105,12 +115,23 @@ fn line(pct: f64, total_ns: u64, calls: u64, errors: u64, name: &str) -> String 
     )
 }
 
-fn latency_cols(p50: u64, p99: u64, max: u64) -> String {
+/// p50, p99 and max, then the average on-CPU and blocked time per call ("-" when the
+/// split was not measured).
+fn latency_cols(s: &SyscallProfile, split: bool) -> String {
+    let per_call = |ns: u64| {
+        if split {
+            human_ns(ns / s.calls.max(1))
+        } else {
+            "-".to_string()
+        }
+    };
     format!(
-        " {:>9} {:>9} {:>9}",
-        human_ns(p50),
-        human_ns(p99),
-        human_ns(max)
+        " {:>9} {:>9} {:>9} {:>9} {:>9}",
+        human_ns(s.p50_ns),
+        human_ns(s.p99_ns),
+        human_ns(s.max_ns),
+        per_call(s.oncpu_ns),
+        per_call(s.offcpu_ns)
     )
 }
 
@@ -146,7 +167,10 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
         "% time", "seconds", "usecs/call", "calls", "errors", "syscall"
     );
     let latency_header = if options.latency {
-        format!("{:>10}{:>10}{:>10}", "p50", "p99", "max")
+        format!(
+            "{:>10}{:>10}{:>10}{:>10}{:>10}",
+            "p50", "p99", "max", "on-cpu", "blocked"
+        )
     } else {
         String::new()
     };
@@ -173,7 +197,7 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
             100.0 * s.total_ns as f64 / total_ns as f64
         };
         let latency = if options.latency {
-            latency_cols(s.p50_ns, s.p99_ns, s.max_ns)
+            latency_cols(s, profile.offcpu_tracked)
         } else {
             String::new()
         };
@@ -182,7 +206,7 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
     }
     push(dashes());
     let latency_pad = if options.latency {
-        " ".repeat(30)
+        " ".repeat(50)
     } else {
         String::new()
     };
@@ -190,9 +214,14 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
     push(extend(total, latency_pad, per_cols(calls, total_ns)));
     match per {
         Some((unit, Some(u))) => push(format!(
-            "per {unit}: {:.2} syscalls, {} in syscalls ({} successful {unit} calls)",
+            "per {unit}: {:.2} syscalls, {} in syscalls{} ({} successful {unit} calls)",
             u.calls,
             human_ns(u.ns.round() as u64),
+            if profile.offcpu_tracked {
+                format!(", {} of it on a CPU", human_ns(u.oncpu_ns.round() as u64))
+            } else {
+                String::new()
+            },
             u.units
         )),
         Some((unit, None)) => push(format!(
@@ -227,6 +256,10 @@ mod tests {
             errors,
             errnos,
             total_ns,
+            oncpu_ns: total_ns / 4,
+            offcpu_ns: total_ns - total_ns / 4,
+            voluntary_switches: calls / 2,
+            involuntary_switches: 0,
             avg_ns: total_ns / calls,
             min_ns: 100,
             max_ns: 9_000,
@@ -247,6 +280,7 @@ mod tests {
                 command: None,
             },
             duration_ns: 1_000_000,
+            offcpu_tracked: true,
             unpaired: 0,
             dropped: 0,
             syscalls: vec![
@@ -283,13 +317,13 @@ mod tests {
         };
         let text = render(&profile(), &opts);
         let expected = "\
-% time     seconds  usecs/call     calls    errors syscall                p50       p99       max
------- ----------- ----------- --------- --------- ---------------- --------- --------- ---------
-  2.15    0.000002           0        40        19 openat              1.10us    8.50us    9.00us
- 74.19    0.000069           3        23           close               1.10us    8.50us    9.00us
-  2.15    0.000002           0         7           read                1.10us    8.50us    9.00us
- 21.51    0.000020           4         5           write               1.10us    8.50us    9.00us
------- ----------- ----------- --------- --------- ---------------- --------- --------- ---------
+% time     seconds  usecs/call     calls    errors syscall                p50       p99       max    on-cpu   blocked
+------ ----------- ----------- --------- --------- ---------------- --------- --------- --------- --------- ---------
+  2.15    0.000002           0        40        19 openat              1.10us    8.50us    9.00us      12ns      37ns
+ 74.19    0.000069           3        23           close               1.10us    8.50us    9.00us     750ns    2.25us
+  2.15    0.000002           0         7           read                1.10us    8.50us    9.00us      71ns     214ns
+ 21.51    0.000020           4         5           write               1.10us    8.50us    9.00us    1.00us    3.00us
+------ ----------- ----------- --------- --------- ---------------- --------- --------- --------- --------- ---------
 100.00    0.000093           1        75        19 total
 ";
         assert_eq!(text, expected);
@@ -305,6 +339,8 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(names(SortKey::Name), ["close", "openat", "read", "write"]);
+        assert_eq!(names(SortKey::Oncpu)[0], "close");
+        assert_eq!(names(SortKey::Offcpu)[..2], ["close", "write"]);
         assert_eq!(names(SortKey::Errors)[0], "openat");
         assert_eq!(names(SortKey::Avg), ["write", "close", "read", "openat"]);
         // Equal p99 everywhere: syscall-number order.
@@ -338,7 +374,7 @@ mod tests {
   2.15    0.000002           0        40        19 openat                 8.00      400ns
 ------ ----------- ----------- --------- --------- ---------------- ---------- ----------
 100.00    0.000093           1        75        19 total                 15.00     18.6us
-per write: 15.00 syscalls, 18.6us in syscalls (5 successful write calls)
+per write: 15.00 syscalls, 18.6us in syscalls, 4.65us of it on a CPU (5 successful write calls)
 ";
         assert_eq!(text, expected);
         let p = profile();

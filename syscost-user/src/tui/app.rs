@@ -40,11 +40,13 @@ pub enum SortColumn {
     P50,
     P99,
     Max,
+    OnCpu,
+    Blocked,
     Name,
 }
 
 impl SortColumn {
-    pub const ALL: [SortColumn; 9] = [
+    pub const ALL: [SortColumn; 11] = [
         Self::Calls,
         Self::Rate,
         Self::Errors,
@@ -53,6 +55,8 @@ impl SortColumn {
         Self::P50,
         Self::P99,
         Self::Max,
+        Self::OnCpu,
+        Self::Blocked,
         Self::Name,
     ];
 
@@ -71,6 +75,8 @@ impl SortColumn {
             Self::P50 => "p50",
             Self::P99 => "p99",
             Self::Max => "max",
+            Self::OnCpu => "on-cpu",
+            Self::Blocked => "blocked",
             Self::Name => "name",
         }
     }
@@ -235,6 +241,8 @@ impl App {
                 SortColumn::P50 => s.p50_ns,
                 SortColumn::P99 => s.p99_ns,
                 SortColumn::Max => s.max_ns,
+                SortColumn::OnCpu => s.oncpu_ns,
+                SortColumn::Blocked => s.offcpu_ns,
                 SortColumn::Name => 0,
             }
         };
@@ -299,6 +307,19 @@ pub mod tests {
             errors,
             errnos,
             total_ns: avg_ns * calls,
+            // A server's syscalls: epoll_wait mostly blocked, the rest on the CPU.
+            oncpu_ns: if name == "epoll_wait" {
+                avg_ns * calls / 10
+            } else {
+                avg_ns * calls
+            },
+            offcpu_ns: if name == "epoll_wait" {
+                avg_ns * calls - avg_ns * calls / 10
+            } else {
+                0
+            },
+            voluntary_switches: if name == "epoll_wait" { calls } else { 0 },
+            involuntary_switches: 0,
             avg_ns,
             min_ns: avg_ns / 2,
             max_ns: avg_ns * 20,
@@ -337,6 +358,7 @@ pub mod tests {
                 command: None,
             },
             duration_ns: 10_000_000_000,
+            offcpu_tracked: true,
             unpaired: 1,
             dropped: 0,
             syscalls: vec![

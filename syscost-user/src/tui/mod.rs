@@ -119,8 +119,16 @@ impl Sampler {
             .collect();
         let duration_ns = self.attached.elapsed().as_nanos() as u64;
         let sample = Sample {
-            cumulative: cumulative.to_profile(self.target(comm), duration_ns)?,
-            interval: interval.to_profile(self.target(comm), (secs * 1e9) as u64)?,
+            cumulative: cumulative.to_profile(
+                self.target(comm),
+                duration_ns,
+                tracer.offcpu_tracked(),
+            )?,
+            interval: interval.to_profile(
+                self.target(comm),
+                (secs * 1e9) as u64,
+                tracer.offcpu_tracked(),
+            )?,
             interval_secs: secs,
             attached_for: self.attached.elapsed(),
             threads,
@@ -201,7 +209,7 @@ pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Resu
         previous_runs: tracer.program_run_totals(),
         comms: HashMap::new(),
     };
-    let empty = first.to_profile(sampler.target(&target.comm), 0)?;
+    let empty = first.to_profile(sampler.target(&target.comm), 0, tracer.offcpu_tracked())?;
     let info = TargetInfo {
         pid: target.pid,
         comm: target.comm.clone(),

@@ -92,12 +92,21 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         match app.per.as_deref() {
             Some(unit) => match per_unit(shown, unit) {
-                Some(u) => Line::from(format!(
-                    " per {unit}: {:.2} syscalls, {} in syscalls ({} successful {unit} calls)",
-                    u.calls,
-                    human_ns(u.ns.round() as u64),
-                    u.units
-                ))
+                Some(u) => Line::from(if shown.offcpu_tracked {
+                    format!(
+                        " per {unit}: {:.2} syscalls, {} in syscalls, {} of it on a CPU",
+                        u.calls,
+                        human_ns(u.ns.round() as u64),
+                        human_ns(u.oncpu_ns.round() as u64)
+                    )
+                } else {
+                    format!(
+                        " per {unit}: {:.2} syscalls, {} in syscalls ({} successful {unit} calls)",
+                        u.calls,
+                        human_ns(u.ns.round() as u64),
+                        u.units
+                    )
+                })
                 .bold(),
                 None => Line::from(format!(" per {unit}: no {unit} calls yet")),
             },
@@ -150,6 +159,12 @@ fn render_table(frame: &mut Frame, app: &App, area: Rect) {
     }
     header.extend(["p99", "max"]);
     widths.extend([Constraint::Length(7), Constraint::Length(7)]);
+    // Average on-CPU and blocked time per call, when there is room.
+    let split = area.width >= 120;
+    if split {
+        header.extend(["on-cpu", "blocked"]);
+        widths.extend([Constraint::Length(7), Constraint::Length(7)]);
+    }
     if per.is_some() {
         header.extend(["calls/req", "time/req"]);
         widths.extend([Constraint::Length(9), Constraint::Length(8)]);
@@ -195,6 +210,16 @@ fn render_table(frame: &mut Frame, app: &App, area: Rect) {
                 cells.push(human_ns(s.p50_ns));
             }
             cells.extend([human_ns(s.p99_ns), human_ns(s.max_ns)]);
+            if split {
+                let per_call = |ns: u64| {
+                    if app.shown().offcpu_tracked {
+                        human_ns(ns / s.calls.max(1))
+                    } else {
+                        "-".to_string()
+                    }
+                };
+                cells.extend([per_call(s.oncpu_ns), per_call(s.offcpu_ns)]);
+            }
             if let Some(u) = per {
                 cells.push(format!("{:.2}", s.calls as f64 / u.units as f64));
                 cells.push(human_ns((s.total_ns as f64 / u.units as f64).round() as u64));
@@ -357,7 +382,28 @@ fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), hist_area);
-    let mut errs: Vec<Line> = vec![Line::from("errors").bold()];
+    let mut errs: Vec<Line> = Vec::new();
+    if app.shown().offcpu_tracked && s.total_ns > 0 {
+        // Where the time went: on a CPU (solid) or switched out (light).
+        let on = s.oncpu_ns as f64 / s.total_ns as f64;
+        let width = (err_area.width as usize).saturating_sub(1).max(1);
+        let solid = (on * width as f64).round() as usize;
+        errs.push(Line::from(format!(
+            "on-CPU {:>3.0}% blocked {:>3.0}%",
+            on * 100.0,
+            100.0 - on * 100.0
+        )));
+        errs.push(Line::from(vec![
+            Span::from("█".repeat(solid)).fg(Color::Green),
+            Span::from("░".repeat(width - solid)).fg(Color::Yellow),
+        ]));
+        errs.push(Line::from(format!(
+            "switches {}v {}i",
+            count(s.voluntary_switches as f64),
+            count(s.involuntary_switches as f64)
+        )));
+    }
+    errs.push(Line::from("errors").bold());
     if s.errnos.is_empty() {
         errs.push(Line::from("none"));
     }

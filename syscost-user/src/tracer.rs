@@ -64,20 +64,7 @@ fn programs(layout: &KernelLayout, offcpu: bool) -> Vec<(&'static str, &'static 
 impl Tracer {
     /// Loads and attaches the programs. Nothing is traced until [`Tracer::trace_process`].
     pub fn load(options: TracerOptions) -> Result<Self> {
-        privileges::check()?;
-        raise_memlock_limit();
-        let layout = KernelLayout::read()?;
-        let pid_max = process::pid_max()?;
-        let follow = u32::from(options.follow_forks);
-        let mut ebpf = EbpfLoader::new()
-            .override_global("FOLLOW_FORKS", &follow, true)
-            .override_global("TASK_PID_OFFSET", &layout.task_pid_offset, true)
-            .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
-            .map_max_entries("PROCS", pid_max)
-            .map_max_entries("THREADS", pid_max)
-            .map_max_entries("THREAD_STATS", pid_max)
-            .load(OBJECT)
-            .map_err(explain_load_error)?;
+        let (mut ebpf, layout) = load_object(options.follow_forks)?;
         let logger = match EbpfLogger::init(&mut ebpf) {
             Ok(l) => Some(l),
             Err(e) => {
@@ -90,16 +77,7 @@ impl Tracer {
                 "off-CPU accounting reads task_struct.pid and .tgid together, and this kernel does not keep them adjacent: use --no-offcpu"
             );
         }
-        for (name, tracepoint) in programs(&layout, options.offcpu) {
-            let prog: &mut RawTracePoint = ebpf
-                .program_mut(name)
-                .with_context(|| format!("program {name} missing from the object"))?
-                .try_into()?;
-            prog.load().map_err(|e| explain_program_error(name, e))?;
-            prog.attach(tracepoint)
-                .map_err(|e| explain_program_error(name, e))
-                .with_context(|| format!("cannot attach {name} to raw tracepoint {tracepoint}"))?;
-        }
+        attach(&mut ebpf, &programs(&layout, options.offcpu))?;
         Ok(Self {
             ebpf,
             logger,
@@ -115,30 +93,14 @@ impl Tracer {
     /// Loads the object but attaches only the empty floor programs: the least any
     /// program on the syscall tracepoints can cost, for the overhead benchmark.
     pub fn load_floor() -> Result<Self> {
-        privileges::check()?;
-        raise_memlock_limit();
-        let layout = KernelLayout::read()?;
-        let pid_max = process::pid_max()?;
-        let mut ebpf = EbpfLoader::new()
-            .override_global("TASK_PID_OFFSET", &layout.task_pid_offset, true)
-            .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
-            .map_max_entries("PROCS", pid_max)
-            .map_max_entries("THREADS", pid_max)
-            .map_max_entries("THREAD_STATS", pid_max)
-            .load(OBJECT)
-            .map_err(explain_load_error)?;
-        for (name, tracepoint) in [
-            ("floor_sys_exit", "sys_exit"),
-            ("floor_sys_enter", "sys_enter"),
-        ] {
-            let prog: &mut RawTracePoint = ebpf
-                .program_mut(name)
-                .with_context(|| format!("program {name} missing from the object"))?
-                .try_into()?;
-            prog.load().map_err(|e| explain_program_error(name, e))?;
-            prog.attach(tracepoint)
-                .map_err(|e| explain_program_error(name, e))?;
-        }
+        let (mut ebpf, _) = load_object(false)?;
+        attach(
+            &mut ebpf,
+            &[
+                ("floor_sys_exit", "sys_exit"),
+                ("floor_sys_enter", "sys_enter"),
+            ],
+        )?;
         Ok(Self {
             ebpf,
             logger: None,
@@ -248,6 +210,41 @@ impl RunTimeStats {
 
 /// Names of the programs syscost loads, as the kernel lists them (16-byte names).
 pub const PROGRAM_NAME_PREFIXES: [&str; 2] = ["syscost_", "floor_sys_"];
+
+/// Checks privileges, reads the kernel's layout and loads the object with its tables
+/// sized to pid_max; nothing is attached yet.
+fn load_object(follow_forks: bool) -> Result<(Ebpf, KernelLayout)> {
+    privileges::check()?;
+    raise_memlock_limit();
+    let layout = KernelLayout::read()?;
+    let pid_max = process::pid_max()?;
+    let follow = u32::from(follow_forks);
+    let ebpf = EbpfLoader::new()
+        .override_global("FOLLOW_FORKS", &follow, true)
+        .override_global("TASK_PID_OFFSET", &layout.task_pid_offset, true)
+        .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
+        .map_max_entries("PROCS", pid_max)
+        .map_max_entries("THREADS", pid_max)
+        .map_max_entries("THREAD_STATS", pid_max)
+        .load(OBJECT)
+        .map_err(explain_load_error)?;
+    Ok((ebpf, layout))
+}
+
+/// Loads and attaches `(program, raw tracepoint)` pairs, in order.
+fn attach(ebpf: &mut Ebpf, programs: &[(&str, &str)]) -> Result<()> {
+    for &(name, tracepoint) in programs {
+        let prog: &mut RawTracePoint = ebpf
+            .program_mut(name)
+            .with_context(|| format!("program {name} missing from the object"))?
+            .try_into()?;
+        prog.load().map_err(|e| explain_program_error(name, e))?;
+        prog.attach(tracepoint)
+            .map_err(|e| explain_program_error(name, e))
+            .with_context(|| format!("cannot attach {name} to raw tracepoint {tracepoint}"))?;
+    }
+    Ok(())
+}
 
 fn raise_memlock_limit() {
     // Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; newer ones ignore it.

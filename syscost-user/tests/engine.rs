@@ -61,12 +61,7 @@ fn blocking_read_is_off_cpu() {
         return;
     };
     let (o, p) = run_workload(&t, &["pipe-block", "50", "20"]);
-    let own: f64 = stdout(&o)
-        .trim()
-        .strip_prefix("mean_ns=")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let own = printed(&o, "mean_ns");
     let r = p.syscall("readv").expect("readv seen");
     assert_eq!(r.calls, 50);
     assert!(
@@ -143,12 +138,7 @@ fn nanosleep_latency_matches_the_workloads_own_timing() {
         return;
     };
     let (o, p) = run_workload(&t, &["nanosleep", "100", "1000"]);
-    let own: f64 = stdout(&o)
-        .trim()
-        .strip_prefix("mean_ns=")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let own = printed(&o, "mean_ns");
     // glibc's nanosleep is the clock_nanosleep syscall.
     let s = p.syscall("clock_nanosleep").expect("clock_nanosleep seen");
     assert_eq!(s.calls, 100);

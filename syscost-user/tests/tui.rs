@@ -5,7 +5,7 @@
 mod common;
 
 use std::{
-    process::{Command, Stdio},
+    process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -64,6 +64,52 @@ fn parse_count(s: &str) -> Option<u64> {
     Some((num.parse::<f64>().ok()? * mult) as u64)
 }
 
+/// A busy getppid workload and `syscost attach` on it in a tmux pane of `w` x `h`;
+/// `None` (with a loud line) when tmux is missing outside CI.
+fn live_view(name: &str, w: u16, h: u16) -> Option<(Tmux, Child)> {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "tmux missing under CI"
+        );
+        eprintln!(
+            "\n*** SKIPPED live view test: tmux is not installed (cargo xtask setup installs it) ***\n"
+        );
+        return None;
+    }
+    let busy = Command::new(workload_path())
+        .args(["getppid", "100000000000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tmux = Tmux {
+        socket: format!("syscost-test-{name}-{}", std::process::id()),
+    };
+    let cmd = format!(
+        "{} attach -p {}; echo EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_syscost"),
+        busy.id()
+    );
+    let ok = tmux
+        .cmd()
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &w.to_string(),
+            "-y",
+            &h.to_string(),
+            &cmd,
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    Some((tmux, busy))
+}
+
 /// Calls shown in the table row of `name`, if the row is there.
 fn row_calls(screen: &str, name: &str) -> Option<u64> {
     screen.lines().find_map(|l| {
@@ -80,46 +126,9 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
     let Some(_t) = root_test("live_view_in_tmux") else {
         return;
     };
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "tmux missing under CI"
-        );
-        eprintln!(
-            "\n*** SKIPPED live view test: tmux is not installed (cargo xtask setup installs it) ***\n"
-        );
+    let Some((tmux, mut busy)) = live_view("main", 120, 32) else {
         return;
-    }
-    let mut busy = Command::new(workload_path())
-        .args(["getppid", "100000000000"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let tmux = Tmux {
-        socket: format!("syscost-test-{}", std::process::id()),
     };
-    let cmd = format!(
-        "{} attach -p {}; echo EXIT=$?; sleep 60",
-        env!("CARGO_BIN_EXE_syscost"),
-        busy.id()
-    );
-    let ok = tmux
-        .cmd()
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            "t",
-            "-x",
-            "120",
-            "-y",
-            "32",
-            &cmd,
-        ])
-        .status()
-        .unwrap();
-    assert!(ok.success());
 
     let first = tmux.wait_for("a getppid row", |s| {
         row_calls(s, "getppid").is_some_and(|c| c > 0)
@@ -170,45 +179,9 @@ fn sigterm_restores_the_terminal_and_prints_the_table() {
     let Some(_t) = root_test("live_view_sigterm") else {
         return;
     };
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "tmux missing under CI"
-        );
-        eprintln!("\n*** SKIPPED live view test: tmux is not installed ***\n");
+    let Some((tmux, mut busy)) = live_view("term", 100, 30) else {
         return;
-    }
-    let mut busy = Command::new(workload_path())
-        .args(["getppid", "100000000000"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let tmux = Tmux {
-        socket: format!("syscost-test-term-{}", std::process::id()),
     };
-    let cmd = format!(
-        "{} attach -p {}; echo EXIT=$?; sleep 60",
-        env!("CARGO_BIN_EXE_syscost"),
-        busy.id()
-    );
-    assert!(
-        tmux.cmd()
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-                "-x",
-                "100",
-                "-y",
-                "30",
-                &cmd
-            ])
-            .status()
-            .unwrap()
-            .success()
-    );
     tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
     let o = tmux
         .cmd()

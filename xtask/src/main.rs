@@ -11,8 +11,9 @@ use std::{
     process::Command,
 };
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
+use setup::run;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask")]
@@ -100,16 +101,6 @@ fn cargo(root: &Path) -> Command {
     cmd.current_dir(root)
         .env("PATH", setup::path_with_cargo_bin());
     cmd
-}
-
-fn run(cmd: &mut Command) -> Result<()> {
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot run {cmd:?}"))?;
-    if !status.success() {
-        bail!("{cmd:?} failed: {status}");
-    }
-    Ok(())
 }
 
 fn build(root: &Path) -> Result<()> {

@@ -81,7 +81,8 @@ fn output(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
-fn run(cmd: &mut Command) -> Result<()> {
+/// Runs `cmd`, failing unless it succeeds.
+pub fn run(cmd: &mut Command) -> Result<()> {
     let status = cmd
         .status()
         .with_context(|| format!("cannot run {cmd:?}"))?;

@@ -125,3 +125,12 @@ pub fn read_profile(path: &Path) -> Profile {
 pub fn calls(p: &Profile, name: &str) -> u64 {
     p.syscall(name).map_or(0, |s| s.calls)
 }
+
+/// The number a workload printed as `key=<number>` on stdout.
+pub fn printed(o: &Output, key: &str) -> f64 {
+    let out = stdout(o);
+    out.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {key}= in {out:?}"))
+}

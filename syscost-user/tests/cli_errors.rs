@@ -74,7 +74,8 @@ fn report_rejects_bad_files() {
     fails_with(
         &["report", &future],
         &format!(
-            "{future}: profile schema version 99 is newer than this syscost reads (1): upgrade syscost"
+            "{future}: profile schema version 99 is newer than this syscost reads ({}): upgrade syscost",
+            syscost_user::profile::SCHEMA_VERSION
         ),
     );
     let missing = dir.join("missing.json").to_string_lossy().into_owned();

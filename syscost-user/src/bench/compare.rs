@@ -3,7 +3,7 @@
 //! slow-down of each. With a command, also each tool's latency per syscall side by side.
 
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::Instant,
 };
@@ -352,7 +352,7 @@ type RoundsResult = (Vec<CompareRow>, Vec<(Way, f64)>, Vec<LatencyRow>);
 
 fn rounds(
     args: &CompareArgs,
-    exe: &PathBuf,
+    exe: &Path,
     workload: &[String],
     dir: &Path,
     ways: &mut Vec<Way>,

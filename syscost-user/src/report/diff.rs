@@ -145,7 +145,7 @@ pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort
     }
     let (bc, be, bt) = before.totals();
     let (ac, ae, at) = after.totals();
-    let avg = |t: u64, c: u64| if c == 0 { 0.0 } else { (t / c) as f64 };
+    let avg = |t: u64, c: u64| t.checked_div(c).unwrap_or(0) as f64;
     let total = DiffRow {
         name: "total".into(),
         calls: Pair {

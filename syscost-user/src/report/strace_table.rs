@@ -99,11 +99,7 @@ pub fn sorted(profile: &Profile, key: SortKey) -> Vec<&SyscallProfile> {
 }
 
 fn line(pct: f64, total_ns: u64, calls: u64, errors: u64, name: &str) -> String {
-    let usecs_per_call = if calls == 0 {
-        0
-    } else {
-        total_ns / 1000 / calls
-    };
+    let usecs_per_call = (total_ns / 1000).checked_div(calls).unwrap_or(0);
     let errors = if errors == 0 {
         String::new()
     } else {

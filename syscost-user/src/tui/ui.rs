@@ -126,12 +126,9 @@ pub fn spark(history: &[u64], width: usize) -> String {
     let tail = &history[history.len().saturating_sub(width)..];
     let max = tail.iter().copied().max().unwrap_or(0);
     tail.iter()
-        .map(|&v| {
-            if max == 0 {
-                ' '
-            } else {
-                BARS[((v * 7 + max / 2) / max) as usize]
-            }
+        .map(|&v| match (v * 7 + max / 2).checked_div(max) {
+            Some(level) => BARS[level as usize],
+            None => ' ',
         })
         .collect()
 }

@@ -271,3 +271,106 @@ fn missing_btf_is_one_clear_line() {
     assert!(err.starts_with("syscost: cannot read /sys/kernel/btf/vmlinux: syscost needs a kernel built with CONFIG_DEBUG_INFO_BTF"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn a_reused_pid_is_not_counted() {
+    let Some(t) = root_test("reused_pid") else {
+        return;
+    };
+    let json = t.path("reuse.json");
+    // The traced command forks a child that sleeps and exits, then waits a while.
+    let script = format!("{} sleep 300; sleep 3", workload_path());
+    let run = syscost()
+        .args(["run", "-o", "/dev/null", "--json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    wait_for_child(&run, "sh");
+    let sh =
+        std::fs::read_to_string(format!("/proc/{}/task/{}/children", run.id(), run.id())).unwrap();
+    let sh: u32 = sh.split_whitespace().next().unwrap().parse().unwrap();
+    let children = format!("/proc/{sh}/task/{sh}/children");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let child: u32 = loop {
+        if let Some(c) = std::fs::read_to_string(&children)
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+        {
+            break c.parse().unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the traced child never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    while std::path::Path::new(&format!("/proc/{child}")).exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // An unrelated process gets the child's pid and makes 5,000 getppid calls.
+    std::fs::write("/proc/sys/kernel/ns_last_pid", (child - 1).to_string()).unwrap();
+    let mut reuser = Command::new(workload_path())
+        .args(["getppid", "5000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let reused = reuser.id() == child;
+    assert!(reuser.wait().unwrap().success());
+    let mut run = run;
+    assert!(run.wait().unwrap().success());
+    let p = read_profile(&json);
+    if !reused {
+        eprintln!("another process took pid {child} first: reuse not exercised this time");
+        return;
+    }
+    // The shell itself asks for its parent's pid once (for $PPID); the 5,000 calls of
+    // the process that reused the pid must not be counted.
+    assert!(
+        calls(&p, "getppid") < 5000,
+        "the process that reused pid {child} was counted ({} getppid)",
+        calls(&p, "getppid")
+    );
+}
+
+#[test]
+fn ten_seconds_on_both_cores_counts_exactly_and_stays_light() {
+    let Some(t) = root_test("ten_seconds_busy") else {
+        return;
+    };
+    // Two threads as fast as they can, about 10 s here, tallying 2 x 15,000,000 calls.
+    let (mut work, _out) = waiting_workload(2, 15_000_000);
+    let json = t.path("busy.json");
+    let (tracer, mut err) = attach(work.id(), &["-i", "1", "--json", json.to_str().unwrap()]);
+    let started = std::time::Instant::now();
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    // Sample syscost's own CPU time while the target runs.
+    let ticks = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after = stat.rsplit(')').next().unwrap_or("");
+        let f: Vec<u64> = after
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        // utime and stime are fields 14 and 15; after the comm they are the 12th and 13th.
+        f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0)
+    };
+    let t0 = ticks(tracer.id());
+    std::thread::sleep(Duration::from_secs(6));
+    let used = ticks(tracer.id()) - t0;
+    assert!(work.wait().unwrap().success());
+    let elapsed = started.elapsed();
+    let o = tracer.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert!(err.any(|l| l.is_ok_and(|l| l.contains("exited"))));
+    // 100 ticks a second: at most 1% of one core over the 6 s sampled.
+    assert!(used <= 6, "syscost used {used} ticks in 6 s");
+    // Responsive: an interval table for about every second of the run.
+    let intervals = stdout(&o).matches("--- interval ending").count() as u64;
+    assert!(
+        intervals + 2 >= elapsed.as_secs(),
+        "{intervals} interval tables in {elapsed:?}"
+    );
+    assert_eq!(calls(&read_profile(&json), "getppid"), 30_000_000);
+}

@@ -54,7 +54,7 @@ fn waiting_workload(
 
 #[test]
 fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
-    let Some(_t) = root_test("attach_ended_by_signals") else {
+    let Some(t) = root_test("attach_ended_by_signals") else {
         return;
     };
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
@@ -70,7 +70,7 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
             assert!(stdout(&o).contains("% time"), "signal {sig}: final table");
         }
         assert_eq!(
-            wait_for_unload(),
+            t.wait_for_unload(),
             Vec::<String>::new(),
             "after signal {sig}"
         );
@@ -141,7 +141,7 @@ fn run_ended_by_signals_leaves_the_command_running() {
     wait_for_child(&run, "sh");
     signal(&run, libc::SIGKILL);
     run.wait().unwrap();
-    assert_eq!(wait_for_unload(), Vec::<String>::new());
+    assert_eq!(t.wait_for_unload(), Vec::<String>::new());
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !marker.exists() {
         assert!(
@@ -220,7 +220,7 @@ fn threads_beyond_the_table_are_counted_as_dropped() {
 
 #[test]
 fn attach_and_detach_50_times_leaks_nothing() {
-    let Some(_t) = root_test("attach_detach_50") else {
+    let Some(t) = root_test("attach_detach_50") else {
         return;
     };
     let mut busy = Command::new(workload_path())
@@ -246,7 +246,7 @@ fn attach_and_detach_50_times_leaks_nothing() {
         assert!(o.status.success(), "run {i}: {}", stderr(&o));
         assert!(stdout(&o).contains(" getppid"), "run {i}");
     }
-    assert_eq!(wait_for_unload(), Vec::<String>::new());
+    assert_eq!(t.wait_for_unload(), Vec::<String>::new());
     assert_eq!(fds(busy.id()), target_fds, "the target's fds are untouched");
     busy.kill().unwrap();
     busy.wait().unwrap();

@@ -18,6 +18,9 @@ static SERIAL: Mutex<()> = Mutex::new(());
 pub struct RootTest {
     _lock: MutexGuard<'static, ()>,
     pub dir: PathBuf,
+    /// syscost programs already loaded when the test began (another syscost running on
+    /// the machine): not the test's to account for.
+    before: Vec<u32>,
 }
 
 /// `Some` when this process may load BPF programs. Elsewhere it says loudly why the test
@@ -36,12 +39,26 @@ pub fn root_test(name: &str) -> Option<RootTest> {
     let lock = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("syscost-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    Some(RootTest { _lock: lock, dir })
+    let before = loaded_syscost_programs()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    Some(RootTest {
+        _lock: lock,
+        dir,
+        before,
+    })
 }
 
 impl RootTest {
     pub fn path(&self, file: &str) -> PathBuf {
         self.dir.join(file)
+    }
+
+    /// Waits for the programs this test loaded to be gone; the names of those still
+    /// loaded.
+    pub fn wait_for_unload(&self) -> Vec<String> {
+        wait_for_unload_except(&self.before)
     }
 }
 
@@ -50,7 +67,7 @@ impl Drop for RootTest {
         let _ = std::fs::remove_dir_all(&self.dir);
         if !std::thread::panicking() {
             assert_eq!(
-                wait_for_unload(),
+                self.wait_for_unload(),
                 Vec::<String>::new(),
                 "programs left loaded"
             );
@@ -59,11 +76,16 @@ impl Drop for RootTest {
 }
 
 /// Waits up to 5 s for syscost's programs to leave the kernel (they are freed after an
-/// RCU grace period, not the moment the last fd closes); what is still loaded then.
-pub fn wait_for_unload() -> Vec<String> {
+/// RCU grace period, not the moment the last fd closes); the names of those still loaded
+/// then, other than the ids in `before`.
+pub fn wait_for_unload_except(before: &[u32]) -> Vec<String> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
-        let left = loaded_syscost_programs();
+        let left: Vec<String> = loaded_syscost_programs()
+            .into_iter()
+            .filter(|(id, _)| !before.contains(id))
+            .map(|(_, name)| name)
+            .collect();
         if left.is_empty() || std::time::Instant::now() > deadline {
             return left;
         }
@@ -71,12 +93,12 @@ pub fn wait_for_unload() -> Vec<String> {
     }
 }
 
-/// Names of loaded BPF programs that are syscost's.
-pub fn loaded_syscost_programs() -> Vec<String> {
+/// Ids and names of loaded BPF programs that are syscost's.
+pub fn loaded_syscost_programs() -> Vec<(u32, String)> {
     aya::programs::loaded_programs()
         .filter_map(Result::ok)
-        .filter_map(|p| p.name_as_str().map(str::to_string))
-        .filter(|n| n.starts_with("syscost_") || n.starts_with("floor_sys_"))
+        .filter_map(|p| p.name_as_str().map(|n| (p.id(), n.to_string())))
+        .filter(|(_, n)| n.starts_with("syscost_") || n.starts_with("floor_sys_"))
         .collect()
 }
 

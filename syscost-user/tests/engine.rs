@@ -217,16 +217,7 @@ fn attach_misses_nothing_after_attaching() {
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
 
     let json_path = t.path("attach.json");
-    let mut tracer = syscost()
-        .args(["attach", "-p", &work.id().to_string(), "--json"])
-        .arg(&json_path)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(tracer.stderr.take().unwrap()).lines();
-    let first = err.next().unwrap().unwrap();
-    assert!(first.starts_with("syscost: tracing process"), "{first}");
+    let (tracer, err) = attach(work.id(), &["--json", json_path.to_str().unwrap()]);
 
     // A bystander making the same syscall must not be counted.
     let mut bystander = Command::new(workload_path())
@@ -291,19 +282,7 @@ fn sigterm_ends_attach_cleanly() {
         .args(["getppid", "2000000000"])
         .spawn()
         .unwrap();
-    let mut tracer = syscost()
-        .args(["attach", "-p", &busy.id().to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(tracer.stderr.take().unwrap()).lines();
-    assert!(
-        err.next()
-            .unwrap()
-            .unwrap()
-            .starts_with("syscost: tracing process")
-    );
+    let (tracer, err) = attach(busy.id(), &[]);
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: signals our own child.
     unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) };

@@ -12,24 +12,6 @@ use std::{
 
 use common::*;
 
-/// Starts `syscost attach --no-tui -p PID [extra]` and waits until it traces.
-fn attach(
-    pid: u32,
-    extra: &[&str],
-) -> (Child, std::io::Lines<BufReader<std::process::ChildStderr>>) {
-    let mut tracer = syscost()
-        .args(["attach", "--no-tui", "-p", &pid.to_string()])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(tracer.stderr.take().unwrap()).lines();
-    let first = err.next().unwrap().unwrap();
-    assert!(first.starts_with("syscost: tracing process"), "{first}");
-    (tracer, err)
-}
-
 fn signal(child: &Child, sig: i32) {
     // SAFETY: signals our own child.
     unsafe { libc::kill(child.id() as i32, sig) };

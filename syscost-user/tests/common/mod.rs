@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::{
+    io::BufRead as _,
     path::{Path, PathBuf},
     process::{Command, Output},
     sync::{Mutex, MutexGuard},
@@ -155,4 +156,25 @@ pub fn printed(o: &Output, key: &str) -> f64 {
         .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {key}= in {out:?}"))
+}
+
+/// Starts `syscost attach --no-tui -p PID [extra]` and waits until it traces.
+pub fn attach(
+    pid: u32,
+    extra: &[&str],
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+) {
+    let mut tracer = syscost()
+        .args(["attach", "--no-tui", "-p", &pid.to_string()])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(tracer.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    assert!(first.starts_with("syscost: tracing process"), "{first}");
+    (tracer, err)
 }

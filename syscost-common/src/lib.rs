@@ -9,9 +9,25 @@ pub mod latency_bucket;
 pub use errno_slot::{ERRNO_SLOTS, errno_of_slot, errno_slot};
 pub use latency_bucket::{GROUPING_POWER, HISTOGRAM_BUCKETS, MAX_VALUE_POWER, bucket_index};
 
-/// Syscall numbers we keep statistics for: slots `0..MAX_SYSCALLS` of the stats map.
-/// x86_64 numbers stop below 470 today; a number beyond the table is counted as dropped.
-pub const MAX_SYSCALLS: u32 = 512;
+/// Syscall numbers of one ABI we keep statistics for. x86_64 and i386 numbers both stop
+/// below 470 today; a number beyond is counted as dropped.
+pub const SYSCALLS_PER_ABI: u32 = 512;
+/// Stats slots: the native ABI's syscalls at `nr`, 32-bit (compat) ones at
+/// `COMPAT_BASE + nr`.
+pub const MAX_SYSCALLS: u32 = 2 * SYSCALLS_PER_ABI;
+/// Where compat syscalls start in the stats maps.
+pub const COMPAT_BASE: u32 = SYSCALLS_PER_ABI;
+
+/// `PROCS` values: a traced process whose ABI is not known yet (just traced, or just
+/// exec'd), a 64-bit one, a 32-bit (compat) one. 0 is "not traced".
+pub mod abi {
+    pub const UNKNOWN: u32 = 1;
+    pub const NATIVE: u32 = 2;
+    pub const COMPAT: u32 = 3;
+}
+
+/// x86's code segment selector of 32-bit user code (`__USER32_CS`).
+pub const USER32_CS: u64 = 0x23;
 
 /// `ThreadSlot::nr` value the fork hook leaves in a new thread's slot, so that the new
 /// thread's return from clone (an exit the thread never entered) is not called unpaired.

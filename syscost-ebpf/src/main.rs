@@ -20,8 +20,8 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::warn;
 use syscost_common::{
-    ERRNO_SLOTS, ErrnoCounts, MAX_SYSCALLS, NR_FORK_CHILD, SyscallStats, ThreadSlot, ThreadStats,
-    bucket_index, counter, errno_slot,
+    COMPAT_BASE, ERRNO_SLOTS, ErrnoCounts, MAX_SYSCALLS, NR_FORK_CHILD, SYSCALLS_PER_ABI,
+    SyscallStats, ThreadSlot, ThreadStats, USER32_CS, abi, bucket_index, counter, errno_slot,
 };
 
 /// Traced processes: index tgid, value non-zero when traced. Userspace sizes it to
@@ -59,6 +59,9 @@ static FOLLOW_FORKS: Global<u32> = Global::new(0);
 static TASK_PID_OFFSET: Global<u64> = Global::new(0);
 #[unsafe(no_mangle)]
 static TASK_TGID_OFFSET: Global<u64> = Global::new(0);
+/// Byte offset of `cs` in `struct pt_regs`: it tells 32-bit user code from 64-bit.
+#[unsafe(no_mangle)]
+static PT_REGS_CS_OFFSET: Global<u64> = Global::new(0);
 
 #[inline(always)]
 fn count(index: u32) {
@@ -78,13 +81,42 @@ fn traced(tgid: u32) -> bool {
     }
 }
 
+/// The ABI of a traced process, learnt from the code segment of its first syscall after
+/// it was traced or exec'd and kept in PROCS: one kernel read per process, not per call.
+#[inline(always)]
+fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
+    let Some(v) = PROCS.get_ptr_mut(tgid) else {
+        return 0;
+    };
+    let v = unsafe { &mut *v };
+    let known = black_box(*v);
+    if known != abi::UNKNOWN {
+        return known;
+    }
+    let regs: *const u8 = ctx.arg(0);
+    let cs =
+        unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_CS_OFFSET.load() as usize) as *const u64) };
+    *v = match cs {
+        Ok(cs) if cs & 0xffff == USER32_CS => abi::COMPAT,
+        _ => abi::NATIVE,
+    };
+    *v
+}
+
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
-    if !traced((pid_tgid >> 32) as u32) {
+    let abi = process_abi(&ctx, (pid_tgid >> 32) as u32);
+    if abi == 0 {
         return 0;
     }
-    let nr: i64 = ctx.arg(1);
+    let raw: i64 = ctx.arg(1);
+    // Compat syscalls are counted apart, under their own (i386) numbers.
+    let nr = if abi == abi::COMPAT && (raw as u64) < u64::from(SYSCALLS_PER_ABI) {
+        raw + i64::from(COMPAT_BASE)
+    } else {
+        raw
+    };
     match THREADS.get_ptr_mut(pid_tgid as u32) {
         Some(slot) => unsafe {
             (*slot).nr = nr as u32;
@@ -198,6 +230,8 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
         return 0;
     };
     let new_process = tgid != parent_tgid;
+    // A forked child runs the parent's program (and ABI) until it execs.
+    let parent_abi = PROCS.get(parent_tgid).map_or(abi::UNKNOWN, |v| *v);
     if new_process && FOLLOW_FORKS.load() == 0 {
         return 0;
     }
@@ -210,7 +244,7 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
     }
     if new_process {
         match PROCS.get_ptr_mut(tgid) {
-            Some(p) => unsafe { *p = 1 },
+            Some(p) => unsafe { *p = parent_abi },
             None => {
                 count(counter::DROPPED_CHILD);
                 warn!(&ctx, "child {} is beyond pid_max: not traced", tgid);
@@ -261,6 +295,19 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
             slot.off_ns += now - slot.off_since_ns;
             slot.off_since_ns = 0;
         }
+    }
+    0
+}
+
+/// sched_process_exec(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm),
+/// run in the task that exec'd: its new program may have another ABI.
+#[raw_tracepoint(tracepoint = "sched_process_exec")]
+pub fn syscost_exec(_ctx: RawTracePointContext) -> i32 {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if traced(tgid)
+        && let Some(v) = PROCS.get_ptr_mut(tgid)
+    {
+        unsafe { *v = abi::UNKNOWN };
     }
     0
 }

@@ -12,6 +12,8 @@ const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 pub struct KernelLayout {
     pub task_pid_offset: u64,
     pub task_tgid_offset: u64,
+    /// Offset of `cs` in `struct pt_regs` (tells 32-bit user code from 64-bit).
+    pub pt_regs_cs_offset: u64,
     pub exit_has_group_dead: bool,
 }
 
@@ -26,6 +28,7 @@ impl KernelLayout {
         Ok(Self {
             task_pid_offset: member_offset(&btf, "task_struct", "pid")?,
             task_tgid_offset: member_offset(&btf, "task_struct", "tgid")?,
+            pt_regs_cs_offset: member_offset(&btf, "pt_regs", "cs")?,
             exit_has_group_dead: tracepoint_arg_count(&btf, "sched_process_exit")? >= 2,
         })
     }
@@ -34,20 +37,42 @@ impl KernelLayout {
 /// Byte offset of `member` in `struct name`.
 fn member_offset(btf: &Btf, name: &str, member: &str) -> Result<u64> {
     for t in btf.resolve_types_by_name(name)? {
-        if let Type::Struct(s) = t {
-            for m in &s.members {
-                if btf.resolve_name(m)? == member {
-                    if m.bitfield_size().unwrap_or(0) != 0 || m.bit_offset() % 8 != 0 {
-                        bail!("{name}.{member} is a bitfield");
-                    }
-                    return Ok(u64::from(m.bit_offset() / 8));
-                }
+        if let Type::Struct(s) = t
+            && let Some(bits) = find_member(btf, &s, member)?
+        {
+            if bits % 8 != 0 {
+                bail!("{name}.{member} is a bitfield");
             }
+            return Ok(bits / 8);
         }
     }
     Err(anyhow!(
         "kernel BTF has no member {member} in struct {name}"
     ))
+}
+
+/// Bit offset of `member` in a struct or union, looking into anonymous struct and union
+/// members too (`pt_regs.cs` sits in an anonymous union since 6.9).
+fn find_member(btf: &Btf, s: &btf_rs::Struct, member: &str) -> Result<Option<u64>> {
+    for m in &s.members {
+        let name = btf.resolve_name(m)?;
+        if name == member {
+            if m.bitfield_size().unwrap_or(0) != 0 {
+                bail!("{member} is a bitfield");
+            }
+            return Ok(Some(u64::from(m.bit_offset())));
+        }
+        if name.is_empty() {
+            let inner = match btf.resolve_chained_type(m)? {
+                Type::Struct(x) | Type::Union(x) => find_member(btf, &x, member)?,
+                _ => None,
+            };
+            if let Some(bits) = inner {
+                return Ok(Some(u64::from(m.bit_offset()) + bits));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Number of arguments a raw tracepoint passes to BPF programs, from the
@@ -86,5 +111,8 @@ mod tests {
         assert!(l.task_pid_offset > 0);
         // pid_t pid; pid_t tgid; are declared next to each other.
         assert_eq!(l.task_tgid_offset, l.task_pid_offset + 4);
+        // x86_64 pt_regs: r15..orig_ax, ip, then cs at 17 * 8.
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(l.pt_regs_cs_offset, 136);
     }
 }

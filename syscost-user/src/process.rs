@@ -33,10 +33,6 @@ pub fn open(pid: u32) -> Result<Process> {
     if flags & PF_KTHREAD != 0 {
         bail!("process {pid} ({comm}) is a kernel thread: it makes no syscalls to profile");
     }
-    refuse_32_bit(
-        std::path::Path::new(&format!("/proc/{pid}/exe")),
-        &format!("process {pid} ({comm})"),
-    )?;
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     if fd < 0 {
@@ -87,21 +83,6 @@ pub fn has_exited(pidfd: &OwnedFd) -> bool {
     n > 0 && pfd.revents & libc::POLLIN != 0
 }
 
-/// Refuses a 32-bit ELF program: its syscalls use the i386 numbers, which syscost
-/// would show under the x86_64 names. `what` names it in the error.
-pub fn refuse_32_bit(path: &std::path::Path, what: &str) -> Result<()> {
-    let mut head = [0u8; 5];
-    let is_elf32 = fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok_and(|_| head[..4] == *b"\x7fELF" && head[4] == 1);
-    if is_elf32 && cfg!(target_pointer_width = "64") {
-        bail!(
-            "{what} is a 32-bit program: syscost does not yet tell 32-bit (compat) syscalls apart and would show them under 64-bit names"
-        );
-    }
-    Ok(())
-}
-
 /// Reads `/proc/sys/kernel/pid_max`: the per-thread tables are sized from it.
 pub fn pid_max() -> Result<u32> {
     let s = fs::read_to_string("/proc/sys/kernel/pid_max")
@@ -135,20 +116,6 @@ mod tests {
         assert!(e.contains("kernel thread"), "{e}");
         let e = open(pid_max().unwrap() + 1).unwrap_err().to_string();
         assert!(e.starts_with("no process"), "{e}");
-    }
-
-    #[test]
-    fn refuses_32_bit_programs_only() {
-        let dir = std::env::temp_dir().join(format!("syscost-elf-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let elf32 = dir.join("elf32");
-        fs::write(&elf32, b"\x7fELF\x01\x01\x01\0").unwrap();
-        let e = refuse_32_bit(&elf32, "x").unwrap_err().to_string();
-        assert!(e.starts_with("x is a 32-bit program"), "{e}");
-        fs::write(&elf32, b"\x7fELF\x02\x01\x01\0").unwrap();
-        assert!(refuse_32_bit(&elf32, "x").is_ok());
-        assert!(refuse_32_bit(std::path::Path::new("/proc/self/exe"), "me").is_ok());
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -50,6 +50,7 @@ fn programs(layout: &KernelLayout, offcpu: bool) -> Vec<(&'static str, &'static 
     let mut p = vec![
         (exit, "sched_process_exit"),
         ("syscost_fork", "sched_process_fork"),
+        ("syscost_exec", "sched_process_exec"),
     ];
     if offcpu {
         p.push(("syscost_sched_switch", "sched_switch"));
@@ -113,7 +114,7 @@ impl Tracer {
         let mut procs: Array<&mut MapData, u32> =
             Array::try_from(self.ebpf.map_mut("PROCS").context("PROCS map missing")?)?;
         procs
-            .set(tgid, 1, 0)
+            .set(tgid, syscost_common::abi::UNKNOWN, 0)
             .with_context(|| format!("cannot trace pid {tgid}: beyond pid_max"))
     }
 
@@ -223,6 +224,7 @@ fn load_object(follow_forks: bool) -> Result<(Ebpf, KernelLayout)> {
         .override_global("FOLLOW_FORKS", &follow, true)
         .override_global("TASK_PID_OFFSET", &layout.task_pid_offset, true)
         .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
+        .override_global("PT_REGS_CS_OFFSET", &layout.pt_regs_cs_offset, true)
         .map_max_entries("PROCS", pid_max)
         .map_max_entries("THREADS", pid_max)
         .map_max_entries("THREAD_STATS", pid_max)

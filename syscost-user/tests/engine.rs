@@ -377,3 +377,78 @@ fn compare_runs_every_way_and_counts_exactly() {
     assert!(text.contains("getpid() raw syscall"), "{text}");
     assert!(text.contains("strace -f -c"), "{text}");
 }
+
+/// Builds a static i386 program making `n` getppid calls through `int $0x80`.
+fn build_i386_getppid(dir: &std::path::Path, n: u32) -> Option<std::path::PathBuf> {
+    let src = dir.join("g32.s");
+    std::fs::write(
+        &src,
+        format!(
+            ".globl _start\n_start:\n mov ${n}, %esi\n1:\n mov $64, %eax\n int $0x80\n dec %esi\n jnz 1b\n mov $1, %eax\n xor %ebx, %ebx\n int $0x80\n"
+        ),
+    )
+    .unwrap();
+    let obj = dir.join("g32.o");
+    let exe = dir.join("g32");
+    let ok = Command::new("as")
+        .args(["--32", "-o"])
+        .arg(&obj)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success())
+        && Command::new("ld")
+            .args(["-m", "elf_i386", "-o"])
+            .arg(&exe)
+            .arg(&obj)
+            .status()
+            .is_ok_and(|s| s.success());
+    ok.then_some(exe)
+}
+
+#[test]
+fn compat_syscalls_are_named_from_the_i386_table() {
+    let Some(t) = root_test("compat_syscalls") else {
+        return;
+    };
+    let Some(exe) = build_i386_getppid(&t.dir, 1000) else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "binutils cannot build an i386 program under CI"
+        );
+        eprintln!("\n*** SKIPPED compat test: binutils cannot build an i386 program here ***\n");
+        return;
+    };
+    // i386 syscall 64 is getppid; as an x86_64 number it would be semget.
+    let exe = exe.to_str().unwrap();
+    let (_, p) = {
+        let json_path = t.path("g32.json");
+        let o = output(
+            syscost()
+                .args(["run", "-o", "/dev/null", "--json"])
+                .arg(&json_path)
+                .args(["--", exe]),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        (o, read_profile(&json_path))
+    };
+    assert_eq!(calls(&p, "i386:getppid"), 1000);
+    assert_eq!(calls(&p, "semget"), 0);
+    assert_eq!(calls(&p, "getppid"), 0);
+    // A 64-bit shell that execs the i386 program: the ABI is learnt again after exec.
+    let json_path = t.path("sh.json");
+    let o = output(
+        syscost()
+            .args(["run", "-o", "/dev/null", "--json"])
+            .arg(&json_path)
+            .args(["--", "sh", "-c", &format!("{exe}; true")]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = read_profile(&json_path);
+    assert_eq!(calls(&p, "i386:getppid"), 1000);
+    assert_eq!(calls(&p, "semget"), 0);
+    assert!(
+        calls(&p, "wait4") >= 1,
+        "the shell's own 64-bit calls keep their names"
+    );
+}

@@ -25,7 +25,6 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref(), args.output.as_deref()])?;
     let program = which::which(&args.command[0])
         .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
-    crate::process::refuse_32_bit(&program, &program.display().to_string())?;
     let mut tracer = Tracer::load(TracerOptions {
         follow_forks: true,
         offcpu: !args.no_offcpu,

@@ -109,6 +109,20 @@ fn run_ended_by_signals_leaves_the_command_running() {
         20
     );
 
+    // SIGTERM sent to syscost is passed on to the command; syscost still reports.
+    let json = t.path("term.json");
+    let run = syscost()
+        .args(["run", "-o", "/dev/null", "--json"])
+        .arg(&json)
+        .args(["--", workload_path(), "sleep", "60000"])
+        .spawn()
+        .unwrap();
+    wait_for_child(&run, "syscost-workloa");
+    signal(&run, libc::SIGTERM);
+    let mut run = run;
+    assert_eq!(run.wait().unwrap().code(), Some(128 + libc::SIGTERM));
+    assert!(read_profile(&json).syscall("execve").is_some());
+
     // SIGKILL: syscost is gone, its programs unload, the command finishes on its own.
     let marker = t.path("done");
     let script = format!(

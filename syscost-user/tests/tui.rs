@@ -175,27 +175,50 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
 }
 
 #[test]
-fn sigterm_restores_the_terminal_and_prints_the_table() {
-    let Some(_t) = root_test("live_view_sigterm") else {
+fn signals_restore_the_terminal_and_print_the_table() {
+    let Some(t) = root_test("live_view_signals") else {
         return;
     };
-    let Some((tmux, mut busy)) = live_view("term", 100, 30) else {
-        return;
-    };
-    tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
-    let o = tmux
-        .cmd()
-        .args(["display", "-p", "-t", "t", "#{pane_pid}"])
-        .output()
-        .unwrap();
-    let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    let kids = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
-    let syscost_pid: i32 = kids.split_whitespace().next().unwrap().parse().unwrap();
-    // SAFETY: signals the syscost process the test started.
-    unsafe { libc::kill(syscost_pid, libc::SIGTERM) };
-    let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
-    assert!(done.contains("% time     seconds  usecs/call"), "{done}");
-    assert!(!done.contains("own cost"), "alternate screen left: {done}");
-    busy.kill().unwrap();
-    busy.wait().unwrap();
+    for (sig, name) in [
+        (libc::SIGTERM, "term"),
+        (libc::SIGINT, "int"),
+        (libc::SIGKILL, "kill"),
+    ] {
+        let Some((tmux, mut busy)) = live_view(name, 100, 30) else {
+            return;
+        };
+        tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
+        let o = tmux
+            .cmd()
+            .args(["display", "-p", "-t", "t", "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let kids = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+        let syscost_pid: i32 = kids.split_whitespace().next().unwrap().parse().unwrap();
+        // SAFETY: signals the syscost process the test started.
+        unsafe { libc::kill(syscost_pid, sig) };
+        if sig == libc::SIGKILL {
+            // Nothing can restore a terminal after SIGKILL, but the kernel unloads the
+            // programs and the target runs on.
+            tmux.wait_for("syscost to end", |s| s.contains("EXIT=137"));
+            assert_eq!(t.wait_for_unload(), Vec::<String>::new());
+            assert!(
+                busy.try_wait().unwrap().is_none(),
+                "the target is still running"
+            );
+        } else {
+            let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
+            assert!(
+                done.contains("% time     seconds  usecs/call"),
+                "signal {sig}: {done}"
+            );
+            assert!(
+                !done.contains("own cost"),
+                "signal {sig}: alternate screen left: {done}"
+            );
+        }
+        busy.kill().unwrap();
+        busy.wait().unwrap();
+    }
 }

@@ -191,7 +191,7 @@ pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Resu
     // Statistics are optional: without them the header says n/a.
     let stats = RunTimeStats::enable().ok();
     TERMINATE.store(false, Ordering::Relaxed);
-    for sig in [libc::SIGTERM, libc::SIGHUP] {
+    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
         // SAFETY: an async-signal-safe handler (one atomic store).
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();

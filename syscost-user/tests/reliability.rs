@@ -23,8 +23,14 @@ fn waiting_workload(
     k: u64,
     n: u64,
 ) -> (Child, std::io::Lines<BufReader<std::process::ChildStdout>>) {
+    waiting(&["threads", &k.to_string(), &n.to_string()])
+}
+
+/// The workload in mode `args`, blocked on stdin until told to start.
+fn waiting(args: &[&str]) -> (Child, std::io::Lines<BufReader<std::process::ChildStdout>>) {
     let mut w = Command::new(workload_path())
-        .args(["--wait-stdin", "threads", &k.to_string(), &n.to_string()])
+        .arg("--wait-stdin")
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -153,10 +159,18 @@ fn thread_churn_and_2000_threads_count_exactly() {
     let Some(t) = root_test("thread_churn") else {
         return;
     };
-    let (_, p) = run_workload(&t, &["churn", "50", "20", "200"]);
+    // Churn while attached: 50 rounds of 20 threads that live for 200 calls each.
+    let (mut work, _out) = waiting(&["churn", "50", "20", "200"]);
+    let json = t.path("churn.json");
+    let (tracer, _err) = attach(work.id(), &["--json", json.to_str().unwrap()]);
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(work.wait().unwrap().success());
+    assert!(tracer.wait_with_output().unwrap().status.success());
+    let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 50 * 20 * 200);
     assert_eq!(calls(&p, "clone3") + calls(&p, "clone"), 1000);
-    assert_eq!((p.unpaired, p.dropped), (0, 0));
+    // The read that was blocked on stdin at attach time is the only unpaired exit.
+    assert_eq!((p.unpaired, p.dropped), (1, 0));
     let (_, p) = run_workload(&t, &["threads", "2000", "50"]);
     assert_eq!(calls(&p, "getppid"), 100_000);
     assert_eq!((p.unpaired, p.dropped), (0, 0));

@@ -260,14 +260,14 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
 /// a syscall gets its switch-out time; a traced thread coming back adds the time away.
 #[raw_tracepoint(tracepoint = "sched_switch")]
 pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
-    let now = unsafe { bpf_ktime_get_ns() };
+    // The clock is read only for a traced thread: this runs on every switch of the machine.
     let prev = bpf_get_current_pid_tgid();
     if traced((prev >> 32) as u32)
         && let Some(slot) = THREADS.get_ptr_mut(prev as u32)
     {
         let slot = unsafe { &mut *slot };
         if slot.enter_ns != 0 {
-            slot.off_since_ns = now;
+            slot.off_since_ns = unsafe { bpf_ktime_get_ns() };
             let preempt: u64 = ctx.arg(0);
             // Saturating 16-bit counters: a syscall is not switched out 65,535 times.
             if preempt & 0xff != 0 {
@@ -292,7 +292,7 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
     {
         let slot = unsafe { &mut *slot };
         if slot.off_since_ns != 0 {
-            slot.off_ns += now - slot.off_since_ns;
+            slot.off_ns += unsafe { bpf_ktime_get_ns() } - slot.off_since_ns;
             slot.off_since_ns = 0;
         }
     }

@@ -17,6 +17,7 @@ pub mod privileges;
 pub mod process;
 pub mod profile;
 pub mod report;
+pub mod signals;
 pub mod syscall_names;
 pub mod tracer;
 pub mod tui;

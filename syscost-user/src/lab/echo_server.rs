@@ -278,15 +278,8 @@ impl Drop for Server {
 /// port once it listens.
 pub fn serve(args: &ServerArgs, ready: impl FnOnce(u16)) -> Result<ServerStats> {
     STOP.store(false, Ordering::Relaxed);
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: installs an async-signal-safe handler (one atomic store); no
-        // SA_RESTART, so epoll_wait returns EINTR and the loop sees the flag.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    // epoll_wait returns EINTR on these, and the loop sees the flag.
+    crate::signals::catch(&[libc::SIGINT, libc::SIGTERM], on_signal);
     // A name of its own in ps, top and syscost's header.
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"echo-server".as_ptr()) };

@@ -191,14 +191,7 @@ pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Resu
     // Statistics are optional: without them the header says n/a.
     let stats = RunTimeStats::enable().ok();
     TERMINATE.store(false, Ordering::Relaxed);
-    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
-        // SAFETY: an async-signal-safe handler (one atomic store).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_terminate as *const () as usize;
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    crate::signals::catch(&[libc::SIGTERM, libc::SIGHUP, libc::SIGINT], on_terminate);
     let first = tracer.snapshot()?;
     let mut sampler = Sampler {
         pid: target.pid,
@@ -259,8 +252,8 @@ pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Resu
             sampler.baseline = Some(latest.clone());
             app.clear_history();
         }
-        if !app.exited && (Instant::now() >= next_tick || process::has_exited(&target.pidfd)) {
-            let exited = process::has_exited(&target.pidfd);
+        let exited = !app.exited && process::has_exited(&target.pidfd);
+        if !app.exited && (exited || Instant::now() >= next_tick) {
             let (snap, sample) = sampler.sample(tracer, &target.comm, stats.is_some())?;
             latest = snap;
             let was_paused = app.paused;

@@ -14,6 +14,7 @@ use tokio::{
 
 use crate::{
     cli::{AttachArgs, seconds},
+    collector::Snapshot,
     process,
     profile::Target,
     tracer::{Tracer, TracerOptions},
@@ -46,42 +47,51 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     if process::has_exited(&target.pidfd) {
         anyhow::bail!("process {} exited before tracing began", target.pid);
     }
-    if !args.no_tui && std::io::stdout().is_terminal() {
+    let info = Target {
+        pid: target.pid,
+        comm: target.comm.clone(),
+        command: None,
+    };
+    let started = Instant::now();
+    let last = if !args.no_tui && std::io::stdout().is_terminal() {
         let options = LiveOptions {
             interval: every.unwrap_or(Duration::from_secs(1)),
             duration,
             per: args.view.per.clone(),
             hint,
         };
-        let started = Instant::now();
-        let last = tui::run(&mut tracer, &target, &options)?;
-        let info = Target {
-            pid: target.pid,
-            comm: target.comm.clone(),
-            command: None,
-        };
-        let profile = last.to_profile(
-            info,
-            started.elapsed().as_nanos() as u64,
-            tracer.offcpu_tracked(),
-        )?;
-        drop(tracer);
-        super::print_out(&super::finish(profile, &args.view, args.json.as_deref())?);
-        return Ok(0);
-    }
+        tui::run(&mut tracer, &target, &options)?
+    } else {
+        text(&mut tracer, target, args, duration, every, &info, started)?
+    };
+    let profile = last.to_profile(
+        info,
+        started.elapsed().as_nanos() as u64,
+        tracer.offcpu_tracked(),
+    )?;
+    drop(tracer);
+    super::print_out(&super::finish(profile, &args.view, args.json.as_deref())?);
+    Ok(0)
+}
+
+/// The text mode: a table per `-i` interval if asked, until a signal, `-d` or the
+/// target's exit; the last snapshot.
+fn text(
+    tracer: &mut Tracer,
+    target: process::Process,
+    args: &AttachArgs,
+    duration: Option<Duration>,
+    every: Option<Duration>,
+    info: &Target,
+    started: Instant,
+) -> Result<Snapshot> {
     let offcpu = tracer.offcpu_tracked();
-    let started = Instant::now();
     eprintln!(
         "syscost: tracing process {} ({}), {} threads; Ctrl-C to stop",
         target.pid,
         target.comm,
         process::thread_count(target.pid)
     );
-    let info = Target {
-        pid: target.pid,
-        comm: target.comm.clone(),
-        command: None,
-    };
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -126,14 +136,9 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         anyhow::Ok(end)
     })?;
 
-    let profile =
-        tracer
-            .snapshot()?
-            .to_profile(info, started.elapsed().as_nanos() as u64, offcpu)?;
-    drop(tracer);
+    let last = tracer.snapshot()?;
     if end == End::TargetExited {
         eprintln!("syscost: process {} exited", args.pid);
     }
-    super::print_out(&super::finish(profile, &args.view, args.json.as_deref())?);
-    Ok(0)
+    Ok(last)
 }

@@ -12,7 +12,7 @@ pub const COMPAT_PREFIX: &str = "i386:";
 /// Name of the syscall in stats slot `nr`: the native name, `i386:NAME` for a compat
 /// syscall, or `syscall_NNN` / `i386:syscall_NNN` for a number the table does not know.
 pub fn name(nr: u32) -> String {
-    if nr >= COMPAT_BASE && nr < COMPAT_BASE + SYSCALLS_PER_ABI {
+    if (COMPAT_BASE..COMPAT_BASE + SYSCALLS_PER_ABI).contains(&nr) {
         return format!("{COMPAT_PREFIX}{}", compat_name(nr - COMPAT_BASE));
     }
     match Sysno::new(nr as usize) {

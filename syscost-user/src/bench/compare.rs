@@ -191,34 +191,18 @@ fn have(cmd: &str) -> bool {
 
 /// The command line of `way` around `workload`; `out` receives the tool's own summary.
 fn wrap(way: Way, exe: &Path, workload: &[String], out: &Path) -> Command {
-    let mut c = match way {
-        Way::Bare => Command::new(&workload[0]),
-        Way::Syscost => {
-            let mut c = Command::new(exe);
-            c.args(["run", "-o", "/dev/null", "--json"])
-                .arg(out)
-                .arg("--")
-                .arg(&workload[0]);
-            c
+    let (tool, flags): (&std::ffi::OsStr, &[&str]) = match way {
+        Way::Bare => {
+            let mut c = Command::new(&workload[0]);
+            c.args(&workload[1..]);
+            return c;
         }
-        Way::Strace => {
-            let mut c = Command::new("strace");
-            c.args(["-f", "-c", "-w", "-o"])
-                .arg(out)
-                .arg("--")
-                .arg(&workload[0]);
-            c
-        }
-        Way::Perf => {
-            let mut c = Command::new("perf");
-            c.args(["trace", "-s", "-o"])
-                .arg(out)
-                .arg("--")
-                .arg(&workload[0]);
-            c
-        }
+        Way::Syscost => (exe.as_os_str(), &["run", "-o", "/dev/null", "--json"]),
+        Way::Strace => ("strace".as_ref(), &["-f", "-c", "-w", "-o"]),
+        Way::Perf => ("perf".as_ref(), &["trace", "-s", "-o"]),
     };
-    c.args(&workload[1..]);
+    let mut c = Command::new(tool);
+    c.args(flags).arg(out).arg("--").args(workload);
     c
 }
 

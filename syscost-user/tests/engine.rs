@@ -211,8 +211,7 @@ fn attach_misses_nothing_after_attaching() {
         .args(["--wait-stdin", "threads", "4", "25000"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let mut lines = BufReader::new(work.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
 
@@ -223,12 +222,11 @@ fn attach_misses_nothing_after_attaching() {
     let mut bystander = Command::new(workload_path())
         .args(["getppid", "300000"])
         .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     assert!(work.wait().unwrap().success());
     assert!(bystander.wait().unwrap().success());
-    let o = tracer.wait_with_output().unwrap();
+    let o = tracer.into_inner().wait_with_output().unwrap();
     assert!(o.status.success());
     let rest: Vec<String> = err.map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.contains("exited")), "{rest:?}");
@@ -249,8 +247,7 @@ fn attach_stops_after_duration_and_prints_intervals() {
     };
     let mut sleeper = Command::new(workload_path())
         .args(["sleep", "20000"])
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let start = std::time::Instant::now();
     let o = output(syscost().args([
         "attach",
@@ -280,13 +277,12 @@ fn sigterm_ends_attach_cleanly() {
     };
     let mut busy = Command::new(workload_path())
         .args(["getppid", "2000000000"])
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let (tracer, err) = attach(busy.id(), &[]);
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: signals our own child.
     unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) };
-    let o = tracer.wait_with_output().unwrap();
+    let o = tracer.into_inner().wait_with_output().unwrap();
     busy.kill().unwrap();
     busy.wait().unwrap();
     assert!(

@@ -5,7 +5,7 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader, Read},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
 };
 
 use common::*;
@@ -48,7 +48,7 @@ fn load(port: u16, args: &[&str]) -> String {
     stdout(&o)
 }
 
-fn start_server(args: &[&str]) -> (Child, BufReader<std::process::ChildStderr>, u16) {
+fn start_server(args: &[&str]) -> (Reaped, BufReader<std::process::ChildStderr>, u16) {
     let mut server = syscost()
         .args([
             "lab",
@@ -60,14 +60,13 @@ fn start_server(args: &[&str]) -> (Child, BufReader<std::process::ChildStderr>, 
         ])
         .args(args)
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let mut err = BufReader::new(server.stderr.take().unwrap());
     let port = port_from(&mut err);
     (server, err, port)
 }
 
-fn finish(mut server: Child, mut err: BufReader<std::process::ChildStderr>) -> String {
+fn finish(mut server: Reaped, mut err: BufReader<std::process::ChildStderr>) -> String {
     assert!(server.wait().unwrap().success());
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
@@ -151,8 +150,7 @@ fn profile_server(
         .args(["--duration", "60"])
         .args(server)
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let mut err = BufReader::new(run.stderr.take().unwrap());
     let port = port_from(&mut err);
     let out = load(port, load_args);

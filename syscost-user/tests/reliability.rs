@@ -22,19 +22,18 @@ fn signal(child: &Child, sig: i32) {
 fn waiting_workload(
     k: u64,
     n: u64,
-) -> (Child, std::io::Lines<BufReader<std::process::ChildStdout>>) {
+) -> (Reaped, std::io::Lines<BufReader<std::process::ChildStdout>>) {
     waiting(&["threads", &k.to_string(), &n.to_string()])
 }
 
 /// The workload in mode `args`, blocked on stdin until told to start.
-fn waiting(args: &[&str]) -> (Child, std::io::Lines<BufReader<std::process::ChildStdout>>) {
+fn waiting(args: &[&str]) -> (Reaped, std::io::Lines<BufReader<std::process::ChildStdout>>) {
     let mut w = Command::new(workload_path())
         .arg("--wait-stdin")
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let mut out = BufReader::new(w.stdout.take().unwrap()).lines();
     assert_eq!(out.next().unwrap().unwrap(), "ready");
     (w, out)
@@ -50,7 +49,7 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
         let (tracer, _err) = attach(work.id(), &[]);
         std::thread::sleep(Duration::from_millis(200));
         signal(&tracer, sig);
-        let o = tracer.wait_with_output().unwrap();
+        let o = tracer.into_inner().wait_with_output().unwrap();
         if sig == libc::SIGKILL {
             assert_eq!(o.status.code(), None, "killed");
         } else {
@@ -101,8 +100,7 @@ fn run_ended_by_signals_leaves_the_command_running() {
         .arg(&json)
         .args(["--", workload_path(), "nanosleep", "20", "50000"])
         .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     // Once the command runs (its exec done), syscost is past loading.
     wait_for_child(&run, "syscost-workloa");
     signal(&run, libc::SIGINT);
@@ -121,8 +119,7 @@ fn run_ended_by_signals_leaves_the_command_running() {
         .args(["run", "-o", "/dev/null", "--json"])
         .arg(&json)
         .args(["--", workload_path(), "sleep", "60000"])
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     wait_for_child(&run, "syscost-workloa");
     signal(&run, libc::SIGTERM);
     let mut run = run;
@@ -138,8 +135,7 @@ fn run_ended_by_signals_leaves_the_command_running() {
     );
     let mut run = syscost()
         .args(["run", "--", "sh", "-c", &format!("sleep 0.5; {script}")])
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     wait_for_child(&run, "sh");
     signal(&run, libc::SIGKILL);
     run.wait().unwrap();
@@ -165,7 +161,14 @@ fn thread_churn_and_2000_threads_count_exactly() {
     let (tracer, _err) = attach(work.id(), &["--json", json.to_str().unwrap()]);
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     assert!(work.wait().unwrap().success());
-    assert!(tracer.wait_with_output().unwrap().status.success());
+    assert!(
+        tracer
+            .into_inner()
+            .wait_with_output()
+            .unwrap()
+            .status
+            .success()
+    );
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 50 * 20 * 200);
     assert_eq!(calls(&p, "clone3") + calls(&p, "clone"), 1000);
@@ -220,7 +223,7 @@ fn threads_beyond_the_table_are_counted_as_dropped() {
         writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
         assert!(work.wait().unwrap().success());
     }
-    let o = tracer.wait_with_output().unwrap();
+    let o = tracer.into_inner().wait_with_output().unwrap();
     assert!(o.status.success());
     let p = read_profile(&json);
     assert!(p.dropped >= 4000, "dropped {}", p.dropped);
@@ -236,8 +239,7 @@ fn attach_and_detach_50_times_leaks_nothing() {
     let mut busy = Command::new(workload_path())
         .args(["getppid", "100000000000"])
         .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let fds = |pid: u32| {
         std::fs::read_dir(format!("/proc/{pid}/fd"))
             .unwrap()
@@ -294,8 +296,7 @@ fn a_reused_pid_is_not_counted() {
         .args(["run", "-o", "/dev/null", "--json"])
         .arg(&json)
         .args(["--", "sh", "-c", &script])
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     wait_for_child(&run, "sh");
     let sh =
         std::fs::read_to_string(format!("/proc/{}/task/{}/children", run.id(), run.id())).unwrap();
@@ -324,8 +325,7 @@ fn a_reused_pid_is_not_counted() {
     let mut reuser = Command::new(workload_path())
         .args(["getppid", "5000"])
         .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let reused = reuser.id() == child;
     assert!(reuser.wait().unwrap().success());
     let mut run = run;
@@ -371,7 +371,7 @@ fn ten_seconds_on_both_cores_counts_exactly_and_stays_light() {
     let used = ticks(tracer.id()) - t0;
     assert!(work.wait().unwrap().success());
     let elapsed = started.elapsed();
-    let o = tracer.wait_with_output().unwrap();
+    let o = tracer.into_inner().wait_with_output().unwrap();
     assert!(o.status.success());
     assert!(err.any(|l| l.is_ok_and(|l| l.contains("exited"))));
     // 100 ticks a second: at most 1% of one core over the 6 s sampled.

@@ -5,7 +5,7 @@
 mod common;
 
 use std::{
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -66,7 +66,7 @@ fn parse_count(s: &str) -> Option<u64> {
 
 /// A busy getppid workload and `syscost attach` on it in a tmux pane of `w` x `h`;
 /// `None` (with a loud line) when tmux is missing outside CI.
-fn live_view(name: &str, w: u16, h: u16) -> Option<(Tmux, Child)> {
+fn live_view(name: &str, w: u16, h: u16) -> Option<(Tmux, Reaped)> {
     if Command::new("tmux").arg("-V").output().is_err() {
         assert_ne!(
             std::env::var("CI").as_deref(),
@@ -81,13 +81,14 @@ fn live_view(name: &str, w: u16, h: u16) -> Option<(Tmux, Child)> {
     let busy = Command::new(workload_path())
         .args(["getppid", "100000000000"])
         .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let tmux = Tmux {
         socket: format!("syscost-test-{name}-{}", std::process::id()),
     };
     let cmd = format!(
-        "{} attach -p {}; echo EXIT=$?; sleep 60",
+        // After a SIGKILL the terminal is left raw (no CR on LF) with the cursor anywhere:
+        // `stty sane` and a fresh line keep the marker on a line of its own.
+        "{} attach -p {}; rc=$?; stty sane; printf '\\nEXIT=%s\\n' $rc; sleep 60",
         env!("CARGO_BIN_EXE_syscost"),
         busy.id()
     );
@@ -121,6 +122,16 @@ fn row_calls(screen: &str, name: &str) -> Option<u64> {
     })
 }
 
+/// Calls per second shown in the table row of `name`.
+fn row_rate(screen: &str, name: &str) -> Option<u64> {
+    screen.lines().find_map(|l| {
+        let mut words = l.trim_start_matches('│').split_whitespace();
+        (words.next()? == name)
+            .then(|| parse_count(words.nth(1)?))
+            .flatten()
+    })
+}
+
 #[test]
 fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
     let Some(_t) = root_test("live_view_in_tmux") else {
@@ -138,6 +149,10 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
         "{first}"
     );
     assert!(first.contains("own cost"), "{first}");
+    // One getppid takes a few hundred ns: no interval can show more than a few million a
+    // second (the first screen, before any interval, shows no rate at all).
+    let rate = row_rate(&first, "getppid").unwrap();
+    assert!(rate < 10_000_000, "calls/s {rate}: {first}");
     let before = row_calls(&first, "getppid").unwrap();
     tmux.wait_for("the count to grow", |s| {
         row_calls(s, "getppid").is_some_and(|c| c > before)

@@ -114,6 +114,16 @@ pub struct Sample {
     pub overhead: Option<Overhead>,
 }
 
+/// Calls per second over an interval; none before an interval has passed (a rate over a
+/// few microseconds would be noise).
+fn per_second(calls: u64, secs: f64) -> f64 {
+    if secs < 1e-3 {
+        0.0
+    } else {
+        calls as f64 / secs
+    }
+}
+
 /// The live view's state.
 #[derive(Clone, Debug)]
 pub struct App {
@@ -177,13 +187,12 @@ impl App {
         if self.paused {
             return;
         }
-        let secs = sample.interval_secs.max(1e-9);
         for s in &sample.cumulative.syscalls {
             self.rates.entry(s.name.clone()).or_default();
         }
         for (name, history) in self.rates.iter_mut() {
             let calls = sample.interval.syscall(name).map_or(0, |s| s.calls);
-            history.push_back((calls as f64 / secs).round() as u64);
+            history.push_back(per_second(calls, sample.interval_secs).round() as u64);
             while history.len() > HISTORY {
                 history.pop_front();
             }
@@ -214,12 +223,12 @@ impl App {
     /// Calls per second of `name` in the last interval.
     pub fn rate(&self, name: &str) -> f64 {
         let calls = self.interval.syscall(name).map_or(0, |s| s.calls);
-        calls as f64 / self.interval_secs.max(1e-9)
+        per_second(calls, self.interval_secs)
     }
 
     /// All syscalls per second in the last interval.
     pub fn events_per_sec(&self) -> f64 {
-        self.interval.totals().0 as f64 / self.interval_secs.max(1e-9)
+        per_second(self.interval.totals().0, self.interval_secs)
     }
 
     /// Rows of the table: filtered by name, sorted, in display order.
@@ -461,6 +470,16 @@ pub mod tests {
         });
         assert_eq!(app.cumulative, before, "a paused view does not change");
         assert_eq!(app.rates["read"].len(), 5);
+    }
+
+    #[test]
+    fn no_rate_without_an_interval() {
+        let mut app = sample_app();
+        app.interval_secs = 0.0;
+        assert_eq!(app.rate("read"), 0.0);
+        assert_eq!(app.events_per_sec(), 0.0);
+        app.interval_secs = 0.5;
+        assert_eq!(app.rate("read"), 4000.0);
     }
 
     #[test]

@@ -202,7 +202,12 @@ pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Resu
         previous_runs: tracer.program_run_totals(),
         comms: HashMap::new(),
     };
-    let empty = first.to_profile(sampler.target(&target.comm), 0, tracer.offcpu_tracked())?;
+    // The first screen shows nothing yet: what the tracer counted before this point has no
+    // interval to be a rate of (it is in the first sample's cumulative figures).
+    let empty =
+        first
+            .since(&first)
+            .to_profile(sampler.target(&target.comm), 0, tracer.offcpu_tracked())?;
     let info = TargetInfo {
         pid: target.pid,
         comm: target.comm.clone(),

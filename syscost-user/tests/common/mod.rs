@@ -3,8 +3,10 @@
 
 use std::{
     io::BufRead as _,
+    ops::{Deref, DerefMut},
+    os::unix::process::CommandExt as _,
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::{Child, Command, Output},
     sync::{Mutex, MutexGuard},
 };
 
@@ -163,7 +165,7 @@ pub fn attach(
     pid: u32,
     extra: &[&str],
 ) -> (
-    std::process::Child,
+    Reaped,
     std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
 ) {
     let mut tracer = syscost()
@@ -171,10 +173,55 @@ pub fn attach(
         .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let mut err = std::io::BufReader::new(tracer.stderr.take().unwrap()).lines();
     let first = err.next().unwrap().unwrap();
     assert!(first.starts_with("syscost: tracing process"), "{first}");
     (tracer, err)
+}
+
+/// A child started in a process group of its own; the group is killed when this is
+/// dropped, so a failing test leaves no workload, tracer or server running (an endless
+/// workload left behind would also hold the test run's output open).
+pub struct Reaped(Option<Child>);
+
+impl Reaped {
+    /// The child, no longer killed on drop (to consume it with `wait_with_output`).
+    pub fn into_inner(mut self) -> Child {
+        self.0.take().expect("child present")
+    }
+}
+
+impl Deref for Reaped {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("child present")
+    }
+}
+
+impl DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("child present")
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            // SAFETY: signals the process group this test started.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+        }
+    }
+}
+
+pub trait SpawnReaped {
+    /// Spawns in a new process group, killed with it on drop.
+    fn spawn_reaped(&mut self) -> Reaped;
+}
+
+impl SpawnReaped for Command {
+    fn spawn_reaped(&mut self) -> Reaped {
+        Reaped(Some(self.process_group(0).spawn().unwrap()))
+    }
 }

@@ -1,6 +1,6 @@
 //! Command-line interface.
 
-use std::path::PathBuf;
+use std::{net::SocketAddr, path::PathBuf};
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -38,6 +38,9 @@ pub enum Command {
     Floor,
     /// Compare two saved profiles: what went up, what went down, which errors changed.
     Diff(DiffArgs),
+    /// Serve processes' syscall counters to Prometheus (OpenMetrics), without a terminal,
+    /// until stopped.
+    Export(ExportArgs),
     /// The echo-server lab under steady load, with the live view on the server.
     Demo(crate::commands::demo::DemoArgs),
     /// The reference workloads: an epoll echo server and its load generator.
@@ -107,6 +110,10 @@ pub struct RunArgs {
     /// on every context switch of the machine).
     #[arg(long)]
     pub no_offcpu: bool,
+    /// Also serve the counters for Prometheus at http://ADDR/metrics while the command
+    /// runs.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -139,6 +146,35 @@ pub struct AttachArgs {
     /// Also save the profile as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also serve the counters for Prometheus at http://ADDR/metrics while attached.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Processes to profile; each gets series of its own (pid and comm labels).
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID[,PID...]",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub pids: Vec<u32>,
+    /// Where to serve http://ADDR/metrics (loopback unless told otherwise).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    pub metrics_addr: SocketAddr,
+    /// Stop after this many seconds.
+    #[arg(short = 'd', long = "duration", value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Also count child processes the targets fork from now on (under the parent's pid).
+    #[arg(short = 'f', long = "follow-forks")]
+    pub follow_forks: bool,
+    /// Do not split syscall time into on-CPU and blocked (saves the program that runs
+    /// on every context switch of the machine).
+    #[arg(long)]
+    pub no_offcpu: bool,
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@ pub mod errno_name;
 pub mod kernel_btf;
 pub mod lab;
 pub mod latency;
+pub mod metrics;
 pub mod privileges;
 pub mod process;
 pub mod profile;

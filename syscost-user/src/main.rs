@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         Command::Attach(args) => commands::attach::attach(args),
         Command::Report(args) => commands::report::report(args),
         Command::Diff(args) => commands::report::diff(args),
+        Command::Export(args) => commands::export::export(args),
         Command::Bench(args) => commands::bench(args),
         Command::Floor => commands::floor(),
         Command::Compare(args) => syscost_user::bench::compare::compare(args),

@@ -7,7 +7,7 @@ use std::io;
 use anyhow::{Context as _, Result, anyhow};
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
-    maps::{Array, MapData, PerCpuArray},
+    maps::{Array, Map, MapData, PerCpuArray},
     programs::{ProgramError, RawTracePoint},
 };
 use aya_log::EbpfLogger;
@@ -131,32 +131,37 @@ impl Tracer {
         if let Some(l) = self.logger.as_mut() {
             l.flush();
         }
-        let map = |name: &str| {
-            self.ebpf
-                .map(name)
-                .with_context(|| format!("{name} map missing"))
+        read_snapshot(
+            self.map("STATS")?,
+            self.map("ERRNOS")?,
+            self.map("COUNTERS")?,
+        )
+    }
+
+    fn map(&self, name: &str) -> Result<&Map> {
+        self.ebpf
+            .map(name)
+            .with_context(|| format!("{name} map missing"))
+    }
+
+    /// A reader of this tracer's counters with handles of its own, for another thread
+    /// (the metrics endpoint) while the tracer is used here. It reads nothing once the
+    /// tracer is dropped.
+    pub fn reader(&self) -> Result<StatsReader> {
+        let reopen = |name: &str| -> Result<Map> {
+            let Map::PerCpuArray(data) = self.map(name)? else {
+                anyhow::bail!("{name} is not a per-CPU array");
+            };
+            let id = data.info()?.id();
+            Ok(Map::from_map_data(MapData::from_id(id)?)?)
         };
-        let stats: PerCpuArray<&MapData, SyscallStats> = PerCpuArray::try_from(map("STATS")?)?;
-        let errnos: PerCpuArray<&MapData, ErrnoCounts> = PerCpuArray::try_from(map("ERRNOS")?)?;
-        let counters: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(map("COUNTERS")?)?;
-        let mut snap = Snapshot {
-            exact_extremes: true,
-            ..Default::default()
-        };
-        for nr in 0..MAX_SYSCALLS {
-            let s = sum_cpus(&stats.get(&nr, 0)?);
-            if s.calls == 0 {
-                continue;
-            }
-            if s.errors > 0 {
-                snap.errnos.insert(nr, sum_errnos(&errnos.get(&nr, 0)?));
-            }
-            snap.stats.insert(nr, s);
-        }
-        for i in 0..counter::COUNT {
-            snap.counters[i as usize] = counters.get(&i, 0)?.iter().sum();
-        }
-        Ok(snap)
+        Ok(StatsReader {
+            stats: reopen("STATS")?,
+            errnos: reopen("ERRNOS")?,
+            counters: reopen("COUNTERS")?,
+            program_ids: self.program_ids(),
+            offcpu: self.offcpu,
+        })
     }
 
     /// Per-thread totals of the given threads (those with at least one call).
@@ -191,6 +196,66 @@ impl Tracer {
             .filter_map(|(_, p)| p.info().ok())
             .map(|i| i.id())
             .collect()
+    }
+}
+
+/// Reads the counters from the maps: cumulative since load, summed over CPUs.
+fn read_snapshot(stats: &Map, errnos: &Map, counters: &Map) -> Result<Snapshot> {
+    let stats: PerCpuArray<&MapData, SyscallStats> = PerCpuArray::try_from(stats)?;
+    let errnos: PerCpuArray<&MapData, ErrnoCounts> = PerCpuArray::try_from(errnos)?;
+    let counters: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(counters)?;
+    let mut snap = Snapshot {
+        exact_extremes: true,
+        ..Default::default()
+    };
+    for nr in 0..MAX_SYSCALLS {
+        let s = sum_cpus(&stats.get(&nr, 0)?);
+        if s.calls == 0 {
+            continue;
+        }
+        if s.errors > 0 {
+            snap.errnos.insert(nr, sum_errnos(&errnos.get(&nr, 0)?));
+        }
+        snap.stats.insert(nr, s);
+    }
+    for i in 0..counter::COUNT {
+        snap.counters[i as usize] = counters.get(&i, 0)?.iter().sum();
+    }
+    Ok(snap)
+}
+
+/// A tracer's counters read through handles of their own (see [`Tracer::reader`]).
+pub struct StatsReader {
+    stats: Map,
+    errnos: Map,
+    counters: Map,
+    program_ids: Vec<u32>,
+    offcpu: bool,
+}
+
+impl StatsReader {
+    /// Reads the counters: cumulative since load, summed over CPUs.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        read_snapshot(&self.stats, &self.errnos, &self.counters)
+    }
+
+    /// Whether the tracer measures the off-CPU split.
+    pub fn offcpu_tracked(&self) -> bool {
+        self.offcpu
+    }
+
+    /// Run time of the tracer's programs, summed (it advances only while BPF run-time
+    /// statistics are on); `None` once they are unloaded.
+    pub fn program_run_ns(&self) -> Option<u64> {
+        let mut found = false;
+        let mut total = 0;
+        for info in aya::programs::loaded_programs().flatten() {
+            if self.program_ids.contains(&info.id()) {
+                found = true;
+                total += info.run_time().as_nanos() as u64;
+            }
+        }
+        found.then_some(total)
     }
 }
 

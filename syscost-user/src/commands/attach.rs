@@ -47,6 +47,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     if process::has_exited(&target.pidfd) {
         anyhow::bail!("process {} exited before tracing began", target.pid);
     }
+    let _metrics = super::serve_metrics(args.metrics_addr, &tracer, target.pid, &target.comm)?;
     let info = Target {
         pid: target.pid,
         comm: target.comm.clone(),

@@ -127,6 +127,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         json: None,
         no_tui: args.no_tui,
         no_offcpu: false,
+        metrics_addr: None,
     };
     super::attach::attach_with(&attach, Some(HINT.to_string()))
 }

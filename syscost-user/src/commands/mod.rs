@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod demo;
+pub mod export;
 pub mod lab;
 pub mod report;
 pub mod run;
@@ -12,8 +13,10 @@ use anyhow::Result;
 
 use crate::{
     cli::ViewArgs,
+    metrics::{Source, server::MetricsServer},
     profile::Profile,
     report::{json, strace_table},
+    tracer::RunTimeStats,
 };
 
 /// Saves the full profile as JSON if asked, then renders the table the view asks for.
@@ -25,6 +28,32 @@ fn finish(mut profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Re
         profile.retain_names(&names);
     }
     Ok(strace_table::render(&profile, &view.table()))
+}
+
+/// Starts the metrics endpoint for one traced process when `addr` is given, with BPF
+/// run-time statistics on while it lives (for `syscost_bpf_run_seconds_total`).
+fn serve_metrics(
+    addr: Option<std::net::SocketAddr>,
+    tracer: &crate::tracer::Tracer,
+    pid: u32,
+    comm: &str,
+) -> Result<Option<(MetricsServer, Option<RunTimeStats>)>> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let stats = run_time_stats();
+    let source = Source::new(pid, comm.to_string(), tracer.reader()?, stats.is_some());
+    let server = MetricsServer::start(addr, vec![source])?;
+    eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
+    Ok(Some((server, stats)))
+}
+
+/// BPF run-time statistics for the metrics endpoint; without them it says so once and
+/// serves everything else.
+fn run_time_stats() -> Option<RunTimeStats> {
+    RunTimeStats::enable()
+        .map_err(|e| eprintln!("syscost: {e:#}: syscost_bpf_run_seconds_total is left out"))
+        .ok()
 }
 
 /// Writes to stdout; a closed stdout (a pipe reader gone, a terminal hung up) is not

@@ -43,9 +43,23 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut sighup = signal(SignalKind::hangup())?;
     drop(entered);
 
+    let comm = args.command[0]
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let child = spawn_stopped(&program, &args.command)?;
     let pid = child.pid;
     tracer.trace_process(pid)?;
+    let metrics = match super::serve_metrics(args.metrics_addr, &tracer, pid, &comm) {
+        Ok(m) => m,
+        Err(e) => {
+            // SAFETY: ends our own stopped child, which never ran the command.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            let _ = wait(pid);
+            return Err(e);
+        }
+    };
     // SAFETY: plain syscall on our own child.
     unsafe { libc::kill(pid as i32, libc::SIGCONT) };
     let started = Instant::now();
@@ -72,12 +86,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         }
     })?;
     let duration_ns = started.elapsed().as_nanos() as u64;
+    drop(metrics);
 
-    let comm = args.command[0]
-        .rsplit('/')
-        .next()
-        .unwrap_or_default()
-        .to_string();
     let target = Target {
         pid,
         comm,

@@ -1,0 +1,487 @@
+//! OpenMetrics export for Prometheus (or any OpenMetrics scraper): the profiles of the
+//! traced processes as counters and histograms, one series per (process, syscall).
+//!
+//! The text is written by `prometheus-client`; this module only says what goes in it.
+//! Latency histograms are the kernel's log-linear buckets merged into classic `le`
+//! buckets at powers of two, where the log-linear edges fall exactly, so every count
+//! lands in the right bucket (see [`classic_buckets`]).
+
+pub mod server;
+
+use std::time::Instant;
+
+use anyhow::Result;
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, NoLabelSet},
+    metrics::MetricType,
+    registry::{Registry, Unit},
+};
+
+use crate::{
+    latency::Bucket,
+    profile::{Profile, SyscallProfile, Target},
+    tracer::StatsReader,
+};
+
+/// The content type of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Classic bucket bounds are `2^k - 1` ns for these `k`: 127 ns to 17.2 s. A value in
+/// integer nanoseconds is at most `2^k - 1` exactly when it is below `2^k`, and every
+/// power of two is an edge of the kernel's buckets.
+pub const BOUND_POWERS: std::ops::RangeInclusive<u32> = 7..=34;
+
+/// The classic bucket bounds, in nanoseconds.
+pub fn bucket_bounds_ns() -> impl Iterator<Item = u64> {
+    BOUND_POWERS.map(|k| (1u64 << k) - 1)
+}
+
+/// Merges non-empty log-linear buckets into classic ones: `(le in seconds, count in this
+/// bucket alone)`, ending with `+Inf`, as the exposition encoder takes them (it sums
+/// them up into the cumulative `_bucket` series).
+pub fn classic_buckets(hist: &[Bucket]) -> Vec<(f64, u64)> {
+    let bounds: Vec<u64> = bucket_bounds_ns().collect();
+    let mut counts = vec![0u64; bounds.len() + 1];
+    for b in hist {
+        // The first bound at or above the bucket's top; the bucket's bottom is above the
+        // bound before it, since bounds fall on bucket edges.
+        counts[bounds.partition_point(|&le| le < b.hi_ns)] += b.count;
+    }
+    bounds
+        .iter()
+        .map(|&ns| ns as f64 / 1e9)
+        .chain([f64::INFINITY])
+        .zip(counts)
+        .collect()
+}
+
+/// What one traced process shows on a scrape.
+#[derive(Clone, Debug)]
+pub struct ProcessMetrics {
+    /// Cumulative since syscost began tracing the process.
+    pub profile: Profile,
+    /// Run time of the programs tracing this process, when BPF run-time statistics are
+    /// on.
+    pub bpf_run_ns: Option<u64>,
+}
+
+/// The OpenMetrics text for these processes (ending in `# EOF`).
+pub fn exposition(processes: Vec<ProcessMetrics>) -> Result<String> {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Scrape(processes)));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry)
+        .map_err(|_| anyhow::anyhow!("cannot encode the metrics"))?;
+    Ok(out)
+}
+
+#[derive(Debug)]
+struct Scrape(Vec<ProcessMetrics>);
+
+fn process_labels(t: &Target) -> [(&'static str, String); 2] {
+    [("pid", t.pid.to_string()), ("comm", t.comm.clone())]
+}
+
+fn syscall_labels(t: &Target, s: &SyscallProfile) -> [(&'static str, String); 3] {
+    [
+        ("pid", t.pid.to_string()),
+        ("comm", t.comm.clone()),
+        ("syscall", s.name.clone()),
+    ]
+}
+
+impl Scrape {
+    fn syscalls(&self) -> impl Iterator<Item = (&Target, &SyscallProfile)> {
+        self.0.iter().flat_map(|p| {
+            p.profile
+                .syscalls
+                .iter()
+                .map(move |s| (&p.profile.target, s))
+        })
+    }
+
+    /// One counter family with a sample per syscall.
+    fn per_syscall<V: prometheus_client::encoding::EncodeCounterValue>(
+        &self,
+        encoder: &mut DescriptorEncoder,
+        (name, help, unit): (&str, &str, Option<&Unit>),
+        value: impl Fn(&Profile, &SyscallProfile) -> Option<V>,
+    ) -> std::fmt::Result {
+        let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Counter)?;
+        for p in &self.0 {
+            for s in &p.profile.syscalls {
+                if let Some(v) = value(&p.profile, s) {
+                    family
+                        .encode_family(&syscall_labels(&p.profile.target, s))?
+                        .encode_counter::<NoLabelSet, V, u64>(&v, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One counter family with a sample per process.
+    fn per_process<V: prometheus_client::encoding::EncodeCounterValue>(
+        &self,
+        encoder: &mut DescriptorEncoder,
+        (name, help, unit): (&str, &str, Option<&Unit>),
+        value: impl Fn(&ProcessMetrics) -> Option<V>,
+    ) -> std::fmt::Result {
+        let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Counter)?;
+        for p in &self.0 {
+            if let Some(v) = value(p) {
+                family
+                    .encode_family(&process_labels(&p.profile.target))?
+                    .encode_counter::<NoLabelSet, V, u64>(&v, None)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let seconds = Unit::Seconds;
+        self.per_syscall(
+            &mut encoder,
+            ("syscost_syscalls", "Syscalls completed, by syscall.", None),
+            |_, s| Some(s.calls),
+        )?;
+        {
+            let mut family = encoder.encode_descriptor(
+                "syscost_syscall_errors",
+                "Syscalls that returned an error, by syscall and errno.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (t, s) in self.syscalls() {
+                for (errno, &n) in &s.errnos {
+                    let [pid, comm, syscall] = syscall_labels(t, s);
+                    let labels = [pid, comm, syscall, ("errno", errno.clone())];
+                    family
+                        .encode_family(&labels)?
+                        .encode_counter::<NoLabelSet, u64, u64>(&n, None)?;
+                }
+            }
+        }
+        self.per_syscall(
+            &mut encoder,
+            (
+                "syscost_syscall",
+                "Time spent in syscalls, entry to exit, by syscall.",
+                Some(&seconds),
+            ),
+            |_, s| Some(s.total_ns as f64 / 1e9),
+        )?;
+        self.per_syscall(
+            &mut encoder,
+            (
+                "syscost_syscall_offcpu",
+                "Of the time in syscalls, the part the thread was switched out (blocked or preempted).",
+                Some(&seconds),
+            ),
+            |p, s| p.offcpu_tracked.then(|| s.offcpu_ns as f64 / 1e9),
+        )?;
+        {
+            let mut family = encoder.encode_descriptor(
+                "syscost_syscall_duration",
+                "Syscall latency, entry to exit.",
+                Some(&seconds),
+                MetricType::Histogram,
+            )?;
+            for (t, s) in self.syscalls() {
+                family
+                    .encode_family(&syscall_labels(t, s))?
+                    .encode_histogram::<NoLabelSet>(
+                        s.total_ns as f64 / 1e9,
+                        s.calls,
+                        &classic_buckets(&s.histogram),
+                        None,
+                    )?;
+            }
+        }
+        self.per_process(
+            &mut encoder,
+            (
+                "syscost_bpf_run",
+                "Run time of syscost's kernel programs tracing this process (BPF run-time statistics).",
+                Some(&seconds),
+            ),
+            |p| p.bpf_run_ns.map(|ns| ns as f64 / 1e9),
+        )?;
+        self.per_process(
+            &mut encoder,
+            (
+                "syscost_events_dropped",
+                "Syscalls of threads beyond syscost's per-thread table, not counted.",
+                None,
+            ),
+            |p| Some(p.profile.dropped),
+        )?;
+        self.per_process(
+            &mut encoder,
+            (
+                "syscost_events_unpaired",
+                "Syscall exits without a recorded entry (in flight when tracing began).",
+                None,
+            ),
+            |p| Some(p.profile.unpaired),
+        )?;
+        Ok(())
+    }
+}
+
+/// One traced process as the endpoint reads it on each scrape.
+pub struct Source {
+    pub pid: u32,
+    pub comm: String,
+    pub reader: StatsReader,
+    pub started: Instant,
+    /// Whether BPF run-time statistics are on for the life of the endpoint.
+    pub run_stats: bool,
+}
+
+impl Source {
+    pub fn new(pid: u32, comm: String, reader: StatsReader, run_stats: bool) -> Self {
+        Self {
+            pid,
+            comm,
+            reader,
+            started: Instant::now(),
+            run_stats,
+        }
+    }
+
+    /// The process's metrics now. The reader's handles keep the counters readable after
+    /// the tracer is dropped: a process that exited keeps its final counts.
+    pub fn gather(&self) -> Result<ProcessMetrics> {
+        let target = Target {
+            pid: self.pid,
+            comm: self.comm.clone(),
+            command: None,
+        };
+        let snapshot = self.reader.snapshot()?;
+        Ok(ProcessMetrics {
+            profile: snapshot.to_profile(
+                target,
+                self.started.elapsed().as_nanos() as u64,
+                self.reader.offcpu_tracked(),
+            )?,
+            bpf_run_ns: if self.run_stats {
+                self.reader.program_run_ns()
+            } else {
+                None
+            },
+        })
+    }
+}
+
+/// The metrics of every source, for one scrape.
+pub fn gather(sources: &[Source]) -> Result<Vec<ProcessMetrics>> {
+    sources.iter().map(Source::gather).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use syscost_common::{
+        HISTOGRAM_BUCKETS,
+        latency_bucket::{bucket_lower, bucket_upper},
+    };
+
+    use super::*;
+    use crate::latency;
+
+    #[test]
+    fn every_bound_falls_on_a_bucket_edge() {
+        for le in bucket_bounds_ns() {
+            for i in 0..HISTOGRAM_BUCKETS {
+                let (lo, hi) = (bucket_lower(i), bucket_upper(i));
+                assert!(hi <= le || lo > le, "bucket {lo}..={hi} straddles le={le}");
+            }
+        }
+    }
+
+    #[test]
+    fn merging_puts_each_bucket_under_its_bound() {
+        let hist = vec![
+            Bucket {
+                lo_ns: 120,
+                hi_ns: 127,
+                count: 3,
+            },
+            Bucket {
+                lo_ns: 128,
+                hi_ns: 143,
+                count: 5,
+            },
+            Bucket {
+                lo_ns: 240,
+                hi_ns: 255,
+                count: 7,
+            },
+            Bucket {
+                lo_ns: 1 << 40,
+                hi_ns: u64::MAX,
+                count: 1,
+            },
+        ];
+        let merged = classic_buckets(&hist);
+        assert_eq!(merged.len(), BOUND_POWERS.count() + 1);
+        assert_eq!(merged[0], (127e-9, 3));
+        assert_eq!(merged[1], (255e-9, 12));
+        assert!(merged[2..merged.len() - 1].iter().all(|&(_, c)| c == 0));
+        assert_eq!(merged.last(), Some(&(f64::INFINITY, 1)));
+    }
+
+    proptest! {
+        /// Any kernel histogram: the merged buckets hold every call, and the cumulative
+        /// count at each bound is exactly the number of calls at or below it.
+        #[test]
+        fn merging_keeps_counts_exact(values in proptest::collection::vec(0u64..(1 << 36), 0..200)) {
+            let mut dense = vec![0u64; HISTOGRAM_BUCKETS];
+            for &v in &values {
+                dense[syscost_common::bucket_index(v)] += 1;
+            }
+            let merged = classic_buckets(&latency::to_sparse(&dense));
+            prop_assert_eq!(merged.iter().map(|&(_, c)| c).sum::<u64>(), values.len() as u64);
+            let mut cumulative = 0;
+            for ((le, c), bound) in merged.iter().zip(bucket_bounds_ns()) {
+                cumulative += c;
+                prop_assert_eq!(*le, bound as f64 / 1e9);
+                let at_or_below = values.iter().filter(|&&v| v <= bound).count() as u64;
+                prop_assert_eq!(cumulative, at_or_below, "le={}", bound);
+            }
+        }
+    }
+
+    fn syscall(
+        name: &str,
+        calls: u64,
+        errnos: &[(&str, u64)],
+        hist: Vec<Bucket>,
+    ) -> SyscallProfile {
+        let total_ns = hist.iter().map(|b| b.count * b.lo_ns).sum();
+        SyscallProfile {
+            name: name.into(),
+            nr: 0,
+            calls,
+            errors: errnos.iter().map(|e| e.1).sum(),
+            errnos: errnos
+                .iter()
+                .map(|&(e, n)| (e.to_string(), n))
+                .collect::<BTreeMap<_, _>>(),
+            total_ns,
+            oncpu_ns: total_ns - total_ns / 4,
+            offcpu_ns: total_ns / 4,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+            avg_ns: total_ns / calls,
+            min_ns: hist.first().map_or(0, |b| b.lo_ns),
+            max_ns: hist.last().map_or(0, |b| b.hi_ns),
+            p50_ns: 0,
+            p90_ns: 0,
+            p99_ns: 0,
+            histogram: hist,
+        }
+    }
+
+    fn server_metrics() -> ProcessMetrics {
+        ProcessMetrics {
+            profile: Profile {
+                version: crate::profile::SCHEMA_VERSION,
+                arch: "x86_64".into(),
+                target: Target {
+                    pid: 4242,
+                    comm: "echo-server".into(),
+                    command: None,
+                },
+                duration_ns: 10_000_000_000,
+                offcpu_tracked: true,
+                unpaired: 1,
+                dropped: 0,
+                syscalls: vec![
+                    syscall(
+                        "close",
+                        4,
+                        &[("EBADF", 1)],
+                        vec![
+                            Bucket {
+                                lo_ns: 1000,
+                                hi_ns: 1023,
+                                count: 3,
+                            },
+                            Bucket {
+                                lo_ns: 24576,
+                                hi_ns: 26623,
+                                count: 1,
+                            },
+                        ],
+                    ),
+                    syscall(
+                        "getppid",
+                        2,
+                        &[],
+                        vec![Bucket {
+                            lo_ns: 240,
+                            hi_ns: 255,
+                            count: 2,
+                        }],
+                    ),
+                ],
+            },
+            bpf_run_ns: Some(1_500_000),
+        }
+    }
+
+    #[test]
+    fn exposition_of_a_profile() {
+        insta::assert_snapshot!(exposition(vec![server_metrics()]).unwrap());
+    }
+
+    #[test]
+    fn exposition_without_run_stats_or_offcpu() {
+        let mut m = server_metrics();
+        m.bpf_run_ns = None;
+        m.profile.offcpu_tracked = false;
+        let text = exposition(vec![m]).unwrap();
+        assert!(!text.contains("syscost_bpf_run_seconds_total{"), "{text}");
+        assert!(
+            !text.contains("syscost_syscall_offcpu_seconds_total{"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "syscost_syscalls_total{pid=\"4242\",comm=\"echo-server\",syscall=\"close\"} 4"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn two_processes_keep_their_own_series() {
+        let a = server_metrics();
+        let mut b = server_metrics();
+        b.profile.target.pid = 7;
+        b.profile.syscalls[1].calls = 9;
+        let text = exposition(vec![a, b]).unwrap();
+        assert!(
+            text.contains(
+                "syscost_syscalls_total{pid=\"4242\",comm=\"echo-server\",syscall=\"getppid\"} 2\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "syscost_syscalls_total{pid=\"7\",comm=\"echo-server\",syscall=\"getppid\"} 9\n"
+            ),
+            "{text}"
+        );
+        // One descriptor per family, however many processes.
+        assert_eq!(text.matches("# TYPE syscost_syscalls counter").count(), 1);
+    }
+}

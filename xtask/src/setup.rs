@@ -3,8 +3,9 @@
 //! - the nightly toolchain's rust-src (the kernel programs are built with
 //!   `-Z build-std=core` for bpfel-unknown-none);
 //! - bpf-linker, built against the nightly's own libLLVM (no system LLVM is needed);
-//! - strace (for the side-by-side comparisons) and tmux (for the terminal UI tests),
-//!   from apt.
+//! - strace (for the side-by-side comparisons), tmux (for the terminal UI tests) and
+//!   prometheus (a real scraper for the metrics endpoint's test), from apt. The
+//!   package's service is not started here; the test runs its own server on loopback.
 
 use std::{
     env,
@@ -21,7 +22,7 @@ use anyhow::{Context as _, Result, bail};
 const BPF_LINKER: &str = "bpf-linker@0.13.0";
 const BPF_LINKER_LLVM_FEATURE: &str = "llvm-22";
 /// Debian packages the tests use.
-const APT_PACKAGES: [&str; 2] = ["strace", "tmux"];
+const APT_PACKAGES: [&str; 3] = ["strace", "tmux", "prometheus"];
 
 pub fn setup() -> Result<()> {
     nightly_rust_src()?;

@@ -1,0 +1,210 @@
+//! The metrics endpoint with a real Prometheus server: `syscost export` on a workload of
+//! known size, Prometheus (Debian's package, started here on loopback with a scrape
+//! config of its own) scrapes it, and its query API returns the exact count. Needs root
+//! and prometheus (`cargo xtask setup` installs it).
+
+mod common;
+
+use std::{
+    io::{BufRead as _, BufReader, Read as _, Write as _},
+    net::{TcpListener, TcpStream},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use common::*;
+
+/// Calls the workload makes; odd, so that no round number can pass by accident.
+const CALLS: u64 = 123_457;
+
+/// A GET on loopback; the status code and body.
+fn get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/openmetrics-text\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw)?;
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Ok((status, body))
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = &rest[n + 2..];
+    }
+    out
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// An instant query against Prometheus: the results (metric labels and value).
+fn query(prometheus: &str, promql: &str) -> Vec<serde_json::Value> {
+    let Ok((200, body)) = get(
+        prometheus,
+        &format!("/api/v1/query?query={}", percent_encode(promql)),
+    ) else {
+        return Vec::new();
+    };
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+fn value(result: &serde_json::Value) -> f64 {
+    result["value"][1].as_str().unwrap().parse().unwrap()
+}
+
+/// A free port on loopback (bound and released; Prometheus takes it a moment later).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn prometheus_scrapes_the_exact_count() {
+    let Some(t) = root_test("prometheus_scrape") else {
+        return;
+    };
+    let Ok(prometheus_bin) = which::which("prometheus") else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "prometheus missing under CI"
+        );
+        eprintln!(
+            "\n*** SKIPPED prometheus_scrapes_the_exact_count: prometheus is not installed (cargo xtask setup installs it) ***\n"
+        );
+        return;
+    };
+
+    let mut work = Command::new(workload_path())
+        .args(["--wait-stdin", "getppid", &CALLS.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = BufReader::new(work.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+
+    let mut export = syscost()
+        .args(["export", "-p", &work.id().to_string()])
+        .args(["--metrics-addr", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = BufReader::new(export.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    let endpoint = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.strip_suffix("/metrics; Ctrl-C to stop"))
+        .unwrap_or_else(|| panic!("no endpoint in {first:?}"))
+        .to_string();
+
+    // The workload runs to the end; its final counts stay on the endpoint.
+    writeln!(work.stdin.take().unwrap(), "go").unwrap();
+    assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+    assert!(work.wait().unwrap().success());
+    let (status, text) = get(&endpoint, "/metrics").unwrap();
+    assert_eq!(status, 200, "{text}");
+    let line = format!(
+        "syscost_syscalls_total{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {CALLS}\n",
+        work.id()
+    );
+    assert!(text.contains(&line), "{line} not in:\n{text}");
+
+    let web = format!("127.0.0.1:{}", free_port());
+    let config = t.path("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: syscost\n    static_configs:\n      - targets: ['{endpoint}']\n"
+        ),
+    )
+    .unwrap();
+    let log = t.path("prometheus.log");
+    let mut prometheus = Command::new(prometheus_bin)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", t.path("data").display()))
+        .arg(format!("--web.listen-address={web}"))
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn_reaped();
+
+    let promql = "syscost_syscalls_total{job=\"syscost\",syscall=\"getppid\"}";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let results = loop {
+        let r = query(&web, promql);
+        if !r.is_empty() {
+            break r;
+        }
+        if Instant::now() > deadline || prometheus.try_wait().unwrap().is_some() {
+            panic!(
+                "Prometheus has no {promql} after 60 s; its log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert_eq!(
+        results.len(),
+        1,
+        "one series per (process, syscall): {results:?}"
+    );
+    assert_eq!(value(&results[0]), CALLS as f64, "{results:?}");
+    assert_eq!(results[0]["metric"]["pid"], work.id().to_string());
+    assert_eq!(results[0]["metric"]["comm"], "syscost-workloa");
+
+    // The histogram holds the same calls, and PromQL can read a p99 from it.
+    let count = query(
+        &web,
+        "syscost_syscall_duration_seconds_count{syscall=\"getppid\"}",
+    );
+    assert_eq!(value(&count[0]), CALLS as f64, "{count:?}");
+    let p99 = query(
+        &web,
+        "histogram_quantile(0.99, syscost_syscall_duration_seconds_bucket{syscall=\"getppid\"})",
+    );
+    let p99 = value(&p99[0]);
+    assert!(
+        (50e-9..1e-3).contains(&p99),
+        "getppid p99 of {p99} s is not plausible"
+    );
+
+    // SIGTERM ends the export cleanly; the programs are gone (checked on drop).
+    // SAFETY: signals the process this test started.
+    unsafe { libc::kill(export.id() as i32, libc::SIGTERM) };
+    assert!(export.wait().unwrap().success());
+    // SAFETY: as above.
+    unsafe { libc::kill(prometheus.id() as i32, libc::SIGTERM) };
+    prometheus.wait().unwrap();
+}

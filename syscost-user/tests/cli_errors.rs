@@ -37,6 +37,23 @@ fn missing_and_bad_processes() {
 }
 
 #[test]
+fn metrics_endpoint_input_is_checked_before_loading() {
+    fails_with(&["export", "-p", "1,2147483647"], "no process 2147483647");
+    fails_with(
+        &["export", "-p", "1", "-d", "0"],
+        "-d must be a positive number of seconds, not 0",
+    );
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let in_use = format!(
+        "cannot listen for metrics scrapes on {addr}: Address already in use (os error 98)"
+    );
+    fails_with(&["export", "-p", "1", "--metrics-addr", &addr], &in_use);
+    fails_with(&["attach", "-p", "1", "--metrics-addr", &addr], &in_use);
+    fails_with(&["run", "--metrics-addr", &addr, "--", "true"], &in_use);
+}
+
+#[test]
 fn unwritable_outputs_fail_before_anything_runs() {
     fails_with(
         &["run", "--json", "/nonexistent-dir/p.json", "--", "true"],

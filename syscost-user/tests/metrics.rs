@@ -141,6 +141,7 @@ fn prometheus_scrapes_the_exact_count() {
         work.id()
     );
     assert!(text.contains(&line), "{line} not in:\n{text}");
+    assert_eq!(get(&endpoint, "/").unwrap().0, 404);
 
     let web = format!("127.0.0.1:{}", free_port());
     let config = t.path("prometheus.yml");

@@ -39,6 +39,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let duration = seconds(args.duration, "-d")?;
     let every = seconds(args.interval, "-i")?;
     let target = process::open(args.pid)?;
+    let listener = super::bind_metrics(args.metrics_addr)?;
     let mut tracer = Tracer::load(TracerOptions {
         follow_forks: args.follow_forks,
         offcpu: !args.no_offcpu,
@@ -47,7 +48,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     if process::has_exited(&target.pidfd) {
         anyhow::bail!("process {} exited before tracing began", target.pid);
     }
-    let _metrics = super::serve_metrics(args.metrics_addr, &tracer, target.pid, &target.comm)?;
+    let _metrics = super::serve_metrics(listener, &tracer, target.pid, &target.comm)?;
     let info = Target {
         pid: target.pid,
         comm: target.comm.clone(),

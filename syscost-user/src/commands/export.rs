@@ -40,6 +40,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .map(|&pid| process::open(pid))
         .collect::<Result<Vec<_>>>()?;
 
+    let listener = MetricsServer::bind(args.metrics_addr)?;
     let stats = super::run_time_stats();
     let mut tracers = Vec::new();
     let mut sources = Vec::new();
@@ -57,7 +58,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         ));
         tracers.push(Some(tracer));
     }
-    let server = MetricsServer::start(args.metrics_addr, sources)?;
+    let server = MetricsServer::start(listener, sources)?;
     let names: Vec<String> = targets
         .iter()
         .map(|t| format!("{} ({})", t.pid, t.comm))

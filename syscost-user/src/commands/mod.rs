@@ -33,19 +33,24 @@ fn finish(mut profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Re
 /// Starts the metrics endpoint for one traced process when `addr` is given, with BPF
 /// run-time statistics on while it lives (for `syscost_bpf_run_seconds_total`).
 fn serve_metrics(
-    addr: Option<std::net::SocketAddr>,
+    listener: Option<std::net::TcpListener>,
     tracer: &crate::tracer::Tracer,
     pid: u32,
     comm: &str,
 ) -> Result<Option<(MetricsServer, Option<RunTimeStats>)>> {
-    let Some(addr) = addr else {
+    let Some(listener) = listener else {
         return Ok(None);
     };
     let stats = run_time_stats();
     let source = Source::new(pid, comm.to_string(), tracer.reader()?, stats.is_some());
-    let server = MetricsServer::start(addr, vec![source])?;
+    let server = MetricsServer::start(listener, vec![source])?;
     eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
     Ok(Some((server, stats)))
+}
+
+/// The metrics endpoint's socket, bound before anything is loaded.
+fn bind_metrics(addr: Option<std::net::SocketAddr>) -> Result<Option<std::net::TcpListener>> {
+    addr.map(MetricsServer::bind).transpose()
 }
 
 /// BPF run-time statistics for the metrics endpoint; without them it says so once and

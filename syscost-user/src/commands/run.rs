@@ -25,6 +25,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref(), args.output.as_deref()])?;
     let program = which::which(&args.command[0])
         .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
+    let listener = super::bind_metrics(args.metrics_addr)?;
     let mut tracer = Tracer::load(TracerOptions {
         follow_forks: true,
         offcpu: !args.no_offcpu,
@@ -51,7 +52,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let child = spawn_stopped(&program, &args.command)?;
     let pid = child.pid;
     tracer.trace_process(pid)?;
-    let metrics = match super::serve_metrics(args.metrics_addr, &tracer, pid, &comm) {
+    let metrics = match super::serve_metrics(listener, &tracer, pid, &comm) {
         Ok(m) => m,
         Err(e) => {
             // SAFETY: ends our own stopped child, which never ran the command.

@@ -26,11 +26,14 @@ pub struct MetricsServer {
 }
 
 impl MetricsServer {
-    /// Binds `addr` (here, so that a taken port is an error before anything is traced)
-    /// and serves the sources' metrics from a new thread.
-    pub fn start(addr: SocketAddr, sources: Vec<Source>) -> Result<Self> {
-        let listener = TcpListener::bind(addr)
-            .with_context(|| format!("cannot listen for metrics scrapes on {addr}"))?;
+    /// Binds `addr`: first, so that a taken port is an error before anything is loaded.
+    pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
+        TcpListener::bind(addr)
+            .with_context(|| format!("cannot listen for metrics scrapes on {addr}"))
+    }
+
+    /// Serves the sources' metrics on `listener` from a new thread.
+    pub fn start(listener: TcpListener, sources: Vec<Source>) -> Result<Self> {
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel();

@@ -48,7 +48,12 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     if process::has_exited(&target.pidfd) {
         anyhow::bail!("process {} exited before tracing began", target.pid);
     }
-    let _metrics = super::serve_metrics(listener, &tracer, target.pid, &target.comm)?;
+    let metrics = super::serve_metrics(listener, &tracer, target.pid, &target.comm)?;
+    let hint = hint.or_else(|| {
+        metrics
+            .as_ref()
+            .map(|(m, _)| format!("metrics at http://{}/metrics", m.local_addr()))
+    });
     let info = Target {
         pid: target.pid,
         comm: target.comm.clone(),

@@ -116,19 +116,7 @@ fn prometheus_scrapes_the_exact_count() {
     let mut out = BufReader::new(work.stdout.take().unwrap()).lines();
     assert_eq!(out.next().unwrap().unwrap(), "ready");
 
-    let mut export = syscost()
-        .args(["export", "-p", &work.id().to_string()])
-        .args(["--metrics-addr", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn_reaped();
-    let mut err = BufReader::new(export.stderr.take().unwrap()).lines();
-    let first = err.next().unwrap().unwrap();
-    let endpoint = first
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.strip_suffix("/metrics; Ctrl-C to stop"))
-        .unwrap_or_else(|| panic!("no endpoint in {first:?}"))
-        .to_string();
+    let (mut export, endpoint) = start_export(&work.id().to_string());
 
     // The workload runs to the end; its final counts stay on the endpoint.
     writeln!(work.stdin.take().unwrap(), "go").unwrap();
@@ -208,4 +196,73 @@ fn prometheus_scrapes_the_exact_count() {
     // SAFETY: as above.
     unsafe { libc::kill(prometheus.id() as i32, libc::SIGTERM) };
     prometheus.wait().unwrap();
+}
+
+/// Starts `syscost export -p PIDS` on a free port; the process and its endpoint.
+fn start_export(pids: &str) -> (Reaped, String) {
+    let mut export = syscost()
+        .args(["export", "-p", pids, "--metrics-addr", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = BufReader::new(export.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    let endpoint = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.strip_suffix("/metrics; Ctrl-C to stop"))
+        .unwrap_or_else(|| panic!("no endpoint in {first:?}"))
+        .to_string();
+    // The rest of stderr is drained so that exit lines never block syscost.
+    std::thread::spawn(move || err.for_each(drop));
+    (export, endpoint)
+}
+
+#[test]
+fn each_process_has_its_own_exact_series() {
+    let Some(_t) = root_test("export_two_processes") else {
+        return;
+    };
+    let counts = [1_001u64, 2_345];
+    let mut works: Vec<Reaped> = counts
+        .iter()
+        .map(|n| {
+            Command::new(workload_path())
+                .args(["--wait-stdin", "getppid", &n.to_string()])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn_reaped()
+        })
+        .collect();
+    let mut outs: Vec<_> = works
+        .iter_mut()
+        .map(|w| BufReader::new(w.stdout.take().unwrap()).lines())
+        .collect();
+    for out in &mut outs {
+        assert_eq!(out.next().unwrap().unwrap(), "ready");
+    }
+    let pids: Vec<String> = works.iter().map(|w| w.id().to_string()).collect();
+    let (mut export, endpoint) = start_export(&pids.join(","));
+    for (w, out) in works.iter_mut().zip(&mut outs) {
+        writeln!(w.stdin.take().unwrap(), "go").unwrap();
+        assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+        assert!(w.wait().unwrap().success());
+    }
+    let (status, text) = get(&endpoint, "/metrics").unwrap();
+    assert_eq!(status, 200, "{text}");
+    for (pid, n) in pids.iter().zip(counts) {
+        let line = format!(
+            "syscost_syscalls_total{{pid=\"{pid}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {n}\n"
+        );
+        assert!(text.contains(&line), "{line} not in:\n{text}");
+        let histogram_count = format!(
+            "syscost_syscall_duration_seconds_count{{pid=\"{pid}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {n}\n"
+        );
+        assert!(
+            text.contains(&histogram_count),
+            "{histogram_count} not in:\n{text}"
+        );
+    }
+    // SAFETY: signals the process this test started.
+    unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
+    assert!(export.wait().unwrap().success());
 }

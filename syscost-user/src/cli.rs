@@ -114,6 +114,11 @@ pub struct RunArgs {
     /// runs.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<SocketAddr>,
+    /// Leave the kernel's BPF run-time statistics off: no own-cost figure (live view
+    /// header, syscost_bpf_run_seconds_total), and less cost per traced syscall (the
+    /// kernel times every BPF program run while they are on).
+    #[arg(long)]
+    pub no_run_stats: bool,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -149,6 +154,11 @@ pub struct AttachArgs {
     /// Also serve the counters for Prometheus at http://ADDR/metrics while attached.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<SocketAddr>,
+    /// Leave the kernel's BPF run-time statistics off: no own-cost figure (live view
+    /// header, syscost_bpf_run_seconds_total), and less cost per traced syscall (the
+    /// kernel times every BPF program run while they are on).
+    #[arg(long)]
+    pub no_run_stats: bool,
 }
 
 #[derive(Debug, Args)]
@@ -175,6 +185,11 @@ pub struct ExportArgs {
     /// on every context switch of the machine).
     #[arg(long)]
     pub no_offcpu: bool,
+    /// Leave the kernel's BPF run-time statistics off: no own-cost figure (live view
+    /// header, syscost_bpf_run_seconds_total), and less cost per traced syscall (the
+    /// kernel times every BPF program run while they are on).
+    #[arg(long)]
+    pub no_run_stats: bool,
 }
 
 #[derive(Debug, Args)]

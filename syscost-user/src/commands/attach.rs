@@ -48,7 +48,13 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     if process::has_exited(&target.pidfd) {
         anyhow::bail!("process {} exited before tracing began", target.pid);
     }
-    let metrics = super::serve_metrics(listener, &tracer, target.pid, &target.comm)?;
+    let metrics = super::serve_metrics(
+        listener,
+        &tracer,
+        target.pid,
+        &target.comm,
+        !args.no_run_stats,
+    )?;
     let hint = hint.or_else(|| {
         metrics
             .as_ref()
@@ -66,6 +72,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             duration,
             per: args.view.per.clone(),
             hint,
+            run_stats: !args.no_run_stats,
         };
         tui::run(&mut tracer, &target, &options)?
     } else {

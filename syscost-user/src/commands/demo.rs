@@ -128,6 +128,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         no_tui: args.no_tui,
         no_offcpu: false,
         metrics_addr: None,
+        no_run_stats: false,
     };
     super::attach::attach_with(&attach, Some(HINT.to_string()))
 }

@@ -41,7 +41,11 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .collect::<Result<Vec<_>>>()?;
 
     let listener = MetricsServer::bind(args.metrics_addr)?;
-    let stats = super::run_time_stats();
+    let stats = if args.no_run_stats {
+        None
+    } else {
+        super::run_time_stats()
+    };
     let mut tracers = Vec::new();
     let mut sources = Vec::new();
     for t in &targets {

@@ -30,18 +30,20 @@ fn finish(mut profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Re
     Ok(strace_table::render(&profile, &view.table()))
 }
 
-/// Starts the metrics endpoint for one traced process when `addr` is given, with BPF
-/// run-time statistics on while it lives (for `syscost_bpf_run_seconds_total`).
+/// Starts the metrics endpoint for one traced process on `listener` if there is one,
+/// with BPF run-time statistics on while it lives if asked (for
+/// `syscost_bpf_run_seconds_total`).
 fn serve_metrics(
     listener: Option<std::net::TcpListener>,
     tracer: &crate::tracer::Tracer,
     pid: u32,
     comm: &str,
+    run_stats: bool,
 ) -> Result<Option<(MetricsServer, Option<RunTimeStats>)>> {
     let Some(listener) = listener else {
         return Ok(None);
     };
-    let stats = run_time_stats();
+    let stats = if run_stats { run_time_stats() } else { None };
     let source = Source::new(pid, comm.to_string(), tracer.reader()?, stats.is_some());
     let server = MetricsServer::start(listener, vec![source])?;
     eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());

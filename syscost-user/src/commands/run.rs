@@ -52,7 +52,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let child = spawn_stopped(&program, &args.command)?;
     let pid = child.pid;
     tracer.trace_process(pid)?;
-    let metrics = match super::serve_metrics(listener, &tracer, pid, &comm) {
+    let metrics = match super::serve_metrics(listener, &tracer, pid, &comm, !args.no_run_stats) {
         Ok(m) => m,
         Err(e) => {
             // SAFETY: ends our own stopped child, which never ran the command.

@@ -39,6 +39,8 @@ pub struct LiveOptions {
     pub per: Option<String>,
     /// A line of advice under the header.
     pub hint: Option<String>,
+    /// Turn BPF run-time statistics on for the own-cost figure.
+    pub run_stats: bool,
 }
 
 static TERMINATE: AtomicBool = AtomicBool::new(false);
@@ -189,7 +191,10 @@ fn thread_comm(pid: u32, tid: u32) -> String {
 /// last snapshot (cumulative since load) for the final table.
 pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Result<Snapshot> {
     // Statistics are optional: without them the header says n/a.
-    let stats = RunTimeStats::enable().ok();
+    let stats = options
+        .run_stats
+        .then(|| RunTimeStats::enable().ok())
+        .flatten();
     TERMINATE.store(false, Ordering::Relaxed);
     crate::signals::catch(&[libc::SIGTERM, libc::SIGHUP, libc::SIGINT], on_terminate);
     let first = tracer.snapshot()?;

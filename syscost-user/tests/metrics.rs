@@ -116,7 +116,7 @@ fn prometheus_scrapes_the_exact_count() {
     let mut out = BufReader::new(work.stdout.take().unwrap()).lines();
     assert_eq!(out.next().unwrap().unwrap(), "ready");
 
-    let (mut export, endpoint) = start_export(&work.id().to_string());
+    let (mut export, endpoint) = start_export(&work.id().to_string(), &[]);
 
     // The workload runs to the end; its final counts stay on the endpoint.
     writeln!(work.stdin.take().unwrap(), "go").unwrap();
@@ -189,6 +189,10 @@ fn prometheus_scrapes_the_exact_count() {
         "getppid p99 of {p99} s is not plausible"
     );
 
+    // Its own cost, from the kernel's run-time statistics.
+    let own = query(&web, "syscost_bpf_run_seconds_total");
+    assert!(value(&own[0]) > 0.0, "{own:?}");
+
     // SIGTERM ends the export cleanly; the programs are gone (checked on drop).
     // SAFETY: signals the process this test started.
     unsafe { libc::kill(export.id() as i32, libc::SIGTERM) };
@@ -199,9 +203,10 @@ fn prometheus_scrapes_the_exact_count() {
 }
 
 /// Starts `syscost export -p PIDS` on a free port; the process and its endpoint.
-fn start_export(pids: &str) -> (Reaped, String) {
+fn start_export(pids: &str, extra: &[&str]) -> (Reaped, String) {
     let mut export = syscost()
         .args(["export", "-p", pids, "--metrics-addr", "127.0.0.1:0"])
+        .args(extra)
         .stderr(Stdio::piped())
         .spawn_reaped();
     let mut err = BufReader::new(export.stderr.take().unwrap()).lines();
@@ -241,7 +246,7 @@ fn each_process_has_its_own_exact_series() {
         assert_eq!(out.next().unwrap().unwrap(), "ready");
     }
     let pids: Vec<String> = works.iter().map(|w| w.id().to_string()).collect();
-    let (mut export, endpoint) = start_export(&pids.join(","));
+    let (mut export, endpoint) = start_export(&pids.join(","), &["--no-run-stats"]);
     for (w, out) in works.iter_mut().zip(&mut outs) {
         writeln!(w.stdin.take().unwrap(), "go").unwrap();
         assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
@@ -262,6 +267,10 @@ fn each_process_has_its_own_exact_series() {
             "{histogram_count} not in:\n{text}"
         );
     }
+    assert!(
+        !text.contains("syscost_bpf_run_seconds_total{"),
+        "--no-run-stats: {text}"
+    );
     // SAFETY: signals the process this test started.
     unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
     assert!(export.wait().unwrap().success());

@@ -62,7 +62,8 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         ));
         tracers.push(Some(tracer));
     }
-    let server = MetricsServer::start(listener, sources)?;
+    let sources = std::sync::Arc::new(sources);
+    let server = MetricsServer::start(listener, sources.clone())?;
     let names: Vec<String> = targets
         .iter()
         .map(|t| format!("{} ({})", t.pid, t.comm))
@@ -106,6 +107,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
                     // Its children may live on under -f; otherwise nothing is left to
                     // trace and the programs would only cost every syscall of the machine.
                     if !args.follow_forks {
+                        sources[i].run_ns();
                         tracers[i] = None;
                     }
                     eprintln!("syscost: process {pid} exited; its final counts stay on the endpoint");

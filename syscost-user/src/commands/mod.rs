@@ -45,7 +45,7 @@ fn serve_metrics(
     };
     let stats = if run_stats { run_time_stats() } else { None };
     let source = Source::new(pid, comm.to_string(), tracer.reader()?, stats.is_some());
-    let server = MetricsServer::start(listener, vec![source])?;
+    let server = MetricsServer::start(listener, std::sync::Arc::new(vec![source]))?;
     eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
     Ok(Some((server, stats)))
 }

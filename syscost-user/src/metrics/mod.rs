@@ -8,7 +8,7 @@
 
 pub mod server;
 
-use std::time::Instant;
+use std::{sync::Mutex, time::Instant};
 
 use anyhow::Result;
 use prometheus_client::{
@@ -240,6 +240,8 @@ pub struct Source {
     pub started: Instant,
     /// Whether BPF run-time statistics are on for the life of the endpoint.
     pub run_stats: bool,
+    /// The programs' run time when last read: it stays served after they are unloaded.
+    run_ns: Mutex<Option<u64>>,
 }
 
 impl Source {
@@ -250,7 +252,21 @@ impl Source {
             reader,
             started: Instant::now(),
             run_stats,
+            run_ns: Mutex::new(None),
         }
+    }
+
+    /// Run time of the programs tracing this process, read now if they are loaded, else
+    /// as last read. (Call it before unloading them to keep their final figure.)
+    pub fn run_ns(&self) -> Option<u64> {
+        if !self.run_stats {
+            return None;
+        }
+        let mut last = self.run_ns.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(now) = self.reader.program_run_ns() {
+            *last = Some(now);
+        }
+        *last
     }
 
     /// The process's metrics now. The reader's handles keep the counters readable after
@@ -268,11 +284,7 @@ impl Source {
                 self.started.elapsed().as_nanos() as u64,
                 self.reader.offcpu_tracked(),
             )?,
-            bpf_run_ns: if self.run_stats {
-                self.reader.program_run_ns()
-            } else {
-                None
-            },
+            bpf_run_ns: self.run_ns(),
         })
     }
 }

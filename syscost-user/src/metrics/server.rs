@@ -33,11 +33,10 @@ impl MetricsServer {
     }
 
     /// Serves the sources' metrics on `listener` from a new thread.
-    pub fn start(listener: TcpListener, sources: Vec<Source>) -> Result<Self> {
+    pub fn start(listener: TcpListener, sources: Arc<Vec<Source>>) -> Result<Self> {
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel();
-        let sources = Arc::new(sources);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

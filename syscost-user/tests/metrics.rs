@@ -275,3 +275,106 @@ fn each_process_has_its_own_exact_series() {
     unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
     assert!(export.wait().unwrap().success());
 }
+
+/// The endpoint a `--metrics-addr` command announced on stderr.
+fn announced(err: &mut impl Iterator<Item = std::io::Result<String>>) -> String {
+    let line = err.next().unwrap().unwrap();
+    line.strip_prefix("syscost: metrics at http://")
+        .and_then(|r| r.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("no endpoint in {line:?}"))
+        .to_string()
+}
+
+/// A `--wait-stdin --hold` workload behind `stdin`/`stdout`: starts it, waits for the
+/// work to be done, returns the endpoint's text, and lets it exit.
+fn scrape_while_held(
+    stdin: std::process::ChildStdin,
+    stdout: std::process::ChildStdout,
+    endpoint: &str,
+) -> String {
+    let mut stdin = stdin;
+    let mut out = BufReader::new(stdout).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    writeln!(stdin, "go").unwrap();
+    assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+    assert_eq!(out.next().unwrap().unwrap(), "done");
+    let (status, text) = get(endpoint, "/metrics").unwrap();
+    assert_eq!(status, 200, "{text}");
+    writeln!(stdin).unwrap();
+    text
+}
+
+#[test]
+fn run_and_attach_serve_while_they_trace() {
+    let Some(_t) = root_test("metrics_run_attach") else {
+        return;
+    };
+    let n = 4_321;
+    let mut run = syscost()
+        .args([
+            "run",
+            "-o",
+            "/dev/null",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--",
+        ])
+        .args([
+            workload_path(),
+            "--wait-stdin",
+            "--hold",
+            "getppid",
+            &n.to_string(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = BufReader::new(run.stderr.take().unwrap()).lines();
+    let endpoint = announced(&mut err);
+    let text = scrape_while_held(
+        run.stdin.take().unwrap(),
+        run.stdout.take().unwrap(),
+        &endpoint,
+    );
+    assert!(
+        text.contains(&format!(
+            ",comm=\"syscost-workload\",syscall=\"getppid\"}} {n}\n"
+        )),
+        "{text}"
+    );
+    assert!(run.wait().unwrap().success());
+
+    let m = 5_432;
+    let mut work = Command::new(workload_path())
+        .args(["--wait-stdin", "--hold", "getppid", &m.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut attach = syscost()
+        .args(["attach", "--no-tui", "-p", &work.id().to_string()])
+        .args(["--metrics-addr", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = BufReader::new(attach.stderr.take().unwrap()).lines();
+    let endpoint = announced(&mut err);
+    assert!(
+        err.next()
+            .unwrap()
+            .unwrap()
+            .starts_with("syscost: tracing process")
+    );
+    let text = scrape_while_held(
+        work.stdin.take().unwrap(),
+        work.stdout.take().unwrap(),
+        &endpoint,
+    );
+    let line = format!(
+        "syscost_syscalls_total{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {m}\n",
+        work.id()
+    );
+    assert!(text.contains(&line), "{line} not in:\n{text}");
+    assert!(work.wait().unwrap().success());
+    assert!(attach.wait().unwrap().success());
+}

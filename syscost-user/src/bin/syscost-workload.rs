@@ -15,7 +15,9 @@
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
 //!   exit CODE          exits with CODE
 //! ```
-//! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work.
+//! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work;
+//! with `--hold` (after `--wait-stdin`, if both) it prints `done` after the work and waits
+//! for another line (or the end of stdin) before it exits.
 
 use std::{
     io::{BufRead as _, Write as _},
@@ -59,6 +61,20 @@ fn main() {
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line).unwrap();
     }
+    let hold = args.first().map(String::as_str) == Some("--hold");
+    if hold {
+        args.remove(0);
+    }
+    work(&args);
+    if hold {
+        println!("done");
+        std::io::stdout().flush().unwrap();
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).unwrap();
+    }
+}
+
+fn work(args: &[String]) {
     match args.first().map(String::as_str) {
         Some("getppid") => {
             let n = arg(&args, 1);

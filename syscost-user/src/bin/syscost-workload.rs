@@ -77,7 +77,7 @@ fn main() {
 fn work(args: &[String]) {
     match args.first().map(String::as_str) {
         Some("getppid") => {
-            let n = arg(&args, 1);
+            let n = arg(args, 1);
             let t = Instant::now();
             getppid_n(n);
             println!(
@@ -86,14 +86,14 @@ fn work(args: &[String]) {
             );
         }
         Some("close-ebadf") => {
-            for _ in 0..arg(&args, 1) {
+            for _ in 0..arg(args, 1) {
                 // SAFETY: closing an invalid fd only returns EBADF.
                 unsafe { libc::close(-1) };
             }
         }
         Some("threads") => {
-            let n = arg(&args, 2);
-            let threads: Vec<_> = (0..arg(&args, 1))
+            let n = arg(args, 2);
+            let threads: Vec<_> = (0..arg(args, 1))
                 .map(|_| std::thread::spawn(move || getppid_n(n)))
                 .collect();
             for t in threads {
@@ -101,8 +101,8 @@ fn work(args: &[String]) {
             }
         }
         Some("churn") => {
-            let (k, n) = (arg(&args, 2), arg(&args, 3));
-            for _ in 0..arg(&args, 1) {
+            let (k, n) = (arg(args, 2), arg(args, 3));
+            for _ in 0..arg(args, 1) {
                 let threads: Vec<_> = (0..k)
                     .map(|_| std::thread::spawn(move || getppid_n(n)))
                     .collect();
@@ -112,7 +112,7 @@ fn work(args: &[String]) {
             }
         }
         Some("pipe-block") => {
-            let (n, ms) = (arg(&args, 1), arg(&args, 2));
+            let (n, ms) = (arg(args, 1), arg(args, 2));
             let (r, w) = pipe();
             let writer = std::thread::spawn(move || {
                 for _ in 0..n {
@@ -137,7 +137,7 @@ fn work(args: &[String]) {
             println!("mean_ns={}", total / u128::from(n.max(1)));
         }
         Some("pingpong") => {
-            let n = arg(&args, 1);
+            let n = arg(args, 1);
             let (a_r, a_w) = pipe();
             let (b_r, b_w) = pipe();
             let echo = std::thread::spawn(move || {
@@ -164,9 +164,9 @@ fn work(args: &[String]) {
             println!("ns_per_call={ns:.1}");
         }
         Some("fork") => {
-            let n = arg(&args, 2);
+            let n = arg(args, 2);
             let mut children = Vec::new();
-            for _ in 0..arg(&args, 1) {
+            for _ in 0..arg(args, 1) {
                 // SAFETY: the child only makes raw syscalls and _exits.
                 match unsafe { libc::fork() } {
                     0 => {
@@ -184,7 +184,7 @@ fn work(args: &[String]) {
             }
         }
         Some("nanosleep") => {
-            let (n, us) = (arg(&args, 1), arg(&args, 2));
+            let (n, us) = (arg(args, 1), arg(args, 2));
             let ts = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: (us * 1000) as i64,
@@ -198,8 +198,8 @@ fn work(args: &[String]) {
             }
             println!("mean_ns={}", total / u128::from(n.max(1)));
         }
-        Some("sleep") => std::thread::sleep(std::time::Duration::from_millis(arg(&args, 1))),
-        Some("exit") => std::process::exit(arg(&args, 1) as i32),
+        Some("sleep") => std::thread::sleep(std::time::Duration::from_millis(arg(args, 1))),
+        Some("exit") => std::process::exit(arg(args, 1) as i32),
         _ => usage(),
     }
 }

@@ -18,12 +18,46 @@ pub const MAX_SYSCALLS: u32 = 2 * SYSCALLS_PER_ABI;
 /// Where compat syscalls start in the stats maps.
 pub const COMPAT_BASE: u32 = SYSCALLS_PER_ABI;
 
-/// `PROCS` values: a traced process whose ABI is not known yet (just traced, or just
-/// exec'd), a 64-bit one, a 32-bit (compat) one. 0 is "not traced".
+/// The ABI part of a `PROCS` value: a traced process whose ABI is not known yet (just
+/// traced, or just exec'd), a 64-bit one, a 32-bit (compat) one. 0 is "not traced".
 pub mod abi {
     pub const UNKNOWN: u32 = 1;
     pub const NATIVE: u32 = 2;
     pub const COMPAT: u32 = 3;
+}
+
+/// `PROCS` values: the process's slot above its ABI, `slot << 8 | abi`. Each process
+/// syscost is asked to profile has a slot of statistics of its own (children it is
+/// followed into share their parent's), so one set of programs keeps several processes
+/// apart. A value is non-zero exactly when the process is traced.
+pub mod proc_value {
+    const ABI_MASK: u32 = 0xff;
+    const SLOT_SHIFT: u32 = 8;
+
+    pub const fn new(slot: u32, abi: u32) -> u32 {
+        (slot << SLOT_SHIFT) | abi
+    }
+    pub const fn slot(value: u32) -> u32 {
+        value >> SLOT_SHIFT
+    }
+    pub const fn abi(value: u32) -> u32 {
+        value & ABI_MASK
+    }
+    /// The same process with another ABI.
+    pub const fn with_abi(value: u32, abi: u32) -> u32 {
+        (value & !ABI_MASK) | abi
+    }
+}
+
+/// Where a slot's statistics of syscall index `nr` (< `MAX_SYSCALLS`) are in `STATS` and
+/// `ERRNOS`.
+pub const fn stats_index(slot: u32, nr: u32) -> u32 {
+    slot * MAX_SYSCALLS + nr
+}
+
+/// Where a slot's counter `c` (see [`counter`]) is in `COUNTERS`.
+pub const fn counter_index(slot: u32, c: u32) -> u32 {
+    slot * counter::COUNT + c
 }
 
 /// x86's code segment selector of 32-bit user code (`__USER32_CS`).
@@ -33,7 +67,7 @@ pub const USER32_CS: u64 = 0x23;
 /// thread's return from clone (an exit the thread never entered) is not called unpaired.
 pub const NR_FORK_CHILD: u32 = u32::MAX;
 
-/// Indices of the `COUNTERS` per-CPU array.
+/// Counters of each slot in the `COUNTERS` per-CPU array (see [`counter_index`]).
 pub mod counter {
     /// Exits whose enter was not seen (the syscall was in flight when we attached).
     pub const UNPAIRED: u32 = 0;

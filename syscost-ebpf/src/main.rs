@@ -21,11 +21,13 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use syscost_common::{
     COMPAT_BASE, ERRNO_SLOTS, ErrnoCounts, MAX_SYSCALLS, NR_FORK_CHILD, SYSCALLS_PER_ABI,
-    SyscallStats, ThreadSlot, ThreadStats, USER32_CS, abi, bucket_index, counter, errno_slot,
+    SyscallStats, ThreadSlot, ThreadStats, USER32_CS, abi, bucket_index, counter, counter_index,
+    errno_slot, proc_value, stats_index,
 };
 
-/// Traced processes: index tgid, value non-zero when traced. Userspace sizes it to
-/// pid_max, so a lookup is an inlined bounds check plus a load.
+/// Traced processes: index tgid, value (`proc_value`: slot and ABI) non-zero when
+/// traced. Userspace sizes it to pid_max, so a lookup is an inlined bounds check plus a
+/// load.
 #[map]
 static PROCS: Array<u32> = Array::with_max_entries(1, 0);
 
@@ -38,15 +40,17 @@ static THREADS: Array<ThreadSlot> = Array::with_max_entries(1, 0);
 #[map]
 static THREAD_STATS: Array<ThreadStats> = Array::with_max_entries(1, 0);
 
-/// Per-syscall statistics: index syscall number.
+/// Per-syscall statistics: index `stats_index(slot, nr)`; userspace sizes it to
+/// `MAX_SYSCALLS` times the number of slots.
 #[map]
 static STATS: PerCpuArray<SyscallStats> = PerCpuArray::with_max_entries(MAX_SYSCALLS, 0);
 
-/// Errno counts per syscall: index syscall number, then `errno_slot(errno)`.
+/// Errno counts per syscall: index `stats_index(slot, nr)`, then `errno_slot(errno)`.
 #[map]
 static ERRNOS: PerCpuArray<ErrnoCounts> = PerCpuArray::with_max_entries(MAX_SYSCALLS, 0);
 
-/// Counters of events that did not make it into STATS; see `syscost_common::counter`.
+/// Counters of events that did not make it into STATS, per slot: index
+/// `counter_index(slot, counter)`.
 #[map]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
 
@@ -64,25 +68,32 @@ static TASK_TGID_OFFSET: Global<u64> = Global::new(0);
 static PT_REGS_CS_OFFSET: Global<u64> = Global::new(0);
 
 #[inline(always)]
-fn count(index: u32) {
-    if let Some(c) = COUNTERS.get_ptr_mut(index) {
-        unsafe { *c += 1 };
+fn count(slot: u32, c: u32) {
+    if let Some(n) = COUNTERS.get_ptr_mut(counter_index(slot, c)) {
+        unsafe { *n += 1 };
     }
 }
 
-/// Is this tgid traced? The first test on every syscall of every process.
+/// The `PROCS` value of this tgid, 0 when it is not traced. The first test on every
+/// syscall of every process.
 #[inline(always)]
-fn traced(tgid: u32) -> bool {
+fn proc_of(tgid: u32) -> u32 {
     match PROCS.get(tgid) {
         // black_box: the wrapper ignores our return value, and without it the compiler
         // may fold the compare into the paths that follow and lose the early return.
-        Some(v) => black_box(*v) != 0,
-        None => false,
+        Some(v) => black_box(*v),
+        None => 0,
     }
 }
 
-/// The ABI of a traced process, learnt from the code segment of its first syscall after
-/// it was traced or exec'd and kept in PROCS: one kernel read per process, not per call.
+#[inline(always)]
+fn traced(tgid: u32) -> bool {
+    proc_of(tgid) != 0
+}
+
+/// The `PROCS` value of a traced process with its ABI known (0 when not traced): the
+/// ABI is learnt from the code segment of its first syscall after it was traced or
+/// exec'd and kept in PROCS, one kernel read per process, not per call.
 #[inline(always)]
 fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
     let Some(v) = PROCS.get_ptr_mut(tgid) else {
@@ -90,26 +101,28 @@ fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
     };
     let v = unsafe { &mut *v };
     let known = black_box(*v);
-    if known != abi::UNKNOWN {
+    if proc_value::abi(known) != abi::UNKNOWN {
         return known;
     }
     let regs: *const u8 = ctx.arg(0);
     let cs =
         unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_CS_OFFSET.load() as usize) as *const u64) };
-    *v = match cs {
+    let abi = match cs {
         Ok(cs) if cs & 0xffff == USER32_CS => abi::COMPAT,
         _ => abi::NATIVE,
     };
+    *v = proc_value::with_abi(known, abi);
     *v
 }
 
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
-    let abi = process_abi(&ctx, (pid_tgid >> 32) as u32);
-    if abi == 0 {
+    let process = process_abi(&ctx, (pid_tgid >> 32) as u32);
+    if process == 0 {
         return 0;
     }
+    let abi = proc_value::abi(process);
     let raw: i64 = ctx.arg(1);
     // Compat syscalls are counted apart, under their own (i386) numbers.
     let nr = if abi == abi::COMPAT && (raw as u64) < u64::from(SYSCALLS_PER_ABI) {
@@ -125,7 +138,7 @@ pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
             (*slot).off_ns = 0;
             (*slot).enter_ns = bpf_ktime_get_ns();
         },
-        None => count(counter::DROPPED_TID),
+        None => count(proc_value::slot(process), counter::DROPPED_TID),
     }
     0
 }
@@ -133,12 +146,14 @@ pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
 #[raw_tracepoint(tracepoint = "sys_exit")]
 pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
-    if !traced((pid_tgid >> 32) as u32) {
+    let process = proc_of((pid_tgid >> 32) as u32);
+    if process == 0 {
         return 0;
     }
     let now = unsafe { bpf_ktime_get_ns() };
+    let stats_slot = proc_value::slot(process);
     let Some(slot) = THREADS.get_ptr_mut(pid_tgid as u32) else {
-        count(counter::DROPPED_TID);
+        count(stats_slot, counter::DROPPED_TID);
         return 0;
     };
     let (start, nr, off_ns, switches) = unsafe {
@@ -154,14 +169,20 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             // A new thread returning from clone: it never entered this syscall.
             unsafe { (*slot).nr = 0 };
         } else {
-            count(counter::UNPAIRED);
+            count(stats_slot, counter::UNPAIRED);
         }
         return 0;
     }
     unsafe { (*slot).enter_ns = 0 };
 
-    let Some(stats) = STATS.get_ptr_mut(nr) else {
-        count(counter::DROPPED_NR);
+    // Checked here, not by the lookup: a number beyond would land in the next slot.
+    if nr >= MAX_SYSCALLS {
+        count(stats_slot, counter::DROPPED_NR);
+        return 0;
+    }
+    let index = stats_index(stats_slot, nr);
+    let Some(stats) = STATS.get_ptr_mut(index) else {
+        count(stats_slot, counter::DROPPED_NR);
         return 0;
     };
     let ns = now - start;
@@ -200,7 +221,7 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     let ret: i64 = ctx.arg(1);
     if (-4095..0).contains(&ret) {
         stats.errors += 1;
-        if let Some(errnos) = ERRNOS.get_ptr_mut(nr) {
+        if let Some(errnos) = ERRNOS.get_ptr_mut(index) {
             // The mask keeps the index provably in bounds for the verifier (a bounds
             // check on a copy of the register is not enough for it).
             let slot = errno_slot((-ret) as u32) & (ERRNO_SLOTS - 1);
@@ -216,9 +237,13 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
 #[raw_tracepoint(tracepoint = "sched_process_fork")]
 pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
     let parent_tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    if !traced(parent_tgid) {
+    // A forked child runs the parent's program (and ABI) until it execs, and is counted
+    // in the parent's slot.
+    let parent = proc_of(parent_tgid);
+    if parent == 0 {
         return 0;
     }
+    let stats_slot = proc_value::slot(parent);
     let child: *const u8 = ctx.arg(1);
     let (Ok(pid), Ok(tgid)) = (unsafe {
         (
@@ -226,12 +251,10 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
             bpf_probe_read_kernel(child.add(TASK_TGID_OFFSET.load() as usize) as *const u32),
         )
     }) else {
-        count(counter::DROPPED_CHILD);
+        count(stats_slot, counter::DROPPED_CHILD);
         return 0;
     };
     let new_process = tgid != parent_tgid;
-    // A forked child runs the parent's program (and ABI) until it execs.
-    let parent_abi = PROCS.get(parent_tgid).map_or(abi::UNKNOWN, |v| *v);
     if new_process && FOLLOW_FORKS.load() == 0 {
         return 0;
     }
@@ -240,13 +263,13 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
             (*slot).enter_ns = 0;
             (*slot).nr = NR_FORK_CHILD;
         },
-        None => count(counter::DROPPED_TID),
+        None => count(stats_slot, counter::DROPPED_TID),
     }
     if new_process {
         match PROCS.get_ptr_mut(tgid) {
-            Some(p) => unsafe { *p = parent_abi },
+            Some(p) => unsafe { *p = parent },
             None => {
-                count(counter::DROPPED_CHILD);
+                count(stats_slot, counter::DROPPED_CHILD);
                 warn!(&ctx, "child {} is beyond pid_max: not traced", tgid);
             }
         }
@@ -307,7 +330,7 @@ pub fn syscost_exec(_ctx: RawTracePointContext) -> i32 {
     if traced(tgid)
         && let Some(v) = PROCS.get_ptr_mut(tgid)
     {
-        unsafe { *v = abi::UNKNOWN };
+        unsafe { *v = proc_value::with_abi(*v, abi::UNKNOWN) };
     }
     0
 }

@@ -11,7 +11,10 @@ use aya::{
     programs::{ProgramError, RawTracePoint},
 };
 use aya_log::EbpfLogger;
-use syscost_common::{ErrnoCounts, MAX_SYSCALLS, SyscallStats, ThreadStats, counter};
+use syscost_common::{
+    ErrnoCounts, MAX_SYSCALLS, SyscallStats, ThreadStats, abi, counter, counter_index, proc_value,
+    stats_index,
+};
 
 use crate::{
     collector::{Snapshot, sum_cpus, sum_errnos},
@@ -30,6 +33,9 @@ pub struct TracerOptions {
     /// Split each syscall's time into on-CPU and switched-out, with a program on
     /// sched_switch (which runs on every context switch of the machine).
     pub offcpu: bool,
+    /// Processes whose statistics are kept apart (slots; 0 counts as 1). Each costs
+    /// its statistics tables, per CPU; the programs and per-thread tables are shared.
+    pub slots: u32,
 }
 
 /// Loaded and attached kernel programs.
@@ -37,6 +43,7 @@ pub struct Tracer {
     ebpf: Ebpf,
     logger: Option<EbpfLogger<&'static dyn log::Log>>,
     offcpu: bool,
+    slots: u32,
 }
 
 /// The programs syscost attaches, each with its tracepoint, in attach order: the
@@ -65,7 +72,8 @@ fn programs(layout: &KernelLayout, offcpu: bool) -> Vec<(&'static str, &'static 
 impl Tracer {
     /// Loads and attaches the programs. Nothing is traced until [`Tracer::trace_process`].
     pub fn load(options: TracerOptions) -> Result<Self> {
-        let (mut ebpf, layout) = load_object(options.follow_forks)?;
+        let slots = options.slots.max(1);
+        let (mut ebpf, layout) = load_object(options.follow_forks, slots)?;
         let logger = match EbpfLogger::init(&mut ebpf) {
             Ok(l) => Some(l),
             Err(e) => {
@@ -83,6 +91,7 @@ impl Tracer {
             ebpf,
             logger,
             offcpu: options.offcpu,
+            slots,
         })
     }
 
@@ -94,7 +103,7 @@ impl Tracer {
     /// Loads the object but attaches only the empty floor programs: the least any
     /// program on the syscall tracepoints can cost, for the overhead benchmark.
     pub fn load_floor() -> Result<Self> {
-        let (mut ebpf, _) = load_object(false)?;
+        let (mut ebpf, _) = load_object(false, 1)?;
         attach(
             &mut ebpf,
             &[
@@ -106,15 +115,27 @@ impl Tracer {
             ebpf,
             logger: None,
             offcpu: false,
+            slots: 1,
         })
     }
 
-    /// Starts tracing every thread of process `tgid`, those it creates later included.
+    /// Starts tracing every thread of process `tgid`, those it creates later included,
+    /// in the first slot.
     pub fn trace_process(&mut self, tgid: u32) -> Result<()> {
+        self.trace_process_in(tgid, 0)
+    }
+
+    /// Starts tracing process `tgid` with statistics of its own in `slot`.
+    pub fn trace_process_in(&mut self, tgid: u32, slot: u32) -> Result<()> {
+        anyhow::ensure!(
+            slot < self.slots,
+            "slot {slot} beyond the {} loaded",
+            self.slots
+        );
         let mut procs: Array<&mut MapData, u32> =
             Array::try_from(self.ebpf.map_mut("PROCS").context("PROCS map missing")?)?;
         procs
-            .set(tgid, syscost_common::abi::UNKNOWN, 0)
+            .set(tgid, proc_value::new(slot, abi::UNKNOWN), 0)
             .with_context(|| format!("cannot trace pid {tgid}: beyond pid_max"))
     }
 
@@ -126,7 +147,7 @@ impl Tracer {
         Ok(procs.get(&tgid, 0)? != 0)
     }
 
-    /// Reads the counters: cumulative since load, summed over CPUs.
+    /// Reads the first slot's counters: cumulative since load, summed over CPUs.
     pub fn snapshot(&mut self) -> Result<Snapshot> {
         if let Some(l) = self.logger.as_mut() {
             l.flush();
@@ -135,6 +156,7 @@ impl Tracer {
             self.map("STATS")?,
             self.map("ERRNOS")?,
             self.map("COUNTERS")?,
+            0,
         )
     }
 
@@ -144,10 +166,15 @@ impl Tracer {
             .with_context(|| format!("{name} map missing"))
     }
 
-    /// A reader of this tracer's counters with handles of its own, for another thread
-    /// (the metrics endpoint) while the tracer is used here. It reads nothing once the
-    /// tracer is dropped.
-    pub fn reader(&self) -> Result<StatsReader> {
+    /// A reader of one slot's counters with handles of its own, for another thread (the
+    /// metrics endpoint) while the tracer is used here. The counters stay readable, and
+    /// frozen, after the tracer is dropped.
+    pub fn reader(&self, slot: u32) -> Result<StatsReader> {
+        anyhow::ensure!(
+            slot < self.slots,
+            "slot {slot} beyond the {} loaded",
+            self.slots
+        );
         let reopen = |name: &str| -> Result<Map> {
             let Map::PerCpuArray(data) = self.map(name)? else {
                 anyhow::bail!("{name} is not a per-CPU array");
@@ -159,8 +186,8 @@ impl Tracer {
             stats: reopen("STATS")?,
             errnos: reopen("ERRNOS")?,
             counters: reopen("COUNTERS")?,
-            program_ids: self.program_ids(),
             offcpu: self.offcpu,
+            slot,
         })
     }
 
@@ -199,8 +226,8 @@ impl Tracer {
     }
 }
 
-/// Reads the counters from the maps: cumulative since load, summed over CPUs.
-fn read_snapshot(stats: &Map, errnos: &Map, counters: &Map) -> Result<Snapshot> {
+/// Reads a slot's counters from the maps: cumulative since load, summed over CPUs.
+fn read_snapshot(stats: &Map, errnos: &Map, counters: &Map, slot: u32) -> Result<Snapshot> {
     let stats: PerCpuArray<&MapData, SyscallStats> = PerCpuArray::try_from(stats)?;
     let errnos: PerCpuArray<&MapData, ErrnoCounts> = PerCpuArray::try_from(errnos)?;
     let counters: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(counters)?;
@@ -209,17 +236,18 @@ fn read_snapshot(stats: &Map, errnos: &Map, counters: &Map) -> Result<Snapshot> 
         ..Default::default()
     };
     for nr in 0..MAX_SYSCALLS {
-        let s = sum_cpus(&stats.get(&nr, 0)?);
+        let index = stats_index(slot, nr);
+        let s = sum_cpus(&stats.get(&index, 0)?);
         if s.calls == 0 {
             continue;
         }
         if s.errors > 0 {
-            snap.errnos.insert(nr, sum_errnos(&errnos.get(&nr, 0)?));
+            snap.errnos.insert(nr, sum_errnos(&errnos.get(&index, 0)?));
         }
         snap.stats.insert(nr, s);
     }
     for i in 0..counter::COUNT {
-        snap.counters[i as usize] = counters.get(&i, 0)?.iter().sum();
+        snap.counters[i as usize] = counters.get(&counter_index(slot, i), 0)?.iter().sum();
     }
     Ok(snap)
 }
@@ -229,34 +257,34 @@ pub struct StatsReader {
     stats: Map,
     errnos: Map,
     counters: Map,
-    program_ids: Vec<u32>,
     offcpu: bool,
+    slot: u32,
 }
 
 impl StatsReader {
     /// Reads the counters: cumulative since load, summed over CPUs.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        read_snapshot(&self.stats, &self.errnos, &self.counters)
+        read_snapshot(&self.stats, &self.errnos, &self.counters, self.slot)
     }
 
     /// Whether the tracer measures the off-CPU split.
     pub fn offcpu_tracked(&self) -> bool {
         self.offcpu
     }
+}
 
-    /// Run time of the tracer's programs, summed (it advances only while BPF run-time
-    /// statistics are on); `None` once they are unloaded.
-    pub fn program_run_ns(&self) -> Option<u64> {
-        let mut found = false;
-        let mut total = 0;
-        for info in aya::programs::loaded_programs().flatten() {
-            if self.program_ids.contains(&info.id()) {
-                found = true;
-                total += info.run_time().as_nanos() as u64;
-            }
+/// Run time of the programs with these kernel ids, summed (it advances only while BPF
+/// run-time statistics are on); `None` once they are all unloaded.
+pub fn programs_run_ns(ids: &[u32]) -> Option<u64> {
+    let mut found = false;
+    let mut total = 0;
+    for info in aya::programs::loaded_programs().flatten() {
+        if ids.contains(&info.id()) {
+            found = true;
+            total += info.run_time().as_nanos() as u64;
         }
-        found.then_some(total)
     }
+    found.then_some(total)
 }
 
 /// BPF run-time statistics, on while this value lives (the kernel turns them off when
@@ -277,9 +305,10 @@ impl RunTimeStats {
 /// Names of the programs syscost loads, as the kernel lists them (16-byte names).
 pub const PROGRAM_NAME_PREFIXES: [&str; 2] = ["syscost_", "floor_sys_"];
 
-/// Checks privileges, reads the kernel's layout and loads the object with its tables
-/// sized to pid_max; nothing is attached yet.
-fn load_object(follow_forks: bool) -> Result<(Ebpf, KernelLayout)> {
+/// Checks privileges, reads the kernel's layout and loads the object with its per-thread
+/// tables sized to pid_max and its statistics to `slots` processes; nothing is attached
+/// yet.
+fn load_object(follow_forks: bool, slots: u32) -> Result<(Ebpf, KernelLayout)> {
     privileges::check()?;
     raise_memlock_limit();
     let layout = KernelLayout::read()?;
@@ -293,6 +322,9 @@ fn load_object(follow_forks: bool) -> Result<(Ebpf, KernelLayout)> {
         .map_max_entries("PROCS", pid_max)
         .map_max_entries("THREADS", pid_max)
         .map_max_entries("THREAD_STATS", pid_max)
+        .map_max_entries("STATS", slots * MAX_SYSCALLS)
+        .map_max_entries("ERRNOS", slots * MAX_SYSCALLS)
+        .map_max_entries("COUNTERS", slots * counter::COUNT)
         .load(OBJECT)
         .map_err(explain_load_error)?;
     Ok((ebpf, layout))

@@ -223,7 +223,7 @@ fn start_export(pids: &str, extra: &[&str]) -> (Reaped, String) {
 }
 
 #[test]
-fn each_process_has_its_own_exact_series() {
+fn each_process_has_its_own_exact_series_from_one_set_of_programs() {
     let Some(_t) = root_test("export_two_processes") else {
         return;
     };
@@ -246,7 +246,14 @@ fn each_process_has_its_own_exact_series() {
         assert_eq!(out.next().unwrap().unwrap(), "ready");
     }
     let pids: Vec<String> = works.iter().map(|w| w.id().to_string()).collect();
+    let before = loaded_syscost_programs();
     let (mut export, endpoint) = start_export(&pids.join(","), &["--no-run-stats"]);
+    // One set of programs for both processes.
+    let enters = loaded_syscost_programs()
+        .into_iter()
+        .filter(|p| p.1.starts_with("syscost_sys_ent") && !before.contains(p))
+        .count();
+    assert_eq!(enters, 1, "programs on sys_enter for two processes");
     for (w, out) in works.iter_mut().zip(&mut outs) {
         writeln!(w.stdin.take().unwrap(), "go").unwrap();
         assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));

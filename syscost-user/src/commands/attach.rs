@@ -43,6 +43,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let mut tracer = Tracer::load(TracerOptions {
         follow_forks: args.follow_forks,
         offcpu: !args.no_offcpu,
+        slots: 1,
     })?;
     tracer.trace_process(target.pid)?;
     if process::has_exited(&target.pidfd) {

@@ -1,10 +1,11 @@
 //! `syscost export -p PID[,PID...]`: no terminal and no table, the processes' counters on
 //! an OpenMetrics endpoint until a signal or `-d`.
 //!
-//! Each process has a tracer of its own, so each has series of its own (the kernel side
-//! sums every process it traces). Every tracer runs on every syscall of the machine, so
-//! each added process adds its filter's cost to all of them. When a process exits its
-//! programs are unloaded and its final counts stay on the endpoint.
+//! One set of programs traces all the processes, each in a statistics slot of its own,
+//! so each has series of its own and a process more costs its tables, not another
+//! program on every syscall of the machine. A process that exits keeps its final counts
+//! on the endpoint; when all have exited (and no children are followed), the programs
+//! are unloaded and the endpoint serves the final figures until stopped.
 
 use std::{collections::BTreeSet, time::Duration};
 
@@ -18,7 +19,7 @@ use tokio::{
 
 use crate::{
     cli::{ExportArgs, seconds},
-    metrics::{Source, server::MetricsServer},
+    metrics::{Metrics, Source, server::MetricsServer},
     process,
     tracer::{Tracer, TracerOptions},
 };
@@ -46,24 +47,19 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     } else {
         super::run_time_stats()
     };
-    let mut tracers = Vec::new();
+    let mut tracer = Tracer::load(TracerOptions {
+        follow_forks: args.follow_forks,
+        offcpu: !args.no_offcpu,
+        slots: targets.len() as u32,
+    })?;
     let mut sources = Vec::new();
-    for t in &targets {
-        let mut tracer = Tracer::load(TracerOptions {
-            follow_forks: args.follow_forks,
-            offcpu: !args.no_offcpu,
-        })?;
-        tracer.trace_process(t.pid)?;
-        sources.push(Source::new(
-            t.pid,
-            t.comm.clone(),
-            tracer.reader()?,
-            stats.is_some(),
-        ));
-        tracers.push(Some(tracer));
+    for (slot, t) in (0..).zip(&targets) {
+        tracer.trace_process_in(t.pid, slot)?;
+        sources.push(Source::new(t.pid, t.comm.clone(), tracer.reader(slot)?));
     }
-    let sources = std::sync::Arc::new(sources);
-    let server = MetricsServer::start(listener, sources.clone())?;
+    let metrics = std::sync::Arc::new(Metrics::new(sources, tracer.program_ids(), stats.is_some()));
+    let server = MetricsServer::start(listener, metrics.clone())?;
+    let mut tracer = Some(tracer);
     let names: Vec<String> = targets
         .iter()
         .map(|t| format!("{} ({})", t.pid, t.comm))
@@ -83,7 +79,8 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         let mut sigterm = signal(SignalKind::terminate())?;
         let mut sighup = signal(SignalKind::hangup())?;
         let (exits, mut exited) = mpsc::unbounded_channel();
-        for (i, t) in targets.into_iter().enumerate() {
+        let mut running = targets.len();
+        for t in targets {
             // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.
             let fd = unsafe {
                 AsyncFd::register_with_interest(t.pidfd, tokio::io::Interest::READABLE)
@@ -92,7 +89,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             let exits = exits.clone();
             tokio::spawn(async move {
                 let _ = fd.readable().await;
-                let _ = exits.send((i, t.pid));
+                let _ = exits.send(t.pid);
             });
         }
         let deadline = sleep(duration.unwrap_or(Duration::MAX / 4));
@@ -103,20 +100,22 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
                 _ = sigterm.recv() => break,
                 _ = sighup.recv() => break,
                 _ = &mut deadline, if duration.is_some() => break,
-                Some((i, pid)) = exited.recv() => {
-                    // Its children may live on under -f; otherwise nothing is left to
-                    // trace and the programs would only cost every syscall of the machine.
-                    if !args.follow_forks {
-                        sources[i].run_ns();
-                        tracers[i] = None;
-                    }
+                Some(pid) = exited.recv() => {
                     eprintln!("syscost: process {pid} exited; its final counts stay on the endpoint");
+                    running -= 1;
+                    // With nothing left to trace (children may live on under -f) the
+                    // programs would only cost every syscall of the machine.
+                    if running == 0 && !args.follow_forks && tracer.is_some() {
+                        metrics.run_ns();
+                        tracer = None;
+                        eprintln!("syscost: every process exited; programs unloaded, serving the final counts until stopped");
+                    }
                 }
             }
         }
         anyhow::Ok(())
     })?;
     drop(server);
-    drop(tracers);
+    drop(tracer);
     Ok(0)
 }

@@ -13,7 +13,7 @@ use anyhow::Result;
 
 use crate::{
     cli::ViewArgs,
-    metrics::{Source, server::MetricsServer},
+    metrics::{Metrics, Source, server::MetricsServer},
     profile::Profile,
     report::{json, strace_table},
     tracer::RunTimeStats,
@@ -44,8 +44,9 @@ fn serve_metrics(
         return Ok(None);
     };
     let stats = if run_stats { run_time_stats() } else { None };
-    let source = Source::new(pid, comm.to_string(), tracer.reader()?, stats.is_some());
-    let server = MetricsServer::start(listener, std::sync::Arc::new(vec![source]))?;
+    let source = Source::new(pid, comm.to_string(), tracer.reader(0)?);
+    let metrics = Metrics::new(vec![source], tracer.program_ids(), stats.is_some());
+    let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
     eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
     Ok(Some((server, stats)))
 }

@@ -29,6 +29,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut tracer = Tracer::load(TracerOptions {
         follow_forks: true,
         offcpu: !args.no_offcpu,
+        slots: 1,
     })?;
 
     // Signal handlers are in place before the command starts, so there is no moment in

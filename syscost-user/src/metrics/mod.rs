@@ -21,7 +21,7 @@ use prometheus_client::{
 use crate::{
     latency::Bucket,
     profile::{Profile, SyscallProfile, Target},
-    tracer::StatsReader,
+    tracer::{StatsReader, programs_run_ns},
 };
 
 /// The content type of the exposition.
@@ -56,28 +56,25 @@ pub fn classic_buckets(hist: &[Bucket]) -> Vec<(f64, u64)> {
         .collect()
 }
 
-/// What one traced process shows on a scrape.
+/// What one scrape shows.
 #[derive(Clone, Debug)]
-pub struct ProcessMetrics {
-    /// Cumulative since syscost began tracing the process.
-    pub profile: Profile,
-    /// Run time of the programs tracing this process, when BPF run-time statistics are
-    /// on.
+pub struct Scrape {
+    /// A profile per traced process, cumulative since syscost began tracing it.
+    pub processes: Vec<Profile>,
+    /// Run time of syscost's programs (one set for all the processes), when BPF run-time
+    /// statistics are on.
     pub bpf_run_ns: Option<u64>,
 }
 
-/// The OpenMetrics text for these processes (ending in `# EOF`).
-pub fn exposition(processes: Vec<ProcessMetrics>) -> Result<String> {
+/// The OpenMetrics text of a scrape (ending in `# EOF`).
+pub fn exposition(scrape: Scrape) -> Result<String> {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Scrape(processes)));
+    registry.register_collector(Box::new(scrape));
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &registry)
         .map_err(|_| anyhow::anyhow!("cannot encode the metrics"))?;
     Ok(out)
 }
-
-#[derive(Debug)]
-struct Scrape(Vec<ProcessMetrics>);
 
 fn process_labels(t: &Target) -> [(&'static str, String); 2] {
     [("pid", t.pid.to_string()), ("comm", t.comm.clone())]
@@ -93,12 +90,9 @@ fn syscall_labels(t: &Target, s: &SyscallProfile) -> [(&'static str, String); 3]
 
 impl Scrape {
     fn syscalls(&self) -> impl Iterator<Item = (&Target, &SyscallProfile)> {
-        self.0.iter().flat_map(|p| {
-            p.profile
-                .syscalls
-                .iter()
-                .map(move |s| (&p.profile.target, s))
-        })
+        self.processes
+            .iter()
+            .flat_map(|p| p.syscalls.iter().map(move |s| (&p.target, s)))
     }
 
     /// One counter family with a sample per syscall.
@@ -109,11 +103,11 @@ impl Scrape {
         value: impl Fn(&Profile, &SyscallProfile) -> Option<V>,
     ) -> std::fmt::Result {
         let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Counter)?;
-        for p in &self.0 {
-            for s in &p.profile.syscalls {
-                if let Some(v) = value(&p.profile, s) {
+        for p in &self.processes {
+            for s in &p.syscalls {
+                if let Some(v) = value(p, s) {
                     family
-                        .encode_family(&syscall_labels(&p.profile.target, s))?
+                        .encode_family(&syscall_labels(&p.target, s))?
                         .encode_counter::<NoLabelSet, V, u64>(&v, None)?;
                 }
             }
@@ -126,15 +120,13 @@ impl Scrape {
         &self,
         encoder: &mut DescriptorEncoder,
         (name, help, unit): (&str, &str, Option<&Unit>),
-        value: impl Fn(&ProcessMetrics) -> Option<V>,
+        value: impl Fn(&Profile) -> V,
     ) -> std::fmt::Result {
         let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Counter)?;
-        for p in &self.0 {
-            if let Some(v) = value(p) {
-                family
-                    .encode_family(&process_labels(&p.profile.target))?
-                    .encode_counter::<NoLabelSet, V, u64>(&v, None)?;
-            }
+        for p in &self.processes {
+            family
+                .encode_family(&process_labels(&p.target))?
+                .encode_counter::<NoLabelSet, V, u64>(&value(p), None)?;
         }
         Ok(())
     }
@@ -201,15 +193,16 @@ impl Collector for Scrape {
                     )?;
             }
         }
-        self.per_process(
-            &mut encoder,
-            (
-                "syscost_bpf_run",
-                "Run time of syscost's kernel programs tracing this process (BPF run-time statistics).",
-                Some(&seconds),
-            ),
-            |p| p.bpf_run_ns.map(|ns| ns as f64 / 1e9),
-        )?;
+        if let Some(ns) = self.bpf_run_ns {
+            encoder
+                .encode_descriptor(
+                    "syscost_bpf_run",
+                    "Run time of syscost's kernel programs, for all the processes it traces (BPF run-time statistics).",
+                    Some(&seconds),
+                    MetricType::Counter,
+                )?
+                .encode_counter::<NoLabelSet, f64, u64>(&(ns as f64 / 1e9), None)?;
+        }
         self.per_process(
             &mut encoder,
             (
@@ -217,7 +210,7 @@ impl Collector for Scrape {
                 "Syscalls of threads beyond syscost's per-thread table, not counted.",
                 None,
             ),
-            |p| Some(p.profile.dropped),
+            |p| p.dropped,
         )?;
         self.per_process(
             &mut encoder,
@@ -226,7 +219,7 @@ impl Collector for Scrape {
                 "Syscall exits without a recorded entry (in flight when tracing began).",
                 None,
             ),
-            |p| Some(p.profile.unpaired),
+            |p| p.unpaired,
         )?;
         Ok(())
     }
@@ -238,60 +231,79 @@ pub struct Source {
     pub comm: String,
     pub reader: StatsReader,
     pub started: Instant,
-    /// Whether BPF run-time statistics are on for the life of the endpoint.
-    pub run_stats: bool,
-    /// The programs' run time when last read: it stays served after they are unloaded.
-    run_ns: Mutex<Option<u64>>,
 }
 
 impl Source {
-    pub fn new(pid: u32, comm: String, reader: StatsReader, run_stats: bool) -> Self {
+    pub fn new(pid: u32, comm: String, reader: StatsReader) -> Self {
         Self {
             pid,
             comm,
             reader,
             started: Instant::now(),
-            run_stats,
-            run_ns: Mutex::new(None),
         }
     }
 
-    /// Run time of the programs tracing this process, read now if they are loaded, else
-    /// as last read. (Call it before unloading them to keep their final figure.)
-    pub fn run_ns(&self) -> Option<u64> {
-        if !self.run_stats {
-            return None;
-        }
-        let mut last = self.run_ns.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(now) = self.reader.program_run_ns() {
-            *last = Some(now);
-        }
-        *last
-    }
-
-    /// The process's metrics now. The reader's handles keep the counters readable after
+    /// The process's profile now. The reader's handles keep the counters readable after
     /// the tracer is dropped: a process that exited keeps its final counts.
-    pub fn gather(&self) -> Result<ProcessMetrics> {
+    pub fn profile(&self) -> Result<Profile> {
         let target = Target {
             pid: self.pid,
             comm: self.comm.clone(),
             command: None,
         };
-        let snapshot = self.reader.snapshot()?;
-        Ok(ProcessMetrics {
-            profile: snapshot.to_profile(
-                target,
-                self.started.elapsed().as_nanos() as u64,
-                self.reader.offcpu_tracked(),
-            )?,
-            bpf_run_ns: self.run_ns(),
-        })
+        self.reader.snapshot()?.to_profile(
+            target,
+            self.started.elapsed().as_nanos() as u64,
+            self.reader.offcpu_tracked(),
+        )
     }
 }
 
-/// The metrics of every source, for one scrape.
-pub fn gather(sources: &[Source]) -> Result<Vec<ProcessMetrics>> {
-    sources.iter().map(Source::gather).collect()
+/// What the endpoint serves: the traced processes and the programs' own cost.
+pub struct Metrics {
+    sources: Vec<Source>,
+    program_ids: Vec<u32>,
+    run_stats: bool,
+    /// The programs' run time when last read: it stays served after they are unloaded.
+    run_ns: Mutex<Option<u64>>,
+}
+
+impl Metrics {
+    /// `program_ids`: the tracer's programs; `run_stats`: whether BPF run-time
+    /// statistics are on for the endpoint's life.
+    pub fn new(sources: Vec<Source>, program_ids: Vec<u32>, run_stats: bool) -> Self {
+        Self {
+            sources,
+            program_ids,
+            run_stats,
+            run_ns: Mutex::new(None),
+        }
+    }
+
+    /// Run time of the programs, read now if they are loaded, else as last read. (Call
+    /// it before unloading them to keep their final figure.)
+    pub fn run_ns(&self) -> Option<u64> {
+        if !self.run_stats {
+            return None;
+        }
+        let mut last = self.run_ns.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(now) = programs_run_ns(&self.program_ids) {
+            *last = Some(now);
+        }
+        *last
+    }
+
+    /// Everything, read now.
+    pub fn scrape(&self) -> Result<Scrape> {
+        Ok(Scrape {
+            processes: self
+                .sources
+                .iter()
+                .map(Source::profile)
+                .collect::<Result<_>>()?,
+            bpf_run_ns: self.run_ns(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -401,66 +413,72 @@ mod tests {
         }
     }
 
-    fn server_metrics() -> ProcessMetrics {
-        ProcessMetrics {
-            profile: Profile {
-                version: crate::profile::SCHEMA_VERSION,
-                arch: "x86_64".into(),
-                target: Target {
-                    pid: 4242,
-                    comm: "echo-server".into(),
-                    command: None,
-                },
-                duration_ns: 10_000_000_000,
-                offcpu_tracked: true,
-                unpaired: 1,
-                dropped: 0,
-                syscalls: vec![
-                    syscall(
-                        "close",
-                        4,
-                        &[("EBADF", 1)],
-                        vec![
-                            Bucket {
-                                lo_ns: 1000,
-                                hi_ns: 1023,
-                                count: 3,
-                            },
-                            Bucket {
-                                lo_ns: 24576,
-                                hi_ns: 26623,
-                                count: 1,
-                            },
-                        ],
-                    ),
-                    syscall(
-                        "getppid",
-                        2,
-                        &[],
-                        vec![Bucket {
-                            lo_ns: 240,
-                            hi_ns: 255,
-                            count: 2,
-                        }],
-                    ),
-                ],
+    fn server_profile() -> Profile {
+        Profile {
+            version: crate::profile::SCHEMA_VERSION,
+            arch: "x86_64".into(),
+            target: Target {
+                pid: 4242,
+                comm: "echo-server".into(),
+                command: None,
             },
-            bpf_run_ns: Some(1_500_000),
+            duration_ns: 10_000_000_000,
+            offcpu_tracked: true,
+            unpaired: 1,
+            dropped: 0,
+            syscalls: vec![
+                syscall(
+                    "close",
+                    4,
+                    &[("EBADF", 1)],
+                    vec![
+                        Bucket {
+                            lo_ns: 1000,
+                            hi_ns: 1023,
+                            count: 3,
+                        },
+                        Bucket {
+                            lo_ns: 24576,
+                            hi_ns: 26623,
+                            count: 1,
+                        },
+                    ],
+                ),
+                syscall(
+                    "getppid",
+                    2,
+                    &[],
+                    vec![Bucket {
+                        lo_ns: 240,
+                        hi_ns: 255,
+                        count: 2,
+                    }],
+                ),
+            ],
         }
     }
 
     #[test]
     fn exposition_of_a_profile() {
-        insta::assert_snapshot!(exposition(vec![server_metrics()]).unwrap());
+        insta::assert_snapshot!(
+            exposition(Scrape {
+                processes: vec![server_profile()],
+                bpf_run_ns: Some(1_500_000),
+            })
+            .unwrap()
+        );
     }
 
     #[test]
     fn exposition_without_run_stats_or_offcpu() {
-        let mut m = server_metrics();
-        m.bpf_run_ns = None;
-        m.profile.offcpu_tracked = false;
-        let text = exposition(vec![m]).unwrap();
-        assert!(!text.contains("syscost_bpf_run_seconds_total{"), "{text}");
+        let mut p = server_profile();
+        p.offcpu_tracked = false;
+        let text = exposition(Scrape {
+            processes: vec![p],
+            bpf_run_ns: None,
+        })
+        .unwrap();
+        assert!(!text.contains("syscost_bpf_run_seconds_total"), "{text}");
         assert!(
             !text.contains("syscost_syscall_offcpu_seconds_total{"),
             "{text}"
@@ -476,11 +494,15 @@ mod tests {
 
     #[test]
     fn two_processes_keep_their_own_series() {
-        let a = server_metrics();
-        let mut b = server_metrics();
-        b.profile.target.pid = 7;
-        b.profile.syscalls[1].calls = 9;
-        let text = exposition(vec![a, b]).unwrap();
+        let a = server_profile();
+        let mut b = server_profile();
+        b.target.pid = 7;
+        b.syscalls[1].calls = 9;
+        let text = exposition(Scrape {
+            processes: vec![a, b],
+            bpf_run_ns: Some(1),
+        })
+        .unwrap();
         assert!(
             text.contains(
                 "syscost_syscalls_total{pid=\"4242\",comm=\"echo-server\",syscall=\"getppid\"} 2\n"
@@ -495,5 +517,12 @@ mod tests {
         );
         // One descriptor per family, however many processes.
         assert_eq!(text.matches("# TYPE syscost_syscalls counter").count(), 1);
+        // The programs' cost is one figure for all the processes.
+        assert_eq!(
+            text.matches("\nsyscost_bpf_run_seconds_total 1e-9\n")
+                .count(),
+            1,
+            "{text}"
+        );
     }
 }

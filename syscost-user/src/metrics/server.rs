@@ -16,7 +16,7 @@ use hyper::{Method, Request, Response, StatusCode, body::Incoming, header, servi
 use hyper_util::rt::TokioIo;
 use tokio::sync::oneshot;
 
-use super::{CONTENT_TYPE, Source, exposition, gather};
+use super::{CONTENT_TYPE, Metrics, exposition};
 
 /// A running endpoint; dropping it stops the server and waits for its thread.
 pub struct MetricsServer {
@@ -32,8 +32,8 @@ impl MetricsServer {
             .with_context(|| format!("cannot listen for metrics scrapes on {addr}"))
     }
 
-    /// Serves the sources' metrics on `listener` from a new thread.
-    pub fn start(listener: TcpListener, sources: Arc<Vec<Source>>) -> Result<Self> {
+    /// Serves the metrics on `listener` from a new thread.
+    pub fn start(listener: TcpListener, metrics: Arc<Metrics>) -> Result<Self> {
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel();
@@ -43,7 +43,7 @@ impl MetricsServer {
             .context("cannot start the metrics event loop")?;
         let thread = std::thread::Builder::new()
             .name("metrics".into())
-            .spawn(move || runtime.block_on(serve(listener, sources, stopped)))
+            .spawn(move || runtime.block_on(serve(listener, metrics, stopped)))
             .context("cannot start the metrics thread")?;
         Ok(Self {
             addr,
@@ -69,11 +69,7 @@ impl Drop for MetricsServer {
     }
 }
 
-async fn serve(
-    listener: TcpListener,
-    sources: Arc<Vec<Source>>,
-    mut stopped: oneshot::Receiver<()>,
-) {
+async fn serve(listener: TcpListener, metrics: Arc<Metrics>, mut stopped: oneshot::Receiver<()>) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
@@ -90,11 +86,11 @@ async fn serve(
                 Err(_) => continue,
             },
         };
-        let sources = sources.clone();
+        let metrics = metrics.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| {
-                let sources = sources.clone();
-                async move { Ok::<_, Infallible>(respond(&req, &sources)) }
+                let metrics = metrics.clone();
+                async move { Ok::<_, Infallible>(respond(&req, &metrics)) }
             });
             // A scraper that hangs up mid-answer is its own business.
             let _ = hyper::server::conn::http1::Builder::new()
@@ -114,7 +110,7 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     r
 }
 
-fn respond(req: &Request<Incoming>, sources: &[Source]) -> Response<Full<Bytes>> {
+fn respond(req: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes>> {
     if req.uri().path() != "/metrics" {
         return text(
             StatusCode::NOT_FOUND,
@@ -124,7 +120,7 @@ fn respond(req: &Request<Incoming>, sources: &[Source]) -> Response<Full<Bytes>>
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "GET /metrics\n".into());
     }
-    match gather(sources).and_then(exposition) {
+    match metrics.scrape().and_then(exposition) {
         Ok(body) => {
             let mut r = Response::new(Full::new(Bytes::from(body)));
             r.headers_mut().insert(

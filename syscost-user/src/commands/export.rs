@@ -55,6 +55,9 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     let mut sources = Vec::new();
     for (slot, t) in (0..).zip(&targets) {
         tracer.trace_process_in(t.pid, slot)?;
+        if process::has_exited(&t.pidfd) {
+            bail!("process {} exited before tracing began", t.pid);
+        }
         sources.push(Source::new(t.pid, t.comm.clone(), tracer.reader(slot)?));
     }
     let metrics = std::sync::Arc::new(Metrics::new(sources, tracer.program_ids(), stats.is_some()));

@@ -189,3 +189,31 @@ mod pod {
     unsafe impl aya::Pod for super::SyscallStats {}
     unsafe impl aya::Pod for super::ErrnoCounts {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_values_keep_slot_and_abi_apart() {
+        for slot in [0, 1, 7, 1 << 20] {
+            for a in [abi::UNKNOWN, abi::NATIVE, abi::COMPAT] {
+                let v = proc_value::new(slot, a);
+                assert_ne!(v, 0, "a traced process is never 0");
+                assert_eq!(proc_value::slot(v), slot);
+                assert_eq!(proc_value::abi(v), a);
+                let exec = proc_value::with_abi(v, abi::UNKNOWN);
+                assert_eq!(proc_value::slot(exec), slot, "exec keeps the slot");
+                assert_eq!(proc_value::abi(exec), abi::UNKNOWN);
+            }
+        }
+        assert_eq!(proc_value::abi(0), 0, "untraced has no ABI");
+    }
+
+    #[test]
+    fn slots_do_not_overlap() {
+        assert_eq!(stats_index(1, 0), stats_index(0, MAX_SYSCALLS - 1) + 1);
+        assert_eq!(counter_index(1, 0), counter_index(0, counter::COUNT - 1) + 1);
+        assert_eq!(stats_index(0, COMPAT_BASE + 3), COMPAT_BASE + 3);
+    }
+}

@@ -213,7 +213,10 @@ mod tests {
     #[test]
     fn slots_do_not_overlap() {
         assert_eq!(stats_index(1, 0), stats_index(0, MAX_SYSCALLS - 1) + 1);
-        assert_eq!(counter_index(1, 0), counter_index(0, counter::COUNT - 1) + 1);
+        assert_eq!(
+            counter_index(1, 0),
+            counter_index(0, counter::COUNT - 1) + 1
+        );
         assert_eq!(stats_index(0, COMPAT_BASE + 3), COMPAT_BASE + 3);
     }
 }

@@ -69,23 +69,18 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
 
 /// Waits until `parent`'s first child runs a program whose comm starts with `comm`.
 fn wait_for_child(parent: &Child, comm: &str) {
-    let children = format!("/proc/{}/task/{}/children", parent.id(), parent.id());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let kids = std::fs::read_to_string(&children).unwrap_or_default();
-        let c = kids
-            .split_whitespace()
-            .next()
-            .and_then(|k| std::fs::read_to_string(format!("/proc/{k}/comm")).ok());
-        if c.is_some_and(|c| c.starts_with(comm)) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        "the command to start",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        || {
+            first_child(parent.id())
+                .and_then(|k| std::fs::read_to_string(format!("/proc/{k}/comm")).ok())
+                .is_some_and(|c| c.starts_with(comm))
+                .then_some(())
+                .ok_or_else(String::new)
+        },
+    );
 }
 
 #[test]
@@ -140,14 +135,12 @@ fn run_ended_by_signals_leaves_the_command_running() {
     signal(&run, libc::SIGKILL);
     run.wait().unwrap();
     assert_eq!(t.wait_for_unload(), Vec::<String>::new());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !marker.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command did not finish"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        "the command to finish",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        || marker.exists().then_some(()).ok_or_else(String::new),
+    );
 }
 
 #[test]
@@ -298,25 +291,13 @@ fn a_reused_pid_is_not_counted() {
         .args(["--", "sh", "-c", &script])
         .spawn_reaped();
     wait_for_child(&run, "sh");
-    let sh =
-        std::fs::read_to_string(format!("/proc/{}/task/{}/children", run.id(), run.id())).unwrap();
-    let sh: u32 = sh.split_whitespace().next().unwrap().parse().unwrap();
-    let children = format!("/proc/{sh}/task/{sh}/children");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let child: u32 = loop {
-        if let Some(c) = std::fs::read_to_string(&children)
-            .unwrap_or_default()
-            .split_whitespace()
-            .next()
-        {
-            break c.parse().unwrap();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the traced child never appeared"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let sh = first_child(run.id()).unwrap();
+    let child = wait_until(
+        "the traced child",
+        Duration::from_secs(10),
+        Duration::from_millis(5),
+        || first_child(sh).ok_or_else(String::new),
+    );
     while std::path::Path::new(&format!("/proc/{child}")).exists() {
         std::thread::sleep(Duration::from_millis(5));
     }

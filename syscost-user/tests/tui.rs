@@ -6,7 +6,7 @@ mod common;
 
 use std::{
     process::{Command, Stdio},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use common::*;
@@ -33,18 +33,19 @@ impl Tmux {
     }
 
     fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let screen = self.capture();
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_until(
+            what,
+            Duration::from_secs(15),
+            Duration::from_millis(100),
+            || {
+                let screen = self.capture();
+                if pred(&screen) {
+                    Ok(screen)
+                } else {
+                    Err(format!("; screen:\n{screen}"))
+                }
+            },
+        )
     }
 }
 
@@ -209,8 +210,7 @@ fn signals_restore_the_terminal_and_print_the_table() {
             .output()
             .unwrap();
         let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        let kids = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
-        let syscost_pid: i32 = kids.split_whitespace().next().unwrap().parse().unwrap();
+        let syscost_pid = first_child(shell.parse().unwrap()).unwrap() as i32;
         // SAFETY: signals the syscost process the test started.
         unsafe { libc::kill(syscost_pid, sig) };
         if sig == libc::SIGKILL {

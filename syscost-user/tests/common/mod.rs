@@ -225,3 +225,34 @@ impl SpawnReaped for Command {
         Reaped(Some(self.process_group(0).spawn().unwrap()))
     }
 }
+
+/// Calls `check` every `every` until it gives a value; after `timeout` the test fails
+/// "timed out waiting for `what`", followed by the detail `check` gave last.
+pub fn wait_until<T>(
+    what: &str,
+    timeout: std::time::Duration,
+    every: std::time::Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> T {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match check() {
+            Ok(v) => return v,
+            Err(detail) => assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}{detail}"
+            ),
+        }
+        std::thread::sleep(every);
+    }
+}
+
+/// The first child of process `pid`, if it has one.
+pub fn first_child(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}

@@ -413,19 +413,10 @@ mod tests {
         }
     }
 
+    /// The live view's echo-server profile, with syscalls whose errnos and buckets
+    /// exercise the exposition.
     fn server_profile() -> Profile {
         Profile {
-            version: crate::profile::SCHEMA_VERSION,
-            arch: "x86_64".into(),
-            target: Target {
-                pid: 4242,
-                comm: "echo-server".into(),
-                command: None,
-            },
-            duration_ns: 10_000_000_000,
-            offcpu_tracked: true,
-            unpaired: 1,
-            dropped: 0,
             syscalls: vec![
                 syscall(
                     "close",
@@ -455,6 +446,7 @@ mod tests {
                     }],
                 ),
             ],
+            ..crate::tui::app::tests::server_profile(1)
         }
     }
 

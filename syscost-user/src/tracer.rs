@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result, anyhow};
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
     maps::{Array, Map, MapData, PerCpuArray},
-    programs::{ProgramError, RawTracePoint},
+    programs::{ProgramError, ProgramInfo, RawTracePoint},
 };
 use aya_log::EbpfLogger;
 use syscost_common::{
@@ -208,12 +208,7 @@ impl Tracer {
     /// Run time and run count of syscost's programs, summed. They only advance while
     /// BPF run-time statistics are on (see [`RunTimeStats`]).
     pub fn program_run_totals(&self) -> (u64, u64) {
-        self.ebpf
-            .programs()
-            .filter_map(|(_, p)| p.info().ok())
-            .fold((0, 0), |(t, c), i| {
-                (t + i.run_time().as_nanos() as u64, c + i.run_count())
-            })
+        run_totals(self.ebpf.programs().filter_map(|(_, p)| p.info().ok()))
     }
 
     /// Kernel ids of the loaded programs (to check that none outlives the tracer).
@@ -276,15 +271,19 @@ impl StatsReader {
 /// Run time of the programs with these kernel ids, summed (it advances only while BPF
 /// run-time statistics are on); `None` once they are all unloaded.
 pub fn programs_run_ns(ids: &[u32]) -> Option<u64> {
-    let mut found = false;
-    let mut total = 0;
-    for info in aya::programs::loaded_programs().flatten() {
-        if ids.contains(&info.id()) {
-            found = true;
-            total += info.run_time().as_nanos() as u64;
-        }
-    }
-    found.then_some(total)
+    let mut ours = aya::programs::loaded_programs()
+        .flatten()
+        .filter(|i| ids.contains(&i.id()))
+        .peekable();
+    ours.peek()?;
+    Some(run_totals(ours).0)
+}
+
+/// Run time (ns) and run count of these programs, summed.
+fn run_totals(programs: impl Iterator<Item = ProgramInfo>) -> (u64, u64) {
+    programs.fold((0, 0), |(t, c), i| {
+        (t + i.run_time().as_nanos() as u64, c + i.run_count())
+    })
 }
 
 /// BPF run-time statistics, on while this value lives (the kernel turns them off when

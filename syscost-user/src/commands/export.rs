@@ -42,11 +42,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .collect::<Result<Vec<_>>>()?;
 
     let listener = MetricsServer::bind(args.metrics_addr)?;
-    let stats = if args.no_run_stats {
-        None
-    } else {
-        super::run_time_stats()
-    };
+    let stats = super::run_time_stats(!args.no_run_stats);
     let mut tracer = Tracer::load(TracerOptions {
         follow_forks: args.follow_forks,
         offcpu: !args.no_offcpu,

@@ -43,7 +43,7 @@ fn serve_metrics(
     let Some(listener) = listener else {
         return Ok(None);
     };
-    let stats = if run_stats { run_time_stats() } else { None };
+    let stats = run_time_stats(run_stats);
     let source = Source::new(pid, comm.to_string(), tracer.reader(0)?);
     let metrics = Metrics::new(vec![source], tracer.program_ids(), stats.is_some());
     let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
@@ -56,9 +56,12 @@ fn bind_metrics(addr: Option<std::net::SocketAddr>) -> Result<Option<std::net::T
     addr.map(MetricsServer::bind).transpose()
 }
 
-/// BPF run-time statistics for the metrics endpoint; without them it says so once and
-/// serves everything else.
-fn run_time_stats() -> Option<RunTimeStats> {
+/// BPF run-time statistics for the metrics endpoint when `wanted`; when they cannot be
+/// had it says so once and serves everything else.
+fn run_time_stats(wanted: bool) -> Option<RunTimeStats> {
+    if !wanted {
+        return None;
+    }
     RunTimeStats::enable()
         .map_err(|e| eprintln!("syscost: {e:#}: syscost_bpf_run_seconds_total is left out"))
         .ok()

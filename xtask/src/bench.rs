@@ -4,7 +4,7 @@
 //! run. A benchmark, not a test: it prints figures and asserts nothing.
 
 use std::{
-    io::{BufRead as _, BufReader},
+    io::{BufRead as _, BufReader, Read as _, Write as _},
     path::Path,
     process::{Child, Command, Stdio},
 };
@@ -23,6 +23,8 @@ enum Setup {
     SyscostOther,
     Strace,
     Bpftrace,
+    /// libbpf-tools `syscount -L -p PID`: the peer users run today.
+    Syscount,
 }
 
 impl Setup {
@@ -34,6 +36,7 @@ impl Setup {
             Setup::SyscostOther => "syscost, other process",
             Setup::Strace => "strace -f -c",
             Setup::Bpftrace => "bpftrace (count by pid)",
+            Setup::Syscount => "syscount -L -p PID",
         }
     }
 }
@@ -91,6 +94,44 @@ fn stop(mut child: Child) {
     let _ = child.wait();
 }
 
+/// tracefs at /sys/kernel/tracing while this lives, for the peers that need it (classic
+/// tracepoints); unmounted again if it was not mounted before.
+struct Tracefs {
+    mounted_here: bool,
+}
+
+impl Tracefs {
+    const PATH: &'static str = "/sys/kernel/tracing";
+
+    fn mount() -> Result<Self> {
+        let mounted = std::fs::read_to_string("/proc/self/mounts")?
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some(Self::PATH));
+        if !mounted {
+            run_quiet(Command::new("mount").args(["-t", "tracefs", "tracefs", Self::PATH]))?;
+        }
+        Ok(Self {
+            mounted_here: !mounted,
+        })
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if self.mounted_here {
+            let _ = Command::new("umount").arg(Self::PATH).status();
+        }
+    }
+}
+
+fn run_quiet(cmd: &mut Command) -> Result<()> {
+    let s = cmd.status().with_context(|| format!("cannot run {cmd:?}"))?;
+    if !s.success() {
+        bail!("{cmd:?} failed: {s}");
+    }
+    Ok(())
+}
+
 fn have(cmd: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {cmd}")])
@@ -146,6 +187,38 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
                 .arg(workload)
                 .args(["getppid", &n]),
         ),
+        Setup::Syscount => {
+            // The workload waits on stdin until syscount is attached to it.
+            let mut w = Command::new(workload)
+                .args(["--wait-stdin", "getppid", &n])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()?;
+            let mut out = BufReader::new(w.stdout.take().context("workload stdout")?);
+            let mut line = String::new();
+            out.read_line(&mut line)?;
+            let tracefs = Tracefs::mount()?;
+            let sc = start_and_wait(
+                Command::new("stdbuf").args(["-oL", "syscount", "-L", "-p", &w.id().to_string()]),
+                false,
+                "Tracing syscalls",
+            );
+            let r = sc.and_then(|sc| {
+                writeln!(w.stdin.as_mut().context("workload stdin")?)?;
+                let mut rest = String::new();
+                out.read_to_string(&mut rest)?;
+                let _ = Command::new("kill").args(["-INT", &sc.id().to_string()]).status();
+                stop(sc);
+                rest.lines()
+                    .find_map(|l| l.strip_prefix("ns_per_call="))
+                    .and_then(|v| v.trim().parse().ok())
+                    .with_context(|| format!("no ns_per_call in {rest:?}"))
+            });
+            let _ = w.kill();
+            let _ = w.wait();
+            drop(tracefs);
+            r
+        }
         Setup::Bpftrace => {
             let bt = start_and_wait(
                 Command::new("bpftrace").args(["-e", "BEGIN { printf(\"bpftrace ready\\n\"); } tracepoint:raw_syscalls:sys_enter { @[pid] = count(); }"]),
@@ -173,6 +246,11 @@ pub fn bench(root: &Path, rounds: usize, calls: u64) -> Result<()> {
         setups.push(Setup::Strace);
     } else {
         notes.push("strace not installed: skipped".to_string());
+    }
+    if have("syscount") {
+        setups.push(Setup::Syscount);
+    } else {
+        notes.push("syscount (libbpf-tools) not installed: skipped".to_string());
     }
     if have("bpftrace") {
         setups.push(Setup::Bpftrace);
@@ -220,6 +298,17 @@ pub fn bench(root: &Path, rounds: usize, calls: u64) -> Result<()> {
     let added = |s: Setup| setups.iter().position(|&x| x == s).map(|i| med[i] - base);
     if let (Some(floor), Some(own)) = (added(Setup::Floor), added(Setup::SyscostOwn)) {
         println!("syscost-added / floor-added: {:.2}", own / floor.max(1.0));
+    }
+    if let (Some(own), Some(other), Some(floor)) = (
+        added(Setup::SyscostOwn),
+        added(Setup::SyscostOther),
+        added(Setup::Floor),
+    ) {
+        let _ = own;
+        println!("syscost-other-added / floor-added: {:.2}", other / floor.max(1.0));
+    }
+    if let (Some(own), Some(sc)) = (added(Setup::SyscostOwn), added(Setup::Syscount)) {
+        println!("syscost-added / syscount-added: {:.2}", own / sc.max(1.0));
     }
     if let (Some(own), Some(strace)) = (added(Setup::SyscostOwn), added(Setup::Strace)) {
         println!("strace-added / syscost-added: {:.0}", strace / own.max(1.0));

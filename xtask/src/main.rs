@@ -43,7 +43,7 @@ enum Task {
     /// Measure what tracing adds per syscall: untraced vs syscost vs strace, side by side.
     Bench {
         /// Interleaved rounds (the medians are reported).
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 7)]
         rounds: usize,
         /// getppid calls per round and setup (strace gets a twentieth).
         #[arg(long, default_value_t = 2_000_000)]

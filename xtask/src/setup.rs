@@ -4,8 +4,9 @@
 //!   `-Z build-std=core` for bpfel-unknown-none);
 //! - bpf-linker, built against the nightly's own libLLVM (no system LLVM is needed);
 //! - strace (for the side-by-side comparisons), tmux (for the terminal UI tests) and
-//!   prometheus (a real scraper for the metrics endpoint's test), from apt. The
-//!   package's service is not started here; the test runs its own server on loopback.
+//!   prometheus (a real scraper for the metrics endpoint's test; the package's service is
+//!   not started here, the test runs its own server on loopback) and libbpf-tools (its
+//!   `syscount`, the peer `cargo xtask bench` measures against), from apt.
 
 use std::{
     env,
@@ -21,8 +22,13 @@ use anyhow::{Context as _, Result, bail};
 /// bpf-linker release known to build against the nightly's LLVM 22.
 const BPF_LINKER: &str = "bpf-linker@0.13.0";
 const BPF_LINKER_LLVM_FEATURE: &str = "llvm-22";
-/// Debian packages the tests use.
-const APT_PACKAGES: [&str; 3] = ["strace", "tmux", "prometheus"];
+/// Debian packages the tests and the benchmark use, each with the command it provides.
+const APT_PACKAGES: [(&str, &str); 4] = [
+    ("strace", "strace"),
+    ("tmux", "tmux"),
+    ("prometheus", "prometheus"),
+    ("libbpf-tools", "syscount"),
+];
 
 pub fn setup() -> Result<()> {
     nightly_rust_src()?;
@@ -180,7 +186,8 @@ fn is_executable(p: &Path) -> bool {
 fn apt_packages() -> Result<()> {
     let missing: Vec<&str> = APT_PACKAGES
         .into_iter()
-        .filter(|p| !has_command(p))
+        .filter(|(_, command)| !has_command(command))
+        .map(|(package, _)| package)
         .collect();
     if missing.is_empty() {
         return Ok(());

@@ -1,22 +1,59 @@
 //! Plain-data types and pure functions shared by the kernel programs (`syscost-ebpf`)
 //! and the `syscost` binary. Everything here is `no_std` and `#[repr(C)]` so both sides
 //! read the same bytes.
+//!
+//! The data path in one paragraph: `PROCS` says which processes are traced (a table
+//! indexed by the low bits of the tgid, tagged with the whole tgid, with a hash map for
+//! the rare collisions); `THREADS` holds each traced thread's syscall in flight (same
+//! scheme, by tid); at sys_exit the call lands in a [`StatsEntry`] of the current CPU's
+//! pool, found through that CPU's `INDEX` of (process slot, syscall key). Each entry is
+//! written under a sequence count, so userspace, which maps the pool read-only, copies
+//! only consistent entries. No table grows with pid_max, and the pool grows with the
+//! syscalls in use, not with the syscall numbers that exist.
 #![no_std]
 
-pub mod errno_slot;
 pub mod latency_bucket;
 
-pub use errno_slot::{ERRNO_SLOTS, errno_of_slot, errno_slot};
 pub use latency_bucket::{GROUPING_POWER, HISTOGRAM_BUCKETS, MAX_VALUE_POWER, bucket_index};
 
-/// Syscall numbers of one ABI we keep statistics for. x86_64 and i386 numbers both stop
-/// below 470 today; a number beyond is counted as dropped.
-pub const SYSCALLS_PER_ABI: u32 = 512;
-/// Stats slots: the native ABI's syscalls at `nr`, 32-bit (compat) ones at
-/// `COMPAT_BASE + nr`.
-pub const MAX_SYSCALLS: u32 = 2 * SYSCALLS_PER_ABI;
-/// Where compat syscalls start in the stats maps.
-pub const COMPAT_BASE: u32 = SYSCALLS_PER_ABI;
+/// Native syscall numbers below this have a key of their own in `INDEX`.
+pub const NATIVE_KEYS: u32 = 1024;
+/// 32-bit (compat) syscall numbers below this have a key of their own, after the native ones.
+pub const COMPAT_KEYS: u32 = 512;
+/// Keys per process slot in `INDEX`: native numbers, then compat numbers.
+pub const KEYS_PER_SLOT: u32 = NATIVE_KEYS + COMPAT_KEYS;
+/// Where compat keys start.
+pub const COMPAT_BASE: u32 = NATIVE_KEYS;
+/// Key of a syscall whose number has no key of its own (any number beyond the above, on
+/// either ABI): its entry is found through `BIG_INDEX` and carries the raw number.
+pub const KEY_BIG_NATIVE: u32 = 0xffff_0000;
+pub const KEY_BIG_COMPAT: u32 = 0xffff_0001;
+/// `ThreadSlot::key` of a thread that is not inside a traced syscall.
+pub const KEY_NONE: u32 = 0xffff_fffe;
+/// `ThreadSlot::key` the fork hook leaves in a new thread's slot, so that the new
+/// thread's return from clone (an exit the thread never entered) is not called unpaired.
+pub const KEY_FORK_CHILD: u32 = 0xffff_ffff;
+
+/// `INDEX` packs four 16-bit pool positions (plus one; 0 = none yet) in each u64.
+pub const KEYS_PER_INDEX_WORD: u32 = 4;
+/// u64 words of `INDEX` per process slot.
+pub const INDEX_WORDS_PER_SLOT: u32 = KEYS_PER_SLOT / KEYS_PER_INDEX_WORD;
+
+/// The key of syscall `nr` made by a process of ABI `abi` (see [`abi`]).
+#[inline(always)]
+pub const fn syscall_key(abi: u32, nr: u64) -> u32 {
+    if abi == abi::COMPAT {
+        if nr < COMPAT_KEYS as u64 {
+            COMPAT_BASE + nr as u32
+        } else {
+            KEY_BIG_COMPAT
+        }
+    } else if nr < NATIVE_KEYS as u64 {
+        nr as u32
+    } else {
+        KEY_BIG_NATIVE
+    }
+}
 
 /// The ABI part of a `PROCS` value: a traced process whose ABI is not known yet (just
 /// traced, or just exec'd), a 64-bit one, a 32-bit (compat) one. 0 is "not traced".
@@ -26,10 +63,10 @@ pub mod abi {
     pub const COMPAT: u32 = 3;
 }
 
-/// `PROCS` values: the process's slot above its ABI, `slot << 8 | abi`. Each process
-/// syscost is asked to profile has a slot of statistics of its own (children it is
-/// followed into share their parent's), so one set of programs keeps several processes
-/// apart. A value is non-zero exactly when the process is traced.
+/// `PROCS` values: the process's statistics slot above its ABI, `slot << 8 | abi`. Each
+/// process syscost is asked to profile has a slot of its own (children it is followed
+/// into share their parent's), so one set of programs keeps several processes apart. A
+/// value is non-zero exactly when the process is traced.
 pub mod proc_value {
     const ABI_MASK: u32 = 0xff;
     const SLOT_SHIFT: u32 = 8;
@@ -49,75 +86,87 @@ pub mod proc_value {
     }
 }
 
-/// Where a slot's statistics of syscall index `nr` (< `MAX_SYSCALLS`) are in `STATS` and
-/// `ERRNOS`.
-pub const fn stats_index(slot: u32, nr: u32) -> u32 {
-    slot * MAX_SYSCALLS + nr
-}
-
-/// Where a slot's counter `c` (see [`counter`]) is in `COUNTERS`.
-pub const fn counter_index(slot: u32, c: u32) -> u32 {
-    slot * counter::COUNT + c
-}
-
-/// x86's code segment selector of 32-bit user code (`__USER32_CS`).
-pub const USER32_CS: u64 = 0x23;
-
-/// `ThreadSlot::nr` value the fork hook leaves in a new thread's slot, so that the new
-/// thread's return from clone (an exit the thread never entered) is not called unpaired.
-pub const NR_FORK_CHILD: u32 = u32::MAX;
-
-/// Counters of each slot in the `COUNTERS` per-CPU array (see [`counter_index`]).
-pub mod counter {
-    /// Exits whose enter was not seen (the syscall was in flight when we attached).
-    pub const UNPAIRED: u32 = 0;
-    /// Events of a thread whose id is beyond the per-thread table (pid_max raised after load).
-    pub const DROPPED_TID: u32 = 1;
-    /// Exits of a syscall number beyond `MAX_SYSCALLS`.
-    pub const DROPPED_NR: u32 = 2;
-    /// Forked children that could not be added to the traced set.
-    pub const DROPPED_CHILD: u32 = 3;
-    /// Number of counters.
-    pub const COUNT: u32 = 4;
-}
-
-/// Per-thread state between `sys_enter` and `sys_exit`, one slot per thread id.
+/// One slot of the direct-mapped `PROCS` table (index `tgid & (PROC_SLOTS - 1)`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcSlot {
+    /// The traced process in this slot; 0 when free.
+    pub tgid: u32,
+    /// Its `proc_value`, with [`ProcSlot::OVERFLOW`] set when a traced process whose
+    /// tgid maps here had to go to the overflow hash map.
+    pub value: u32,
+}
+
+impl ProcSlot {
+    /// Flag in `value`: look in the overflow hash map on a tag mismatch.
+    pub const OVERFLOW: u32 = 1 << 31;
+}
+
+/// Per-thread state: the syscall in flight and the thread's totals. One cache line.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadSlot {
+    /// The thread this slot belongs to; 0 when free.
+    pub tid: u32,
+    /// Key of the syscall in flight ([`syscall_key`]), `KEY_NONE` or `KEY_FORK_CHILD`.
+    pub key: u32,
     /// `bpf_ktime_get_ns()` at enter; 0 when the thread is not inside a traced syscall.
     pub enter_ns: u64,
-    /// Syscall number seen at enter (or `NR_FORK_CHILD`).
-    pub nr: u32,
-    /// Context switches away from the thread during the current syscall: voluntary
-    /// (it blocked) in the low 16 bits, involuntary (preempted) in the high 16.
-    pub switches: u32,
+    /// The raw syscall number at enter (names `KEY_BIG_*` calls).
+    pub nr: u64,
     /// `bpf_ktime_get_ns()` when the thread was switched out inside the current syscall;
     /// 0 while it runs.
     pub off_since_ns: u64,
     /// Time switched out during the current syscall so far, ns.
     pub off_ns: u64,
-}
-
-/// Per-thread totals, one slot per thread id (cleared when the thread exits).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ThreadStats {
-    /// Completed calls.
+    /// Context switches during the current syscall where the thread blocked
+    /// (voluntary) / was preempted or yielded while runnable (involuntary).
+    pub voluntary: u32,
+    pub involuntary: u32,
+    /// Completed syscalls of this thread and their time (ns), since it was first seen.
     pub calls: u64,
-    /// Time inside syscalls, ns.
     pub total_ns: u64,
-    /// The thread's dominant syscall: a majority-vote candidate (Boyer-Moore), exact
-    /// whenever one syscall makes up more than half of the thread's calls.
-    pub top_nr: u32,
-    /// Votes of the candidate.
-    pub top_votes: u32,
 }
 
-/// Per-syscall, per-CPU statistics. Userspace sums the CPUs.
+impl ThreadSlot {
+    pub const EMPTY: Self = Self {
+        tid: 0,
+        key: KEY_NONE,
+        enter_ns: 0,
+        nr: 0,
+        off_since_ns: 0,
+        off_ns: 0,
+        voluntary: 0,
+        involuntary: 0,
+        calls: 0,
+        total_ns: 0,
+    };
+}
+
+impl Default for ThreadSlot {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+/// Distinct errnos an entry counts by name; more land in `errno_other`.
+pub const ERRNO_PAIRS: usize = 8;
+
+/// One syscall of one process slot on one CPU: the pool element. Written only by the
+/// CPU it belongs to, under `seq` (odd while an update is in progress), so a reader that
+/// sees the same even `seq` before and after its copy has a consistent one.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SyscallStats {
+pub struct StatsEntry {
+    /// Sequence count: incremented before and after every change.
+    pub seq: u64,
+    /// Process slot this entry counts for.
+    pub slot: u32,
+    /// Syscall key ([`syscall_key`]).
+    pub key: u32,
+    /// The raw syscall number (meaningful for `KEY_BIG_*` keys, equal to the key's
+    /// number otherwise).
+    pub nr: u64,
     /// Completed calls (an exit paired with its enter).
     pub calls: u64,
     /// Calls that returned -4095..=-1.
@@ -129,19 +178,27 @@ pub struct SyscallStats {
     /// Largest latency on this CPU, ns.
     pub max_ns: u64,
     /// Of `total_ns`, the time the thread was switched out (blocked or preempted), ns.
-    /// On-CPU time is `total_ns - offcpu_ns`.
     pub offcpu_ns: u64,
-    /// Voluntary context switches inside these calls (the thread blocked).
+    /// Context switches inside these calls where the thread blocked.
     pub voluntary: u64,
-    /// Involuntary context switches inside these calls (the thread was preempted).
+    /// Context switches inside these calls where it was runnable (preempted, yielded).
     pub involuntary: u64,
+    /// Errnos counted by name (0 = unused pair) and their counts.
+    pub errnos: [u16; ERRNO_PAIRS],
+    pub errno_counts: [u64; ERRNO_PAIRS],
+    /// Errors whose errno found no free pair.
+    pub errno_other: u64,
     /// Latency histogram, `bucket_index` layout.
     pub hist: [u64; HISTOGRAM_BUCKETS],
 }
 
-impl SyscallStats {
+impl StatsEntry {
     /// All zero.
     pub const ZERO: Self = Self {
+        seq: 0,
+        slot: 0,
+        key: 0,
+        nr: 0,
         calls: 0,
         errors: 0,
         total_ns: 0,
@@ -150,44 +207,59 @@ impl SyscallStats {
         offcpu_ns: 0,
         voluntary: 0,
         involuntary: 0,
+        errnos: [0; ERRNO_PAIRS],
+        errno_counts: [0; ERRNO_PAIRS],
+        errno_other: 0,
         hist: [0; HISTOGRAM_BUCKETS],
     };
 }
 
-impl Default for SyscallStats {
+impl Default for StatsEntry {
     fn default() -> Self {
         Self::ZERO
     }
 }
 
-/// Per-syscall, per-CPU errno counts, indexed by `errno_slot(errno)`.
+/// Key of `BIG_INDEX`: a syscall number without a key of its own.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ErrnoCounts {
-    pub counts: [u64; ERRNO_SLOTS as usize],
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BigKey {
+    pub slot: u32,
+    /// `KEY_BIG_NATIVE` or `KEY_BIG_COMPAT`.
+    pub key: u32,
+    pub nr: u64,
 }
 
-impl ErrnoCounts {
-    /// All zero.
-    pub const ZERO: Self = Self {
-        counts: [0; ERRNO_SLOTS as usize],
-    };
+/// Counters of each slot in the `COUNTERS` per-CPU array: index `slot * COUNT + c`.
+pub mod counter {
+    /// Exits whose enter was not seen (the syscall was in flight when tracing began).
+    pub const UNPAIRED: u32 = 0;
+    /// Syscalls of a thread for which neither the thread table nor its overflow had room.
+    pub const DROPPED_THREAD: u32 = 1;
+    /// Syscalls whose (process, syscall) found no free entry in the CPU's pool.
+    pub const DROPPED_SYSCALL: u32 = 2;
+    /// Forked children that could not be added to the traced set.
+    pub const DROPPED_CHILD: u32 = 3;
+    /// Number of counters.
+    pub const COUNT: u32 = 4;
 }
 
-impl Default for ErrnoCounts {
-    fn default() -> Self {
-        Self::ZERO
-    }
+/// Where a slot's counter `c` is in `COUNTERS`.
+pub const fn counter_index(slot: u32, c: u32) -> u32 {
+    slot * counter::COUNT + c
 }
+
+/// x86's code segment selector of 32-bit user code (`__USER32_CS`).
+pub const USER32_CS: u64 = 0x23;
 
 #[cfg(feature = "user")]
 mod pod {
-    // SAFETY: both are #[repr(C)] structs of integers with no padding holes the kernel
-    // could leave uninitialised (ThreadSlot's padding is an explicit field).
+    // SAFETY: #[repr(C)] structs of integers; the only padding is none (the fields are
+    // ordered so every one is naturally aligned and the sizes are multiples of 8).
+    unsafe impl aya::Pod for super::ProcSlot {}
     unsafe impl aya::Pod for super::ThreadSlot {}
-    unsafe impl aya::Pod for super::ThreadStats {}
-    unsafe impl aya::Pod for super::SyscallStats {}
-    unsafe impl aya::Pod for super::ErrnoCounts {}
+    unsafe impl aya::Pod for super::StatsEntry {}
+    unsafe impl aya::Pod for super::BigKey {}
 }
 
 #[cfg(test)]
@@ -205,18 +277,36 @@ mod tests {
                 let exec = proc_value::with_abi(v, abi::UNKNOWN);
                 assert_eq!(proc_value::slot(exec), slot, "exec keeps the slot");
                 assert_eq!(proc_value::abi(exec), abi::UNKNOWN);
+                assert_eq!(v & ProcSlot::OVERFLOW, 0, "the overflow flag is free");
             }
         }
         assert_eq!(proc_value::abi(0), 0, "untraced has no ABI");
     }
 
     #[test]
-    fn slots_do_not_overlap() {
-        assert_eq!(stats_index(1, 0), stats_index(0, MAX_SYSCALLS - 1) + 1);
+    fn keys_cover_both_abis_and_big_numbers() {
+        assert_eq!(syscall_key(abi::NATIVE, 0), 0);
+        assert_eq!(syscall_key(abi::NATIVE, 600), 600);
+        assert_eq!(syscall_key(abi::NATIVE, 1023), 1023);
+        assert_eq!(syscall_key(abi::NATIVE, 1024), KEY_BIG_NATIVE);
+        assert_eq!(syscall_key(abi::NATIVE, u64::MAX), KEY_BIG_NATIVE);
+        assert_eq!(syscall_key(abi::UNKNOWN, 5), 5);
+        assert_eq!(syscall_key(abi::COMPAT, 64), COMPAT_BASE + 64);
+        assert_eq!(syscall_key(abi::COMPAT, 511), KEYS_PER_SLOT - 1);
+        assert_eq!(syscall_key(abi::COMPAT, 512), KEY_BIG_COMPAT);
+        assert_eq!(KEYS_PER_SLOT % KEYS_PER_INDEX_WORD, 0);
+    }
+
+    #[test]
+    fn shared_layouts_have_no_padding() {
+        use core::mem::size_of;
+        assert_eq!(size_of::<ProcSlot>(), 8);
+        assert_eq!(size_of::<ThreadSlot>(), 64, "one cache line");
+        assert_eq!(size_of::<BigKey>(), 16);
         assert_eq!(
-            counter_index(1, 0),
-            counter_index(0, counter::COUNT - 1) + 1
+            size_of::<StatsEntry>(),
+            8 * 11 + 2 * ERRNO_PAIRS + 8 * ERRNO_PAIRS + 8 + 8 * HISTOGRAM_BUCKETS
         );
-        assert_eq!(stats_index(0, COMPAT_BASE + 3), COMPAT_BASE + 3);
+        assert_eq!(size_of::<StatsEntry>() % 8, 0);
     }
 }

@@ -1,55 +1,80 @@
 //! syscost's kernel side: per-syscall counts, errors and latency histograms of the
-//! profiled processes, aggregated in per-CPU arrays. No per-event traffic leaves the
-//! kernel.
+//! profiled processes, aggregated in the kernel. No per-event traffic leaves it.
 //!
 //! Program type: raw tracepoints. All three types attach to sys_enter/sys_exit here;
 //! raw tracepoints were measured cheaper than classic tracepoints (empty program on
 //! getpid: about 216 ns added against 336 ns for the classic tracepoint), need no
 //! tracefs, and tp_btf would add nothing we read.
+//!
+//! Tables (see `syscost_common` for the layouts): `PROCS` and `THREADS` are indexed by
+//! the low bits of the tgid / tid and tagged with the whole id, with a hash map each for
+//! the rare ids that collide; the statistics live in `POOL`, one region per CPU, an
+//! entry per (process slot, syscall) in use on that CPU, found through that CPU's
+//! `INDEX`. Every table has a fixed size chosen at load time, none grows with pid_max;
+//! whatever finds no room is counted in `COUNTERS`.
 #![no_std]
 #![no_main]
 
-use core::hint::black_box;
+use core::{
+    hint::black_box,
+    ptr::{read_volatile, write_volatile},
+};
 
 use aya_ebpf::{
     Global,
-    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
+    bindings::BPF_NOEXIST,
+    helpers::{
+        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_smp_processor_id,
+        bpf_ktime_get_ns, bpf_probe_read_kernel,
+    },
     macros::{map, raw_tracepoint},
-    maps::{Array, PerCpuArray},
+    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap},
     programs::RawTracePointContext,
 };
 use aya_log_ebpf::warn;
 use syscost_common::{
-    COMPAT_BASE, ERRNO_SLOTS, ErrnoCounts, MAX_SYSCALLS, NR_FORK_CHILD, SYSCALLS_PER_ABI,
-    SyscallStats, ThreadSlot, ThreadStats, USER32_CS, abi, bucket_index, counter, counter_index,
-    errno_slot, proc_value, stats_index,
+    BigKey, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD,
+    KEYS_PER_SLOT, ProcSlot, StatsEntry, ThreadSlot, USER32_CS, abi, bucket_index, counter,
+    counter_index, proc_value, syscall_key,
 };
 
-/// Traced processes: index tgid, value (`proc_value`: slot and ABI) non-zero when
-/// traced. Userspace sizes it to pid_max, so a lookup is an inlined bounds check plus a
-/// load.
-#[map]
-static PROCS: Array<u32> = Array::with_max_entries(1, 0);
+/// BPF_F_MMAPABLE: userspace maps these arrays and reads them without syscalls.
+const MMAPABLE: u32 = 1 << 10;
 
-/// Per-thread enter timestamp and syscall number: index tid, sized to pid_max.
+/// Traced processes, direct-mapped: index `tgid & PROC_MASK`.
 #[map]
-static THREADS: Array<ThreadSlot> = Array::with_max_entries(1, 0);
+static PROCS: Array<ProcSlot> = Array::with_max_entries(1, 0);
 
-/// Per-thread totals: index tid, sized to pid_max. Written by the thread itself only, so
-/// a plain array (not per-CPU) holds no races.
+/// Traced processes whose direct slot was taken by another one: tgid -> `proc_value`.
 #[map]
-static THREAD_STATS: Array<ThreadStats> = Array::with_max_entries(1, 0);
+static PROCS_OVERFLOW: HashMap<u32, u32> = HashMap::with_max_entries(1, 0);
 
-/// Per-syscall statistics: index `stats_index(slot, nr)`; userspace sizes it to
-/// `MAX_SYSCALLS` times the number of slots.
+/// Per-thread state, direct-mapped: index `tid & THREAD_MASK`.
 #[map]
-static STATS: PerCpuArray<SyscallStats> = PerCpuArray::with_max_entries(MAX_SYSCALLS, 0);
+static THREADS: Array<ThreadSlot> = Array::with_max_entries(1, MMAPABLE);
 
-/// Errno counts per syscall: index `stats_index(slot, nr)`, then `errno_slot(errno)`.
+/// Threads whose direct slot was taken by another one: tid -> state.
 #[map]
-static ERRNOS: PerCpuArray<ErrnoCounts> = PerCpuArray::with_max_entries(MAX_SYSCALLS, 0);
+static THREADS_OVERFLOW: HashMap<u32, ThreadSlot> = HashMap::with_max_entries(1, 0);
 
-/// Counters of events that did not make it into STATS, per slot: index
+/// Per CPU: (process slot, syscall key) -> position in this CPU's pool region plus one,
+/// four 16-bit positions to a word (index `slot * INDEX_WORDS_PER_SLOT + key / 4`).
+#[map]
+static INDEX: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+/// Per CPU: syscall numbers without a key of their own -> pool position plus one.
+#[map]
+static BIG_INDEX: PerCpuHashMap<BigKey, u32> = PerCpuHashMap::with_max_entries(1, 0);
+
+/// The statistics: CPU `c`'s region is `c * POOL_PER_CPU ..`, filled in order of first use.
+#[map]
+static POOL: Array<StatsEntry> = Array::with_max_entries(1, MMAPABLE);
+
+/// Per CPU: entries of its pool region in use.
+#[map]
+static POOL_NEXT: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
+
+/// Counters of events that did not make it into the statistics, per process slot: index
 /// `counter_index(slot, counter)`.
 #[map]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
@@ -57,12 +82,22 @@ static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT
 /// Add forked child processes of traced processes to PROCS (threads are always followed).
 #[unsafe(no_mangle)]
 static FOLLOW_FORKS: Global<u32> = Global::new(0);
-/// Byte offsets of `pid` and `tgid` in the running kernel's `struct task_struct`, read
-/// from its BTF by userspace.
+/// Table sizes (powers of two, as masks) and the pool entries per CPU, set at load.
+#[unsafe(no_mangle)]
+static PROC_MASK: Global<u32> = Global::new(0);
+#[unsafe(no_mangle)]
+static THREAD_MASK: Global<u32> = Global::new(0);
+#[unsafe(no_mangle)]
+static POOL_PER_CPU: Global<u32> = Global::new(0);
+/// Byte offsets in the running kernel's structures, read from its BTF by userspace.
 #[unsafe(no_mangle)]
 static TASK_PID_OFFSET: Global<u64> = Global::new(0);
 #[unsafe(no_mangle)]
 static TASK_TGID_OFFSET: Global<u64> = Global::new(0);
+#[unsafe(no_mangle)]
+static TASK_SIGNAL_OFFSET: Global<u64> = Global::new(0);
+#[unsafe(no_mangle)]
+static SIGNAL_LIVE_OFFSET: Global<u64> = Global::new(0);
 /// Byte offset of `cs` in `struct pt_regs`: it tells 32-bit user code from 64-bit.
 #[unsafe(no_mangle)]
 static PT_REGS_CS_OFFSET: Global<u64> = Global::new(0);
@@ -74,35 +109,92 @@ fn count(slot: u32, c: u32) {
     }
 }
 
-/// The `PROCS` value of this tgid, 0 when it is not traced. The first test on every
+/// The direct `PROCS` slot of a tgid, read as one word: (tag, value).
+#[inline(always)]
+fn proc_slot(tgid: u32) -> Option<*mut ProcSlot> {
+    PROCS.get_ptr_mut(tgid & PROC_MASK.load())
+}
+
+/// A pointer to the `proc_value` of a traced process (in its direct slot, whose value
+/// may carry the overflow flag, or in the overflow map), `None` when it is not traced.
+#[inline(always)]
+fn proc_value_ptr(tgid: u32) -> Option<*mut u32> {
+    let p = proc_slot(tgid)?;
+    // One 8-byte load: tag and value together. black_box: the program wrappers ignore
+    // our return value, and without it the compiler may fold the compare into the
+    // paths that follow and lose the early return.
+    let word = black_box(unsafe { read_volatile(p as *const u64) });
+    if word as u32 == tgid {
+        return Some(unsafe { &raw mut (*p).value });
+    }
+    if (word >> 32) as u32 & ProcSlot::OVERFLOW == 0 {
+        return None;
+    }
+    PROCS_OVERFLOW.get_ptr_mut(tgid)
+}
+
+/// The `proc_value` of this tgid, 0 when it is not traced. The first test on every
 /// syscall of every process.
 #[inline(always)]
 fn proc_of(tgid: u32) -> u32 {
-    match PROCS.get(tgid) {
-        // black_box: the wrapper ignores our return value, and without it the compiler
-        // may fold the compare into the paths that follow and lose the early return.
-        Some(v) => black_box(*v),
+    match proc_value_ptr(tgid) {
+        Some(v) => (unsafe { *v }) & !ProcSlot::OVERFLOW,
         None => 0,
     }
 }
 
+/// Adds a process to the traced set (a followed child); false when there is no room.
 #[inline(always)]
-fn traced(tgid: u32) -> bool {
-    proc_of(tgid) != 0
+fn insert_proc(tgid: u32, value: u32) -> bool {
+    let Some(p) = proc_slot(tgid) else {
+        return false;
+    };
+    let s = unsafe { &mut *p };
+    if s.tgid == 0 {
+        // Tag and value in one store. No other CPU races for this slot: pids are
+        // allocated in sequence, so processes created at the same moment do not share
+        // the low bits of their ids.
+        let word = u64::from(tgid) | (u64::from(value | (s.value & ProcSlot::OVERFLOW)) << 32);
+        unsafe { write_volatile(p as *mut u64, word) };
+        return true;
+    }
+    if PROCS_OVERFLOW
+        .insert(tgid, value, u64::from(BPF_NOEXIST))
+        .is_err()
+    {
+        return false;
+    }
+    s.value |= ProcSlot::OVERFLOW;
+    true
 }
 
-/// The `PROCS` value of a traced process with its ABI known (0 when not traced): the
-/// ABI is learnt from the code segment of its first syscall after it was traced or
-/// exec'd and kept in PROCS, one kernel read per process, not per call.
+/// Takes a process out of the traced set (its whole thread group has exited).
+#[inline(always)]
+fn remove_proc(tgid: u32) {
+    if let Some(p) = proc_slot(tgid) {
+        let s = unsafe { &mut *p };
+        if s.tgid == tgid {
+            let word = u64::from(s.value & ProcSlot::OVERFLOW) << 32;
+            unsafe { write_volatile(p as *mut u64, word) };
+            return;
+        }
+    }
+    let _ = PROCS_OVERFLOW.remove(tgid);
+}
+
+/// The `proc_value` of a traced process with its ABI known (0 when not traced): the ABI
+/// is learnt from the code segment of its first syscall after it was traced or exec'd
+/// and kept in PROCS, one kernel read per process, not per call.
 #[inline(always)]
 fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
-    let Some(v) = PROCS.get_ptr_mut(tgid) else {
+    let Some(v) = proc_value_ptr(tgid) else {
         return 0;
     };
     let v = unsafe { &mut *v };
-    let known = black_box(*v);
-    if proc_value::abi(known) != abi::UNKNOWN {
-        return known;
+    let known = *v;
+    let value = known & !ProcSlot::OVERFLOW;
+    if proc_value::abi(value) != abi::UNKNOWN {
+        return value;
     }
     let regs: *const u8 = ctx.arg(0);
     let cs =
@@ -111,8 +203,53 @@ fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
         Ok(cs) if cs & 0xffff == USER32_CS => abi::COMPAT,
         _ => abi::NATIVE,
     };
-    *v = proc_value::with_abi(known, abi);
-    *v
+    let value = proc_value::with_abi(value, abi);
+    *v = value | (known & ProcSlot::OVERFLOW);
+    value
+}
+
+/// The slot of thread `tid`, if it has one.
+#[inline(always)]
+fn thread_slot(tid: u32) -> Option<*mut ThreadSlot> {
+    let p = THREADS.get_ptr_mut(tid & THREAD_MASK.load())?;
+    if unsafe { (*p).tid } == tid {
+        return Some(p);
+    }
+    THREADS_OVERFLOW.get_ptr_mut(tid)
+}
+
+/// Gives thread `tid` a slot: its direct one when free, else one in the overflow map;
+/// `None` when both are full.
+#[inline(always)]
+fn claim_thread(tid: u32) -> Option<*mut ThreadSlot> {
+    let p = THREADS.get_ptr_mut(tid & THREAD_MASK.load())?;
+    let fresh = ThreadSlot {
+        tid,
+        ..ThreadSlot::EMPTY
+    };
+    if unsafe { (*p).tid } == 0 {
+        // Threads created at the same moment have ids in sequence, so they do not race
+        // for one direct slot.
+        unsafe { *p = fresh };
+        return Some(p);
+    }
+    THREADS_OVERFLOW
+        .insert(tid, fresh, u64::from(BPF_NOEXIST))
+        .ok()?;
+    THREADS_OVERFLOW.get_ptr_mut(tid)
+}
+
+/// Frees the slot of an exiting thread: a reused tid must not inherit a stale enter
+/// time or another thread's totals.
+#[inline(always)]
+fn release_thread(tid: u32) {
+    if let Some(p) = THREADS.get_ptr_mut(tid & THREAD_MASK.load())
+        && unsafe { (*p).tid } == tid
+    {
+        unsafe { *p = ThreadSlot::EMPTY };
+        return;
+    }
+    let _ = THREADS_OVERFLOW.remove(tid);
 }
 
 #[raw_tracepoint(tracepoint = "sys_enter")]
@@ -122,25 +259,82 @@ pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
     if process == 0 {
         return 0;
     }
-    let abi = proc_value::abi(process);
-    let raw: i64 = ctx.arg(1);
-    // Compat syscalls are counted apart, under their own (i386) numbers.
-    let nr = if abi == abi::COMPAT && (raw as u64) < u64::from(SYSCALLS_PER_ABI) {
-        raw + i64::from(COMPAT_BASE)
-    } else {
-        raw
+    let tid = pid_tgid as u32;
+    // A thread without room gets none here; its exit counts the call as dropped.
+    let Some(slot) = thread_slot(tid).or_else(|| claim_thread(tid)) else {
+        return 0;
     };
-    match THREADS.get_ptr_mut(pid_tgid as u32) {
-        Some(slot) => unsafe {
-            (*slot).nr = nr as u32;
-            (*slot).switches = 0;
-            (*slot).off_since_ns = 0;
-            (*slot).off_ns = 0;
-            (*slot).enter_ns = bpf_ktime_get_ns();
-        },
-        None => count(proc_value::slot(process), counter::DROPPED_TID),
-    }
+    let nr: u64 = ctx.arg(1);
+    let slot = unsafe { &mut *slot };
+    slot.key = syscall_key(proc_value::abi(process), nr);
+    slot.nr = nr;
+    slot.off_since_ns = 0;
+    slot.off_ns = 0;
+    slot.voluntary = 0;
+    slot.involuntary = 0;
+    slot.enter_ns = unsafe { bpf_ktime_get_ns() };
     0
+}
+
+/// `*p += v` as a store the compiler keeps in program order with the sequence count.
+#[inline(always)]
+fn add(p: &mut u64, v: u64) {
+    unsafe { write_volatile(p, read_volatile(p) + v) };
+}
+
+/// Starts a new entry for (`slot`, `key`, `nr`) in this CPU's pool region; its position
+/// in the region, or `None` when the region is full.
+#[inline(always)]
+fn new_entry(slot: u32, key: u32, nr: u64) -> Option<(*mut StatsEntry, u32)> {
+    let next = POOL_NEXT.get_ptr_mut(0)?;
+    let i = unsafe { *next };
+    if i >= POOL_PER_CPU.load() {
+        return None;
+    }
+    let cpu = unsafe { bpf_get_smp_processor_id() };
+    let e = POOL.get_ptr_mut(cpu * POOL_PER_CPU.load() + i)?;
+    let entry = unsafe { &mut *e };
+    let seq = unsafe { read_volatile(&entry.seq) };
+    unsafe {
+        write_volatile(&mut entry.seq, seq + 1);
+        write_volatile(&mut entry.slot, slot);
+        write_volatile(&mut entry.key, key);
+        write_volatile(&mut entry.nr, nr);
+        write_volatile(&mut entry.seq, seq + 2);
+        // Published after the owner is written: a reader that sees the count sees it.
+        write_volatile(next, i + 1);
+    }
+    Some((e, i))
+}
+
+/// This CPU's entry for (`slot`, `key`, `nr`), made on first use.
+#[inline(always)]
+fn entry_for(slot: u32, key: u32, nr: u64) -> Option<*mut StatsEntry> {
+    let per_cpu = POOL_PER_CPU.load();
+    if key < KEYS_PER_SLOT {
+        let word = INDEX.get_ptr_mut(slot * INDEX_WORDS_PER_SLOT + key / KEYS_PER_INDEX_WORD)?;
+        let lane = (key % KEYS_PER_INDEX_WORD) * 16;
+        let pos = ((unsafe { *word } >> lane) & 0xffff) as u32;
+        if pos != 0 {
+            let cpu = unsafe { bpf_get_smp_processor_id() };
+            return POOL.get_ptr_mut(cpu * per_cpu + pos - 1);
+        }
+        let (e, i) = new_entry(slot, key, nr)?;
+        unsafe { *word |= u64::from(i + 1) << lane };
+        return Some(e);
+    }
+    let big = BigKey { slot, key, nr };
+    if let Some(pos) = BIG_INDEX.get_ptr(big) {
+        let pos = unsafe { *pos };
+        if pos != 0 {
+            let cpu = unsafe { bpf_get_smp_processor_id() };
+            return POOL.get_ptr_mut(cpu * per_cpu + pos - 1);
+        }
+    }
+    let (e, i) = new_entry(slot, key, nr)?;
+    // A full BIG_INDEX only costs a new entry per call: userspace sums them by number.
+    let _ = BIG_INDEX.insert(big, i + 1, 0);
+    Some(e)
 }
 
 #[raw_tracepoint(tracepoint = "sys_exit")]
@@ -152,88 +346,90 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     }
     let now = unsafe { bpf_ktime_get_ns() };
     let stats_slot = proc_value::slot(process);
-    let Some(slot) = THREADS.get_ptr_mut(pid_tgid as u32) else {
-        count(stats_slot, counter::DROPPED_TID);
+    let tid = pid_tgid as u32;
+    let Some(slot) = thread_slot(tid) else {
+        // In flight when tracing began (the thread gets a slot now), or no room.
+        let c = if claim_thread(tid).is_some() {
+            counter::UNPAIRED
+        } else {
+            counter::DROPPED_THREAD
+        };
+        count(stats_slot, c);
         return 0;
     };
-    let (start, nr, off_ns, switches) = unsafe {
-        (
-            (*slot).enter_ns,
-            (*slot).nr,
-            (*slot).off_ns,
-            (*slot).switches,
-        )
-    };
+    let slot = unsafe { &mut *slot };
+    let start = slot.enter_ns;
+    let key = slot.key;
+    slot.key = KEY_NONE;
     if start == 0 {
-        if nr == NR_FORK_CHILD {
-            // A new thread returning from clone: it never entered this syscall.
-            unsafe { (*slot).nr = 0 };
-        } else {
+        // A new thread returning from clone never entered this syscall.
+        if key != KEY_FORK_CHILD {
             count(stats_slot, counter::UNPAIRED);
         }
         return 0;
     }
-    unsafe { (*slot).enter_ns = 0 };
+    slot.enter_ns = 0;
+    let ns = now - start;
+    slot.calls += 1;
+    slot.total_ns += ns;
+    let off_ns = slot.off_ns;
+    let (voluntary, involuntary) = (slot.voluntary, slot.involuntary);
 
-    // Checked here, not by the lookup: a number beyond would land in the next slot.
-    if nr >= MAX_SYSCALLS {
-        count(stats_slot, counter::DROPPED_NR);
-        return 0;
-    }
-    let index = stats_index(stats_slot, nr);
-    let Some(stats) = STATS.get_ptr_mut(index) else {
-        count(stats_slot, counter::DROPPED_NR);
+    let Some(e) = entry_for(stats_slot, key, slot.nr) else {
+        count(stats_slot, counter::DROPPED_SYSCALL);
         return 0;
     };
-    let ns = now - start;
-    let stats = unsafe { &mut *stats };
-    stats.calls += 1;
-    stats.total_ns += ns;
+    let e = unsafe { &mut *e };
+    let seq = unsafe { read_volatile(&e.seq) };
+    unsafe { write_volatile(&mut e.seq, seq + 1) };
+    let calls = unsafe { read_volatile(&e.calls) };
+    unsafe { write_volatile(&mut e.calls, calls + 1) };
+    add(&mut e.total_ns, ns);
     // Switched-out time can only be part of the call's wall time.
-    stats.offcpu_ns += if off_ns < ns { off_ns } else { ns };
-    stats.voluntary += u64::from(switches & 0xffff);
-    stats.involuntary += u64::from(switches >> 16);
-    if stats.calls == 1 || ns < stats.min_ns {
-        stats.min_ns = ns;
+    add(&mut e.offcpu_ns, if off_ns < ns { off_ns } else { ns });
+    if voluntary | involuntary != 0 {
+        add(&mut e.voluntary, u64::from(voluntary));
+        add(&mut e.involuntary, u64::from(involuntary));
     }
-    if ns > stats.max_ns {
-        stats.max_ns = ns;
+    if calls == 0 || ns < unsafe { read_volatile(&e.min_ns) } {
+        unsafe { write_volatile(&mut e.min_ns, ns) };
     }
-    let bucket = bucket_index(ns);
-    if let Some(b) = stats.hist.get_mut(bucket) {
-        *b += 1;
+    if ns > unsafe { read_volatile(&e.max_ns) } {
+        unsafe { write_volatile(&mut e.max_ns, ns) };
     }
-
-    if let Some(t) = THREAD_STATS.get_ptr_mut(pid_tgid as u32) {
-        let t = unsafe { &mut *t };
-        t.calls += 1;
-        t.total_ns += ns;
-        if t.top_nr == nr {
-            t.top_votes += 1;
-        } else if t.top_votes == 0 {
-            t.top_nr = nr;
-            t.top_votes = 1;
-        } else {
-            t.top_votes -= 1;
-        }
+    if let Some(b) = e.hist.get_mut(bucket_index(ns)) {
+        add(b, 1);
     }
-
     let ret: i64 = ctx.arg(1);
     if (-4095..0).contains(&ret) {
-        stats.errors += 1;
-        if let Some(errnos) = ERRNOS.get_ptr_mut(index) {
-            // The mask keeps the index provably in bounds for the verifier (a bounds
-            // check on a copy of the register is not enough for it).
-            let slot = errno_slot((-ret) as u32) & (ERRNO_SLOTS - 1);
-            unsafe { (*errnos).counts[slot as usize] += 1 };
-        }
+        add(&mut e.errors, 1);
+        count_errno(e, (-ret) as u16);
     }
+    unsafe { write_volatile(&mut e.seq, seq + 2) };
     0
 }
 
+/// Counts an errno in the entry's first pair that holds it or is free.
+#[inline(always)]
+fn count_errno(e: &mut StatsEntry, errno: u16) {
+    for i in 0..ERRNO_PAIRS {
+        let id = unsafe { read_volatile(&e.errnos[i]) };
+        if id == errno {
+            add(&mut e.errno_counts[i], 1);
+            return;
+        }
+        if id == 0 {
+            unsafe { write_volatile(&mut e.errnos[i], errno) };
+            add(&mut e.errno_counts[i], 1);
+            return;
+        }
+    }
+    add(&mut e.errno_other, 1);
+}
+
 /// sched_process_fork(struct task_struct *parent, struct task_struct *child), run in
-/// the parent. Marks the child's thread slot so its return from clone is not counted as
-/// unpaired, and with FOLLOW_FORKS adds a new child process to PROCS.
+/// the parent. Gives the new thread a slot marked so its return from clone is not
+/// counted as unpaired, and with FOLLOW_FORKS adds a new child process to PROCS.
 #[raw_tracepoint(tracepoint = "sched_process_fork")]
 pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
     let parent_tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
@@ -258,21 +454,14 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
     if new_process && FOLLOW_FORKS.load() == 0 {
         return 0;
     }
-    match THREADS.get_ptr_mut(pid) {
-        Some(slot) => unsafe {
-            (*slot).enter_ns = 0;
-            (*slot).nr = NR_FORK_CHILD;
-        },
-        None => count(stats_slot, counter::DROPPED_TID),
+    if new_process && !insert_proc(tgid, parent) {
+        count(stats_slot, counter::DROPPED_CHILD);
+        warn!(&ctx, "no room to trace child process {}", tgid);
+        return 0;
     }
-    if new_process {
-        match PROCS.get_ptr_mut(tgid) {
-            Some(p) => unsafe { *p = parent },
-            None => {
-                count(stats_slot, counter::DROPPED_CHILD);
-                warn!(&ctx, "child {} is beyond pid_max: not traced", tgid);
-            }
-        }
+    // Without room now, the thread tries again at its first syscall.
+    if let Some(slot) = thread_slot(pid).or_else(|| claim_thread(pid)) {
+        unsafe { (*slot).key = KEY_FORK_CHILD };
     }
     0
 }
@@ -285,20 +474,21 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
 pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
     // The clock is read only for a traced thread: this runs on every switch of the machine.
     let prev = bpf_get_current_pid_tgid();
-    if traced((prev >> 32) as u32)
-        && let Some(slot) = THREADS.get_ptr_mut(prev as u32)
+    if proc_of((prev >> 32) as u32) != 0
+        && let Some(slot) = thread_slot(prev as u32)
     {
         let slot = unsafe { &mut *slot };
         if slot.enter_ns != 0 {
             slot.off_since_ns = unsafe { bpf_ktime_get_ns() };
+            // The kernel's own rule (nvcsw vs nivcsw): a switch is voluntary when the
+            // thread was not preempted and was no longer runnable; a runnable thread
+            // switched out (preempted, or sched_yield) is not blocked.
             let preempt: u64 = ctx.arg(0);
-            // Saturating 16-bit counters: a syscall is not switched out 65,535 times.
-            if preempt & 0xff != 0 {
-                if slot.switches >> 16 < 0xffff {
-                    slot.switches += 1 << 16;
-                }
-            } else if slot.switches & 0xffff < 0xffff {
-                slot.switches += 1;
+            let prev_state: u64 = ctx.arg(3);
+            if preempt & 0xff == 0 && prev_state as u32 != 0 {
+                slot.voluntary += 1;
+            } else {
+                slot.involuntary += 1;
             }
         }
     }
@@ -310,8 +500,8 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
         return 0;
     };
     let (pid, tgid) = (ids as u32, (ids >> 32) as u32);
-    if traced(tgid)
-        && let Some(slot) = THREADS.get_ptr_mut(pid)
+    if proc_of(tgid) != 0
+        && let Some(slot) = thread_slot(pid)
     {
         let slot = unsafe { &mut *slot };
         if slot.off_since_ns != 0 {
@@ -323,65 +513,68 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
 }
 
 /// sched_process_exec(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm),
-/// run in the task that exec'd: its new program may have another ABI.
+/// run in the task that exec'd: its new program may have another ABI, and when a thread
+/// other than the leader exec'd, it now has the leader's tid (the leader has exited by
+/// now, freeing that slot): its syscall in flight (the execve) moves with it.
 #[raw_tracepoint(tracepoint = "sched_process_exec")]
-pub fn syscost_exec(_ctx: RawTracePointContext) -> i32 {
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    if traced(tgid)
-        && let Some(v) = PROCS.get_ptr_mut(tgid)
+pub fn syscost_exec(ctx: RawTracePointContext) -> i32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    let Some(v) = proc_value_ptr(tgid) else {
+        return 0;
+    };
+    unsafe {
+        let known = *v;
+        *v = proc_value::with_abi(known & !ProcSlot::OVERFLOW, abi::UNKNOWN)
+            | (known & ProcSlot::OVERFLOW);
+    }
+    let tid = pid_tgid as u32;
+    let old_pid: u64 = ctx.arg(1);
+    let old_pid = old_pid as u32;
+    if old_pid != tid
+        && let Some(old) = thread_slot(old_pid)
     {
-        unsafe { *v = proc_value::with_abi(*v, abi::UNKNOWN) };
+        let state = unsafe { *old };
+        release_thread(old_pid);
+        if let Some(new) = thread_slot(tid).or_else(|| claim_thread(tid)) {
+            unsafe { *new = ThreadSlot { tid, ..state } };
+        }
     }
     0
 }
 
-/// Clears an exiting thread's slots: a reused tid must not inherit a stale enter time or
-/// another thread's totals.
+/// Whether the thread group of the current (exiting) task has no live thread left:
+/// `current->signal->live`, which do_exit decrements before this tracepoint, is 0. The
+/// same rule on every kernel, whatever order the threads exit in (the tracepoint's own
+/// group_dead argument exists only from 6.16 on).
 #[inline(always)]
-fn forget_thread(tid: u32) {
-    if let Some(slot) = THREADS.get_ptr_mut(tid) {
-        unsafe { *slot = ThreadSlot::default() };
-    }
-    if let Some(t) = THREAD_STATS.get_ptr_mut(tid) {
-        unsafe { *t = ThreadStats::default() };
-    }
+fn group_dead() -> bool {
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let Ok(signal) = (unsafe {
+        bpf_probe_read_kernel(task.add(TASK_SIGNAL_OFFSET.load() as usize) as *const u64)
+    }) else {
+        return false;
+    };
+    let signal = signal as *const u8;
+    matches!(
+        unsafe { bpf_probe_read_kernel(signal.add(SIGNAL_LIVE_OFFSET.load() as usize) as *const i32) },
+        Ok(0)
+    )
 }
 
-/// sched_process_exit(struct task_struct *p, bool group_dead), run in the exiting
-/// thread. Clears its slot (a reused tid must not inherit a stale enter time) and, when
-/// the whole thread group is gone, takes the process out of PROCS so a new process that
-/// reuses its pid is not traced.
+/// sched_process_exit, run in the exiting thread. Frees its slot and, when the whole
+/// thread group is gone, takes the process out of PROCS so a new process that reuses
+/// its pid is not traced.
 #[raw_tracepoint(tracepoint = "sched_process_exit")]
-pub fn syscost_exit(ctx: RawTracePointContext) -> i32 {
+pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
-    if !traced(tgid) {
+    if proc_of(tgid) == 0 {
         return 0;
     }
-    forget_thread(pid_tgid as u32);
-    let group_dead: u64 = ctx.arg(1);
-    if group_dead & 0xff != 0
-        && let Some(p) = PROCS.get_ptr_mut(tgid)
-    {
-        unsafe { *p = 0 };
-    }
-    0
-}
-
-/// Kernels before 6.16 have no group_dead argument: the process leaves PROCS when its
-/// leader thread exits.
-#[raw_tracepoint(tracepoint = "sched_process_exit")]
-pub fn syscost_exit_leader(_ctx: RawTracePointContext) -> i32 {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tgid = (pid_tgid >> 32) as u32;
-    if !traced(tgid) {
-        return 0;
-    }
-    forget_thread(pid_tgid as u32);
-    if pid_tgid as u32 == tgid
-        && let Some(p) = PROCS.get_ptr_mut(tgid)
-    {
-        unsafe { *p = 0 };
+    release_thread(pid_tgid as u32);
+    if group_dead() {
+        remove_proc(tgid);
     }
     0
 }

@@ -1,26 +1,188 @@
-//! Turns raw map contents into profiles: sums the per-CPU values, subtracts an earlier
-//! snapshot for interval views, computes percentiles and names. Pure: the tracer hands it
-//! the values it read, so everything here is tested without root.
+//! Turns the kernel's statistics entries into snapshots and profiles: merges the CPUs'
+//! entries of a syscall, subtracts an earlier snapshot for interval views, computes
+//! percentiles and names. Pure: the sampler hands it consistent copies of the entries,
+//! so everything here is tested without root.
 
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use syscost_common::{ERRNO_SLOTS, ErrnoCounts, SyscallStats, counter};
+use syscost_common::{
+    COMPAT_BASE, HISTOGRAM_BUCKETS, KEY_BIG_COMPAT, KEY_BIG_NATIVE, StatsEntry, abi, counter,
+    syscall_key,
+};
 
 use crate::{
-    errno_name::slot_name,
+    errno_name::errno_name,
     latency,
     profile::{Profile, SCHEMA_VERSION, SyscallProfile, Target},
     syscall_names,
 };
 
-/// The kernel's counters at one moment, summed over CPUs.
+/// A syscall as the kernel side tells them apart: its ABI and number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SyscallId {
+    /// The kernel side's key: the number for native syscalls with a key of their own,
+    /// `COMPAT_BASE + number` for compat ones, `KEY_BIG_*` for the others.
+    pub key: u32,
+    /// The syscall number the program passed.
+    pub nr: u64,
+}
+
+impl SyscallId {
+    /// A 64-bit (native) syscall.
+    pub fn native(nr: u64) -> Self {
+        Self::of(syscall_key(abi::NATIVE, nr), nr)
+    }
+
+    /// A 32-bit (compat) syscall.
+    pub fn compat(nr: u64) -> Self {
+        Self::of(syscall_key(abi::COMPAT, nr), nr)
+    }
+
+    /// The id of an entry's (key, number).
+    pub fn of(key: u32, nr: u64) -> Self {
+        let nr = match key {
+            KEY_BIG_NATIVE | KEY_BIG_COMPAT => nr,
+            k if k >= COMPAT_BASE => u64::from(k - COMPAT_BASE),
+            k => u64::from(k),
+        };
+        Self { key, nr }
+    }
+
+    /// Whether it is a 32-bit (compat) syscall.
+    pub fn is_compat(&self) -> bool {
+        self.key == KEY_BIG_COMPAT || (COMPAT_BASE..KEY_BIG_NATIVE).contains(&self.key)
+    }
+
+    /// Its name: the table's name, `syscall_0x...` for a number the table lacks (as
+    /// strace writes them), with `i386:` before compat ones.
+    pub fn name(&self) -> String {
+        syscall_names::name(self.is_compat(), self.nr)
+    }
+}
+
+/// One syscall's numbers, summed over CPUs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counts {
+    pub calls: u64,
+    pub errors: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub offcpu_ns: u64,
+    pub voluntary: u64,
+    pub involuntary: u64,
+    /// errno -> count.
+    pub errnos: BTreeMap<u16, u64>,
+    /// Errors beyond the distinct errnos an entry names (`ERRNO_PAIRS`).
+    pub errno_other: u64,
+    /// Latency histogram, `bucket_index` layout.
+    pub hist: Vec<u64>,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Self {
+            calls: 0,
+            errors: 0,
+            total_ns: 0,
+            min_ns: 0,
+            max_ns: 0,
+            offcpu_ns: 0,
+            voluntary: 0,
+            involuntary: 0,
+            errnos: BTreeMap::new(),
+            errno_other: 0,
+            hist: vec![0; HISTOGRAM_BUCKETS],
+        }
+    }
+}
+
+impl Counts {
+    /// Adds one CPU's consistent copy of an entry.
+    pub fn add_entry(&mut self, e: &StatsEntry) {
+        if e.calls == 0 {
+            return;
+        }
+        self.min_ns = if self.calls == 0 {
+            e.min_ns
+        } else {
+            self.min_ns.min(e.min_ns)
+        };
+        self.max_ns = self.max_ns.max(e.max_ns);
+        self.calls += e.calls;
+        self.errors += e.errors;
+        self.total_ns += e.total_ns;
+        self.offcpu_ns += e.offcpu_ns;
+        self.voluntary += e.voluntary;
+        self.involuntary += e.involuntary;
+        for (&errno, &n) in e.errnos.iter().zip(&e.errno_counts) {
+            if errno != 0 && n > 0 {
+                *self.errnos.entry(errno).or_default() += n;
+            }
+        }
+        self.errno_other += e.errno_other;
+        for (a, b) in self.hist.iter_mut().zip(e.hist.iter()) {
+            *a += b;
+        }
+    }
+
+    /// Records one call (for tests and fixtures): its latency and its errno, if any.
+    pub fn record(&mut self, ns: u64, errno: Option<u16>) {
+        self.min_ns = if self.calls == 0 {
+            ns
+        } else {
+            self.min_ns.min(ns)
+        };
+        self.max_ns = self.max_ns.max(ns);
+        self.calls += 1;
+        self.total_ns += ns;
+        self.hist[syscost_common::bucket_index(ns)] += 1;
+        if let Some(e) = errno {
+            self.errors += 1;
+            *self.errnos.entry(e).or_default() += 1;
+        }
+    }
+
+    /// What happened between `earlier` and `self` (both cumulative), `None` when no
+    /// call completed in between. Every counter only grows, so nothing goes below zero;
+    /// the extremes of an interval are the bounds of its non-empty buckets.
+    pub fn since(&self, earlier: &Counts) -> Option<Counts> {
+        let calls = self.calls.saturating_sub(earlier.calls);
+        if calls == 0 {
+            return None;
+        }
+        let mut d = Counts {
+            calls,
+            errors: self.errors.saturating_sub(earlier.errors),
+            total_ns: self.total_ns.saturating_sub(earlier.total_ns),
+            offcpu_ns: self.offcpu_ns.saturating_sub(earlier.offcpu_ns),
+            voluntary: self.voluntary.saturating_sub(earlier.voluntary),
+            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
+            errno_other: self.errno_other.saturating_sub(earlier.errno_other),
+            ..Counts::default()
+        };
+        for (&e, &n) in &self.errnos {
+            let n = n.saturating_sub(earlier.errnos.get(&e).copied().unwrap_or(0));
+            if n > 0 {
+                d.errnos.insert(e, n);
+            }
+        }
+        for ((h, a), b) in d.hist.iter_mut().zip(&self.hist).zip(&earlier.hist) {
+            *h = a.saturating_sub(*b);
+        }
+        let (lo, hi) = latency::bounds(&d.hist);
+        d.min_ns = lo.max(self.min_ns);
+        d.max_ns = hi.min(self.max_ns);
+        Some(d)
+    }
+}
+
+/// A process slot's statistics at one moment: cumulative since tracing began.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
-    /// Syscall number -> statistics, for syscalls with at least one call.
-    pub stats: BTreeMap<u32, SyscallStats>,
-    /// Syscall number -> errno counts, for syscalls with at least one error.
-    pub errnos: BTreeMap<u32, ErrnoCounts>,
+    /// Syscalls with at least one call.
+    pub syscalls: BTreeMap<SyscallId, Counts>,
     /// `syscost_common::counter` values.
     pub counters: [u64; counter::COUNT as usize],
     /// Whether `min_ns`/`max_ns` are exact (false for a difference of two snapshots,
@@ -28,45 +190,34 @@ pub struct Snapshot {
     pub exact_extremes: bool,
 }
 
-/// Sums one syscall's per-CPU statistics.
-pub fn sum_cpus(per_cpu: &[SyscallStats]) -> SyscallStats {
-    let mut sum = SyscallStats::ZERO;
-    for s in per_cpu.iter().filter(|s| s.calls > 0) {
-        sum.min_ns = if sum.calls == 0 {
-            s.min_ns
-        } else {
-            sum.min_ns.min(s.min_ns)
-        };
-        sum.calls += s.calls;
-        sum.errors += s.errors;
-        sum.total_ns += s.total_ns;
-        sum.offcpu_ns += s.offcpu_ns;
-        sum.voluntary += s.voluntary;
-        sum.involuntary += s.involuntary;
-        sum.max_ns = sum.max_ns.max(s.max_ns);
-        for (a, b) in sum.hist.iter_mut().zip(s.hist.iter()) {
-            *a += b;
-        }
-    }
-    sum
-}
-
-/// Sums one syscall's per-CPU errno counts.
-pub fn sum_errnos(per_cpu: &[ErrnoCounts]) -> ErrnoCounts {
-    let mut sum = ErrnoCounts::ZERO;
-    for e in per_cpu {
-        for (a, b) in sum.counts.iter_mut().zip(e.counts.iter()) {
-            *a += b;
-        }
-    }
-    sum
-}
-
 impl Snapshot {
+    /// An empty cumulative snapshot.
+    pub fn empty() -> Self {
+        Self {
+            exact_extremes: true,
+            ..Default::default()
+        }
+    }
+
+    /// Adds one CPU's consistent copy of an entry (of this snapshot's slot).
+    pub fn add_entry(&mut self, e: &StatsEntry) {
+        if e.calls > 0 {
+            self.syscalls
+                .entry(SyscallId::of(e.key, e.nr))
+                .or_default()
+                .add_entry(e);
+        }
+    }
+
+    /// Records one call of `id` (for tests and fixtures).
+    pub fn record(&mut self, id: SyscallId, ns: u64, errno: Option<u16>) {
+        self.syscalls.entry(id).or_default().record(ns, errno);
+    }
+
     /// Events that could not be recorded.
     pub fn dropped(&self) -> u64 {
-        self.counters[counter::DROPPED_TID as usize]
-            + self.counters[counter::DROPPED_NR as usize]
+        self.counters[counter::DROPPED_THREAD as usize]
+            + self.counters[counter::DROPPED_SYSCALL as usize]
             + self.counters[counter::DROPPED_CHILD as usize]
     }
 
@@ -77,56 +228,21 @@ impl Snapshot {
 
     /// What happened between `earlier` and `self` (both cumulative, same tracer).
     pub fn since(&self, earlier: &Snapshot) -> Snapshot {
-        let mut stats = BTreeMap::new();
-        for (&nr, now) in &self.stats {
-            let before = earlier
-                .stats
-                .get(&nr)
-                .copied()
-                .unwrap_or(SyscallStats::ZERO);
-            let calls = now.calls.saturating_sub(before.calls);
-            if calls == 0 {
-                continue;
-            }
-            let mut d = SyscallStats {
-                calls,
-                errors: now.errors.saturating_sub(before.errors),
-                total_ns: now.total_ns.saturating_sub(before.total_ns),
-                offcpu_ns: now.offcpu_ns.saturating_sub(before.offcpu_ns),
-                voluntary: now.voluntary.saturating_sub(before.voluntary),
-                involuntary: now.involuntary.saturating_sub(before.involuntary),
-                ..SyscallStats::ZERO
-            };
-            for ((h, a), b) in d.hist.iter_mut().zip(&now.hist).zip(&before.hist) {
-                *h = a.saturating_sub(*b);
-            }
-            let (lo, hi) = latency::bounds(&d.hist);
-            d.min_ns = lo.max(now.min_ns);
-            d.max_ns = hi.min(now.max_ns);
-            stats.insert(nr, d);
-        }
-        let mut errnos = BTreeMap::new();
-        for (&nr, now) in &self.errnos {
-            let before = earlier
-                .errnos
-                .get(&nr)
-                .copied()
-                .unwrap_or(ErrnoCounts::ZERO);
-            let mut d = ErrnoCounts::ZERO;
-            for ((x, a), b) in d.counts.iter_mut().zip(&now.counts).zip(&before.counts) {
-                *x = a.saturating_sub(*b);
-            }
-            if d.counts.iter().any(|&c| c > 0) {
-                errnos.insert(nr, d);
-            }
-        }
+        let zero = Counts::default();
+        let syscalls = self
+            .syscalls
+            .iter()
+            .filter_map(|(id, now)| {
+                now.since(earlier.syscalls.get(id).unwrap_or(&zero))
+                    .map(|d| (*id, d))
+            })
+            .collect();
         let mut counters = self.counters;
         for (c, b) in counters.iter_mut().zip(earlier.counters) {
             *c = c.saturating_sub(b);
         }
         Snapshot {
-            stats,
-            errnos,
+            syscalls,
             counters,
             exact_extremes: false,
         }
@@ -140,26 +256,32 @@ impl Snapshot {
         duration_ns: u64,
         offcpu_tracked: bool,
     ) -> Result<Profile> {
-        let mut syscalls = Vec::with_capacity(self.stats.len());
-        for (&nr, s) in &self.stats {
+        let mut syscalls = Vec::with_capacity(self.syscalls.len());
+        for (id, s) in &self.syscalls {
             let p = latency::percentiles(&s.hist, s.min_ns, s.max_ns)?;
-            let mut errnos = BTreeMap::new();
-            if let Some(e) = self.errnos.get(&nr) {
-                for (slot, &count) in (0..ERRNO_SLOTS).zip(e.counts.iter()) {
-                    if count > 0 {
-                        errnos.insert(slot_name(slot), count);
-                    }
-                }
+            let mut errnos: BTreeMap<String, u64> = s
+                .errnos
+                .iter()
+                .map(|(&e, &n)| (errno_name(u32::from(e)), n))
+                .collect();
+            if s.errno_other > 0 {
+                *errnos.entry("EOTHER".to_string()).or_default() += s.errno_other;
             }
+            // Switched-out time is part of the wall time; the kernel clamps each call's.
+            let offcpu_ns = if offcpu_tracked {
+                s.offcpu_ns.min(s.total_ns)
+            } else {
+                0
+            };
             syscalls.push(SyscallProfile {
-                name: syscall_names::name(nr),
-                nr,
+                name: id.name(),
+                nr: id.nr,
                 calls: s.calls,
                 errors: s.errors,
                 errnos,
                 total_ns: s.total_ns,
-                oncpu_ns: s.total_ns - s.offcpu_ns.min(s.total_ns),
-                offcpu_ns: s.offcpu_ns.min(s.total_ns),
+                oncpu_ns: s.total_ns - offcpu_ns,
+                offcpu_ns,
                 voluntary_switches: s.voluntary,
                 involuntary_switches: s.involuntary,
                 avg_ns: s.total_ns / s.calls.max(1),
@@ -187,57 +309,74 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use syscost_common::{bucket_index, errno_slot};
+    use proptest::prelude::*;
+    use syscost_common::{ERRNO_PAIRS, NATIVE_KEYS, bucket_index};
 
-    fn stats(latencies: &[u64]) -> SyscallStats {
-        let mut s = SyscallStats::ZERO;
-        for &ns in latencies {
-            s.calls += 1;
-            s.total_ns += ns;
-            s.min_ns = if s.calls == 1 { ns } else { s.min_ns.min(ns) };
-            s.max_ns = s.max_ns.max(ns);
-            s.hist[bucket_index(ns)] += 1;
+    /// A CPU's entry holding these calls (latency, errno).
+    fn entry(id: SyscallId, calls: &[(u64, Option<u16>)]) -> StatsEntry {
+        let mut e = StatsEntry {
+            key: id.key,
+            nr: id.nr,
+            ..StatsEntry::ZERO
+        };
+        for &(ns, errno) in calls {
+            e.min_ns = if e.calls == 0 { ns } else { e.min_ns.min(ns) };
+            e.max_ns = e.max_ns.max(ns);
+            e.calls += 1;
+            e.total_ns += ns;
+            e.hist[bucket_index(ns)] += 1;
+            if let Some(errno) = errno {
+                e.errors += 1;
+                match e.errnos.iter().position(|&x| x == errno || x == 0) {
+                    Some(i) => {
+                        e.errnos[i] = errno;
+                        e.errno_counts[i] += 1;
+                    }
+                    None => e.errno_other += 1,
+                }
+            }
         }
-        s
+        e
     }
 
     #[test]
     fn sums_cpus_ignoring_idle_ones() {
-        let idle = SyscallStats::ZERO;
-        let sum = sum_cpus(&[stats(&[300, 500]), idle, stats(&[200, 900])]);
-        assert_eq!(sum.calls, 4);
-        assert_eq!(sum.total_ns, 1900);
-        assert_eq!(sum.min_ns, 200);
-        assert_eq!(sum.max_ns, 900);
-        assert_eq!(sum.hist.iter().sum::<u64>(), 4);
-        assert_eq!(sum_cpus(&[idle, idle]), SyscallStats::ZERO);
+        let close = SyscallId::native(3);
+        let mut snap = Snapshot::empty();
+        snap.add_entry(&entry(close, &[(300, None), (500, Some(9))]));
+        snap.add_entry(&entry(close, &[]));
+        snap.add_entry(&entry(close, &[(200, Some(9)), (900, Some(2))]));
+        let c = &snap.syscalls[&close];
+        assert_eq!((c.calls, c.errors, c.total_ns), (4, 3, 1900));
+        assert_eq!((c.min_ns, c.max_ns), (200, 900));
+        assert_eq!(c.hist.iter().sum::<u64>(), 4);
+        assert_eq!(c.errnos, BTreeMap::from([(2, 1), (9, 2)]));
     }
 
-    fn snapshot(calls: &[(u32, &[u64])], ebadf: u64) -> Snapshot {
-        let mut s = Snapshot {
-            exact_extremes: true,
-            ..Default::default()
-        };
-        for &(nr, lat) in calls {
-            s.stats.insert(nr, stats(lat));
-        }
-        if ebadf > 0 {
-            let mut e = ErrnoCounts::ZERO;
-            e.counts[errno_slot(9) as usize] = ebadf;
-            s.stats.get_mut(&3).unwrap().errors = ebadf;
-            s.errnos.insert(3, e);
-        }
-        s
+    #[test]
+    fn ids_name_numbers_of_every_kind() {
+        assert_eq!(SyscallId::native(3).name(), "close");
+        assert_eq!(SyscallId::native(600).name(), "syscall_0x258");
+        assert_eq!(SyscallId::native(5000).name(), "syscall_0x1388");
+        assert_eq!(SyscallId::native(5000).key, KEY_BIG_NATIVE);
+        assert_eq!(SyscallId::compat(64).name(), "i386:getppid");
+        assert_eq!(SyscallId::compat(700).name(), "i386:syscall_0x2bc");
+        assert_eq!(SyscallId::of(COMPAT_BASE + 64, 0), SyscallId::compat(64));
+        assert!(SyscallId::compat(700).is_compat() && !SyscallId::native(5000).is_compat());
+        assert!(SyscallId::native(600).key < NATIVE_KEYS);
     }
 
     #[test]
     fn profile_names_and_errnos() {
-        let mut snap = snapshot(&[(3, &[100, 200, 300]), (110, &[50])], 2);
+        let mut snap = Snapshot::empty();
+        for ns in [100, 200, 300] {
+            snap.record(SyscallId::native(3), ns, (ns < 300).then_some(9));
+        }
+        snap.record(SyscallId::native(110), 50, None);
         snap.counters[counter::UNPAIRED as usize] = 1;
-        snap.counters[counter::DROPPED_NR as usize] = 4;
+        snap.counters[counter::DROPPED_SYSCALL as usize] = 4;
         let p = snap.to_profile(Target::default(), 1_000, true).unwrap();
-        assert_eq!(p.unpaired, 1);
-        assert_eq!(p.dropped, 4);
+        assert_eq!((p.unpaired, p.dropped), (1, 4));
         let close = &p.syscalls[0];
         assert_eq!((close.nr, close.calls, close.errors), (3, 3, 2));
         assert_eq!(close.errnos.get("EBADF"), Some(&2));
@@ -247,19 +386,84 @@ mod tests {
     }
 
     #[test]
+    fn errnos_beyond_the_pairs_are_other() {
+        let id = SyscallId::native(2);
+        let calls: Vec<_> = (1..=ERRNO_PAIRS as u16 + 2).map(|e| (100, Some(e))).collect();
+        let mut snap = Snapshot::empty();
+        snap.add_entry(&entry(id, &calls));
+        let p = snap.to_profile(Target::default(), 1, true).unwrap();
+        assert_eq!(p.syscalls[0].errnos.get("EOTHER"), Some(&2));
+        assert_eq!(p.syscalls[0].errnos.values().sum::<u64>(), p.syscalls[0].errors);
+    }
+
+    #[test]
     fn interval_is_the_difference() {
-        let before = snapshot(&[(3, &[100, 200])], 1);
-        let after = snapshot(&[(3, &[100, 200, 5_000, 7_000]), (110, &[50])], 3);
+        let close = SyscallId::native(3);
+        let mut before = Snapshot::empty();
+        before.add_entry(&entry(close, &[(100, None), (200, Some(9))]));
+        let mut after = Snapshot::empty();
+        after.add_entry(&entry(
+            close,
+            &[(100, None), (200, Some(9)), (5_000, Some(9)), (7_000, Some(9))],
+        ));
+        after.record(SyscallId::native(110), 50, None);
         let d = after.since(&before);
         assert!(!d.exact_extremes);
-        let close = d.stats[&3];
-        assert_eq!((close.calls, close.errors, close.total_ns), (2, 2, 12_000));
-        assert_eq!(close.hist.iter().sum::<u64>(), 2);
-        assert!(close.min_ns <= 5_000 && close.min_ns as f64 >= 5_000.0 / 1.125);
-        assert_eq!(close.max_ns, 7_000);
-        assert_eq!(d.stats[&110].calls, 1);
-        assert_eq!(d.errnos[&3].counts[errno_slot(9) as usize], 2);
+        let c = &d.syscalls[&close];
+        assert_eq!((c.calls, c.errors, c.total_ns), (2, 2, 12_000));
+        assert_eq!(c.hist.iter().sum::<u64>(), 2);
+        assert!(c.min_ns <= 5_000 && c.min_ns as f64 >= 5_000.0 / 1.125);
+        assert_eq!(c.max_ns, 7_000);
+        assert_eq!(d.syscalls[&SyscallId::native(110)].calls, 1);
+        assert_eq!(c.errnos[&9], 2);
         // Nothing new: nothing listed.
-        assert!(after.since(&after).stats.is_empty());
+        assert!(after.since(&after).syscalls.is_empty());
+    }
+
+    proptest! {
+        /// Snapshots made of consistent entries, each later one a superset of the calls
+        /// of the one before on every CPU (what the sequence counts guarantee): every
+        /// profile and every interval passes the checks `report` applies, and no figure
+        /// goes down.
+        #[test]
+        fn consistent_entries_give_valid_profiles_and_intervals(
+            calls in proptest::collection::vec((0usize..2, 0usize..3, 1u64..1_000_000, proptest::option::of(1u16..20)), 0..300),
+            cuts in proptest::collection::vec(0usize..300, 1..5),
+        ) {
+            let ids = [SyscallId::native(0), SyscallId::native(3), SyscallId::native(600)];
+            let mut cuts = cuts;
+            cuts.push(calls.len());
+            cuts.sort();
+            let mut previous = Snapshot::empty();
+            for cut in cuts {
+                let cut = cut.min(calls.len());
+                // Each CPU's entry of each syscall, holding the calls up to the cut.
+                let mut snap = Snapshot::empty();
+                for cpu in 0..2 {
+                    for (i, id) in ids.iter().enumerate() {
+                        let mine: Vec<_> = calls[..cut]
+                            .iter()
+                            .filter(|c| c.0 == cpu && c.1 == i)
+                            .map(|c| (c.2, c.3))
+                            .collect();
+                        snap.add_entry(&entry(*id, &mine));
+                    }
+                }
+                for p in [
+                    snap.to_profile(Target::default(), 1, true).unwrap(),
+                    snap.since(&previous).to_profile(Target::default(), 1, true).unwrap(),
+                ] {
+                    let text = crate::report::json::to_string(&p);
+                    prop_assert!(crate::report::json::parse(text.as_bytes()).is_ok(), "{}", text);
+                }
+                for (id, now) in &snap.syscalls {
+                    if let Some(before) = previous.syscalls.get(id) {
+                        prop_assert!(now.calls >= before.calls && now.errors >= before.errors);
+                        prop_assert!(now.total_ns >= before.total_ns);
+                    }
+                }
+                previous = snap;
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Facts about the running kernel read from its BTF (/sys/kernel/btf/vmlinux): where
-//! `pid` and `tgid` sit in `struct task_struct` (the fork hook reads them), and whether
-//! the `sched_process_exit` tracepoint passes `group_dead` (6.16 and later).
+//! `pid`, `tgid` and `signal` sit in `struct task_struct` and `live` in `struct
+//! signal_struct` (the fork and exit hooks read them), and `cs` in `struct pt_regs`.
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use btf_rs::{Btf, Type};
@@ -12,9 +12,12 @@ const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 pub struct KernelLayout {
     pub task_pid_offset: u64,
     pub task_tgid_offset: u64,
+    /// `task_struct.signal` and `signal_struct.live` (threads of the group not yet
+    /// exiting): the exit hook's test for the group's last thread.
+    pub task_signal_offset: u64,
+    pub signal_live_offset: u64,
     /// Offset of `cs` in `struct pt_regs` (tells 32-bit user code from 64-bit).
     pub pt_regs_cs_offset: u64,
-    pub exit_has_group_dead: bool,
 }
 
 impl KernelLayout {
@@ -28,8 +31,9 @@ impl KernelLayout {
         Ok(Self {
             task_pid_offset: member_offset(&btf, "task_struct", "pid")?,
             task_tgid_offset: member_offset(&btf, "task_struct", "tgid")?,
+            task_signal_offset: member_offset(&btf, "task_struct", "signal")?,
+            signal_live_offset: member_offset(&btf, "signal_struct", "live")?,
             pt_regs_cs_offset: member_offset(&btf, "pt_regs", "cs")?,
-            exit_has_group_dead: tracepoint_arg_count(&btf, "sched_process_exit")? >= 2,
         })
     }
 }
@@ -75,22 +79,6 @@ fn find_member(btf: &Btf, s: &btf_rs::Struct, member: &str) -> Result<Option<u64
     Ok(None)
 }
 
-/// Number of arguments a raw tracepoint passes to BPF programs, from the
-/// `btf_trace_<name>` typedef (a pointer to a function whose first parameter is the
-/// tracepoint's private data).
-fn tracepoint_arg_count(btf: &Btf, name: &str) -> Result<usize> {
-    let typedef = format!("btf_trace_{name}");
-    for t in btf.resolve_types_by_name(&typedef)? {
-        if let Type::Typedef(td) = t
-            && let Type::Ptr(ptr) = btf.resolve_chained_type(&td)?
-            && let Type::FuncProto(proto) = btf.resolve_chained_type(&ptr)?
-        {
-            return Ok(proto.parameters.len().saturating_sub(1));
-        }
-    }
-    Err(anyhow!("kernel BTF has no tracepoint {name}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +99,7 @@ mod tests {
         assert!(l.task_pid_offset > 0);
         // pid_t pid; pid_t tgid; are declared next to each other.
         assert_eq!(l.task_tgid_offset, l.task_pid_offset + 4);
+        assert!(l.task_signal_offset > 0 && l.signal_live_offset > 0);
         // x86_64 pt_regs: r15..orig_ax, ip, then cs at 17 * 8.
         #[cfg(target_arch = "x86_64")]
         assert_eq!(l.pt_regs_cs_offset, 136);

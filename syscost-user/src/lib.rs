@@ -1,9 +1,10 @@
 //! The `syscost` profiler, as a library: the binary (`main.rs`) is a thin shell over it,
 //! and the integration tests drive the same pieces.
 //!
-//! Data flows one way: [`tracer`] loads and attaches the kernel programs, [`collector`]
-//! turns raw map contents into a [`profile::Profile`] (plain Rust, no aya inside), and
-//! the views in [`report`] print it.
+//! Data flows one way: [`tracer`] loads and attaches the kernel programs; [`sampler`] is
+//! the one reader of their maps (consistent snapshots, intervals, threads, own cost);
+//! [`collector`] turns snapshots into a [`profile::Profile`] (plain Rust, no aya
+//! inside); the views ([`report`], [`tui`], [`metrics`]) render what they are handed.
 
 pub mod bench;
 pub mod cli;
@@ -13,11 +14,13 @@ pub mod errno_name;
 pub mod kernel_btf;
 pub mod lab;
 pub mod latency;
+pub mod map_sizes;
 pub mod metrics;
 pub mod privileges;
 pub mod process;
 pub mod profile;
 pub mod report;
+pub mod sampler;
 pub mod signals;
 pub mod syscall_names;
 pub mod tracer;

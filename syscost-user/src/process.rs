@@ -63,6 +63,15 @@ pub fn parse_stat(stat: &str) -> Option<(String, u64)> {
     Some((comm, flags))
 }
 
+/// The name the kernel gives a process that execs `program` (its `comm`): the file
+/// name, cut to 15 bytes. `run` labels its command with it, so that it carries the same
+/// name as under `attach` and `export`, which read the comm of a running process.
+pub fn exec_comm(program: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let name = program.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+    String::from_utf8_lossy(&name[..name.len().min(15)]).into_owned()
+}
+
 /// Number of threads of `pid` (0 if it is gone).
 pub fn thread_count(pid: u32) -> usize {
     fs::read_dir(format!("/proc/{pid}/task"))
@@ -83,7 +92,25 @@ pub fn has_exited(pidfd: &OwnedFd) -> bool {
     n > 0 && pfd.revents & libc::POLLIN != 0
 }
 
-/// Reads `/proc/sys/kernel/pid_max`: the per-thread tables are sized from it.
+/// Inode number of the initial PID namespace (`PROC_PID_INIT_INO`), the same on every
+/// kernel.
+const INIT_PID_NS_INODE: u64 = 0xEFFF_FFFC;
+
+/// Fails unless syscost runs in the initial PID namespace: the kernel programs see the
+/// host's process ids, and from a namespace of its own (a container without the host's
+/// PID namespace) syscost could not tell which process a pid of its names.
+pub fn check_pid_namespace() -> Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let ns = fs::metadata("/proc/self/ns/pid").context("cannot read /proc/self/ns/pid")?;
+    if ns.ino() != INIT_PID_NS_INODE {
+        bail!(
+            "syscost runs in a PID namespace of its own (a container without the host's PID namespace), where the kernel's process ids cannot be seen: run it in the host's PID namespace (docker run --pid=host, or nsenter -t 1 -p)"
+        );
+    }
+    Ok(())
+}
+
+/// Reads `/proc/sys/kernel/pid_max`.
 pub fn pid_max() -> Result<u32> {
     let s = fs::read_to_string("/proc/sys/kernel/pid_max")
         .context("cannot read /proc/sys/kernel/pid_max")?;
@@ -116,6 +143,23 @@ mod tests {
         assert!(e.contains("kernel thread"), "{e}");
         let e = open(pid_max().unwrap() + 1).unwrap_err().to_string();
         assert!(e.starts_with("no process"), "{e}");
+    }
+
+    #[test]
+    fn exec_comm_is_the_kernels() {
+        use std::path::Path;
+        assert_eq!(exec_comm(Path::new("/usr/bin/python3")), "python3");
+        assert_eq!(
+            exec_comm(Path::new("/x/a-very-long-program-name")),
+            "a-very-long-pro"
+        );
+    }
+
+    #[test]
+    fn runs_in_the_initial_pid_namespace() {
+        // The tests run on the host; the refusal inside a namespace is tested end to
+        // end (tests/reliability.rs).
+        check_pid_namespace().unwrap();
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::latency::Bucket;
 
 /// Version of the JSON schema written by this build. Readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The whole measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,7 +51,8 @@ pub struct Target {
 #[serde(deny_unknown_fields)]
 pub struct SyscallProfile {
     pub name: String,
-    pub nr: u32,
+    /// The syscall number the program passed (for `i386:` names, its i386 number).
+    pub nr: u64,
     pub calls: u64,
     pub errors: u64,
     /// Error name -> count, e.g. {"EBADF": 5000}.

@@ -1,67 +1,79 @@
 //! Syscall numbers and names, from the `syscalls` crate's tables: the native
-//! architecture's, and on x86_64 the i386 table for 32-bit (compat) syscalls, which the
-//! kernel side counts at `COMPAT_BASE + nr` and which are named `i386:NAME`.
+//! architecture's, and on x86_64 the i386 table for 32-bit (compat) syscalls, which are
+//! named `i386:NAME`. A number a table lacks is named as strace names it,
+//! `syscall_0x258`.
 
 use anyhow::{Result, bail};
 use syscalls::Sysno;
-use syscost_common::{COMPAT_BASE, SYSCALLS_PER_ABI};
+
+use crate::collector::SyscallId;
 
 /// Prefix of the names of 32-bit (compat) syscalls.
 pub const COMPAT_PREFIX: &str = "i386:";
 
-/// Name of the syscall in stats slot `nr`: the native name, `i386:NAME` for a compat
-/// syscall, or `syscall_NNN` / `i386:syscall_NNN` for a number the table does not know.
-pub fn name(nr: u32) -> String {
-    if (COMPAT_BASE..COMPAT_BASE + SYSCALLS_PER_ABI).contains(&nr) {
-        return format!("{COMPAT_PREFIX}{}", compat_name(nr - COMPAT_BASE));
+/// Name of syscall `nr`, compat or native.
+pub fn name(compat: bool, nr: u64) -> String {
+    if compat {
+        return format!("{COMPAT_PREFIX}{}", compat_name(nr));
     }
-    match Sysno::new(nr as usize) {
+    match usize::try_from(nr).ok().and_then(Sysno::new) {
         Some(s) => s.name().to_string(),
-        None => format!("syscall_{nr}"),
+        None => unknown(nr),
     }
 }
 
+fn unknown(nr: u64) -> String {
+    format!("syscall_{nr:#x}")
+}
+
 #[cfg(target_arch = "x86_64")]
-fn compat_name(nr: u32) -> String {
-    match syscalls::x86::Sysno::new(nr as usize) {
+fn compat_name(nr: u64) -> String {
+    match usize::try_from(nr).ok().and_then(syscalls::x86::Sysno::new) {
         Some(s) => s.name().to_string(),
-        None => format!("syscall_{nr}"),
+        None => unknown(nr),
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn compat_name(nr: u32) -> String {
-    format!("syscall_{nr}")
+fn compat_name(nr: u64) -> String {
+    unknown(nr)
 }
 
 #[cfg(target_arch = "x86_64")]
-fn compat_number(name: &str) -> Option<u32> {
+fn compat_number(name: &str) -> Option<u64> {
     name.parse::<syscalls::x86::Sysno>()
         .ok()
-        .map(|s| s.id() as u32)
+        .map(|s| s.id() as u64)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn compat_number(_name: &str) -> Option<u32> {
+fn compat_number(_name: &str) -> Option<u64> {
     None
 }
 
-/// Stats slot of the syscall called `name` (`i386:NAME` for compat ones). An unknown
-/// name is an error that suggests the closest known one.
-pub fn number(name: &str) -> Result<u32> {
+/// The number in `syscall_0x258` (or `syscall_600`).
+fn unknown_number(name: &str) -> Option<u64> {
+    let n = name.strip_prefix("syscall_")?;
+    match n.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => n.parse().ok(),
+    }
+}
+
+/// The syscall called `name` (`i386:NAME` for compat ones). An unknown name is an error
+/// that suggests the closest known one.
+pub fn number(name: &str) -> Result<SyscallId> {
     if let Some(compat) = name.strip_prefix(COMPAT_PREFIX) {
-        let nr = compat_number(compat)
-            .or_else(|| compat.strip_prefix("syscall_").and_then(|n| n.parse().ok()));
-        return match nr {
-            Some(nr) if nr < SYSCALLS_PER_ABI => Ok(COMPAT_BASE + nr),
-            _ => bail!("unknown syscall '{name}'"),
+        return match compat_number(compat).or_else(|| unknown_number(compat)) {
+            Some(nr) => Ok(SyscallId::compat(nr)),
+            None => bail!("unknown syscall '{name}'"),
         };
     }
     if let Ok(s) = name.parse::<Sysno>() {
-        return Ok(s.id() as u32);
+        return Ok(SyscallId::native(s.id() as u64));
     }
-    if let Some(nr) = name.strip_prefix("syscall_").and_then(|n| n.parse().ok()) {
-        return Ok(nr);
+    if let Some(nr) = unknown_number(name) {
+        return Ok(SyscallId::native(nr));
     }
     match closest(name) {
         Some(best) => bail!("unknown syscall '{name}' (did you mean '{best}'?)"),
@@ -93,29 +105,32 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn x86_64_numbers() {
-        assert_eq!(name(0), "read");
-        assert_eq!(name(39), "getpid");
-        assert_eq!(name(110), "getppid");
-        assert_eq!(number("close").unwrap(), 3);
-        assert_eq!(number("epoll_ctl").unwrap(), 233);
+        assert_eq!(name(false, 0), "read");
+        assert_eq!(name(false, 39), "getpid");
+        assert_eq!(name(false, 110), "getppid");
+        assert_eq!(number("close").unwrap(), SyscallId::native(3));
+        assert_eq!(number("epoll_ctl").unwrap(), SyscallId::native(233));
     }
 
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn compat_numbers_use_the_i386_table() {
         // i386 64 is getppid; x86_64 64 is semget.
-        assert_eq!(name(COMPAT_BASE + 64), "i386:getppid");
-        assert_eq!(name(64), "semget");
-        assert_eq!(name(COMPAT_BASE + 1), "i386:exit");
-        assert_eq!(number("i386:getppid").unwrap(), COMPAT_BASE + 64);
-        assert_eq!(number("i386:syscall_500").unwrap(), COMPAT_BASE + 500);
+        assert_eq!(name(true, 64), "i386:getppid");
+        assert_eq!(name(false, 64), "semget");
+        assert_eq!(name(true, 1), "i386:exit");
+        assert_eq!(number("i386:getppid").unwrap(), SyscallId::compat(64));
+        assert_eq!(number("i386:syscall_0x1f4").unwrap(), SyscallId::compat(500));
         assert!(number("i386:nonsense").is_err());
     }
 
     #[test]
     fn unknown_numbers_and_names() {
-        assert_eq!(name(100_000), "syscall_100000");
-        assert_eq!(number("syscall_100000").unwrap(), 100_000);
+        assert_eq!(name(false, 600), "syscall_0x258");
+        assert_eq!(name(false, 100_000), "syscall_0x186a0");
+        assert_eq!(number("syscall_0x258").unwrap(), SyscallId::native(600));
+        assert_eq!(number("syscall_600").unwrap(), SyscallId::native(600));
+        assert_eq!(number("syscall_0x1388").unwrap().nr, 5000);
         let e = number("getppidd").unwrap_err().to_string();
         assert_eq!(e, "unknown syscall 'getppidd' (did you mean 'getppid'?)");
         let e = number("zzzzzzzzzzzzzzzzzzzz").unwrap_err().to_string();

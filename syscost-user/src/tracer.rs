@@ -1,26 +1,25 @@
 //! Loads syscost's kernel programs, attaches them, tells them which processes to trace,
-//! and reads their maps. Dropping the `Tracer` detaches and unloads everything (the
-//! links are file descriptors, so this also holds when syscost is killed).
+//! and gives the sampler its view of their maps. Dropping the `Tracer` detaches and
+//! unloads everything (the links are file descriptors, so this also holds when syscost
+//! is killed).
 
-use std::io;
+use std::{
+    io,
+    mem::size_of,
+    os::fd::{AsFd as _, AsRawFd as _},
+    ptr::NonNull,
+};
 
 use anyhow::{Context as _, Result, anyhow};
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
-    maps::{Array, Map, MapData, PerCpuArray},
+    maps::{Array, HashMap, Map, MapData, PerCpuArray},
     programs::{ProgramError, ProgramInfo, RawTracePoint},
 };
 use aya_log::EbpfLogger;
-use syscost_common::{
-    ErrnoCounts, MAX_SYSCALLS, SyscallStats, ThreadStats, abi, counter, counter_index, proc_value,
-    stats_index,
-};
+use syscost_common::{ProcSlot, StatsEntry, ThreadSlot, abi, counter, counter_index, proc_value};
 
-use crate::{
-    collector::{Snapshot, sum_cpus, sum_errnos},
-    kernel_btf::KernelLayout,
-    privileges, process,
-};
+use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process};
 
 /// The compiled kernel programs (syscost-ebpf), built by this crate's build script.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/syscost"));
@@ -34,7 +33,7 @@ pub struct TracerOptions {
     /// sched_switch (which runs on every context switch of the machine).
     pub offcpu: bool,
     /// Processes whose statistics are kept apart (slots; 0 counts as 1). Each costs
-    /// its statistics tables, per CPU; the programs and per-thread tables are shared.
+    /// pool entries, per CPU; the programs and the other tables are shared.
     pub slots: u32,
 }
 
@@ -44,18 +43,67 @@ pub struct Tracer {
     logger: Option<EbpfLogger<&'static dyn log::Log>>,
     offcpu: bool,
     slots: u32,
+    sizes: TableSizes,
+    cpus: u32,
+    pool: Mapped,
+    threads: Mapped,
 }
+
+/// A read-only mapping of a BPF_F_MMAPABLE array: reads of it are plain memory reads.
+struct Mapped {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only shared memory, valid until dropped; readers only load
+// from it.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    fn new(map: &MapData, bytes: usize) -> Result<Self> {
+        let len = bytes.div_ceil(4096) * 4096;
+        // SAFETY: maps `len` bytes of the map's fd read-only and shared; the kernel
+        // checks the length against the map's size.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                map.fd().as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error()).context("cannot map the statistics for reading");
+        }
+        Ok(Self {
+            ptr: NonNull::new(ptr.cast()).context("mmap returned null")?,
+            len,
+        })
+    }
+
+    /// Element `i` of an array of `T` (`None` beyond the mapping).
+    fn element<T>(&self, i: usize) -> Option<*const T> {
+        let end = (i + 1).checked_mul(size_of::<T>())?;
+        (end <= self.len).then(|| unsafe { self.ptr.as_ptr().add(i * size_of::<T>()) }.cast_const().cast())
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmaps what new() mapped.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
 
 /// The programs syscost attaches, each with its tracepoint, in attach order: the
 /// bookkeeping hooks first, so no thread is created or exits unseen once syscalls count.
-fn programs(layout: &KernelLayout, offcpu: bool) -> Vec<(&'static str, &'static str)> {
-    let exit = if layout.exit_has_group_dead {
-        "syscost_exit"
-    } else {
-        "syscost_exit_leader"
-    };
+fn programs(offcpu: bool) -> Vec<(&'static str, &'static str)> {
     let mut p = vec![
-        (exit, "sched_process_exit"),
+        ("syscost_exit", "sched_process_exit"),
         ("syscost_fork", "sched_process_fork"),
         ("syscost_exec", "sched_process_exec"),
     ];
@@ -73,7 +121,11 @@ impl Tracer {
     /// Loads and attaches the programs. Nothing is traced until [`Tracer::trace_process`].
     pub fn load(options: TracerOptions) -> Result<Self> {
         let slots = options.slots.max(1);
-        let (mut ebpf, layout) = load_object(options.follow_forks, slots)?;
+        let mut sizes = TableSizes::for_slots(slots);
+        if let Ok(spec) = std::env::var("SYSCOST_TABLE_SIZES") {
+            sizes = sizes.with_overrides(&spec)?;
+        }
+        let (mut ebpf, layout) = load_object(options.follow_forks, slots, &sizes)?;
         let logger = match EbpfLogger::init(&mut ebpf) {
             Ok(l) => Some(l),
             Err(e) => {
@@ -86,12 +138,25 @@ impl Tracer {
                 "off-CPU accounting reads task_struct.pid and .tgid together, and this kernel does not keep them adjacent: use --no-offcpu"
             );
         }
-        attach(&mut ebpf, &programs(&layout, options.offcpu))?;
+        attach(&mut ebpf, &programs(options.offcpu))?;
+        let cpus = possible_cpus()?;
+        let pool = Mapped::new(
+            map_data(&ebpf, "POOL")?,
+            cpus as usize * sizes.pool_per_cpu as usize * size_of::<StatsEntry>(),
+        )?;
+        let threads = Mapped::new(
+            map_data(&ebpf, "THREADS")?,
+            sizes.thread_slots as usize * size_of::<ThreadSlot>(),
+        )?;
         Ok(Self {
             ebpf,
             logger,
             offcpu: options.offcpu,
             slots,
+            sizes,
+            cpus,
+            pool,
+            threads,
         })
     }
 
@@ -100,10 +165,21 @@ impl Tracer {
         self.offcpu
     }
 
+    /// Number of statistics slots loaded.
+    pub fn slots(&self) -> u32 {
+        self.slots
+    }
+
+    /// The table sizes loaded.
+    pub fn sizes(&self) -> TableSizes {
+        self.sizes
+    }
+
     /// Loads the object but attaches only the empty floor programs: the least any
     /// program on the syscall tracepoints can cost, for the overhead benchmark.
-    pub fn load_floor() -> Result<Self> {
-        let (mut ebpf, _) = load_object(false, 1)?;
+    pub fn load_floor() -> Result<Ebpf> {
+        let sizes = TableSizes::for_slots(1);
+        let (mut ebpf, _) = load_object(false, 1, &sizes)?;
         attach(
             &mut ebpf,
             &[
@@ -111,12 +187,7 @@ impl Tracer {
                 ("floor_sys_enter", "sys_enter"),
             ],
         )?;
-        Ok(Self {
-            ebpf,
-            logger: None,
-            offcpu: false,
-            slots: 1,
-        })
+        Ok(ebpf)
     }
 
     /// Starts tracing every thread of process `tgid`, those it creates later included,
@@ -125,39 +196,66 @@ impl Tracer {
         self.trace_process_in(tgid, 0)
     }
 
-    /// Starts tracing process `tgid` with statistics of its own in `slot`.
+    /// Starts tracing process `tgid` with statistics of its own in `slot`: its direct
+    /// slot in PROCS when free, else the overflow map (and the direct slot is flagged).
     pub fn trace_process_in(&mut self, tgid: u32, slot: u32) -> Result<()> {
         anyhow::ensure!(
             slot < self.slots,
             "slot {slot} beyond the {} loaded",
             self.slots
         );
-        let mut procs: Array<&mut MapData, u32> =
+        let value = proc_value::new(slot, abi::UNKNOWN);
+        let index = tgid & (self.sizes.proc_slots - 1);
+        let mut procs: Array<&mut MapData, ProcSlot> =
             Array::try_from(self.ebpf.map_mut("PROCS").context("PROCS map missing")?)?;
-        procs
-            .set(tgid, proc_value::new(slot, abi::UNKNOWN), 0)
-            .with_context(|| format!("cannot trace pid {tgid}: beyond pid_max"))
+        let current = procs.get(&index, 0)?;
+        if current.tgid == 0 || current.tgid == tgid {
+            procs.set(
+                index,
+                ProcSlot {
+                    tgid,
+                    value: value | (current.value & ProcSlot::OVERFLOW),
+                },
+                0,
+            )?;
+            return Ok(());
+        }
+        let mut overflow: HashMap<&mut MapData, u32, u32> = HashMap::try_from(
+            self.ebpf
+                .map_mut("PROCS_OVERFLOW")
+                .context("PROCS_OVERFLOW map missing")?,
+        )?;
+        overflow
+            .insert(tgid, value, 0)
+            .with_context(|| format!("no room to trace process {tgid}"))?;
+        let mut procs: Array<&mut MapData, ProcSlot> =
+            Array::try_from(self.ebpf.map_mut("PROCS").context("PROCS map missing")?)?;
+        procs.set(
+            index,
+            ProcSlot {
+                value: current.value | ProcSlot::OVERFLOW,
+                ..current
+            },
+            0,
+        )?;
+        Ok(())
     }
 
     /// Whether `tgid` is still in the traced set (the kernel removes a process when its
     /// last thread exits).
     pub fn is_traced(&self, tgid: u32) -> Result<bool> {
-        let procs: Array<&MapData, u32> =
+        let procs: Array<&MapData, ProcSlot> =
             Array::try_from(self.ebpf.map("PROCS").context("PROCS map missing")?)?;
-        Ok(procs.get(&tgid, 0)? != 0)
-    }
-
-    /// Reads the first slot's counters: cumulative since load, summed over CPUs.
-    pub fn snapshot(&mut self) -> Result<Snapshot> {
-        if let Some(l) = self.logger.as_mut() {
-            l.flush();
+        let s = procs.get(&(tgid & (self.sizes.proc_slots - 1)), 0)?;
+        if s.tgid == tgid {
+            return Ok(s.value & !ProcSlot::OVERFLOW != 0);
         }
-        read_snapshot(
-            self.map("STATS")?,
-            self.map("ERRNOS")?,
-            self.map("COUNTERS")?,
-            0,
-        )
+        if s.value & ProcSlot::OVERFLOW == 0 {
+            return Ok(false);
+        }
+        let overflow: HashMap<&MapData, u32, u32> =
+            HashMap::try_from(self.map("PROCS_OVERFLOW")?)?;
+        Ok(overflow.get(&tgid, 0).is_ok())
     }
 
     fn map(&self, name: &str) -> Result<&Map> {
@@ -166,43 +264,60 @@ impl Tracer {
             .with_context(|| format!("{name} map missing"))
     }
 
-    /// A reader of one slot's counters with handles of its own, for another thread (the
-    /// metrics endpoint) while the tracer is used here. The counters stay readable, and
-    /// frozen, after the tracer is dropped.
-    pub fn reader(&self, slot: u32) -> Result<StatsReader> {
-        anyhow::ensure!(
-            slot < self.slots,
-            "slot {slot} beyond the {} loaded",
-            self.slots
-        );
-        let reopen = |name: &str| -> Result<Map> {
-            let Map::PerCpuArray(data) = self.map(name)? else {
-                anyhow::bail!("{name} is not a per-CPU array");
-            };
-            let id = data.info()?.id();
-            Ok(Map::from_map_data(MapData::from_id(id)?)?)
-        };
-        Ok(StatsReader {
-            stats: reopen("STATS")?,
-            errnos: reopen("ERRNOS")?,
-            counters: reopen("COUNTERS")?,
-            offcpu: self.offcpu,
-            slot,
-        })
+    /// Flushes the kernel side's log messages to syscost's log.
+    pub fn flush_log(&mut self) {
+        if let Some(l) = self.logger.as_mut() {
+            l.flush();
+        }
     }
 
-    /// Per-thread totals of the given threads (those with at least one call).
-    pub fn thread_stats(&self, tids: &[u32]) -> Result<Vec<(u32, ThreadStats)>> {
-        let map: Array<&MapData, ThreadStats> = Array::try_from(
-            self.ebpf
-                .map("THREAD_STATS")
-                .context("THREAD_STATS map missing")?,
-        )?;
-        Ok(tids
-            .iter()
-            .filter_map(|&tid| map.get(&tid, 0).ok().map(|s| (tid, s)))
-            .filter(|(_, s)| s.calls > 0)
-            .collect())
+    /// Possible CPUs: the pool has a region for each.
+    pub fn cpus(&self) -> u32 {
+        self.cpus
+    }
+
+    /// Entries in use in each CPU's pool region.
+    pub fn pool_in_use(&self) -> Result<Vec<u32>> {
+        let next: PerCpuArray<&MapData, u32> = PerCpuArray::try_from(self.map("POOL_NEXT")?)?;
+        Ok(next.get(&0, 0)?.iter().copied().collect())
+    }
+
+    /// The pool entry at position `i` of CPU `cpu`'s region, in the shared mapping. The
+    /// kernel writes it while it is read: copy it under its sequence count.
+    pub fn pool_entry(&self, cpu: u32, i: u32) -> Option<*const StatsEntry> {
+        if i >= self.sizes.pool_per_cpu || cpu >= self.cpus {
+            return None;
+        }
+        self.pool
+            .element(cpu as usize * self.sizes.pool_per_cpu as usize + i as usize)
+    }
+
+    /// A slot's counters (`syscost_common::counter`), summed over CPUs.
+    pub fn counters(&self, slot: u32) -> Result<[u64; counter::COUNT as usize]> {
+        let counters: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(self.map("COUNTERS")?)?;
+        let mut out = [0; counter::COUNT as usize];
+        for (c, v) in (0..).zip(out.iter_mut()) {
+            *v = counters.get(&counter_index(slot, c), 0)?.iter().sum();
+        }
+        Ok(out)
+    }
+
+    /// The state of thread `tid` as the kernel keeps it (its syscall in flight and its
+    /// totals), if it has a slot.
+    pub fn thread(&self, tid: u32) -> Option<ThreadSlot> {
+        let p = self
+            .threads
+            .element::<ThreadSlot>((tid & (self.sizes.thread_slots - 1)) as usize)?;
+        // SAFETY: an element of the live mapping; a torn read of a thread's totals is
+        // harmless for the thread view, which only displays them.
+        let slot = unsafe { std::ptr::read_volatile(p) };
+        if slot.tid == tid {
+            return Some(slot);
+        }
+        let overflow: HashMap<&MapData, u32, ThreadSlot> =
+            HashMap::try_from(self.map("THREADS_OVERFLOW").ok()?).ok()?;
+        overflow.get(&tid, 0).ok()
     }
 
     /// Run time and run count of syscost's programs, summed. They only advance while
@@ -219,53 +334,45 @@ impl Tracer {
             .map(|i| i.id())
             .collect()
     }
+
+    /// Memory of each map as the kernel accounts it (`memlock` in the map's fdinfo).
+    pub fn map_memory(&self) -> Vec<(String, u64)> {
+        self.ebpf
+            .maps()
+            .filter_map(|(name, map)| {
+                let fd = match map {
+                    Map::Array(d) | Map::PerCpuArray(d) | Map::HashMap(d) | Map::PerCpuHashMap(d) => d.fd(),
+                    _ => return None,
+                };
+                let info = std::fs::read_to_string(format!(
+                    "/proc/self/fdinfo/{}",
+                    fd.as_fd().as_raw_fd()
+                ))
+                .ok()?;
+                let bytes = info
+                    .lines()
+                    .find_map(|l| l.strip_prefix("memlock:"))?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some((name.to_string(), bytes))
+            })
+            .collect()
+    }
 }
 
-/// Reads a slot's counters from the maps: cumulative since load, summed over CPUs.
-fn read_snapshot(stats: &Map, errnos: &Map, counters: &Map, slot: u32) -> Result<Snapshot> {
-    let stats: PerCpuArray<&MapData, SyscallStats> = PerCpuArray::try_from(stats)?;
-    let errnos: PerCpuArray<&MapData, ErrnoCounts> = PerCpuArray::try_from(errnos)?;
-    let counters: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(counters)?;
-    let mut snap = Snapshot {
-        exact_extremes: true,
-        ..Default::default()
-    };
-    for nr in 0..MAX_SYSCALLS {
-        let index = stats_index(slot, nr);
-        let s = sum_cpus(&stats.get(&index, 0)?);
-        if s.calls == 0 {
-            continue;
-        }
-        if s.errors > 0 {
-            snap.errnos.insert(nr, sum_errnos(&errnos.get(&index, 0)?));
-        }
-        snap.stats.insert(nr, s);
+fn map_data<'a>(ebpf: &'a Ebpf, name: &str) -> Result<&'a MapData> {
+    match ebpf.map(name).with_context(|| format!("{name} map missing"))? {
+        Map::Array(d) => Ok(d),
+        _ => Err(anyhow!("{name} is not an array")),
     }
-    for i in 0..counter::COUNT {
-        snap.counters[i as usize] = counters.get(&counter_index(slot, i), 0)?.iter().sum();
-    }
-    Ok(snap)
 }
 
-/// A tracer's counters read through handles of their own (see [`Tracer::reader`]).
-pub struct StatsReader {
-    stats: Map,
-    errnos: Map,
-    counters: Map,
-    offcpu: bool,
-    slot: u32,
-}
-
-impl StatsReader {
-    /// Reads the counters: cumulative since load, summed over CPUs.
-    pub fn snapshot(&self) -> Result<Snapshot> {
-        read_snapshot(&self.stats, &self.errnos, &self.counters, self.slot)
-    }
-
-    /// Whether the tracer measures the off-CPU split.
-    pub fn offcpu_tracked(&self) -> bool {
-        self.offcpu
-    }
+/// Number of possible CPUs (per-CPU maps and the pool have one region each).
+pub fn possible_cpus() -> Result<u32> {
+    aya::util::nr_cpus()
+        .map(|n| n as u32)
+        .map_err(|(what, e)| anyhow!("cannot read the possible CPUs ({what}): {e}"))
 }
 
 /// Run time of the programs with these kernel ids, summed (it advances only while BPF
@@ -304,25 +411,34 @@ impl RunTimeStats {
 /// Names of the programs syscost loads, as the kernel lists them (16-byte names).
 pub const PROGRAM_NAME_PREFIXES: [&str; 2] = ["syscost_", "floor_sys_"];
 
-/// Checks privileges, reads the kernel's layout and loads the object with its per-thread
-/// tables sized to pid_max and its statistics to `slots` processes; nothing is attached
+/// Checks privileges and the PID namespace, reads the kernel's layout and loads the
+/// object with its tables sized by `sizes` for `slots` processes; nothing is attached
 /// yet.
-fn load_object(follow_forks: bool, slots: u32) -> Result<(Ebpf, KernelLayout)> {
+fn load_object(follow_forks: bool, slots: u32, sizes: &TableSizes) -> Result<(Ebpf, KernelLayout)> {
     privileges::check()?;
+    process::check_pid_namespace()?;
     raise_memlock_limit();
     let layout = KernelLayout::read()?;
-    let pid_max = process::pid_max()?;
+    let cpus = possible_cpus()?;
     let follow = u32::from(follow_forks);
+    let (proc_mask, thread_mask) = (sizes.proc_slots - 1, sizes.thread_slots - 1);
     let ebpf = EbpfLoader::new()
         .override_global("FOLLOW_FORKS", &follow, true)
+        .override_global("PROC_MASK", &proc_mask, true)
+        .override_global("THREAD_MASK", &thread_mask, true)
+        .override_global("POOL_PER_CPU", &sizes.pool_per_cpu, true)
         .override_global("TASK_PID_OFFSET", &layout.task_pid_offset, true)
         .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
+        .override_global("TASK_SIGNAL_OFFSET", &layout.task_signal_offset, true)
+        .override_global("SIGNAL_LIVE_OFFSET", &layout.signal_live_offset, true)
         .override_global("PT_REGS_CS_OFFSET", &layout.pt_regs_cs_offset, true)
-        .map_max_entries("PROCS", pid_max)
-        .map_max_entries("THREADS", pid_max)
-        .map_max_entries("THREAD_STATS", pid_max)
-        .map_max_entries("STATS", slots * MAX_SYSCALLS)
-        .map_max_entries("ERRNOS", slots * MAX_SYSCALLS)
+        .map_max_entries("PROCS", sizes.proc_slots)
+        .map_max_entries("PROCS_OVERFLOW", sizes.proc_overflow)
+        .map_max_entries("THREADS", sizes.thread_slots)
+        .map_max_entries("THREADS_OVERFLOW", sizes.thread_overflow)
+        .map_max_entries("INDEX", slots * syscost_common::INDEX_WORDS_PER_SLOT)
+        .map_max_entries("BIG_INDEX", sizes.big_numbers)
+        .map_max_entries("POOL", cpus * sizes.pool_per_cpu)
         .map_max_entries("COUNTERS", slots * counter::COUNT)
         .load(OBJECT)
         .map_err(explain_load_error)?;

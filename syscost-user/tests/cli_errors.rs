@@ -105,23 +105,16 @@ fn report_rejects_bad_files() {
 
 #[test]
 fn diff_of_two_saved_profiles() {
-    use syscost_common::{ErrnoCounts, SyscallStats, bucket_index, errno_slot};
-    use syscost_user::{collector::Snapshot, profile::Target, report::json};
+    use syscost_user::{
+        collector::{Snapshot, SyscallId},
+        profile::Target,
+        report::json,
+    };
     let profile = |reads: u64, eagain: u64| {
-        let mut snap = Snapshot::default();
-        let mut s = SyscallStats::ZERO;
-        for _ in 0..reads {
-            s.calls += 1;
-            s.total_ns += 1_000;
-            s.hist[bucket_index(1_000)] += 1;
+        let mut snap = Snapshot::empty();
+        for i in 0..reads {
+            snap.record(SyscallId::native(0), 1_000, (i < eagain).then_some(11));
         }
-        s.min_ns = 1_000;
-        s.max_ns = 1_000;
-        s.errors = eagain;
-        let mut e = ErrnoCounts::ZERO;
-        e.counts[errno_slot(11) as usize] = eagain;
-        snap.stats.insert(0, s);
-        snap.errnos.insert(0, e);
         json::to_string(&snap.to_profile(Target::default(), 1_000_000, true).unwrap())
     };
     let dir = std::env::temp_dir().join(format!("syscost-diff-{}", std::process::id()));

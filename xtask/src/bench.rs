@@ -220,6 +220,7 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
             r
         }
         Setup::Bpftrace => {
+            let tracefs = Tracefs::mount()?;
             let bt = start_and_wait(
                 Command::new("bpftrace").args(["-e", "BEGIN { printf(\"bpftrace ready\\n\"); } tracepoint:raw_syscalls:sys_enter { @[pid] = count(); }"]),
                 false,
@@ -227,6 +228,7 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
             )?;
             let r = ns_per_call(&mut work());
             stop(bt);
+            drop(tracefs);
             r
         }
     }

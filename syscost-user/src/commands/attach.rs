@@ -17,6 +17,7 @@ use crate::{
     collector::Snapshot,
     process,
     profile::Target,
+    sampler::{Sampler, Series, SharedSampler},
     tracer::{Tracer, TracerOptions},
     tui::{self, LiveOptions},
 };
@@ -49,17 +50,13 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     if process::has_exited(&target.pidfd) {
         anyhow::bail!("process {} exited before tracing began", target.pid);
     }
-    let metrics = super::serve_metrics(
-        listener,
-        &tracer,
-        target.pid,
-        &target.comm,
-        !args.no_run_stats,
-    )?;
+    let offcpu = tracer.offcpu_tracked();
+    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let metrics = super::serve_metrics(listener, &sampler, target.pid, &target.comm)?;
     let hint = hint.or_else(|| {
         metrics
             .as_ref()
-            .map(|(m, _)| format!("metrics at http://{}/metrics", m.local_addr()))
+            .map(|m| format!("metrics at http://{}/metrics", m.local_addr()))
     });
     let info = Target {
         pid: target.pid,
@@ -73,18 +70,14 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             duration,
             per: args.view.per.clone(),
             hint,
-            run_stats: !args.no_run_stats,
         };
-        tui::run(&mut tracer, &target, &options)?
+        tui::run(&sampler, &target, &options)?
     } else {
-        text(&mut tracer, target, args, duration, every, &info, started)?
+        text(&sampler, target, args, duration, every, &info, started)?
     };
-    let profile = last.to_profile(
-        info,
-        started.elapsed().as_nanos() as u64,
-        tracer.offcpu_tracked(),
-    )?;
-    drop(tracer);
+    let profile = last.to_profile(info, started.elapsed().as_nanos() as u64, offcpu)?;
+    drop(metrics);
+    sampler.lock().unwrap_or_else(|e| e.into_inner()).unload()?;
     super::print_out(&super::finish(profile, &args.view, args.json.as_deref())?);
     Ok(0)
 }
@@ -92,7 +85,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
 /// The text mode: a table per `-i` interval if asked, until a signal, `-d` or the
 /// target's exit; the last snapshot.
 fn text(
-    tracer: &mut Tracer,
+    sampler: &SharedSampler,
     target: process::Process,
     args: &AttachArgs,
     duration: Option<Duration>,
@@ -100,7 +93,16 @@ fn text(
     info: &Target,
     started: Instant,
 ) -> Result<Snapshot> {
-    let offcpu = tracer.offcpu_tracked();
+    let snapshot = || {
+        sampler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .snapshot(0)
+    };
+    let offcpu = sampler
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .offcpu_tracked();
     eprintln!(
         "syscost: tracing process {} ({}), {} threads; Ctrl-C to stop",
         target.pid,
@@ -124,8 +126,7 @@ fn text(
         let period = every.unwrap_or(Duration::from_secs(3600));
         let mut ticks = interval_at(tokio::time::Instant::now() + period, period);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut previous = tracer.snapshot()?;
-        let mut last_tick = Instant::now();
+        let mut series = Series::new(snapshot()?);
         let end = loop {
             tokio::select! {
                 _ = sigint.recv() => break End::Interrupted,
@@ -134,24 +135,21 @@ fn text(
                 _ = &mut deadline, if duration.is_some() => break End::Duration,
                 _ = exited.readable() => break End::TargetExited,
                 _ = ticks.tick(), if every.is_some() => {
-                    let now = tracer.snapshot()?;
-                    let elapsed = last_tick.elapsed();
-                    let profile = now.since(&previous).to_profile(info.clone(), elapsed.as_nanos() as u64, offcpu)?;
+                    let step = series.next(snapshot()?);
+                    let profile = step.interval.to_profile(info.clone(), (step.interval_secs * 1e9) as u64, offcpu)?;
                     super::print_out(&format!(
                         "--- interval ending {:.1} s after attach ({:.2} s) ---\n",
                         started.elapsed().as_secs_f64(),
-                        elapsed.as_secs_f64()
+                        step.interval_secs
                     ));
                     super::print_out(&super::finish(profile, &args.view, None)?);
-                    previous = now;
-                    last_tick = Instant::now();
                 }
             }
         };
         anyhow::Ok(end)
     })?;
 
-    let last = tracer.snapshot()?;
+    let last = snapshot()?;
     if end == End::TargetExited {
         eprintln!("syscost: process {} exited", args.pid);
     }

@@ -21,6 +21,7 @@ use crate::{
     cli::{ExportArgs, seconds},
     metrics::{Metrics, Source, server::MetricsServer},
     process,
+    sampler::Sampler,
     tracer::{Tracer, TracerOptions},
 };
 
@@ -42,7 +43,6 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .collect::<Result<Vec<_>>>()?;
 
     let listener = MetricsServer::bind(args.metrics_addr)?;
-    let stats = super::run_time_stats(!args.no_run_stats);
     let mut tracer = Tracer::load(TracerOptions {
         follow_forks: args.follow_forks,
         offcpu: !args.no_offcpu,
@@ -54,11 +54,11 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         if process::has_exited(&t.pidfd) {
             bail!("process {} exited before tracing began", t.pid);
         }
-        sources.push(Source::new(t.pid, t.comm.clone(), tracer.reader(slot)?));
+        sources.push(Source::new(t.pid, t.comm.clone(), slot));
     }
-    let metrics = std::sync::Arc::new(Metrics::new(sources, tracer.program_ids(), stats.is_some()));
-    let server = MetricsServer::start(listener, metrics.clone())?;
-    let mut tracer = Some(tracer);
+    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let metrics = std::sync::Arc::new(Metrics::new(sampler.clone(), sources));
+    let server = MetricsServer::start(listener, metrics)?;
     let names: Vec<String> = targets
         .iter()
         .map(|t| format!("{} ({})", t.pid, t.comm))
@@ -104,9 +104,9 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
                     running -= 1;
                     // With nothing left to trace (children may live on under -f) the
                     // programs would only cost every syscall of the machine.
-                    if running == 0 && !args.follow_forks && tracer.is_some() {
-                        metrics.run_ns();
-                        tracer = None;
+                    let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
+                    if running == 0 && !args.follow_forks && s.loaded() {
+                        s.unload()?;
                         eprintln!("syscost: every process exited; programs unloaded, serving the final counts until stopped");
                     }
                 }
@@ -115,6 +115,6 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         anyhow::Ok(())
     })?;
     drop(server);
-    drop(tracer);
+    sampler.lock().unwrap_or_else(|e| e.into_inner()).unload()?;
     Ok(0)
 }

@@ -16,7 +16,7 @@ use crate::{
     metrics::{Metrics, Source, server::MetricsServer},
     profile::Profile,
     report::{json, strace_table},
-    tracer::RunTimeStats,
+    sampler::SharedSampler,
 };
 
 /// Saves the full profile as JSON if asked, then renders the table the view asks for.
@@ -30,41 +30,26 @@ fn finish(mut profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Re
     Ok(strace_table::render(&profile, &view.table()))
 }
 
-/// Starts the metrics endpoint for one traced process on `listener` if there is one,
-/// with BPF run-time statistics on while it lives if asked (for
-/// `syscost_bpf_run_seconds_total`).
+/// Starts the metrics endpoint for one traced process (slot 0) on `listener` if there
+/// is one.
 fn serve_metrics(
     listener: Option<std::net::TcpListener>,
-    tracer: &crate::tracer::Tracer,
+    sampler: &SharedSampler,
     pid: u32,
     comm: &str,
-    run_stats: bool,
-) -> Result<Option<(MetricsServer, Option<RunTimeStats>)>> {
+) -> Result<Option<MetricsServer>> {
     let Some(listener) = listener else {
         return Ok(None);
     };
-    let stats = run_time_stats(run_stats);
-    let source = Source::new(pid, comm.to_string(), tracer.reader(0)?);
-    let metrics = Metrics::new(vec![source], tracer.program_ids(), stats.is_some());
+    let metrics = Metrics::new(sampler.clone(), vec![Source::new(pid, comm.to_string(), 0)]);
     let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
     eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
-    Ok(Some((server, stats)))
+    Ok(Some(server))
 }
 
 /// The metrics endpoint's socket, bound before anything is loaded.
 fn bind_metrics(addr: Option<std::net::SocketAddr>) -> Result<Option<std::net::TcpListener>> {
     addr.map(MetricsServer::bind).transpose()
-}
-
-/// BPF run-time statistics for the metrics endpoint when `wanted`; when they cannot be
-/// had it says so once and serves everything else.
-fn run_time_stats(wanted: bool) -> Option<RunTimeStats> {
-    if !wanted {
-        return None;
-    }
-    RunTimeStats::enable()
-        .map_err(|e| eprintln!("syscost: {e:#}: syscost_bpf_run_seconds_total is left out"))
-        .ok()
 }
 
 /// Writes to stdout; a closed stdout (a pipe reader gone, a terminal hung up) is not
@@ -105,10 +90,10 @@ pub fn bench(args: &crate::cli::BenchArgs) -> Result<i32> {
 
 /// `syscost floor`: holds the floor programs attached until stdin reaches its end.
 pub fn floor() -> Result<i32> {
-    let tracer = crate::tracer::Tracer::load_floor()?;
+    let programs = crate::tracer::Tracer::load_floor()?;
     print_out("floor programs attached\n");
     let mut sink = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
-    drop(tracer);
+    drop(programs);
     Ok(0)
 }

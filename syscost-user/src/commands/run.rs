@@ -17,7 +17,9 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{
     cli::RunArgs,
+    process,
     profile::Target,
+    sampler::Sampler,
     tracer::{Tracer, TracerOptions},
 };
 
@@ -45,15 +47,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut sighup = signal(SignalKind::hangup())?;
     drop(entered);
 
-    let comm = args.command[0]
-        .rsplit('/')
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let comm = process::exec_comm(&program);
     let child = spawn_stopped(&program, &args.command)?;
     let pid = child.pid;
     tracer.trace_process(pid)?;
-    let metrics = match super::serve_metrics(listener, &tracer, pid, &comm, !args.no_run_stats) {
+    let offcpu = tracer.offcpu_tracked();
+    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let metrics = match super::serve_metrics(listener, &sampler, pid, &comm) {
         Ok(m) => m,
         Err(e) => {
             // SAFETY: ends our own stopped child, which never ran the command.
@@ -95,10 +95,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         comm,
         command: Some(args.command.clone()),
     };
-    let profile = tracer
-        .snapshot()?
-        .to_profile(target, duration_ns, tracer.offcpu_tracked())?;
-    drop(tracer);
+    let profile = {
+        let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
+        let last = s.snapshot(0)?;
+        s.unload()?;
+        last
+    }
+    .to_profile(target, duration_ns, offcpu)?;
     let table = super::finish(profile, &args.view, args.json.as_deref())?;
     match &args.output {
         Some(path) => {

@@ -8,7 +8,7 @@
 
 pub mod server;
 
-use std::{sync::Mutex, time::Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 use prometheus_client::{
@@ -21,7 +21,7 @@ use prometheus_client::{
 use crate::{
     latency::Bucket,
     profile::{Profile, SyscallProfile, Target},
-    tracer::{StatsReader, programs_run_ns},
+    sampler::SharedSampler,
 };
 
 /// The content type of the exposition.
@@ -61,9 +61,9 @@ pub fn classic_buckets(hist: &[Bucket]) -> Vec<(f64, u64)> {
 pub struct Scrape {
     /// A profile per traced process, cumulative since syscost began tracing it.
     pub processes: Vec<Profile>,
-    /// Run time of syscost's programs (one set for all the processes), when BPF run-time
-    /// statistics are on.
-    pub bpf_run_ns: Option<u64>,
+    /// Run time of syscost's programs (one set for all the processes) within the
+    /// windows BPF run-time statistics were on, and the windows' wall time, ns.
+    pub bpf_run: Option<(u64, u64)>,
 }
 
 /// The OpenMetrics text of a scrape (ending in `# EOF`).
@@ -193,15 +193,23 @@ impl Collector for Scrape {
                     )?;
             }
         }
-        if let Some(ns) = self.bpf_run_ns {
+        if let Some((run_ns, measured_ns)) = self.bpf_run {
             encoder
                 .encode_descriptor(
                     "syscost_bpf_run",
-                    "Run time of syscost's kernel programs, for all the processes it traces (BPF run-time statistics).",
+                    "Run time of syscost's kernel programs, for all the processes it traces, within the windows BPF run-time statistics were on.",
                     Some(&seconds),
                     MetricType::Counter,
                 )?
-                .encode_counter::<NoLabelSet, f64, u64>(&(ns as f64 / 1e9), None)?;
+                .encode_counter::<NoLabelSet, f64, u64>(&(run_ns as f64 / 1e9), None)?;
+            encoder
+                .encode_descriptor(
+                    "syscost_bpf_measured",
+                    "Wall time of the windows in which syscost_bpf_run_seconds_total was measured (1 s in every 10 s).",
+                    Some(&seconds),
+                    MetricType::Counter,
+                )?
+                .encode_counter::<NoLabelSet, f64, u64>(&(measured_ns as f64 / 1e9), None)?;
         }
         self.per_process(
             &mut encoder,
@@ -225,84 +233,69 @@ impl Collector for Scrape {
     }
 }
 
-/// One traced process as the endpoint reads it on each scrape.
+/// One traced process as the endpoint labels it.
+#[derive(Clone, Debug)]
 pub struct Source {
     pub pid: u32,
     pub comm: String,
-    pub reader: StatsReader,
+    /// Its statistics slot.
+    pub slot: u32,
     pub started: Instant,
 }
 
 impl Source {
-    pub fn new(pid: u32, comm: String, reader: StatsReader) -> Self {
+    pub fn new(pid: u32, comm: String, slot: u32) -> Self {
         Self {
             pid,
             comm,
-            reader,
+            slot,
             started: Instant::now(),
         }
     }
-
-    /// The process's profile now. The reader's handles keep the counters readable after
-    /// the tracer is dropped: a process that exited keeps its final counts.
-    pub fn profile(&self) -> Result<Profile> {
-        let target = Target {
-            pid: self.pid,
-            comm: self.comm.clone(),
-            command: None,
-        };
-        self.reader.snapshot()?.to_profile(
-            target,
-            self.started.elapsed().as_nanos() as u64,
-            self.reader.offcpu_tracked(),
-        )
-    }
 }
 
-/// What the endpoint serves: the traced processes and the programs' own cost.
+/// What the endpoint serves: the traced processes and the programs' own cost, read from
+/// the sampler on every scrape. After the programs are unloaded the sampler keeps the
+/// final figures, so a process that exited keeps its final counts.
 pub struct Metrics {
+    sampler: SharedSampler,
     sources: Vec<Source>,
-    program_ids: Vec<u32>,
-    run_stats: bool,
-    /// The programs' run time when last read: it stays served after they are unloaded.
-    run_ns: Mutex<Option<u64>>,
 }
 
 impl Metrics {
-    /// `program_ids`: the tracer's programs; `run_stats`: whether BPF run-time
-    /// statistics are on for the endpoint's life.
-    pub fn new(sources: Vec<Source>, program_ids: Vec<u32>, run_stats: bool) -> Self {
-        Self {
-            sources,
-            program_ids,
-            run_stats,
-            run_ns: Mutex::new(None),
-        }
+    pub fn new(sampler: SharedSampler, sources: Vec<Source>) -> Self {
+        Self { sampler, sources }
     }
 
-    /// Run time of the programs, read now if they are loaded, else as last read. (Call
-    /// it before unloading them to keep their final figure.)
-    pub fn run_ns(&self) -> Option<u64> {
-        if !self.run_stats {
-            return None;
-        }
-        let mut last = self.run_ns.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(now) = programs_run_ns(&self.program_ids) {
-            *last = Some(now);
-        }
-        *last
+    /// Opens or closes the own-cost measurement window when due.
+    pub fn tick(&self) {
+        self.sampler.lock().unwrap_or_else(|e| e.into_inner()).tick();
     }
 
     /// Everything, read now.
     pub fn scrape(&self) -> Result<Scrape> {
-        Ok(Scrape {
-            processes: self
-                .sources
-                .iter()
-                .map(Source::profile)
-                .collect::<Result<_>>()?,
-            bpf_run_ns: self.run_ns(),
-        })
+        let mut sampler = self.sampler.lock().unwrap_or_else(|e| e.into_inner());
+        let snaps = sampler.snapshots()?;
+        let offcpu = sampler.offcpu_tracked();
+        let bpf_run = sampler.own_cost().totals();
+        drop(sampler);
+        let processes = self
+            .sources
+            .iter()
+            .map(|s| {
+                let target = Target {
+                    pid: s.pid,
+                    comm: s.comm.clone(),
+                    command: None,
+                };
+                snaps
+                    .get(s.slot as usize)
+                    .cloned()
+                    .unwrap_or_default()
+                    .to_profile(target, s.started.elapsed().as_nanos() as u64, offcpu)
+            })
+            .collect::<Result<_>>()?;
+        Ok(Scrape { processes, bpf_run })
     }
 }
 
@@ -455,7 +448,7 @@ mod tests {
         insta::assert_snapshot!(
             exposition(Scrape {
                 processes: vec![server_profile()],
-                bpf_run_ns: Some(1_500_000),
+                bpf_run: Some((1_500_000, 1_000_000_000)),
             })
             .unwrap()
         );
@@ -467,7 +460,7 @@ mod tests {
         p.offcpu_tracked = false;
         let text = exposition(Scrape {
             processes: vec![p],
-            bpf_run_ns: None,
+            bpf_run: None,
         })
         .unwrap();
         assert!(!text.contains("syscost_bpf_run_seconds_total"), "{text}");
@@ -492,7 +485,7 @@ mod tests {
         b.syscalls[1].calls = 9;
         let text = exposition(Scrape {
             processes: vec![a, b],
-            bpf_run_ns: Some(1),
+            bpf_run: Some((1, 1_000_000_000)),
         })
         .unwrap();
         assert!(

@@ -240,7 +240,7 @@ mod tests {
     use crate::profile::{SCHEMA_VERSION, Target};
     use std::collections::BTreeMap;
 
-    fn row(name: &str, nr: u32, calls: u64, errors: u64, total_ns: u64) -> SyscallProfile {
+    fn row(name: &str, nr: u64, calls: u64, errors: u64, total_ns: u64) -> SyscallProfile {
         let mut errnos = BTreeMap::new();
         if errors > 0 {
             errnos.insert("ENOENT".to_string(), errors);

@@ -98,8 +98,8 @@ pub struct ThreadRow {
     pub comm: String,
     pub calls: u64,
     pub total_ns: u64,
-    /// Dominant syscall (majority vote in the kernel).
-    pub top: String,
+    /// The syscall it is inside now and for how long ("read for 2.30s"), or empty.
+    pub now: String,
 }
 
 /// One refresh worth of data, made by the sampler.
@@ -112,6 +112,8 @@ pub struct Sample {
     pub threads: Vec<ThreadRow>,
     pub thread_count: usize,
     pub overhead: Option<Overhead>,
+    /// Why there is no own-cost figure yet ("measuring", no privilege for it, off).
+    pub overhead_note: Option<String>,
 }
 
 /// Calls per second over an interval; none before an interval has passed (a rate over a
@@ -135,6 +137,7 @@ pub struct App {
     /// Syscall name -> calls per second, oldest first.
     pub rates: BTreeMap<String, VecDeque<u64>>,
     pub overhead: Option<Overhead>,
+    pub overhead_note: Option<String>,
     pub threads: Vec<ThreadRow>,
     /// `--per` unit syscall.
     pub per: Option<String>,
@@ -165,6 +168,7 @@ impl App {
             interval_secs: 0.0,
             rates: BTreeMap::new(),
             overhead: None,
+            overhead_note: None,
             threads: Vec::new(),
             per: None,
             hint: None,
@@ -204,6 +208,7 @@ impl App {
         self.interval_secs = sample.interval_secs;
         self.threads = sample.threads;
         self.overhead = sample.overhead;
+        self.overhead_note = sample.overhead_note;
         self.clamp_selection();
     }
 
@@ -303,7 +308,7 @@ pub mod tests {
         profile::{SCHEMA_VERSION, Target},
     };
 
-    pub fn syscall(name: &str, nr: u32, calls: u64, errors: u64, avg_ns: u64) -> SyscallProfile {
+    pub fn syscall(name: &str, nr: u64, calls: u64, errors: u64, avg_ns: u64) -> SyscallProfile {
         let mut errnos = BTreeMap::new();
         if errors > 0 {
             errnos.insert("EAGAIN".to_string(), errors);
@@ -401,13 +406,14 @@ pub mod tests {
                     comm: "echo-server".into(),
                     calls: 8500 * i,
                     total_ns: 20_000_000 * i,
-                    top: "epoll_ctl".into(),
+                    now: "epoll_wait for 1.20ms".into(),
                 }],
                 thread_count: 1,
                 overhead: Some(Overhead {
                     ns_per_run: 95.0,
                     cpu_percent: 0.4,
                 }),
+                overhead_note: None,
             });
         }
         app
@@ -467,6 +473,7 @@ pub mod tests {
             threads: vec![],
             thread_count: 1,
             overhead: None,
+            overhead_note: None,
         });
         assert_eq!(app.cumulative, before, "a paused view does not change");
         assert_eq!(app.rates["read"].len(), 5);

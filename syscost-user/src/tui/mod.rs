@@ -1,14 +1,13 @@
 //! The live terminal view of `syscost attach` (and `syscost demo`).
 //!
 //! `app` holds the state, `handler` maps keys to changes, `ui` draws; this module owns
-//! the terminal and the sampler that reads the kernel's counters every interval.
+//! the terminal and feeds the view the sampler's snapshots every interval.
 
 pub mod app;
 pub mod handler;
 pub mod ui;
 
 use std::{
-    collections::HashMap,
     sync::{
         atomic::{AtomicBool, Ordering},
         mpsc,
@@ -24,8 +23,8 @@ use crate::{
     collector::Snapshot,
     process::{self, Process},
     profile::Target,
-    syscall_names,
-    tracer::{RunTimeStats, Tracer},
+    sampler::{Series, SharedSampler},
+    units,
 };
 
 /// Settings of the live view.
@@ -39,8 +38,6 @@ pub struct LiveOptions {
     pub per: Option<String>,
     /// A line of advice under the header.
     pub hint: Option<String>,
-    /// Turn BPF run-time statistics on for the own-cost figure.
-    pub run_stats: bool,
 }
 
 static TERMINATE: AtomicBool = AtomicBool::new(false);
@@ -58,18 +55,14 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Reads the kernel's counters and turns them into samples for the view.
-struct Sampler {
+/// Turns the sampler's snapshots into samples for the view.
+struct Feed {
     pid: u32,
     attached: Instant,
-    baseline: Option<Snapshot>,
-    previous: Snapshot,
-    previous_at: Instant,
-    previous_runs: (u64, u64),
-    comms: HashMap<u32, String>,
+    series: Series,
 }
 
-impl Sampler {
+impl Feed {
     fn target(&self, comm: &str) -> Target {
         Target {
             pid: self.pid,
@@ -78,68 +71,66 @@ impl Sampler {
         }
     }
 
+    /// The next sample; the threads' rows only when they are shown (reading every
+    /// thread's name costs a file read each).
     fn sample(
         &mut self,
-        tracer: &mut Tracer,
+        sampler: &SharedSampler,
         comm: &str,
-        stats_on: bool,
+        with_threads: bool,
     ) -> Result<(Snapshot, Sample)> {
-        let now = tracer.snapshot()?;
-        let at = Instant::now();
-        let secs = at.duration_since(self.previous_at).as_secs_f64();
-        let interval = now.since(&self.previous);
-        let cumulative = match &self.baseline {
-            Some(b) => now.since(b),
-            None => now.clone(),
-        };
-        let runs = tracer.program_run_totals();
-        let overhead = stats_on.then(|| {
-            let (dt, dc) = (
-                runs.0.saturating_sub(self.previous_runs.0),
-                runs.1.saturating_sub(self.previous_runs.1),
-            );
-            Overhead {
-                ns_per_run: if dc == 0 { 0.0 } else { dt as f64 / dc as f64 },
-                cpu_percent: 100.0 * dt as f64 / (secs.max(1e-9) * 1e9),
-            }
-        });
+        let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
+        let now = s.snapshot(0)?;
+        let step = self.series.next(now.clone());
         let tids = task_ids(self.pid);
-        let threads = tracer
-            .thread_stats(&tids)?
-            .into_iter()
-            .map(|(tid, s)| ThreadRow {
-                tid,
-                comm: self
-                    .comms
-                    .entry(tid)
-                    .or_insert_with(|| thread_comm(self.pid, tid))
-                    .clone(),
-                calls: s.calls,
-                total_ns: s.total_ns,
-                top: syscall_names::name(s.top_nr),
-            })
-            .collect();
-        let duration_ns = self.attached.elapsed().as_nanos() as u64;
+        let threads = if with_threads {
+            s.threads(&tids)
+                .into_iter()
+                .map(|t| ThreadRow {
+                    tid: t.tid,
+                    comm: thread_comm(self.pid, t.tid),
+                    calls: t.calls,
+                    total_ns: t.total_ns,
+                    now: t
+                        .in_syscall
+                        .map(|(id, d)| format!("{} for {}", id.name(), units::human_ns(d.as_nanos() as u64)))
+                        .unwrap_or_default(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (overhead, overhead_note) = match s.own_cost().reading() {
+            Ok(Some(r)) => (
+                Some(Overhead {
+                    ns_per_run: r.ns_per_run,
+                    cpu_percent: r.cpu_percent,
+                }),
+                None,
+            ),
+            Ok(None) => (None, Some("measuring".to_string())),
+            Err(why) => (None, Some(why)),
+        };
+        let offcpu = s.offcpu_tracked();
+        drop(s);
         let sample = Sample {
-            cumulative: cumulative.to_profile(
+            cumulative: step.cumulative.to_profile(
                 self.target(comm),
-                duration_ns,
-                tracer.offcpu_tracked(),
+                self.attached.elapsed().as_nanos() as u64,
+                offcpu,
             )?,
-            interval: interval.to_profile(
+            interval: step.interval.to_profile(
                 self.target(comm),
-                (secs * 1e9) as u64,
-                tracer.offcpu_tracked(),
+                (step.interval_secs * 1e9) as u64,
+                offcpu,
             )?,
-            interval_secs: secs,
+            interval_secs: step.interval_secs,
             attached_for: self.attached.elapsed(),
             threads,
             thread_count: tids.len(),
             overhead,
+            overhead_note,
         };
-        self.previous = now.clone();
-        self.previous_at = at;
-        self.previous_runs = runs;
         Ok((now, sample))
     }
 }
@@ -189,30 +180,23 @@ fn thread_comm(pid: u32, tid: u32) -> String {
 
 /// Runs the live view until the user quits, SIGTERM/SIGHUP, or `duration`. Returns the
 /// last snapshot (cumulative since load) for the final table.
-pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Result<Snapshot> {
-    // Statistics are optional: without them the header says n/a.
-    let stats = options
-        .run_stats
-        .then(|| RunTimeStats::enable().ok())
-        .flatten();
+pub fn run(sampler: &SharedSampler, target: &Process, options: &LiveOptions) -> Result<Snapshot> {
     TERMINATE.store(false, Ordering::Relaxed);
     crate::signals::catch(&[libc::SIGTERM, libc::SIGHUP, libc::SIGINT], on_terminate);
-    let first = tracer.snapshot()?;
-    let mut sampler = Sampler {
+    let (first, offcpu) = {
+        let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
+        (s.snapshot(0)?, s.offcpu_tracked())
+    };
+    let mut feed = Feed {
         pid: target.pid,
         attached: Instant::now(),
-        baseline: None,
-        previous: first.clone(),
-        previous_at: Instant::now(),
-        previous_runs: tracer.program_run_totals(),
-        comms: HashMap::new(),
+        series: Series::new(first.clone()),
     };
     // The first screen shows nothing yet: what the tracer counted before this point has no
     // interval to be a rate of (it is in the first sample's cumulative figures).
-    let empty =
-        first
-            .since(&first)
-            .to_profile(sampler.target(&target.comm), 0, tracer.offcpu_tracked())?;
+    let empty = first
+        .since(&first)
+        .to_profile(feed.target(&target.comm), 0, offcpu)?;
     let info = TargetInfo {
         pid: target.pid,
         comm: target.comm.clone(),
@@ -259,12 +243,13 @@ pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Resu
         }
         if app.reset_requested {
             app.reset_requested = false;
-            sampler.baseline = Some(latest.clone());
+            feed.series.reset();
             app.clear_history();
         }
+        sampler.lock().unwrap_or_else(|e| e.into_inner()).tick();
         let exited = !app.exited && process::has_exited(&target.pidfd);
         if !app.exited && (exited || Instant::now() >= next_tick) {
-            let (snap, sample) = sampler.sample(tracer, &target.comm, stats.is_some())?;
+            let (snap, sample) = feed.sample(sampler, &target.comm, app.show_threads)?;
             latest = snap;
             let was_paused = app.paused;
             if exited {
@@ -282,6 +267,9 @@ pub fn run(tracer: &mut Tracer, target: &Process, options: &LiveOptions) -> Resu
     Ok(if app.exited {
         latest
     } else {
-        tracer.snapshot()?
+        sampler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .snapshot(0)?
     })
 }

@@ -70,12 +70,13 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
         first.push(Span::from("  PAUSED ").bold().fg(Color::Yellow));
     }
     let shown = app.shown();
-    let own = match app.overhead {
-        Some(o) => format!(
+    let own = match (app.overhead, &app.overhead_note) {
+        (Some(o), _) => format!(
             "own cost {:.0} ns/event, {:.2}% CPU",
             o.ns_per_run, o.cpu_percent
         ),
-        None => "own cost: n/a".to_string(),
+        (None, Some(note)) => format!("own cost: {note}"),
+        (None, None) => "own cost: n/a".to_string(),
     };
     let second = Line::from(format!(
         " {} syscalls/s · unpaired {} · dropped {} · {own}",
@@ -290,7 +291,7 @@ fn render_threads(frame: &mut Frame, app: &App, area: Rect) {
                 t.comm.clone(),
                 count(t.calls as f64),
                 format!("{pct:.2}"),
-                t.top.clone(),
+                t.now.clone(),
             ])
         })
         .collect();
@@ -310,7 +311,7 @@ fn render_threads(frame: &mut Frame, app: &App, area: Rect) {
             "comm",
             "calls",
             "% time",
-            "dominant syscall (majority vote)",
+            "in syscall now",
         ])
         .style(Style::new().bold().underlined()),
     )

@@ -1,0 +1,124 @@
+//! How big the kernel side's tables are, and what that costs in memory: none of them
+//! grows with pid_max. The statistics pool grows with the CPUs and the processes kept
+//! apart (`slots`), the rest is fixed.
+
+use std::mem::size_of;
+
+use anyhow::{Result, bail};
+use syscost_common::{INDEX_WORDS_PER_SLOT, ProcSlot, StatsEntry, ThreadSlot, counter};
+
+/// Table sizes for one load of the programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableSizes {
+    /// Direct-mapped process table (a power of two).
+    pub proc_slots: u32,
+    /// Processes whose direct slot is taken.
+    pub proc_overflow: u32,
+    /// Direct-mapped thread table (a power of two).
+    pub thread_slots: u32,
+    /// Threads whose direct slot is taken.
+    pub thread_overflow: u32,
+    /// Statistics entries per CPU: one per (process slot, syscall) in use on that CPU.
+    pub pool_per_cpu: u32,
+    /// Syscall numbers without a key of their own, per CPU.
+    pub big_numbers: u32,
+}
+
+impl TableSizes {
+    /// The sizes for `slots` processes kept apart: 128 pool entries per CPU and 64 more
+    /// per slot (a process uses 20 to 100 distinct syscalls; children followed with -f
+    /// share their parent's).
+    pub fn for_slots(slots: u32) -> Self {
+        Self {
+            proc_slots: 1 << 16,
+            proc_overflow: 4096,
+            thread_slots: 1 << 15,
+            thread_overflow: 8192,
+            pool_per_cpu: 128 + 64 * slots.max(1),
+            big_numbers: 256,
+        }
+    }
+
+    /// Applies `SYSCOST_TABLE_SIZES` (`name=N,...` with the field names above), which the
+    /// tests use to overflow the tables on purpose.
+    pub fn with_overrides(mut self, spec: &str) -> Result<Self> {
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((name, n)) = part.split_once('=') else {
+                bail!("SYSCOST_TABLE_SIZES: '{part}' is not name=N");
+            };
+            let n: u32 = n
+                .parse()
+                .map_err(|_| anyhow::anyhow!("SYSCOST_TABLE_SIZES: '{n}' is not a count"))?;
+            if n == 0 {
+                bail!("SYSCOST_TABLE_SIZES: {name} must be at least 1");
+            }
+            let field = match name {
+                "proc_slots" => &mut self.proc_slots,
+                "proc_overflow" => &mut self.proc_overflow,
+                "thread_slots" => &mut self.thread_slots,
+                "thread_overflow" => &mut self.thread_overflow,
+                "pool_per_cpu" => &mut self.pool_per_cpu,
+                "big_numbers" => &mut self.big_numbers,
+                other => bail!("SYSCOST_TABLE_SIZES: no table '{other}'"),
+            };
+            *field = n;
+        }
+        if !self.proc_slots.is_power_of_two() || !self.thread_slots.is_power_of_two() {
+            bail!("SYSCOST_TABLE_SIZES: proc_slots and thread_slots must be powers of two");
+        }
+        if self.pool_per_cpu > u32::from(u16::MAX) - 1 {
+            bail!("SYSCOST_TABLE_SIZES: pool_per_cpu must be below 65535");
+        }
+        Ok(self)
+    }
+
+    /// Bytes of map memory for `cpus` possible CPUs and `slots` processes, as the kernel
+    /// accounts it (within a few percent: hash maps add per-element headers, which are
+    /// counted here at 48 bytes).
+    pub fn memory(&self, cpus: u64, slots: u32) -> u64 {
+        const HASH_ELEM_OVERHEAD: u64 = 48;
+        let page = |b: u64| b.div_ceil(4096) * 4096;
+        let slots = u64::from(slots.max(1));
+        let procs = u64::from(self.proc_slots) * size_of::<ProcSlot>() as u64;
+        let procs_overflow = u64::from(self.proc_overflow) * (8 + HASH_ELEM_OVERHEAD);
+        let threads = page(u64::from(self.thread_slots) * size_of::<ThreadSlot>() as u64);
+        let threads_overflow =
+            u64::from(self.thread_overflow) * (8 + size_of::<ThreadSlot>() as u64 + HASH_ELEM_OVERHEAD);
+        let index = slots * u64::from(INDEX_WORDS_PER_SLOT) * 8 * cpus;
+        let big = u64::from(self.big_numbers) * (16 + HASH_ELEM_OVERHEAD + 8 * cpus);
+        let pool = page(cpus * u64::from(self.pool_per_cpu) * size_of::<StatsEntry>() as u64);
+        let small = 8 * cpus * (1 + slots * u64::from(counter::COUNT));
+        procs + procs_overflow + threads + threads_overflow + index + big + pool + small
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: u64 = 1 << 20;
+
+    #[test]
+    fn memory_targets() {
+        // One process: at most 16 MB on this 2-CPU machine, 64 MB with 64 CPUs,
+        // whatever pid_max is (nothing here depends on it).
+        let one = TableSizes::for_slots(1);
+        assert!(one.memory(2, 1) <= 16 * MB, "{}", one.memory(2, 1));
+        assert!(one.memory(64, 1) <= 64 * MB, "{}", one.memory(64, 1));
+        // export of 64 processes on 64 CPUs: at most 1 GB.
+        let many = TableSizes::for_slots(64);
+        assert!(many.memory(64, 64) <= 1024 * MB, "{}", many.memory(64, 64));
+    }
+
+    #[test]
+    fn overrides() {
+        let s = TableSizes::for_slots(1)
+            .with_overrides("thread_slots=16, thread_overflow=4")
+            .unwrap();
+        assert_eq!((s.thread_slots, s.thread_overflow), (16, 4));
+        assert!(TableSizes::for_slots(1).with_overrides("thread_slots=10").is_err());
+        assert!(TableSizes::for_slots(1).with_overrides("nope=1").is_err());
+        assert!(TableSizes::for_slots(1).with_overrides("pool_per_cpu=0").is_err());
+        assert!(TableSizes::for_slots(1).with_overrides("pool_per_cpu").is_err());
+    }
+}

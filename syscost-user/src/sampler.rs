@@ -1,0 +1,422 @@
+//! The one place that reads the kernel side's statistics: consistent snapshots of every
+//! process slot, the threads' state, the intervals between snapshots, and syscost's own
+//! measured cost. Views (the live view, the text tables, the metrics endpoint) get
+//! snapshots from here and never touch a map.
+//!
+//! Consistency: each statistics entry is written by one CPU under a sequence count (odd
+//! while an update is in progress). An entry is copied from the shared mapping between
+//! two reads of its count and kept only when both are the same even number, so every
+//! copy is the entry's state between two of its updates: its calls match its histogram
+//! and its errors its errno counts. A snapshot sums such copies, so it holds exactly the
+//! calls completed on each CPU up to the moment that CPU's entry was copied; a call
+//! being recorded at that moment is left for the next snapshot (at most one per CPU and
+//! syscall). Counts only grow, so later snapshots never hold less, and every interval is
+//! itself a valid profile. Once the target has exited nothing is in flight and the
+//! figures are exact.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering, fence},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+use syscost_common::{KEY_FORK_CHILD, KEY_NONE, StatsEntry, ThreadSlot};
+
+use crate::{
+    collector::{Snapshot, SyscallId},
+    tracer::{RunTimeStats, Tracer},
+};
+
+/// Copies of one entry tried before the previous consistent copy is used instead.
+const COPY_TRIES: u32 = 10_000;
+
+/// A sampler shared by the views of one run (the metrics endpoint's thread and the
+/// main loop).
+pub type SharedSampler = Arc<Mutex<Sampler>>;
+
+/// Copies an entry when its sequence count says no update was in progress.
+///
+/// # Safety
+/// `src` points into the live, read-only mapping of the pool.
+unsafe fn copy_consistent(src: *const StatsEntry) -> Option<StatsEntry> {
+    // The count is the entry's first field, 8-byte aligned.
+    let seq = unsafe { &*(src as *const AtomicU64) };
+    for _ in 0..COPY_TRIES {
+        let before = seq.load(Ordering::Acquire);
+        if before & 1 == 0 {
+            let copy = unsafe { std::ptr::read_volatile(src) };
+            fence(Ordering::Acquire);
+            if seq.load(Ordering::Relaxed) == before {
+                return Some(copy);
+            }
+        }
+        std::hint::spin_loop();
+    }
+    None
+}
+
+/// A thread as the kernel keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadState {
+    pub tid: u32,
+    /// Completed syscalls since the thread was first seen, and their time.
+    pub calls: u64,
+    pub total_ns: u64,
+    /// The syscall it is inside now and for how long so far.
+    pub in_syscall: Option<(SyscallId, Duration)>,
+}
+
+/// syscost's own cost, measured in windows (see [`OwnCost`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OwnCostReading {
+    /// Average run time of one program run, ns.
+    pub ns_per_run: f64,
+    /// Share of one CPU spent in syscost's programs, percent.
+    pub cpu_percent: f64,
+}
+
+/// BPF run-time statistics make the kernel read the clock around every program run on
+/// the machine (about 195 ns per traced syscall here), so they are on only for a
+/// window of `WINDOW` in every `PERIOD`: a tenth of that price, and a fresh figure every
+/// 10 s.
+pub struct OwnCost {
+    window: Option<(RunTimeStats, Instant, (u64, u64))>,
+    next_window: Instant,
+    last: Option<OwnCostReading>,
+    /// Why there is no figure (no CAP_SYS_ADMIN, say), once known.
+    unavailable: Option<String>,
+    /// Program run time within windows, and the windows' wall time, ns (for the
+    /// metrics endpoint's counters).
+    run_ns: u64,
+    measured_ns: u64,
+    wanted: bool,
+}
+
+impl OwnCost {
+    pub const WINDOW: Duration = Duration::from_secs(1);
+    pub const PERIOD: Duration = Duration::from_secs(10);
+
+    fn new(wanted: bool) -> Self {
+        Self {
+            window: None,
+            next_window: Instant::now(),
+            last: None,
+            unavailable: (!wanted).then(|| "off (--no-run-stats)".to_string()),
+            run_ns: 0,
+            measured_ns: 0,
+            wanted,
+        }
+    }
+
+    /// Opens or closes the measurement window when due.
+    fn tick(&mut self, tracer: Option<&Tracer>) {
+        let now = Instant::now();
+        if let Some((_, opened, (t0, c0))) = &self.window {
+            let elapsed = now.duration_since(*opened);
+            if elapsed < Self::WINDOW && tracer.is_some() {
+                return;
+            }
+            let (t0, c0) = (*t0, *c0);
+            if let Some(tracer) = tracer {
+                let (t1, c1) = tracer.program_run_totals();
+                let (dt, dc) = (t1.saturating_sub(t0), c1.saturating_sub(c0));
+                self.run_ns += dt;
+                self.measured_ns += elapsed.as_nanos() as u64;
+                self.last = Some(OwnCostReading {
+                    ns_per_run: if dc == 0 { 0.0 } else { dt as f64 / dc as f64 },
+                    cpu_percent: 100.0 * dt as f64 / elapsed.as_nanos().max(1) as f64,
+                });
+            }
+            self.window = None;
+            self.next_window = now + Self::PERIOD - Self::WINDOW;
+            return;
+        }
+        let Some(tracer) = tracer else { return };
+        if !self.wanted || self.unavailable.is_some() || now < self.next_window {
+            return;
+        }
+        match RunTimeStats::enable() {
+            Ok(stats) => self.window = Some((stats, now, tracer.program_run_totals())),
+            Err(_) => {
+                self.unavailable =
+                    Some("n/a: BPF run-time statistics need CAP_SYS_ADMIN".to_string())
+            }
+        }
+    }
+
+    /// The latest figure, or why there is none.
+    pub fn reading(&self) -> Result<Option<OwnCostReading>, String> {
+        match (&self.last, &self.unavailable) {
+            (Some(r), _) => Ok(Some(*r)),
+            (None, Some(why)) => Err(why.clone()),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Program run time measured so far and the wall time it was measured over, ns;
+    /// `None` when run-time statistics are off or unavailable.
+    pub fn totals(&self) -> Option<(u64, u64)> {
+        (self.wanted && self.unavailable.is_none()).then_some((self.run_ns, self.measured_ns))
+    }
+}
+
+/// Reads the tracer's statistics. Owns the tracer: [`Sampler::unload`] drops the
+/// programs and keeps the final figures.
+pub struct Sampler {
+    tracer: Option<Tracer>,
+    slots: u32,
+    offcpu: bool,
+    /// The last consistent copy of each entry (cpu, position), for an entry that could
+    /// not be copied consistently within `COPY_TRIES` (then its figures trail).
+    last: HashMap<(u32, u32), Box<StatsEntry>>,
+    /// The snapshots taken when the programs were unloaded.
+    frozen: Option<Vec<Snapshot>>,
+    own_cost: OwnCost,
+}
+
+impl Sampler {
+    /// A sampler of `tracer`; `run_stats`: measure syscost's own cost.
+    pub fn new(tracer: Tracer, run_stats: bool) -> Self {
+        Self {
+            slots: tracer.slots(),
+            offcpu: tracer.offcpu_tracked(),
+            tracer: Some(tracer),
+            last: HashMap::new(),
+            frozen: None,
+            own_cost: OwnCost::new(run_stats),
+        }
+    }
+
+    /// Shares it between threads.
+    pub fn shared(self) -> SharedSampler {
+        Arc::new(Mutex::new(self))
+    }
+
+    /// The tracer, while the programs are loaded.
+    pub fn tracer(&self) -> Option<&Tracer> {
+        self.tracer.as_ref()
+    }
+
+    /// Whether the off-CPU split is measured.
+    pub fn offcpu_tracked(&self) -> bool {
+        self.offcpu
+    }
+
+    /// Cumulative snapshots of every slot, made of consistent entries.
+    pub fn snapshots(&mut self) -> Result<Vec<Snapshot>> {
+        self.own_cost.tick(self.tracer.as_ref());
+        let Some(tracer) = self.tracer.as_mut() else {
+            return Ok(self.frozen.clone().unwrap_or_default());
+        };
+        tracer.flush_log();
+        let tracer = &*tracer;
+        let mut snaps = vec![Snapshot::empty(); self.slots as usize];
+        for (cpu, used) in (0..).zip(tracer.pool_in_use()?) {
+            for i in 0..used {
+                let Some(src) = tracer.pool_entry(cpu, i) else {
+                    continue;
+                };
+                // SAFETY: `src` is an element of the tracer's live mapping.
+                let entry = match unsafe { copy_consistent(src) } {
+                    Some(e) => {
+                        let e = Box::new(e);
+                        self.last.insert((cpu, i), e.clone());
+                        e
+                    }
+                    None => match self.last.get(&(cpu, i)) {
+                        Some(e) => e.clone(),
+                        None => continue,
+                    },
+                };
+                if let Some(snap) = snaps.get_mut(entry.slot as usize) {
+                    snap.add_entry(&entry);
+                }
+            }
+        }
+        for (slot, snap) in (0..).zip(snaps.iter_mut()) {
+            snap.counters = tracer.counters(slot)?;
+        }
+        Ok(snaps)
+    }
+
+    /// The cumulative snapshot of one slot.
+    pub fn snapshot(&mut self, slot: u32) -> Result<Snapshot> {
+        Ok(self
+            .snapshots()?
+            .into_iter()
+            .nth(slot as usize)
+            .unwrap_or_else(Snapshot::empty))
+    }
+
+    /// Takes the final snapshots, then detaches and unloads the programs; the final
+    /// figures stay readable.
+    pub fn unload(&mut self) -> Result<()> {
+        if self.tracer.is_some() {
+            let last = self.snapshots()?;
+            self.own_cost.tick(None);
+            self.frozen = Some(last);
+            self.tracer = None;
+        }
+        Ok(())
+    }
+
+    /// Whether the programs are still loaded.
+    pub fn loaded(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Opens or closes the own-cost window when due (call it a few times a second).
+    pub fn tick(&mut self) {
+        self.own_cost.tick(self.tracer.as_ref());
+    }
+
+    /// syscost's own measured cost.
+    pub fn own_cost(&self) -> &OwnCost {
+        &self.own_cost
+    }
+
+    /// The kernel's state of these threads (those it has a slot for).
+    pub fn threads(&self, tids: &[u32]) -> Vec<ThreadState> {
+        let Some(tracer) = self.tracer.as_ref() else {
+            return Vec::new();
+        };
+        let now = monotonic_ns();
+        tids.iter()
+            .filter_map(|&tid| tracer.thread(tid))
+            .map(|t| thread_state(&t, now))
+            .collect()
+    }
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: fills one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A thread slot as the views show it, at monotonic time `now_ns`.
+pub fn thread_state(t: &ThreadSlot, now_ns: u64) -> ThreadState {
+    let in_syscall = (t.enter_ns != 0 && t.key != KEY_NONE && t.key != KEY_FORK_CHILD).then(|| {
+        (
+            SyscallId::of(t.key, t.nr),
+            Duration::from_nanos(now_ns.saturating_sub(t.enter_ns)),
+        )
+    });
+    ThreadState {
+        tid: t.tid,
+        calls: t.calls,
+        total_ns: t.total_ns,
+        in_syscall,
+    }
+}
+
+/// Successive snapshots of one slot turned into cumulative figures (since the start or
+/// the last reset) and intervals.
+#[derive(Clone, Debug)]
+pub struct Series {
+    baseline: Option<Snapshot>,
+    previous: Snapshot,
+    previous_at: Instant,
+}
+
+/// One step of a [`Series`].
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub cumulative: Snapshot,
+    pub interval: Snapshot,
+    pub interval_secs: f64,
+}
+
+impl Series {
+    /// Starts at `first`: what it holds counts in the first step's cumulative figures.
+    pub fn new(first: Snapshot) -> Self {
+        Self {
+            baseline: None,
+            previous: first,
+            previous_at: Instant::now(),
+        }
+    }
+
+    /// The next step, from the newest cumulative snapshot.
+    pub fn next(&mut self, now: Snapshot) -> Step {
+        let at = Instant::now();
+        let step = Step {
+            cumulative: match &self.baseline {
+                Some(b) => now.since(b),
+                None => now.clone(),
+            },
+            interval: now.since(&self.previous),
+            interval_secs: at.duration_since(self.previous_at).as_secs_f64(),
+        };
+        self.previous = now;
+        self.previous_at = at;
+        step
+    }
+
+    /// Counts from the latest snapshot on (the live view's `r`).
+    pub fn reset(&mut self) {
+        self.baseline = Some(self.previous.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syscost_common::syscall_key;
+
+    #[test]
+    fn copies_only_between_updates() {
+        let mut e = StatsEntry {
+            calls: 3,
+            ..StatsEntry::ZERO
+        };
+        assert_eq!(unsafe { copy_consistent(&e) }.unwrap().calls, 3);
+        e.seq = 7; // an update in progress, for ever
+        assert!(unsafe { copy_consistent(&e) }.is_none());
+        e.seq = 8;
+        assert_eq!(unsafe { copy_consistent(&e) }.unwrap().seq, 8);
+    }
+
+    #[test]
+    fn a_thread_inside_a_syscall() {
+        let t = ThreadSlot {
+            tid: 7,
+            key: syscall_key(syscost_common::abi::NATIVE, 0),
+            nr: 0,
+            enter_ns: 1_000,
+            calls: 5,
+            ..ThreadSlot::EMPTY
+        };
+        let s = thread_state(&t, 2_001_000);
+        assert_eq!(s.in_syscall, Some((SyscallId::native(0), Duration::from_millis(2))));
+        let idle = thread_state(&ThreadSlot { enter_ns: 0, ..t }, 5);
+        assert_eq!((idle.in_syscall, idle.calls), (None, 5));
+    }
+
+    #[test]
+    fn series_steps_and_reset() {
+        let id = SyscallId::native(39);
+        let mut snap = Snapshot::empty();
+        snap.record(id, 100, None);
+        let mut series = Series::new(snap.clone());
+        snap.record(id, 100, None);
+        snap.record(id, 100, None);
+        let step = series.next(snap.clone());
+        assert_eq!(step.cumulative.syscalls[&id].calls, 3);
+        assert_eq!(step.interval.syscalls[&id].calls, 2);
+        series.reset();
+        snap.record(id, 100, None);
+        let step = series.next(snap);
+        assert_eq!(step.cumulative.syscalls[&id].calls, 1);
+        assert_eq!(step.interval.syscalls[&id].calls, 1);
+    }
+}

@@ -132,11 +132,11 @@ pub struct AttachArgs {
     #[arg(short = 'p', long = "pid")]
     pub pid: u32,
     /// Stop after this many seconds.
-    #[arg(short = 'd', long = "duration", value_name = "SECS")]
+    #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Refresh the live view every SECS seconds (default 1); with --no-tui, print a
     /// table of each interval.
-    #[arg(short = 'i', long = "interval", value_name = "SECS")]
+    #[arg(short = 'i', long = "interval", value_name = "SECS", value_parser = parse_seconds)]
     pub interval: Option<f64>,
     /// Print text instead of the live view (the default when stdout is not a terminal).
     #[arg(long)]
@@ -176,7 +176,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
     pub metrics_addr: SocketAddr,
     /// Stop after this many seconds.
-    #[arg(short = 'd', long = "duration", value_name = "SECS")]
+    #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Also count child processes the targets fork from now on (under the parent's pid).
     #[arg(short = 'f', long = "follow-forks")]
@@ -198,7 +198,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1_000_000)]
     pub reps: u64,
     /// Pin to this CPU.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_cpu)]
     pub cpu: Option<usize>,
     /// Print JSON.
     #[arg(long)]
@@ -231,11 +231,95 @@ pub struct ReportArgs {
     pub file: PathBuf,
 }
 
-/// Parses a positive number of seconds.
-pub fn seconds(value: Option<f64>, what: &str) -> Result<Option<std::time::Duration>> {
-    match value {
-        None => Ok(None),
-        Some(v) if v.is_finite() && v > 0.0 => Ok(Some(std::time::Duration::from_secs_f64(v))),
-        Some(v) => anyhow::bail!("{what} must be a positive number of seconds, not {v}"),
+/// The longest duration a command takes: ten years.
+pub const MAX_SECONDS: f64 = 10.0 * 365.25 * 86_400.0;
+/// The rates the load generator takes, per second.
+pub const MIN_RATE: f64 = 1e-3;
+pub const MAX_RATE: f64 = 1e9;
+
+/// A positive number of seconds, at most [`MAX_SECONDS`] (clap value parser).
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("must be a positive number of seconds, not {s}"));
+    }
+    if v > MAX_SECONDS {
+        return Err(format!("{s} seconds is more than ten years"));
+    }
+    Ok(v)
+}
+
+/// A positive rate per second, at most [`MAX_RATE`] (clap value parser).
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number per second"))?;
+    if !v.is_finite() || v < MIN_RATE {
+        return Err(format!("must be a rate of at least {MIN_RATE} per second, not {s}"));
+    }
+    if v > MAX_RATE {
+        return Err(format!("{s} per second is more than {MAX_RATE:e}"));
+    }
+    Ok(v)
+}
+
+/// A CPU of this machine (clap value parser).
+pub fn parse_cpu(s: &str) -> Result<usize, String> {
+    let cpu: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a CPU number"))?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let possible = crate::tracer::possible_cpus().map_or(cpus, |n| n as usize);
+    if cpu >= possible.max(cpus) || cpu >= libc::CPU_SETSIZE as usize {
+        return Err(format!(
+            "no CPU {cpu} on this machine (CPUs 0 to {})",
+            possible.max(cpus) - 1
+        ));
+    }
+    Ok(cpu)
+}
+
+/// A duration given in seconds (checked by [`parse_seconds`]).
+pub fn seconds(value: Option<f64>) -> Option<std::time::Duration> {
+    value.and_then(|v| std::time::Duration::try_from_secs_f64(v).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn bad_numbers_are_one_line_errors() {
+        for bad in ["0", "-1", "1e20", "inf", "NaN", "x", ""] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_seconds("0.5"), Ok(0.5));
+        for bad in ["0", "-3", "1e-9", "1e10", "inf", "x"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+        assert!(parse_cpu("1024").is_err());
+        assert!(parse_cpu("-1").is_err());
+        assert_eq!(parse_cpu("0"), Ok(0));
+    }
+
+    proptest! {
+        /// Whatever the text, a parser returns an error or a value every later use
+        /// takes without panicking.
+        #[test]
+        fn parsed_values_are_usable(text in "\\PC{0,12}|[-+]?[0-9]{0,25}(\\.[0-9]{0,5})?(e[-+]?[0-9]{1,3})?") {
+            if let Ok(v) = parse_seconds(&text) {
+                prop_assert!(seconds(Some(v)).is_some());
+                let _ = std::time::Instant::now() + std::time::Duration::from_secs_f64(v);
+            }
+            if let Ok(r) = parse_rate(&text) {
+                let _ = std::time::Duration::from_secs_f64(1e6 / r);
+            }
+        }
     }
 }

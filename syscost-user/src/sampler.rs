@@ -112,12 +112,13 @@ impl OwnCost {
         }
     }
 
-    /// Opens or closes the measurement window when due.
-    fn tick(&mut self, tracer: Option<&Tracer>) {
+    /// Opens or closes the measurement window when due; `closing`: close an open window
+    /// now (the programs are about to be unloaded).
+    fn tick(&mut self, tracer: Option<&Tracer>, closing: bool) {
         let now = Instant::now();
         if let Some((_, opened, (t0, c0))) = &self.window {
             let elapsed = now.duration_since(*opened);
-            if elapsed < Self::WINDOW && tracer.is_some() {
+            if elapsed < Self::WINDOW && !closing {
                 return;
             }
             let (t0, c0) = (*t0, *c0);
@@ -136,7 +137,7 @@ impl OwnCost {
             return;
         }
         let Some(tracer) = tracer else { return };
-        if !self.wanted || self.unavailable.is_some() || now < self.next_window {
+        if closing || !self.wanted || self.unavailable.is_some() || now < self.next_window {
             return;
         }
         match RunTimeStats::enable() {
@@ -208,7 +209,7 @@ impl Sampler {
 
     /// Cumulative snapshots of every slot, made of consistent entries.
     pub fn snapshots(&mut self) -> Result<Vec<Snapshot>> {
-        self.own_cost.tick(self.tracer.as_ref());
+        self.own_cost.tick(self.tracer.as_ref(), false);
         let Some(tracer) = self.tracer.as_mut() else {
             return Ok(self.frozen.clone().unwrap_or_default());
         };
@@ -257,7 +258,7 @@ impl Sampler {
     pub fn unload(&mut self) -> Result<()> {
         if self.tracer.is_some() {
             let last = self.snapshots()?;
-            self.own_cost.tick(None);
+            self.own_cost.tick(self.tracer.as_ref(), true);
             self.frozen = Some(last);
             self.tracer = None;
         }
@@ -271,7 +272,7 @@ impl Sampler {
 
     /// Opens or closes the own-cost window when due (call it a few times a second).
     pub fn tick(&mut self) {
-        self.own_cost.tick(self.tracer.as_ref());
+        self.own_cost.tick(self.tracer.as_ref(), false);
     }
 
     /// syscost's own measured cost.

@@ -25,7 +25,7 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 10_000)]
     pub reps: u64,
     /// Pin the micro-benchmark to this CPU.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::parse_cpu)]
     pub cpu: Option<usize>,
     /// Print JSON.
     #[arg(long)]

@@ -14,6 +14,14 @@
 //!   nanosleep N US     N nanosleep calls of US microseconds; prints mean_ns=<own timing>
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
 //!   exit CODE          exits with CODE
+//!   mixed-forever K    K threads calling close(-1) and getppid in a loop until killed
+//!   numbers N A B ...  N calls each of the raw syscall numbers A, B, ... (ENOSYS)
+//!   leader-exit N      the main thread exits first (SYS_exit); another thread then
+//!                      makes N getppid calls and ends the process
+//!   exec-thread N      a second thread execs this program with `getppid N`
+//!   switches N         two threads on CPU 0 each call sched_yield N times, then
+//!                      pass a byte over pipes N times; prints the process's own
+//!                      nvcsw= and nivcsw= (getrusage) at the end
 //! ```
 //! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work;
 //! with `--hold` (after `--wait-stdin`, if both) it prints `done` after the work and waits
@@ -197,6 +205,113 @@ fn work(args: &[String]) {
                 total += t.elapsed().as_nanos();
             }
             println!("mean_ns={}", total / u128::from(n.max(1)));
+        }
+        Some("mixed-forever") => {
+            let threads: Vec<_> = (0..arg(args, 1))
+                .map(|_| {
+                    std::thread::spawn(|| {
+                        loop {
+                            // SAFETY: close(-1) fails with EBADF; getppid cannot fail.
+                            unsafe {
+                                libc::close(-1);
+                                libc::syscall(libc::SYS_getppid);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
+        Some("numbers") => {
+            let n = arg(args, 1);
+            let numbers: Vec<i64> = (2..args.len()).map(|i| arg(args, i) as i64).collect();
+            for &nr in &numbers {
+                for _ in 0..n {
+                    // SAFETY: a number the kernel does not know returns ENOSYS.
+                    unsafe { libc::syscall(nr) };
+                }
+            }
+        }
+        Some("leader-exit") => {
+            let n = arg(args, 1);
+            std::thread::spawn(move || {
+                // Wait until the leader has gone (its /proc status says zombie).
+                while !std::fs::read_to_string("/proc/self/status")
+                    .unwrap_or_default()
+                    .contains("State:\tZ")
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                getppid_n(n);
+                // SAFETY: ends the whole process.
+                unsafe { libc::syscall(libc::SYS_exit_group, 0) };
+            });
+            // SAFETY: ends the main thread only; the other one goes on.
+            unsafe { libc::syscall(libc::SYS_exit, 0) };
+        }
+        Some("exec-thread") => {
+            let n = arg(args, 1).to_string();
+            let t = std::thread::spawn(move || {
+                let exe = std::ffi::CString::new("/proc/self/exe").unwrap();
+                let argv: Vec<std::ffi::CString> = ["syscost-workload", "getppid", &n]
+                    .iter()
+                    .map(|a| std::ffi::CString::new(*a).unwrap())
+                    .collect();
+                let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+                ptrs.push(std::ptr::null());
+                // SAFETY: valid path and argv; on success this thread becomes the process.
+                unsafe { libc::execv(exe.as_ptr(), ptrs.as_ptr()) };
+                panic!("exec failed: {}", std::io::Error::last_os_error());
+            });
+            t.join().unwrap();
+        }
+        Some("switches") => {
+            let n = arg(args, 1);
+            // SAFETY: a zeroed cpu_set_t with CPU 0 set, for this thread (and its children).
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(0, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+            let yielder = std::thread::spawn(move || {
+                for _ in 0..n {
+                    // SAFETY: no arguments.
+                    unsafe { libc::sched_yield() };
+                }
+            });
+            for _ in 0..n {
+                // SAFETY: no arguments.
+                unsafe { libc::sched_yield() };
+            }
+            yielder.join().unwrap();
+            let (a_r, a_w) = pipe();
+            let (b_r, b_w) = pipe();
+            let echo = std::thread::spawn(move || {
+                let mut byte = 0u8;
+                for _ in 0..n {
+                    // SAFETY: one valid byte each way.
+                    unsafe {
+                        libc::read(a_r, (&mut byte as *mut u8).cast(), 1);
+                        libc::write(b_w, (&byte as *const u8).cast(), 1);
+                    }
+                }
+            });
+            let mut byte = 0u8;
+            for _ in 0..n {
+                // SAFETY: one valid byte each way.
+                unsafe {
+                    libc::write(a_w, (&byte as *const u8).cast(), 1);
+                    libc::read(b_r, (&mut byte as *mut u8).cast(), 1);
+                }
+            }
+            echo.join().unwrap();
+            // SAFETY: fills one rusage.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+            println!("nvcsw={}", ru.ru_nvcsw);
+            println!("nivcsw={}", ru.ru_nivcsw);
         }
         Some("sleep") => std::thread::sleep(std::time::Duration::from_millis(arg(args, 1))),
         Some("exit") => std::process::exit(arg(args, 1) as i32),

@@ -37,8 +37,8 @@ pub fn attach(args: &AttachArgs) -> Result<i32> {
 /// `attach`, with an optional line of advice for the live view (the demo's).
 pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref()])?;
-    let duration = seconds(args.duration, "-d")?;
-    let every = seconds(args.interval, "-i")?;
+    let duration = seconds(args.duration);
+    let every = seconds(args.interval);
     let target = process::open(args.pid)?;
     let listener = super::bind_metrics(args.metrics_addr)?;
     let mut tracer = Tracer::load(TracerOptions {

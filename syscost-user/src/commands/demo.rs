@@ -25,7 +25,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub stop_on_short_read: bool,
     /// New connections per second.
-    #[arg(long, default_value_t = 1000.0)]
+    #[arg(long, default_value_t = 1000.0, value_parser = crate::cli::parse_rate)]
     pub rate: f64,
     /// Concurrent client connections.
     #[arg(short = 'c', long, default_value_t = 2)]
@@ -34,10 +34,10 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 1)]
     pub keepalive: u64,
     /// Stop after this many seconds (default: when you quit).
-    #[arg(short = 'd', long, value_name = "SECS")]
+    #[arg(short = 'd', long, value_name = "SECS", value_parser = crate::cli::parse_seconds)]
     pub duration: Option<f64>,
     /// Refresh interval of the live view, seconds.
-    #[arg(short = 'i', long, value_name = "SECS")]
+    #[arg(short = 'i', long, value_name = "SECS", value_parser = crate::cli::parse_seconds)]
     pub interval: Option<f64>,
     /// Print text instead of the live view.
     #[arg(long)]

@@ -26,7 +26,7 @@ use crate::{
 };
 
 pub fn export(args: &ExportArgs) -> Result<i32> {
-    let duration = seconds(args.duration, "-d")?;
+    let duration = seconds(args.duration);
     let mut seen = BTreeSet::new();
     let pids: Vec<u32> = args
         .pids

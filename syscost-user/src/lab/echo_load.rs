@@ -35,10 +35,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "R", default_value_t = 1)]
     pub keepalive: u64,
     /// At most this many connections per second (default: as fast as possible).
-    #[arg(long, value_name = "PER_SEC")]
+    #[arg(long, value_name = "PER_SEC", value_parser = crate::cli::parse_rate)]
     pub rate: Option<f64>,
     /// Stop after this many seconds even if connections are left.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = crate::cli::parse_seconds)]
     pub duration: f64,
     /// Print nothing (for background load).
     #[arg(long)]

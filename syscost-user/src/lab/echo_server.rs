@@ -52,7 +52,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "N")]
     pub max_conns: Option<u64>,
     /// Exit after this many seconds.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::parse_seconds)]
     pub duration: Option<f64>,
     /// Read buffer size, bytes.
     #[arg(long, default_value_t = 4096)]

@@ -591,6 +591,43 @@ pub fn floor_sys_exit(_ctx: RawTracePointContext) -> i32 {
     0
 }
 
+/// Candidates for the overhead benchmark, between the floor and syscost: what the clock
+/// reads alone cost, and the clock with a histogram update. They run for every process
+/// (no filter) and keep their figures in `CANDIDATE`, per CPU.
+#[map]
+static CANDIDATE: PerCpuArray<StatsEntry> = PerCpuArray::with_max_entries(1, 0);
+
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn cand_clock_enter(_ctx: RawTracePointContext) -> i32 {
+    if let Some(e) = CANDIDATE.get_ptr_mut(0) {
+        unsafe { (*e).nr = bpf_ktime_get_ns() };
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn cand_clock_exit(_ctx: RawTracePointContext) -> i32 {
+    if let Some(e) = CANDIDATE.get_ptr_mut(0) {
+        let e = unsafe { &mut *e };
+        e.total_ns += unsafe { bpf_ktime_get_ns() } - e.nr;
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn cand_hist_exit(_ctx: RawTracePointContext) -> i32 {
+    if let Some(e) = CANDIDATE.get_ptr_mut(0) {
+        let e = unsafe { &mut *e };
+        let ns = unsafe { bpf_ktime_get_ns() } - e.nr;
+        e.calls += 1;
+        e.total_ns += ns;
+        if let Some(b) = e.hist.get_mut(bucket_index(ns)) {
+            *b += 1;
+        }
+    }
+    0
+}
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {

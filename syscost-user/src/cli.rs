@@ -33,9 +33,22 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run a workload bare, under syscost, under strace (and perf) and compare.
     Compare(crate::bench::compare::CompareArgs),
-    /// Attach the empty floor programs until stdin closes (for `cargo xtask bench`).
+    /// Attach the empty floor programs (or a candidate's) until stdin closes (for
+    /// `cargo xtask bench`).
     #[command(hide = true)]
-    Floor,
+    Floor {
+        #[arg(default_value = "floor")]
+        variant: String,
+    },
+    /// Measure what one refresh of a traced process's statistics costs in CPU time (for
+    /// `cargo xtask bench`).
+    #[command(hide = true)]
+    RefreshCost {
+        #[arg(short = 'p', long = "pid")]
+        pid: u32,
+        #[arg(long, default_value_t = 200)]
+        refreshes: u32,
+    },
     /// Compare two saved profiles: what went up, what went down, which errors changed.
     Diff(DiffArgs),
     /// Serve processes' syscall counters to Prometheus (OpenMetrics), without a terminal,

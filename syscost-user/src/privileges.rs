@@ -25,6 +25,13 @@ pub fn caps_suffice(caps: u64) -> bool {
     has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
 }
 
+/// Whether this process may switch BPF run-time statistics on (the own-cost figure):
+/// the kernel asks for CAP_SYS_ADMIN.
+pub fn can_enable_run_stats() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    effective_caps(&status).is_some_and(|caps| caps & (1u64 << CAP_SYS_ADMIN) != 0)
+}
+
 /// Fails with [`HOW_TO`] unless this process may load the programs.
 pub fn check() -> Result<()> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

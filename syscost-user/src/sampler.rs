@@ -79,6 +79,9 @@ pub struct OwnCostReading {
     pub cpu_percent: f64,
 }
 
+/// Why there is no own-cost figure with CAP_BPF and CAP_PERFMON alone.
+pub const NEEDS_SYS_ADMIN: &str = "n/a: BPF run-time statistics need CAP_SYS_ADMIN";
+
 /// BPF run-time statistics make the kernel read the clock around every program run on
 /// the machine (about 195 ns per traced syscall here), so they are on only for a
 /// window of `WINDOW` in every `PERIOD`: a tenth of that price, and a fresh figure every
@@ -101,11 +104,18 @@ impl OwnCost {
     pub const PERIOD: Duration = Duration::from_secs(10);
 
     fn new(wanted: bool) -> Self {
+        let unavailable = if !wanted {
+            Some("off (--no-run-stats)".to_string())
+        } else if !crate::privileges::can_enable_run_stats() {
+            Some(NEEDS_SYS_ADMIN.to_string())
+        } else {
+            None
+        };
         Self {
             window: None,
             next_window: Instant::now(),
             last: None,
-            unavailable: (!wanted).then(|| "off (--no-run-stats)".to_string()),
+            unavailable,
             run_ns: 0,
             measured_ns: 0,
             wanted,
@@ -142,11 +152,13 @@ impl OwnCost {
         }
         match RunTimeStats::enable() {
             Ok(stats) => self.window = Some((stats, now, tracer.program_run_totals())),
-            Err(_) => {
-                self.unavailable =
-                    Some("n/a: BPF run-time statistics need CAP_SYS_ADMIN".to_string())
-            }
+            Err(e) => self.unavailable = Some(format!("n/a: {e:#}")),
         }
+    }
+
+    /// Why there is no figure and will be none (privileges, `--no-run-stats`), if so.
+    pub fn unavailable(&self) -> Option<&str> {
+        self.unavailable.as_deref()
     }
 
     /// The latest figure, or why there is none.
@@ -209,7 +221,9 @@ impl Sampler {
 
     /// Cumulative snapshots of every slot, made of consistent entries.
     pub fn snapshots(&mut self) -> Result<Vec<Snapshot>> {
-        self.own_cost.tick(self.tracer.as_ref(), false);
+        // The own-cost windows follow [`Sampler::tick`] only: a window opened here would
+        // stay open (and cost every program run on the machine) in a mode that never
+        // ticks.
         let Some(tracer) = self.tracer.as_mut() else {
             return Ok(self.frozen.clone().unwrap_or_default());
         };
@@ -270,7 +284,8 @@ impl Sampler {
         self.tracer.is_some()
     }
 
-    /// Opens or closes the own-cost window when due (call it a few times a second).
+    /// Opens or closes the own-cost window when due: call it a few times a second, or
+    /// not at all (no window is opened then).
     pub fn tick(&mut self) {
         self.own_cost.tick(self.tracer.as_ref(), false);
     }

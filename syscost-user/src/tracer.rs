@@ -175,18 +175,20 @@ impl Tracer {
         self.sizes
     }
 
-    /// Loads the object but attaches only the empty floor programs: the least any
-    /// program on the syscall tracepoints can cost, for the overhead benchmark.
-    pub fn load_floor() -> Result<Ebpf> {
+    /// Loads the object but attaches only the programs of a benchmark `variant`: the
+    /// empty floor programs (the least any program on the syscall tracepoints can
+    /// cost), or a candidate between them and syscost (`clock`: the two clock reads;
+    /// `hist`: the clock reads and a histogram update), for every process.
+    pub fn load_floor(variant: &str) -> Result<Ebpf> {
+        let programs: &[(&str, &str)] = match variant {
+            "floor" => &[("floor_sys_exit", "sys_exit"), ("floor_sys_enter", "sys_enter")],
+            "clock" => &[("cand_clock_exit", "sys_exit"), ("cand_clock_enter", "sys_enter")],
+            "hist" => &[("cand_hist_exit", "sys_exit"), ("cand_clock_enter", "sys_enter")],
+            other => anyhow::bail!("no benchmark variant '{other}' (floor, clock, hist)"),
+        };
         let sizes = TableSizes::for_slots(1);
         let (mut ebpf, _) = load_object(false, 1, &sizes)?;
-        attach(
-            &mut ebpf,
-            &[
-                ("floor_sys_exit", "sys_exit"),
-                ("floor_sys_enter", "sys_enter"),
-            ],
-        )?;
+        attach(&mut ebpf, programs)?;
         Ok(ebpf)
     }
 

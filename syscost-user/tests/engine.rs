@@ -50,9 +50,6 @@ fn run_counts_getppid_exactly() {
         g.offcpu_ns,
         g.total_ns
     );
-    for s in &p.syscalls {
-        assert_eq!(s.oncpu_ns + s.offcpu_ns, s.total_ns, "{}", s.name);
-    }
 }
 
 #[test]
@@ -70,7 +67,13 @@ fn blocking_read_is_off_cpu() {
         r.offcpu_ns,
         r.total_ns
     );
-    assert_eq!(r.oncpu_ns + r.offcpu_ns, r.total_ns);
+    // The time switched out is the wait the workload itself measured (its readv blocks
+    // until the writer wakes 20 ms later), not the wall time by construction.
+    let blocked = r.offcpu_ns as f64 / r.calls as f64;
+    assert!(
+        (blocked - own).abs() < 0.10 * own,
+        "readv blocked {blocked} ns a call, the workload waited {own} ns"
+    );
     assert!(
         r.voluntary_switches >= 50,
         "{} voluntary switches",
@@ -194,8 +197,10 @@ fn json_round_trips_through_report() {
     assert!(report.status.success(), "{}", stderr(&report));
     let table = std::fs::read_to_string(&table_path).unwrap();
     assert_eq!(stdout(&report), table);
+    // Sorted by calls: getppid's row comes first.
+    let first_row = table.lines().nth(2).unwrap();
     assert!(
-        table.lines().nth(2).unwrap().ends_with("getppid") || table.contains(" getppid "),
+        first_row.split_whitespace().any(|w| w == "getppid"),
         "{table}"
     );
 }
@@ -278,8 +283,8 @@ fn sigterm_ends_attach_cleanly() {
     let mut busy = Command::new(workload_path())
         .args(["getppid", "2000000000"])
         .spawn_reaped();
+    // attach() returns once syscost says it traces, which it says with its handlers in.
     let (tracer, err) = attach(busy.id(), &[]);
-    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: signals our own child.
     unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) };
     let o = tracer.into_inner().wait_with_output().unwrap();
@@ -315,6 +320,111 @@ fn not_root_is_one_clear_line() {
         stderr(&o),
         "syscost: syscost needs root (or CAP_BPF and CAP_PERFMON) to load its kernel programs: run it with sudo\n"
     );
+}
+
+#[test]
+fn a_pid_namespace_of_its_own_is_refused_in_one_line() {
+    let Some(_t) = root_test("a_pid_namespace_of_its_own_is_refused_in_one_line") else {
+        return;
+    };
+    let expected = "syscost: syscost runs in a PID namespace of its own (a container without the host's PID namespace), where the kernel's process ids cannot be seen: run it in the host's PID namespace (docker run --pid=host, or nsenter -t 1 -p)\n";
+    let unshare = || {
+        let mut c = Command::new("unshare");
+        c.args(["--pid", "--fork", "--mount-proc", "--"]);
+        c
+    };
+    let o = output(
+        unshare()
+            .arg(env!("CARGO_BIN_EXE_syscost"))
+            .args(["run", "--", "true"]),
+    );
+    assert_eq!((o.status.code(), stderr(&o).as_str()), (Some(1), expected));
+    // attach to a busy process of that namespace, by the pid it has there (everything
+    // in the namespace ends with its first process, the shell exec'd into syscost).
+    let script = format!(
+        "{} getppid 100000000000 & exec {} attach --no-tui -d 1 -p $!",
+        workload_path(),
+        env!("CARGO_BIN_EXE_syscost")
+    );
+    let o = output(unshare().args(["sh", "-c", &script]));
+    assert_eq!((o.status.code(), stderr(&o).as_str()), (Some(1), expected));
+}
+
+/// syscost as the unprivileged user nobody with CAP_BPF and CAP_PERFMON only.
+fn with_bpf_caps() -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all,+bpf,+perfmon",
+        "--ambient-caps=-all,+bpf,+perfmon",
+        "--",
+    ])
+    .arg(env!("CARGO_BIN_EXE_syscost"));
+    c
+}
+
+#[test]
+fn every_command_works_with_cap_bpf_and_cap_perfmon() {
+    let Some(_t) = root_test("every_command_works_with_cap_bpf_and_cap_perfmon") else {
+        return;
+    };
+    let unprivileged = |o: &std::process::Output| {
+        let err = stderr(o);
+        assert!(!err.contains("not permitted"), "{err}");
+        err
+    };
+    // run, with and without the metrics endpoint.
+    let o = output(with_bpf_caps().args(["run", "--", workload_path(), "getppid", "1000"]));
+    assert!(o.status.success(), "{}", unprivileged(&o));
+    assert!(
+        stderr(&o).lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() >= 5 && w[3] == "1000" && w[4] == "getppid"
+        }),
+        "{}",
+        stderr(&o)
+    );
+    let o = output(with_bpf_caps().args([
+        "run",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "-o",
+        "/dev/null",
+        "--",
+        workload_path(),
+        "getppid",
+        "1000",
+    ]));
+    assert!(o.status.success(), "{}", unprivileged(&o));
+    // The one thing these capabilities cannot have is said in one line.
+    assert!(
+        stderr(&o).contains(
+            "syscost: own cost n/a: BPF run-time statistics need CAP_SYS_ADMIN: syscost_bpf_run_seconds_total is left out\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // attach and export, to a process of another user.
+    let target = Command::new(workload_path())
+        .args(["sleep", "600000"])
+        .spawn_reaped();
+    let pid = target.id().to_string();
+    let o = output(with_bpf_caps().args(["attach", "--no-tui", "-d", "0.5", "-p", &pid]));
+    assert!(o.status.success(), "{}", unprivileged(&o));
+    assert!(stdout(&o).contains("% time"), "{}", stdout(&o));
+    let o = output(with_bpf_caps().args([
+        "export",
+        "-d",
+        "0.5",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "-p",
+        &pid,
+    ]));
+    assert!(o.status.success(), "{}", unprivileged(&o));
+    drop(target);
 }
 
 #[test]

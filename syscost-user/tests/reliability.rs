@@ -46,8 +46,8 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
     };
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
         let (mut work, _out) = waiting_workload(2, 50_000);
+        // attach() waits for the line syscost prints once its signal handlers are in.
         let (tracer, _err) = attach(work.id(), &[]);
-        std::thread::sleep(Duration::from_millis(200));
         signal(&tracer, sig);
         let o = tracer.into_inner().wait_with_output().unwrap();
         if sig == libc::SIGKILL {
@@ -275,12 +275,14 @@ fn a_reused_pid_is_not_counted() {
         return;
     };
     let json = t.path("reuse.json");
-    // The traced command forks a child that sleeps and exits, then waits a while.
-    let script = format!("{} sleep 300; sleep 3", workload_path());
-    let run = syscost()
+    // The traced command forks a child that sleeps and exits, then waits for a line on
+    // stdin: it is still traced while the pid is reused.
+    let script = format!("{} sleep 300; read line", workload_path());
+    let mut run = syscost()
         .args(["run", "-o", "/dev/null", "--json"])
         .arg(&json)
         .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::piped())
         .spawn_reaped();
     wait_for_child(&run, "sh");
     let sh = first_child(run.id()).unwrap();
@@ -290,24 +292,43 @@ fn a_reused_pid_is_not_counted() {
         Duration::from_millis(5),
         || first_child(sh).ok_or_else(String::new),
     );
-    while std::path::Path::new(&format!("/proc/{child}")).exists() {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // An unrelated process gets the child's pid and makes 5,000 getppid calls.
-    std::fs::write("/proc/sys/kernel/ns_last_pid", (child - 1).to_string()).unwrap();
-    let mut reuser = Command::new(workload_path())
-        .args(["getppid", "5000"])
-        .stdout(Stdio::null())
-        .spawn_reaped();
-    let reused = reuser.id() == child;
+    wait_until(
+        "the traced child to exit",
+        Duration::from_secs(10),
+        Duration::from_millis(5),
+        || {
+            (!std::path::Path::new(&format!("/proc/{child}")).exists())
+                .then_some(())
+                .ok_or_else(String::new)
+        },
+    );
+    // An unrelated process gets the child's pid (made to, through ns_last_pid; another
+    // process of the machine may take it first, so it tries until it has it) and makes
+    // 5,000 getppid calls.
+    let mut reuser = wait_until(
+        "a process with the reused pid",
+        Duration::from_secs(20),
+        Duration::from_millis(10),
+        || {
+            std::fs::write("/proc/sys/kernel/ns_last_pid", (child - 1).to_string()).unwrap();
+            let mut w = Command::new(workload_path())
+                .args(["--wait-stdin", "getppid", "5000"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn_reaped();
+            if w.id() == child {
+                Ok(w)
+            } else {
+                let _ = w.kill();
+                Err(format!(": got pid {} instead of {child}", w.id()))
+            }
+        },
+    );
+    writeln!(reuser.stdin.as_mut().unwrap(), "go").unwrap();
     assert!(reuser.wait().unwrap().success());
-    let mut run = run;
+    writeln!(run.stdin.as_mut().unwrap(), "end").unwrap();
     assert!(run.wait().unwrap().success());
     let p = read_profile(&json);
-    if !reused {
-        eprintln!("another process took pid {child} first: reuse not exercised this time");
-        return;
-    }
     // The shell itself asks for its parent's pid once (for $PPID); the 5,000 calls of
     // the process that reused the pid must not be counted.
     assert!(

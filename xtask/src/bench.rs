@@ -25,6 +25,10 @@ enum Setup {
     Bpftrace,
     /// libbpf-tools `syscount -L -p PID`: the peer users run today.
     Syscount,
+    /// Candidates between the floor and syscost, for every process: the two clock
+    /// reads; the clock reads and a histogram update.
+    Clock,
+    Hist,
 }
 
 impl Setup {
@@ -37,6 +41,8 @@ impl Setup {
             Setup::Strace => "strace -f -c",
             Setup::Bpftrace => "bpftrace (count by pid)",
             Setup::Syscount => "syscount -L -p PID",
+            Setup::Clock => "candidate: 2 clock reads",
+            Setup::Hist => "candidate: clock + histogram",
         }
     }
 }
@@ -149,9 +155,14 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
     };
     match setup {
         Setup::Untraced => ns_per_call(&mut work()),
-        Setup::Floor => {
+        Setup::Floor | Setup::Clock | Setup::Hist => {
+            let variant = match setup {
+                Setup::Clock => "clock",
+                Setup::Hist => "hist",
+                _ => "floor",
+            };
             let floor = start_and_wait(
-                Command::new(syscost).arg("floor"),
+                Command::new(syscost).args(["floor", variant]),
                 false,
                 "floor programs attached",
             )?;
@@ -234,7 +245,7 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
     }
 }
 
-pub fn bench(root: &Path, rounds: usize, calls: u64) -> Result<()> {
+pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bool) -> Result<()> {
     let syscost = root.join("target/release/syscost");
     let workload = root.join("target/release/syscost-workload");
     let mut setups = vec![
@@ -243,20 +254,25 @@ pub fn bench(root: &Path, rounds: usize, calls: u64) -> Result<()> {
         Setup::SyscostOwn,
         Setup::SyscostOther,
     ];
+    if candidates {
+        setups.extend([Setup::Clock, Setup::Hist]);
+    }
     let mut notes = Vec::new();
-    if have("strace") {
+    if !peers {
+        notes.push("peers left out (--no-peers)".to_string());
+    } else if have("strace") {
         setups.push(Setup::Strace);
     } else {
         notes.push("strace not installed: skipped".to_string());
     }
-    if have("syscount") {
+    if peers && have("syscount") {
         setups.push(Setup::Syscount);
-    } else {
+    } else if peers {
         notes.push("syscount (libbpf-tools) not installed: skipped".to_string());
     }
-    if have("bpftrace") {
+    if peers && have("bpftrace") {
         setups.push(Setup::Bpftrace);
-    } else {
+    } else if peers {
         notes.push("bpftrace not installed: skipped".to_string());
     }
     notes.push(
@@ -318,7 +334,29 @@ pub fn bench(root: &Path, rounds: usize, calls: u64) -> Result<()> {
     for n in notes {
         println!("note: {n}");
     }
+    refresh_cost(&syscost, &workload)?;
     switch_cost(&syscost, &workload, rounds, calls / 20)
+}
+
+/// What one refresh of the statistics costs syscost, with 50 distinct syscalls in use (a
+/// target cycling through 50 numbers the kernel answers with ENOSYS).
+fn refresh_cost(syscost: &Path, workload: &Path) -> Result<()> {
+    let mut target = Command::new(workload)
+        .args(["numbers-forever", "600", "650"])
+        .spawn()
+        .context("cannot start the workload")?;
+    let o = Command::new(syscost)
+        .args(["refresh-cost", "-p", &target.id().to_string(), "--refreshes", "500"])
+        .output();
+    let _ = target.kill();
+    let _ = target.wait();
+    let o = o.context("cannot run syscost refresh-cost")?;
+    if !o.status.success() {
+        bail!("syscost refresh-cost failed: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    println!();
+    print!("{}", String::from_utf8_lossy(&o.stdout));
+    Ok(())
 }
 
 /// The off-CPU program runs on every context switch of the machine: its cost on a

@@ -1,4 +1,4 @@
-//! Project tasks: `cargo xtask setup | build | test | run`.
+//! Project tasks: `cargo xtask setup | build | test | demo | bench | run`.
 //!
 //! `setup` makes a fresh machine ready and does nothing on a ready one; every other task
 //! runs it first, so nothing is ever installed by hand.
@@ -24,7 +24,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// Install what building and testing need (nightly rust-src, bpf-linker, strace).
+    /// Install what building, testing and the benchmark need (nightly rust-src,
+    /// bpf-linker, strace, tmux, prometheus, libbpf-tools).
     Setup,
     /// Build the release `syscost` binary (target/release/syscost).
     Build,
@@ -48,6 +49,12 @@ enum Task {
         /// getppid calls per round and setup (strace gets a twentieth).
         #[arg(long, default_value_t = 2_000_000)]
         calls: u64,
+        /// Also measure the candidate programs between the floor and syscost.
+        #[arg(long)]
+        candidates: bool,
+        /// Leave the peers out (strace, syscount, bpftrace): syscost against the floor only.
+        #[arg(long)]
+        no_peers: bool,
     },
     /// Build and run `syscost` with these arguments, e.g. `cargo xtask run -- run -- ls`.
     Run {
@@ -64,9 +71,14 @@ fn main() -> Result<()> {
         Task::Setup => Ok(()),
         Task::Build => build(&root),
         Task::Test { args } => test(&root, &args),
-        Task::Bench { rounds, calls } => {
+        Task::Bench {
+            rounds,
+            calls,
+            candidates,
+            no_peers,
+        } => {
             build(&root)?;
-            bench::bench(&root, rounds.max(1), calls.max(1))
+            bench::bench(&root, rounds.max(1), calls.max(1), candidates, !no_peers)
         }
         Task::Demo { args } => {
             build(&root)?;

@@ -16,6 +16,7 @@
 //!   exit CODE          exits with CODE
 //!   mixed-forever K    K threads calling close(-1) and getppid in a loop until killed
 //!   numbers N A B ...  N calls each of the raw syscall numbers A, B, ... (ENOSYS)
+//!   numbers-forever A B  the raw syscall numbers A..B in turn, until killed
 //!   leader-exit N      the main thread exits first (SYS_exit); another thread then
 //!                      makes N getppid calls and ends the process
 //!   exec-thread N      a second thread execs this program with `getppid N`
@@ -229,6 +230,15 @@ fn work(args: &[String]) {
             let numbers: Vec<i64> = (2..args.len()).map(|i| arg(args, i) as i64).collect();
             for &nr in &numbers {
                 for _ in 0..n {
+                    // SAFETY: a number the kernel does not know returns ENOSYS.
+                    unsafe { libc::syscall(nr) };
+                }
+            }
+        }
+        Some("numbers-forever") => {
+            let (from, to) = (arg(args, 1) as i64, arg(args, 2) as i64);
+            loop {
+                for nr in from..to {
                     // SAFETY: a number the kernel does not know returns ENOSYS.
                     unsafe { libc::syscall(nr) };
                 }

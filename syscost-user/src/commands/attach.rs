@@ -103,12 +103,6 @@ fn text(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .offcpu_tracked();
-    eprintln!(
-        "syscost: tracing process {} ({}), {} threads; Ctrl-C to stop",
-        target.pid,
-        target.comm,
-        process::thread_count(target.pid)
-    );
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -118,6 +112,13 @@ fn text(
         let mut sigint = signal(SignalKind::interrupt())?;
         let mut sigterm = signal(SignalKind::terminate())?;
         let mut sighup = signal(SignalKind::hangup())?;
+        // Said once the signals are caught: from this line on, Ctrl-C ends the profile.
+        eprintln!(
+            "syscost: tracing process {} ({}), {} threads; Ctrl-C to stop",
+            target.pid,
+            target.comm,
+            process::thread_count(target.pid)
+        );
         // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.
         let exited = unsafe { AsyncFd::register_with_interest(target.pidfd, tokio::io::Interest::READABLE) }
             .map_err(|e| anyhow::anyhow!("cannot watch the target's pidfd: {e}"))?;

@@ -68,6 +68,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         names.join(", "),
         server.local_addr()
     );
+    super::note_own_cost(&sampler);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -44,7 +44,19 @@ fn serve_metrics(
     let metrics = Metrics::new(sampler.clone(), vec![Source::new(pid, comm.to_string(), 0)]);
     let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
     eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
+    note_own_cost(sampler);
     Ok(Some(server))
+}
+
+/// Says in one line why the own-cost series is left out, when it is for lack of a
+/// privilege (not when `--no-run-stats` asked for it).
+fn note_own_cost(sampler: &SharedSampler) {
+    let s = sampler.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = s.own_cost().unavailable()
+        && why.starts_with("n/a")
+    {
+        eprintln!("syscost: own cost {why}: syscost_bpf_run_seconds_total is left out");
+    }
 }
 
 /// The metrics endpoint's socket, bound before anything is loaded.
@@ -88,9 +100,47 @@ pub fn bench(args: &crate::cli::BenchArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `syscost floor`: holds the floor programs attached until stdin reaches its end.
-pub fn floor() -> Result<i32> {
-    let programs = crate::tracer::Tracer::load_floor()?;
+/// `syscost refresh-cost -p PID`: traces PID, then times `refreshes` refreshes (a
+/// consistent snapshot and the profile made of it), in this process's CPU time.
+pub fn refresh_cost(pid: u32, refreshes: u32) -> Result<i32> {
+    let target = crate::process::open(pid)?;
+    let mut tracer = crate::tracer::Tracer::load(crate::tracer::TracerOptions {
+        follow_forks: false,
+        offcpu: true,
+        slots: 1,
+    })?;
+    tracer.trace_process(target.pid)?;
+    let mut sampler = crate::sampler::Sampler::new(tracer, false);
+    // Let the target's syscalls fill their entries first.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let cpu = || {
+        // SAFETY: fills one rusage.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        us(ru.ru_utime) + us(ru.ru_stime)
+    };
+    let n = refreshes.max(1);
+    let (cpu0, wall0) = (cpu(), std::time::Instant::now());
+    let mut in_use = 0;
+    for _ in 0..n {
+        let snap = sampler.snapshot(0)?;
+        let profile = snap.to_profile(crate::profile::Target::default(), 1, true)?;
+        in_use = profile.syscalls.len();
+    }
+    let (cpu_us, wall) = (cpu() - cpu0, wall0.elapsed());
+    print_out(&format!(
+        "refresh: {in_use} syscalls in use, {:.0} us of CPU per refresh ({:.0} us wall), {n} refreshes\n",
+        cpu_us / f64::from(n),
+        wall.as_secs_f64() * 1e6 / f64::from(n)
+    ));
+    Ok(0)
+}
+
+/// `syscost floor [VARIANT]`: holds the floor (or a candidate's) programs attached until
+/// stdin reaches its end.
+pub fn floor(variant: &str) -> Result<i32> {
+    let programs = crate::tracer::Tracer::load_floor(variant)?;
     print_out("floor programs attached\n");
     let mut sink = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);

@@ -72,6 +72,9 @@ pub struct Diff {
     pub rows: Vec<DiffRow>,
     pub total: DiffRow,
     pub errnos: Vec<ErrnoShift>,
+    /// Whether both profiles measured the on-CPU split; when one did not (`--no-offcpu`,
+    /// or a version 1 file), the on-CPU figures mean nothing and are not shown.
+    pub oncpu_tracked: bool,
 }
 
 /// Compares two profiles, optionally per successful call of `per` on each side.
@@ -193,6 +196,7 @@ pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort
         rows,
         total,
         errnos,
+        oncpu_tracked: before.offcpu_tracked && after.offcpu_tracked,
     })
 }
 
@@ -292,8 +296,18 @@ pub fn render(d: &Diff) -> String {
     out.push_str(&dashes);
     out.push_str(&line(&d.total));
     let t = &d.total;
+    let oncpu = if d.oncpu_tracked {
+        format!(
+            "on-CPU {} ({} -> {})",
+            pct(t.oncpu_ns.change_pct()),
+            ns(t.oncpu_ns.before),
+            ns(t.oncpu_ns.after)
+        )
+    } else {
+        "on-CPU not tracked in both".to_string()
+    };
     out.push_str(&format!(
-        "\nsyscalls {} ({} -> {}), errors {} ({} -> {}), time {} ({} -> {}), on-CPU {} ({} -> {})\n",
+        "\nsyscalls {} ({} -> {}), errors {} ({} -> {}), time {} ({} -> {}), {oncpu}\n",
         pct(t.calls.change_pct()),
         num(t.calls.before, per),
         num(t.calls.after, per),
@@ -303,9 +317,6 @@ pub fn render(d: &Diff) -> String {
         pct(t.total_ns.change_pct()),
         ns(t.total_ns.before),
         ns(t.total_ns.after),
-        pct(t.oncpu_ns.change_pct()),
-        ns(t.oncpu_ns.before),
-        ns(t.oncpu_ns.after),
     ));
     if !d.errnos.is_empty() {
         out.push_str("\nerrno changes:\n");
@@ -463,6 +474,18 @@ errno changes:
         assert_eq!(v["total"]["errors"]["after"], 700.0);
         assert_eq!(v["errnos"][0]["errno"], "EAGAIN");
         assert!(v["per"].is_null());
+    }
+
+    #[test]
+    fn on_cpu_is_not_compared_when_one_side_did_not_measure_it() {
+        let (mut b, a) = before_after();
+        b.offcpu_tracked = false;
+        let d = diff(&b, &a, None, DiffSort::Change).unwrap();
+        assert!(!d.oncpu_tracked);
+        let text = render(&d);
+        assert!(text.contains("on-CPU not tracked in both"), "{text}");
+        assert!(!text.contains("on-CPU -"), "{text}");
+        assert!(diff(&a, &a, None, DiffSort::Change).unwrap().oncpu_tracked);
     }
 
     #[test]

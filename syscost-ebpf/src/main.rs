@@ -24,8 +24,8 @@ use aya_ebpf::{
     Global,
     bindings::BPF_NOEXIST,
     helpers::{
-        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_smp_processor_id,
-        bpf_ktime_get_ns, bpf_probe_read_kernel,
+        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_smp_processor_id, bpf_ktime_get_ns,
+        bpf_probe_read_kernel,
     },
     macros::{map, raw_tracepoint},
     maps::{Array, HashMap, PerCpuArray, PerCpuHashMap},
@@ -557,7 +557,9 @@ fn group_dead() -> bool {
     };
     let signal = signal as *const u8;
     matches!(
-        unsafe { bpf_probe_read_kernel(signal.add(SIGNAL_LIVE_OFFSET.load() as usize) as *const i32) },
+        unsafe {
+            bpf_probe_read_kernel(signal.add(SIGNAL_LIVE_OFFSET.load() as usize) as *const i32)
+        },
         Ok(0)
     )
 }

@@ -1,9 +1,13 @@
-//! Command-line interface.
+//! Command-line interface: the arguments of every command, and the parsers of their
+//! values. Only descriptions: the commands (`commands/`, `bench/`, `lab/`) read them.
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{
+    net::{SocketAddr, SocketAddrV4},
+    path::PathBuf,
+};
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::{
     report::strace_table::{SortKey, TableOptions},
@@ -32,7 +36,7 @@ pub enum Command {
     /// sched_yield, open+close).
     Bench(BenchArgs),
     /// Run a workload bare, under syscost, under strace (and perf) and compare.
-    Compare(crate::bench::compare::CompareArgs),
+    Compare(CompareArgs),
     /// Attach the empty floor programs (or a candidate's) until stdin closes (for
     /// `cargo xtask bench`).
     #[command(hide = true)]
@@ -55,7 +59,7 @@ pub enum Command {
     /// until stopped.
     Export(ExportArgs),
     /// The echo-server lab under steady load, with the live view on the server.
-    Demo(crate::commands::demo::DemoArgs),
+    Demo(DemoArgs),
     /// The reference workloads: an epoll echo server and its load generator.
     #[command(subcommand)]
     Lab(LabCommand),
@@ -64,9 +68,9 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
     /// A single-threaded epoll echo server on raw syscalls (level- or edge-triggered).
-    EchoServer(crate::lab::echo_server::ServerArgs),
+    EchoServer(ServerArgs),
     /// Short-connection (or keep-alive) load for the echo server.
-    EchoLoad(crate::lab::echo_load::LoadArgs),
+    EchoLoad(LoadArgs),
 }
 
 /// How the table looks; shared by every command that prints one.
@@ -244,6 +248,115 @@ pub struct ReportArgs {
     pub file: PathBuf,
 }
 
+/// `syscost compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Interleaved rounds; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Repetitions per micro-benchmark row (strace makes each call cost about 0.1 ms or
+    /// more, so keep this small).
+    #[arg(long, default_value_t = 10_000)]
+    pub reps: u64,
+    /// Pin the micro-benchmark to this CPU.
+    #[arg(long, value_name = "N", value_parser = parse_cpu)]
+    pub cpu: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// A command to compare instead of the micro-benchmark.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `syscost demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Epoll mode of the server.
+    #[arg(long, value_enum, default_value_t = Mode::Lt)]
+    pub mode: Mode,
+    /// Server stops reading after a short read (et mode).
+    #[arg(long)]
+    pub stop_on_short_read: bool,
+    /// New connections per second.
+    #[arg(long, default_value_t = 1000.0, value_parser = parse_rate)]
+    pub rate: f64,
+    /// Concurrent client connections.
+    #[arg(short = 'c', long, default_value_t = 2)]
+    pub concurrency: u32,
+    /// Requests per connection (1: short connections).
+    #[arg(long, default_value_t = 1)]
+    pub keepalive: u64,
+    /// Stop after this many seconds (default: when you quit).
+    #[arg(short = 'd', long, value_name = "SECS", value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+    /// Refresh interval of the live view, seconds.
+    #[arg(short = 'i', long, value_name = "SECS", value_parser = parse_seconds)]
+    pub interval: Option<f64>,
+    /// Print text instead of the live view.
+    #[arg(long)]
+    pub no_tui: bool,
+}
+
+/// Notification mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Level-triggered.
+    Lt,
+    /// Edge-triggered.
+    Et,
+}
+
+/// `syscost lab echo-server`.
+#[derive(Debug, Clone, Args)]
+pub struct ServerArgs {
+    /// Address to listen on (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1:9988")]
+    pub addr: SocketAddrV4,
+    /// level-triggered (lt) or edge-triggered (et) epoll.
+    #[arg(long, value_enum, default_value_t = Mode::Lt)]
+    pub mode: Mode,
+    /// Stop reading as soon as a read returns less than asked (et mode) instead of
+    /// reading until EAGAIN.
+    #[arg(long)]
+    pub stop_on_short_read: bool,
+    /// Exit after this many connections have been served and closed.
+    #[arg(long, value_name = "N")]
+    pub max_conns: Option<u64>,
+    /// Exit after this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+    /// Read buffer size, bytes.
+    #[arg(long, default_value_t = 4096)]
+    pub buf_size: usize,
+}
+
+/// `syscost lab echo-load`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Server address.
+    #[arg(long, default_value = "127.0.0.1:9988")]
+    pub addr: SocketAddrV4,
+    /// Connections to make in all.
+    #[arg(short = 'n', long = "connections", default_value_t = 10_000)]
+    pub connections: u64,
+    /// Connections open at once (one thread each).
+    #[arg(short = 'c', long = "concurrency", default_value_t = 1)]
+    pub concurrency: u32,
+    /// Requests per connection (default 1: short connections).
+    #[arg(long, value_name = "R", default_value_t = 1)]
+    pub keepalive: u64,
+    /// At most this many connections per second (default: as fast as possible).
+    #[arg(long, value_name = "PER_SEC", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Stop after this many seconds even if connections are left.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_seconds)]
+    pub duration: f64,
+    /// Print nothing (for background load).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
 /// The longest duration a command takes: ten years.
 pub const MAX_SECONDS: f64 = 10.0 * 365.25 * 86_400.0;
 /// The rates the load generator takes, per second.
@@ -272,7 +385,9 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
         .parse()
         .map_err(|_| format!("'{s}' is not a number per second"))?;
     if !v.is_finite() || v < MIN_RATE {
-        return Err(format!("must be a rate of at least {MIN_RATE} per second, not {s}"));
+        return Err(format!(
+            "must be a rate of at least {MIN_RATE} per second, not {s}"
+        ));
     }
     if v > MAX_RATE {
         return Err(format!("{s} per second is more than {MAX_RATE:e}"));

@@ -388,12 +388,17 @@ mod tests {
     #[test]
     fn errnos_beyond_the_pairs_are_other() {
         let id = SyscallId::native(2);
-        let calls: Vec<_> = (1..=ERRNO_PAIRS as u16 + 2).map(|e| (100, Some(e))).collect();
+        let calls: Vec<_> = (1..=ERRNO_PAIRS as u16 + 2)
+            .map(|e| (100, Some(e)))
+            .collect();
         let mut snap = Snapshot::empty();
         snap.add_entry(&entry(id, &calls));
         let p = snap.to_profile(Target::default(), 1, true).unwrap();
         assert_eq!(p.syscalls[0].errnos.get("EOTHER"), Some(&2));
-        assert_eq!(p.syscalls[0].errnos.values().sum::<u64>(), p.syscalls[0].errors);
+        assert_eq!(
+            p.syscalls[0].errnos.values().sum::<u64>(),
+            p.syscalls[0].errors
+        );
     }
 
     #[test]
@@ -404,7 +409,12 @@ mod tests {
         let mut after = Snapshot::empty();
         after.add_entry(&entry(
             close,
-            &[(100, None), (200, Some(9)), (5_000, Some(9)), (7_000, Some(9))],
+            &[
+                (100, None),
+                (200, Some(9)),
+                (5_000, Some(9)),
+                (7_000, Some(9)),
+            ],
         ));
         after.record(SyscallId::native(110), 50, None);
         let d = after.since(&before);

@@ -82,8 +82,8 @@ impl TableSizes {
         let procs = u64::from(self.proc_slots) * size_of::<ProcSlot>() as u64;
         let procs_overflow = u64::from(self.proc_overflow) * (8 + HASH_ELEM_OVERHEAD);
         let threads = page(u64::from(self.thread_slots) * size_of::<ThreadSlot>() as u64);
-        let threads_overflow =
-            u64::from(self.thread_overflow) * (8 + size_of::<ThreadSlot>() as u64 + HASH_ELEM_OVERHEAD);
+        let threads_overflow = u64::from(self.thread_overflow)
+            * (8 + size_of::<ThreadSlot>() as u64 + HASH_ELEM_OVERHEAD);
         let index = slots * u64::from(INDEX_WORDS_PER_SLOT) * 8 * cpus;
         let big = u64::from(self.big_numbers) * (16 + HASH_ELEM_OVERHEAD + 8 * cpus);
         let pool = page(cpus * u64::from(self.pool_per_cpu) * size_of::<StatsEntry>() as u64);
@@ -116,9 +116,21 @@ mod tests {
             .with_overrides("thread_slots=16, thread_overflow=4")
             .unwrap();
         assert_eq!((s.thread_slots, s.thread_overflow), (16, 4));
-        assert!(TableSizes::for_slots(1).with_overrides("thread_slots=10").is_err());
+        assert!(
+            TableSizes::for_slots(1)
+                .with_overrides("thread_slots=10")
+                .is_err()
+        );
         assert!(TableSizes::for_slots(1).with_overrides("nope=1").is_err());
-        assert!(TableSizes::for_slots(1).with_overrides("pool_per_cpu=0").is_err());
-        assert!(TableSizes::for_slots(1).with_overrides("pool_per_cpu").is_err());
+        assert!(
+            TableSizes::for_slots(1)
+                .with_overrides("pool_per_cpu=0")
+                .is_err()
+        );
+        assert!(
+            TableSizes::for_slots(1)
+                .with_overrides("pool_per_cpu")
+                .is_err()
+        );
     }
 }

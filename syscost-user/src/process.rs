@@ -68,7 +68,10 @@ pub fn parse_stat(stat: &str) -> Option<(String, u64)> {
 /// name as under `attach` and `export`, which read the comm of a running process.
 pub fn exec_comm(program: &std::path::Path) -> String {
     use std::os::unix::ffi::OsStrExt as _;
-    let name = program.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+    let name = program
+        .file_name()
+        .map(|n| n.as_bytes())
+        .unwrap_or_default();
     String::from_utf8_lossy(&name[..name.len().min(15)]).into_owned()
 }
 

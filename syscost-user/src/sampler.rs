@@ -413,7 +413,10 @@ mod tests {
             ..ThreadSlot::EMPTY
         };
         let s = thread_state(&t, 2_001_000);
-        assert_eq!(s.in_syscall, Some((SyscallId::native(0), Duration::from_millis(2))));
+        assert_eq!(
+            s.in_syscall,
+            Some((SyscallId::native(0), Duration::from_millis(2)))
+        );
         let idle = thread_state(&ThreadSlot { enter_ns: 0, ..t }, 5);
         assert_eq!((idle.in_syscall, idle.calls), (None, 5));
     }

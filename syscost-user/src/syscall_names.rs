@@ -120,7 +120,10 @@ mod tests {
         assert_eq!(name(false, 64), "semget");
         assert_eq!(name(true, 1), "i386:exit");
         assert_eq!(number("i386:getppid").unwrap(), SyscallId::compat(64));
-        assert_eq!(number("i386:syscall_0x1f4").unwrap(), SyscallId::compat(500));
+        assert_eq!(
+            number("i386:syscall_0x1f4").unwrap(),
+            SyscallId::compat(500)
+        );
         assert!(number("i386:nonsense").is_err());
     }
 

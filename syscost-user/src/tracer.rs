@@ -76,7 +76,8 @@ impl Mapped {
             )
         };
         if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error()).context("cannot map the statistics for reading");
+            return Err(io::Error::last_os_error())
+                .context("cannot map the statistics for reading");
         }
         Ok(Self {
             ptr: NonNull::new(ptr.cast()).context("mmap returned null")?,
@@ -87,7 +88,11 @@ impl Mapped {
     /// Element `i` of an array of `T` (`None` beyond the mapping).
     fn element<T>(&self, i: usize) -> Option<*const T> {
         let end = (i + 1).checked_mul(size_of::<T>())?;
-        (end <= self.len).then(|| unsafe { self.ptr.as_ptr().add(i * size_of::<T>()) }.cast_const().cast())
+        (end <= self.len).then(|| {
+            unsafe { self.ptr.as_ptr().add(i * size_of::<T>()) }
+                .cast_const()
+                .cast()
+        })
     }
 }
 
@@ -97,7 +102,6 @@ impl Drop for Mapped {
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
-
 
 /// The programs syscost attaches, each with its tracepoint, in attach order: the
 /// bookkeeping hooks first, so no thread is created or exits unseen once syscalls count.
@@ -181,9 +185,18 @@ impl Tracer {
     /// `hist`: the clock reads and a histogram update), for every process.
     pub fn load_floor(variant: &str) -> Result<Ebpf> {
         let programs: &[(&str, &str)] = match variant {
-            "floor" => &[("floor_sys_exit", "sys_exit"), ("floor_sys_enter", "sys_enter")],
-            "clock" => &[("cand_clock_exit", "sys_exit"), ("cand_clock_enter", "sys_enter")],
-            "hist" => &[("cand_hist_exit", "sys_exit"), ("cand_clock_enter", "sys_enter")],
+            "floor" => &[
+                ("floor_sys_exit", "sys_exit"),
+                ("floor_sys_enter", "sys_enter"),
+            ],
+            "clock" => &[
+                ("cand_clock_exit", "sys_exit"),
+                ("cand_clock_enter", "sys_enter"),
+            ],
+            "hist" => &[
+                ("cand_hist_exit", "sys_exit"),
+                ("cand_clock_enter", "sys_enter"),
+            ],
             other => anyhow::bail!("no benchmark variant '{other}' (floor, clock, hist)"),
         };
         let sizes = TableSizes::for_slots(1);
@@ -255,8 +268,7 @@ impl Tracer {
         if s.value & ProcSlot::OVERFLOW == 0 {
             return Ok(false);
         }
-        let overflow: HashMap<&MapData, u32, u32> =
-            HashMap::try_from(self.map("PROCS_OVERFLOW")?)?;
+        let overflow: HashMap<&MapData, u32, u32> = HashMap::try_from(self.map("PROCS_OVERFLOW")?)?;
         Ok(overflow.get(&tgid, 0).is_ok())
     }
 
@@ -296,8 +308,7 @@ impl Tracer {
 
     /// A slot's counters (`syscost_common::counter`), summed over CPUs.
     pub fn counters(&self, slot: u32) -> Result<[u64; counter::COUNT as usize]> {
-        let counters: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(self.map("COUNTERS")?)?;
+        let counters: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map("COUNTERS")?)?;
         let mut out = [0; counter::COUNT as usize];
         for (c, v) in (0..).zip(out.iter_mut()) {
             *v = counters.get(&counter_index(slot, c), 0)?.iter().sum();
@@ -343,7 +354,10 @@ impl Tracer {
             .maps()
             .filter_map(|(name, map)| {
                 let fd = match map {
-                    Map::Array(d) | Map::PerCpuArray(d) | Map::HashMap(d) | Map::PerCpuHashMap(d) => d.fd(),
+                    Map::Array(d)
+                    | Map::PerCpuArray(d)
+                    | Map::HashMap(d)
+                    | Map::PerCpuHashMap(d) => d.fd(),
                     _ => return None,
                 };
                 let info = std::fs::read_to_string(format!(
@@ -364,7 +378,10 @@ impl Tracer {
 }
 
 fn map_data<'a>(ebpf: &'a Ebpf, name: &str) -> Result<&'a MapData> {
-    match ebpf.map(name).with_context(|| format!("{name} map missing"))? {
+    match ebpf
+        .map(name)
+        .with_context(|| format!("{name} map missing"))?
+    {
         Map::Array(d) => Ok(d),
         _ => Err(anyhow!("{name} is not an array")),
     }

@@ -11,6 +11,53 @@ fn fails_with(args: &[&str], expected: &str) {
     assert_eq!(stderr(&o), format!("syscost: {expected}\n"), "{args:?}");
 }
 
+/// An argument out of range: the argument parser's usage error (status 2), whose first
+/// line names the value and what is wrong with it, and no panic.
+fn bad_argument(args: &[&str], expected: &str) {
+    let o = output(syscost().args(args));
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().next(), Some(expected), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn values_out_of_range_are_refused() {
+    bad_argument(
+        &["attach", "-p", "1", "-d", "0"],
+        "error: invalid value '0' for '--duration <SECS>': must be a positive number of seconds, not 0",
+    );
+    bad_argument(
+        &["export", "-p", "1", "-d", "0"],
+        "error: invalid value '0' for '--duration <SECS>': must be a positive number of seconds, not 0",
+    );
+    bad_argument(
+        &["attach", "-p", "1", "-d", "1e20"],
+        "error: invalid value '1e20' for '--duration <SECS>': 1e20 seconds is more than ten years",
+    );
+    bad_argument(
+        &["lab", "echo-load", "--rate", "0"],
+        "error: invalid value '0' for '--rate <PER_SEC>': must be a rate of at least 0.001 per second, not 0",
+    );
+    bad_argument(
+        &["lab", "echo-load", "--rate=-5"],
+        "error: invalid value '-5' for '--rate <PER_SEC>': must be a rate of at least 0.001 per second, not -5",
+    );
+    bad_argument(
+        &["lab", "echo-load", "--duration", "1e300"],
+        "error: invalid value '1e300' for '--duration <SECS>': 1e300 seconds is more than ten years",
+    );
+    let o = output(syscost().args(["bench", "--cpu", "1024"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(
+            "error: invalid value '1024' for '--cpu <N>': no CPU 1024 on this machine"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn unknown_syscall_suggests_the_closest() {
     fails_with(
@@ -30,19 +77,11 @@ fn missing_and_bad_processes() {
         "PID 0 is the kernel's idle task, not a process syscost can profile",
     );
     fails_with(&["attach", "-p", "2147483647"], "no process 2147483647");
-    fails_with(
-        &["attach", "-p", "1", "-d", "0"],
-        "-d must be a positive number of seconds, not 0",
-    );
 }
 
 #[test]
 fn metrics_endpoint_input_is_checked_before_loading() {
     fails_with(&["export", "-p", "1,2147483647"], "no process 2147483647");
-    fails_with(
-        &["export", "-p", "1", "-d", "0"],
-        "-d must be a positive number of seconds, not 0",
-    );
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let in_use = format!(

@@ -31,7 +31,11 @@ fn busy_target() -> Reaped {
             let n = std::fs::read_dir(format!("/proc/{}/task", target.id()))
                 .map(|d| d.count())
                 .unwrap_or(0);
-            if n >= 3 { Ok(()) } else { Err(format!(": {n} threads")) }
+            if n >= 3 {
+                Ok(())
+            } else {
+                Err(format!(": {n} threads"))
+            }
         },
     );
     assert!(target.try_wait().unwrap().is_none());
@@ -54,14 +58,26 @@ fn profiles_saved_from_a_busy_target_are_always_accepted() {
         );
         assert!(o.status.success(), "round {round}: {}", stderr(&o));
         let r = output(syscost().arg("report").arg(&path));
-        assert!(r.status.success(), "round {round}: report refused: {}", stderr(&r));
+        assert!(
+            r.status.success(),
+            "round {round}: report refused: {}",
+            stderr(&r)
+        );
         let p = read_profile(&path);
         let close = p.syscall("close").expect("close counted");
-        assert!(close.calls > 1000, "round {round}: {} close calls", close.calls);
+        assert!(
+            close.calls > 1000,
+            "round {round}: {} close calls",
+            close.calls
+        );
         assert_eq!(close.errors, close.calls, "every close(-1) fails");
         assert_eq!(close.errnos.get("EBADF"), Some(&close.errors));
         let d = output(syscost().arg("diff").arg(&path).arg(&path));
-        assert!(d.status.success(), "round {round}: diff refused: {}", stderr(&d));
+        assert!(
+            d.status.success(),
+            "round {round}: diff refused: {}",
+            stderr(&d)
+        );
     }
 }
 
@@ -127,7 +143,9 @@ fn scrapes_of_a_busy_target_keep_their_invariants() {
     assert!(
         previous
             .iter()
-            .any(|(s, &v)| s.contains("syscall=\"close\"") && s.starts_with("syscost_syscalls_total") && v > 10_000.0),
+            .any(|(s, &v)| s.contains("syscall=\"close\"")
+                && s.starts_with("syscost_syscalls_total")
+                && v > 10_000.0),
         "close not counted"
     );
     drop(export);
@@ -188,7 +206,10 @@ fn map_memory_does_not_grow_with_pid_max() {
         );
         // The formula the README quotes describes what the kernel accounts.
         let off = (bytes as f64 - expected as f64).abs() / expected as f64;
-        assert!(off < 0.10, "pid_max {pid_max}: {bytes} bytes, formula {expected}");
+        assert!(
+            off < 0.10,
+            "pid_max {pid_max}: {bytes} bytes, formula {expected}"
+        );
         drop(tracer);
         let _ = target.kill();
     }
@@ -212,7 +233,10 @@ fn threads_beyond_the_tables_are_counted_as_dropped() {
     assert!(o.status.success(), "{}", stderr(&o));
     let p = read_profile(&json);
     let counted = calls(&p, "getppid");
-    assert!(counted < 160_000, "all {counted} counted with 3 thread slots");
+    assert!(
+        counted < 160_000,
+        "all {counted} counted with 3 thread slots"
+    );
     assert!(p.dropped > 0, "nothing dropped");
     assert!(
         counted + p.dropped >= 160_000,
@@ -244,7 +268,11 @@ fn syscalls_beyond_the_pool_are_counted_as_dropped() {
         "{} syscalls in 2 entries per CPU",
         p.syscalls.len()
     );
-    assert!(p.dropped > 0 && counted > 0, "{counted} counted, {} dropped", p.dropped);
+    assert!(
+        p.dropped > 0 && counted > 0,
+        "{counted} counted, {} dropped",
+        p.dropped
+    );
 }
 
 #[test]

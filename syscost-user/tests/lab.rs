@@ -5,7 +5,7 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader, Read},
-    process::{Command, Stdio},
+    process::Stdio,
 };
 
 use common::*;

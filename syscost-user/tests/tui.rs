@@ -152,7 +152,10 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
     // One getppid takes a few hundred ns: no interval can show more than a few million a
     // second, and a busy loop shows some.
     let rate = row_rate(&first, "getppid").unwrap();
-    assert!((1_000..10_000_000).contains(&rate), "calls/s {rate}: {first}");
+    assert!(
+        (1_000..10_000_000).contains(&rate),
+        "calls/s {rate}: {first}"
+    );
     // The own cost is measured within its first window, and shown as a figure.
     tmux.wait_for("a measured own cost", |s| {
         s.split("own cost ")

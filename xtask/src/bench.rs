@@ -131,7 +131,9 @@ impl Drop for Tracefs {
 }
 
 fn run_quiet(cmd: &mut Command) -> Result<()> {
-    let s = cmd.status().with_context(|| format!("cannot run {cmd:?}"))?;
+    let s = cmd
+        .status()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
     if !s.success() {
         bail!("{cmd:?} failed: {s}");
     }
@@ -218,7 +220,9 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
                 writeln!(w.stdin.as_mut().context("workload stdin")?)?;
                 let mut rest = String::new();
                 out.read_to_string(&mut rest)?;
-                let _ = Command::new("kill").args(["-INT", &sc.id().to_string()]).status();
+                let _ = Command::new("kill")
+                    .args(["-INT", &sc.id().to_string()])
+                    .status();
                 stop(sc);
                 rest.lines()
                     .find_map(|l| l.strip_prefix("ns_per_call="))
@@ -323,7 +327,10 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         added(Setup::Floor),
     ) {
         let _ = own;
-        println!("syscost-other-added / floor-added: {:.2}", other / floor.max(1.0));
+        println!(
+            "syscost-other-added / floor-added: {:.2}",
+            other / floor.max(1.0)
+        );
     }
     if let (Some(own), Some(sc)) = (added(Setup::SyscostOwn), added(Setup::Syscount)) {
         println!("syscost-added / syscount-added: {:.2}", own / sc.max(1.0));
@@ -346,13 +353,22 @@ fn refresh_cost(syscost: &Path, workload: &Path) -> Result<()> {
         .spawn()
         .context("cannot start the workload")?;
     let o = Command::new(syscost)
-        .args(["refresh-cost", "-p", &target.id().to_string(), "--refreshes", "500"])
+        .args([
+            "refresh-cost",
+            "-p",
+            &target.id().to_string(),
+            "--refreshes",
+            "500",
+        ])
         .output();
     let _ = target.kill();
     let _ = target.wait();
     let o = o.context("cannot run syscost refresh-cost")?;
     if !o.status.success() {
-        bail!("syscost refresh-cost failed: {}", String::from_utf8_lossy(&o.stderr));
+        bail!(
+            "syscost refresh-cost failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     println!();
     print!("{}", String::from_utf8_lossy(&o.stdout));

@@ -9,31 +9,10 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, bail};
-use clap::Args;
 use serde::Serialize;
 
 use super::{micro::BenchRow, strace_parse};
-use crate::{profile::Profile, report::json, units::human_ns};
-
-#[derive(Debug, Args)]
-pub struct CompareArgs {
-    /// Interleaved rounds; medians are reported.
-    #[arg(long, default_value_t = 3)]
-    pub rounds: usize,
-    /// Repetitions per micro-benchmark row (strace makes each call cost about 0.1 ms or
-    /// more, so keep this small).
-    #[arg(long, default_value_t = 10_000)]
-    pub reps: u64,
-    /// Pin the micro-benchmark to this CPU.
-    #[arg(long, value_name = "N", value_parser = crate::cli::parse_cpu)]
-    pub cpu: Option<usize>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// A command to compare instead of the micro-benchmark.
-    #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
+use crate::{cli::CompareArgs, profile::Profile, report::json, units::human_ns};
 
 /// A way of running the workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

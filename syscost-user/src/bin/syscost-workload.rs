@@ -208,21 +208,20 @@ fn work(args: &[String]) {
             println!("mean_ns={}", total / u128::from(n.max(1)));
         }
         Some("mixed-forever") => {
-            let threads: Vec<_> = (0..arg(args, 1))
-                .map(|_| {
-                    std::thread::spawn(|| {
-                        loop {
-                            // SAFETY: close(-1) fails with EBADF; getppid cannot fail.
-                            unsafe {
-                                libc::close(-1);
-                                libc::syscall(libc::SYS_getppid);
-                            }
+            for _ in 0..arg(args, 1) {
+                std::thread::spawn(|| {
+                    loop {
+                        // SAFETY: close(-1) fails with EBADF; getppid cannot fail.
+                        unsafe {
+                            libc::close(-1);
+                            libc::syscall(libc::SYS_getppid);
                         }
-                    })
-                })
-                .collect();
-            for t in threads {
-                t.join().unwrap();
+                    }
+                });
+            }
+            // The threads never end: the process runs until it is killed.
+            loop {
+                std::thread::park();
             }
         }
         Some("numbers") => {

@@ -8,41 +8,12 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, bail};
-use clap::Args;
 
 use crate::{
     cli::{AttachArgs, ViewArgs},
-    lab::echo_server::Mode,
+    cli::{DemoArgs, Mode},
     report::strace_table::SortKey,
 };
-
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// Epoll mode of the server.
-    #[arg(long, value_enum, default_value_t = Mode::Lt)]
-    pub mode: Mode,
-    /// Server stops reading after a short read (et mode).
-    #[arg(long)]
-    pub stop_on_short_read: bool,
-    /// New connections per second.
-    #[arg(long, default_value_t = 1000.0, value_parser = crate::cli::parse_rate)]
-    pub rate: f64,
-    /// Concurrent client connections.
-    #[arg(short = 'c', long, default_value_t = 2)]
-    pub concurrency: u32,
-    /// Requests per connection (1: short connections).
-    #[arg(long, default_value_t = 1)]
-    pub keepalive: u64,
-    /// Stop after this many seconds (default: when you quit).
-    #[arg(short = 'd', long, value_name = "SECS", value_parser = crate::cli::parse_seconds)]
-    pub duration: Option<f64>,
-    /// Refresh interval of the live view, seconds.
-    #[arg(short = 'i', long, value_name = "SECS", value_parser = crate::cli::parse_seconds)]
-    pub interval: Option<f64>,
-    /// Print text instead of the live view.
-    #[arg(long)]
-    pub no_tui: bool,
-}
 
 /// The demo's helper processes, stopped (SIGTERM, then SIGKILL) when dropped.
 struct Helpers(Vec<Child>);

@@ -14,36 +14,12 @@ use std::{
 };
 
 use anyhow::{Result, bail};
-use clap::Args;
 use histogram::Histogram;
 use syscost_common::{GROUPING_POWER, MAX_VALUE_POWER};
 
-const REQUEST: &[u8; 12] = b"hello syscos";
+use crate::cli::LoadArgs;
 
-#[derive(Debug, Clone, Args)]
-pub struct LoadArgs {
-    /// Server address.
-    #[arg(long, default_value = "127.0.0.1:9988")]
-    pub addr: SocketAddrV4,
-    /// Connections to make in all.
-    #[arg(short = 'n', long = "connections", default_value_t = 10_000)]
-    pub connections: u64,
-    /// Connections open at once (one thread each).
-    #[arg(short = 'c', long = "concurrency", default_value_t = 1)]
-    pub concurrency: u32,
-    /// Requests per connection (default 1: short connections).
-    #[arg(long, value_name = "R", default_value_t = 1)]
-    pub keepalive: u64,
-    /// At most this many connections per second (default: as fast as possible).
-    #[arg(long, value_name = "PER_SEC", value_parser = crate::cli::parse_rate)]
-    pub rate: Option<f64>,
-    /// Stop after this many seconds even if connections are left.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = crate::cli::parse_seconds)]
-    pub duration: f64,
-    /// Print nothing (for background load).
-    #[arg(long)]
-    pub quiet: bool,
-}
+const REQUEST: &[u8; 12] = b"hello syscos";
 
 /// What the load generator saw.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,48 +16,16 @@
 use std::{
     collections::HashMap,
     io,
-    net::SocketAddrV4,
     os::fd::RawFd,
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
 
 use anyhow::{Context as _, Result};
-use clap::{Args, ValueEnum};
+
+use crate::cli::{Mode, ServerArgs};
 
 use super::sys::{check, check_size, listen, local_port};
-
-/// Notification mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
-    /// Level-triggered.
-    Lt,
-    /// Edge-triggered.
-    Et,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct ServerArgs {
-    /// Address to listen on (loopback unless told otherwise).
-    #[arg(long, default_value = "127.0.0.1:9988")]
-    pub addr: SocketAddrV4,
-    /// level-triggered (lt) or edge-triggered (et) epoll.
-    #[arg(long, value_enum, default_value_t = Mode::Lt)]
-    pub mode: Mode,
-    /// Stop reading as soon as a read returns less than asked (et mode) instead of
-    /// reading until EAGAIN.
-    #[arg(long)]
-    pub stop_on_short_read: bool,
-    /// Exit after this many connections have been served and closed.
-    #[arg(long, value_name = "N")]
-    pub max_conns: Option<u64>,
-    /// Exit after this many seconds.
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::parse_seconds)]
-    pub duration: Option<f64>,
-    /// Read buffer size, bytes.
-    #[arg(long, default_value_t = 4096)]
-    pub buf_size: usize,
-}
 
 static STOP: AtomicBool = AtomicBool::new(false);
 

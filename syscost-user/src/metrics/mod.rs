@@ -269,7 +269,10 @@ impl Metrics {
 
     /// Opens or closes the own-cost measurement window when due.
     pub fn tick(&self) {
-        self.sampler.lock().unwrap_or_else(|e| e.into_inner()).tick();
+        self.sampler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .tick();
     }
 
     /// Everything, read now.

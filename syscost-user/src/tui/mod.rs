@@ -93,7 +93,9 @@ impl Feed {
                     total_ns: t.total_ns,
                     now: t
                         .in_syscall
-                        .map(|(id, d)| format!("{} for {}", id.name(), units::human_ns(d.as_nanos() as u64)))
+                        .map(|(id, d)| {
+                            format!("{} for {}", id.name(), units::human_ns(d.as_nanos() as u64))
+                        })
                         .unwrap_or_default(),
                 })
                 .collect()

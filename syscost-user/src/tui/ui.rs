@@ -306,14 +306,8 @@ fn render_threads(frame: &mut Frame, app: &App, area: Rect) {
         ],
     )
     .header(
-        Row::new([
-            "tid",
-            "comm",
-            "calls",
-            "% time",
-            "in syscall now",
-        ])
-        .style(Style::new().bold().underlined()),
+        Row::new(["tid", "comm", "calls", "% time", "in syscall now"])
+            .style(Style::new().bold().underlined()),
     )
     .block(Block::bordered().title(" threads (live): sorted by time "))
     .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));

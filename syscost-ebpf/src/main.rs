@@ -331,9 +331,13 @@ fn entry_for(slot: u32, key: u32, nr: u64) -> Option<*mut StatsEntry> {
             return POOL.get_ptr_mut(cpu * per_cpu + pos - 1);
         }
     }
+    // With no room left to remember a new number, the call is dropped (and counted),
+    // rather than taking a pool entry each time.
+    BIG_INDEX.insert(big, 0, u64::from(BPF_NOEXIST)).ok()?;
     let (e, i) = new_entry(slot, key, nr)?;
-    // A full BIG_INDEX only costs a new entry per call: userspace sums them by number.
-    let _ = BIG_INDEX.insert(big, i + 1, 0);
+    if let Some(pos) = BIG_INDEX.get_ptr_mut(big) {
+        unsafe { *pos = i + 1 };
+    }
     Some(e)
 }
 
@@ -459,9 +463,16 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
         warn!(&ctx, "no room to trace child process {}", tgid);
         return 0;
     }
-    // Without room now, the thread tries again at its first syscall.
+    // A new thread has no state: whatever a slot with its id held is forgotten. Without
+    // room now, the thread tries again at its first syscall.
     if let Some(slot) = thread_slot(pid).or_else(|| claim_thread(pid)) {
-        unsafe { (*slot).key = KEY_FORK_CHILD };
+        unsafe {
+            *slot = ThreadSlot {
+                tid: pid,
+                key: KEY_FORK_CHILD,
+                ..ThreadSlot::EMPTY
+            }
+        };
     }
     0
 }
@@ -571,11 +582,10 @@ fn group_dead() -> bool {
 pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
-    if proc_of(tgid) == 0 {
-        return 0;
-    }
+    // Whether or not the process is still traced: when threads exit together, another
+    // one may have taken the process out already, and its slot must not outlive it.
     release_thread(pid_tgid as u32);
-    if group_dead() {
+    if proc_of(tgid) != 0 && group_dead() {
         remove_proc(tgid);
     }
     0

@@ -153,7 +153,7 @@ pub struct AttachArgs {
     pub duration: Option<f64>,
     /// Refresh the live view every SECS seconds (default 1); with --no-tui, print a
     /// table of each interval.
-    #[arg(short = 'i', long = "interval", value_name = "SECS", value_parser = parse_seconds)]
+    #[arg(short = 'i', long = "interval", value_name = "SECS", value_parser = parse_interval)]
     pub interval: Option<f64>,
     /// Print text instead of the live view (the default when stdout is not a terminal).
     #[arg(long)]
@@ -291,7 +291,7 @@ pub struct DemoArgs {
     #[arg(short = 'd', long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Refresh interval of the live view, seconds.
-    #[arg(short = 'i', long, value_name = "SECS", value_parser = parse_seconds)]
+    #[arg(short = 'i', long, value_name = "SECS", value_parser = parse_interval)]
     pub interval: Option<f64>,
     /// Print text instead of the live view.
     #[arg(long)]
@@ -363,7 +363,7 @@ pub const MAX_SECONDS: f64 = 10.0 * 365.25 * 86_400.0;
 pub const MIN_RATE: f64 = 1e-3;
 pub const MAX_RATE: f64 = 1e9;
 
-/// A positive number of seconds, at most [`MAX_SECONDS`] (clap value parser).
+/// A number of seconds from 1 ms to [`MAX_SECONDS`] (clap value parser).
 pub fn parse_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
@@ -372,8 +372,21 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
     if !v.is_finite() || v <= 0.0 {
         return Err(format!("must be a positive number of seconds, not {s}"));
     }
+    if v < 1e-3 {
+        return Err(format!("{s} seconds is less than a millisecond"));
+    }
     if v > MAX_SECONDS {
         return Err(format!("{s} seconds is more than ten years"));
+    }
+    Ok(v)
+}
+
+/// A refresh interval: at least 0.1 s (a table or a screen more often than that is
+/// unreadable), at most [`MAX_SECONDS`] (clap value parser).
+pub fn parse_interval(s: &str) -> Result<f64, String> {
+    let v = parse_seconds(s)?;
+    if v < 0.1 {
+        return Err(format!("{s} seconds is shorter than the 0.1 s an interval takes"));
     }
     Ok(v)
 }
@@ -424,9 +437,11 @@ mod tests {
 
     #[test]
     fn bad_numbers_are_one_line_errors() {
-        for bad in ["0", "-1", "1e20", "inf", "NaN", "x", ""] {
+        for bad in ["0", "-1", "1e20", "1e-10", "inf", "NaN", "x", ""] {
             assert!(parse_seconds(bad).is_err(), "{bad}");
         }
+        assert!(parse_interval("0.01").is_err());
+        assert_eq!(parse_interval("0.5"), Ok(0.5));
         assert_eq!(parse_seconds("0.5"), Ok(0.5));
         for bad in ["0", "-3", "1e-9", "1e10", "inf", "x"] {
             assert!(parse_rate(bad).is_err(), "{bad}");
@@ -442,8 +457,11 @@ mod tests {
         #[test]
         fn parsed_values_are_usable(text in "\\PC{0,12}|[-+]?[0-9]{0,25}(\\.[0-9]{0,5})?(e[-+]?[0-9]{1,3})?") {
             if let Ok(v) = parse_seconds(&text) {
-                prop_assert!(seconds(Some(v)).is_some());
+                prop_assert!(seconds(Some(v)).is_some_and(|d| !d.is_zero()));
                 let _ = std::time::Instant::now() + std::time::Duration::from_secs_f64(v);
+            }
+            if let Ok(v) = parse_interval(&text) {
+                prop_assert!(seconds(Some(v)).is_some_and(|d| d >= std::time::Duration::from_millis(100)));
             }
             if let Ok(r) = parse_rate(&text) {
                 let _ = std::time::Duration::from_secs_f64(1e6 / r);

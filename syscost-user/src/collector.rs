@@ -172,8 +172,9 @@ impl Counts {
             *h = a.saturating_sub(*b);
         }
         let (lo, hi) = latency::bounds(&d.hist);
-        d.min_ns = lo.max(self.min_ns);
         d.max_ns = hi.min(self.max_ns);
+        // (Calls beyond the last bucket's end make `lo` exceed the exact maximum.)
+        d.min_ns = lo.max(self.min_ns).min(d.max_ns);
         Some(d)
     }
 }

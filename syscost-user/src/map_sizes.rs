@@ -20,7 +20,7 @@ pub struct TableSizes {
     pub thread_overflow: u32,
     /// Statistics entries per CPU: one per (process slot, syscall) in use on that CPU.
     pub pool_per_cpu: u32,
-    /// Syscall numbers without a key of their own, per CPU.
+    /// Syscall numbers without a key of their own (for all CPUs together).
     pub big_numbers: u32,
 }
 
@@ -29,12 +29,14 @@ impl TableSizes {
     /// per slot (a process uses 20 to 100 distinct syscalls; children followed with -f
     /// share their parent's).
     pub fn for_slots(slots: u32) -> Self {
+        // 16-bit pool positions (plus one) in INDEX: at most 65,534 entries per CPU.
+        let slots = slots.clamp(1, 1000);
         Self {
             proc_slots: 1 << 16,
             proc_overflow: 4096,
             thread_slots: 1 << 15,
             thread_overflow: 8192,
-            pool_per_cpu: 128 + 64 * slots.max(1),
+            pool_per_cpu: 128 + 64 * slots,
             big_numbers: 256,
         }
     }
@@ -66,29 +68,42 @@ impl TableSizes {
         if !self.proc_slots.is_power_of_two() || !self.thread_slots.is_power_of_two() {
             bail!("SYSCOST_TABLE_SIZES: proc_slots and thread_slots must be powers of two");
         }
-        if self.pool_per_cpu > u32::from(u16::MAX) - 1 {
+        if self.pool_per_cpu >= u32::from(u16::MAX) {
             bail!("SYSCOST_TABLE_SIZES: pool_per_cpu must be below 65535");
         }
         Ok(self)
     }
 
     /// Bytes of map memory for `cpus` possible CPUs and `slots` processes, as the kernel
-    /// accounts it (within a few percent: hash maps add per-element headers, which are
-    /// counted here at 48 bytes).
+    /// accounts it (within a few percent): arrays at their element size, hash maps with
+    /// their elements' header and buckets, plus the log buffer and the small maps.
     pub fn memory(&self, cpus: u64, slots: u32) -> u64 {
-        const HASH_ELEM_OVERHEAD: u64 = 48;
+        const HASH_ELEM_HEADER: u64 = 48;
+        const HASH_BUCKET: u64 = 16;
+        // aya-log's buffers, the globals, the benchmark candidates' entry.
+        const LOG_AND_SMALL: u64 = 160 << 10;
         let page = |b: u64| b.div_ceil(4096) * 4096;
+        let round8 = |b: usize| (b as u64).div_ceil(8) * 8;
+        let hash = |n: u32, key: usize, value: u64| {
+            u64::from(n) * (HASH_ELEM_HEADER + round8(key) + value)
+                + HASH_BUCKET * u64::from(n).next_power_of_two()
+        };
         let slots = u64::from(slots.max(1));
         let procs = u64::from(self.proc_slots) * size_of::<ProcSlot>() as u64;
-        let procs_overflow = u64::from(self.proc_overflow) * (8 + HASH_ELEM_OVERHEAD);
+        let procs_overflow = hash(self.proc_overflow, 4, 8);
         let threads = page(u64::from(self.thread_slots) * size_of::<ThreadSlot>() as u64);
-        let threads_overflow = u64::from(self.thread_overflow)
-            * (8 + size_of::<ThreadSlot>() as u64 + HASH_ELEM_OVERHEAD);
+        let threads_overflow = hash(
+            self.thread_overflow,
+            4,
+            round8(size_of::<ThreadSlot>()),
+        );
         let index = slots * u64::from(INDEX_WORDS_PER_SLOT) * 8 * cpus;
-        let big = u64::from(self.big_numbers) * (16 + HASH_ELEM_OVERHEAD + 8 * cpus);
+        // Per-CPU hash values: a pointer in the element, 8 bytes per CPU elsewhere.
+        let big = hash(self.big_numbers, 16, 8) + u64::from(self.big_numbers) * 8 * cpus;
         let pool = page(cpus * u64::from(self.pool_per_cpu) * size_of::<StatsEntry>() as u64);
-        let small = 8 * cpus * (1 + slots * u64::from(counter::COUNT));
-        procs + procs_overflow + threads + threads_overflow + index + big + pool + small
+        let counters = 8 * cpus * (1 + slots * u64::from(counter::COUNT));
+        procs + procs_overflow + threads + threads_overflow + index + big + pool + counters
+            + LOG_AND_SMALL
     }
 }
 

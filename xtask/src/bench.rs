@@ -29,6 +29,9 @@ enum Setup {
     /// reads; the clock reads and a histogram update.
     Clock,
     Hist,
+    /// `syscost run` of another build (`SYSCOST_BENCH_BASELINE=/path/to/syscost`), to
+    /// compare two versions side by side in one run.
+    Baseline,
 }
 
 impl Setup {
@@ -43,6 +46,7 @@ impl Setup {
             Setup::Syscount => "syscount -L -p PID",
             Setup::Clock => "candidate: 2 clock reads",
             Setup::Hist => "candidate: clock + histogram",
+            Setup::Baseline => "baseline build, this process",
         }
     }
 }
@@ -194,6 +198,15 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
             let _ = sleeper.wait();
             r
         }
+        Setup::Baseline => {
+            let other = std::env::var("SYSCOST_BENCH_BASELINE").context("SYSCOST_BENCH_BASELINE")?;
+            ns_per_call(
+                Command::new(other)
+                    .args(["run", "-o", "/dev/null", "--"])
+                    .arg(workload)
+                    .args(["getppid", &n]),
+            )
+        }
         Setup::Strace => ns_per_call(
             Command::new("strace")
                 .args(["-f", "-c", "-o", "/dev/null"])
@@ -261,6 +274,9 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     if candidates {
         setups.extend([Setup::Clock, Setup::Hist]);
     }
+    if std::env::var_os("SYSCOST_BENCH_BASELINE").is_some() {
+        setups.push(Setup::Baseline);
+    }
     let mut notes = Vec::new();
     if !peers {
         notes.push("peers left out (--no-peers)".to_string());
@@ -321,16 +337,14 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     if let (Some(floor), Some(own)) = (added(Setup::Floor), added(Setup::SyscostOwn)) {
         println!("syscost-added / floor-added: {:.2}", own / floor.max(1.0));
     }
-    if let (Some(own), Some(other), Some(floor)) = (
-        added(Setup::SyscostOwn),
-        added(Setup::SyscostOther),
-        added(Setup::Floor),
-    ) {
-        let _ = own;
+    if let (Some(other), Some(floor)) = (added(Setup::SyscostOther), added(Setup::Floor)) {
         println!(
             "syscost-other-added / floor-added: {:.2}",
             other / floor.max(1.0)
         );
+    }
+    if let (Some(own), Some(base)) = (added(Setup::SyscostOwn), added(Setup::Baseline)) {
+        println!("syscost-added / baseline-added: {:.2}", own / base.max(1.0));
     }
     if let (Some(own), Some(sc)) = (added(Setup::SyscostOwn), added(Setup::Syscount)) {
         println!("syscost-added / syscount-added: {:.2}", own / sc.max(1.0));

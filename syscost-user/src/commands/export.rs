@@ -25,6 +25,10 @@ use crate::{
     tracer::{Tracer, TracerOptions},
 };
 
+/// Processes one export keeps apart: each costs 170 KB of statistics per CPU, and the
+/// pool's positions are 16-bit.
+pub const MAX_PROCESSES: usize = 256;
+
 pub fn export(args: &ExportArgs) -> Result<i32> {
     let duration = seconds(args.duration);
     let mut seen = BTreeSet::new();
@@ -36,6 +40,12 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .collect();
     if pids.is_empty() {
         bail!("no process to export: give -p PID[,PID...]");
+    }
+    if pids.len() > MAX_PROCESSES {
+        bail!(
+            "export keeps at most {MAX_PROCESSES} processes apart, not {}: run one export per group of processes",
+            pids.len()
+        );
     }
     let targets = pids
         .iter()

@@ -215,7 +215,7 @@ impl Collector for Scrape {
             &mut encoder,
             (
                 "syscost_events_dropped",
-                "Syscalls of threads beyond syscost's per-thread table, not counted.",
+                "Events syscost's tables had no room for (a thread, a syscall entry, a followed child), not counted.",
                 None,
             ),
             |p| p.dropped,

@@ -304,7 +304,7 @@ pub fn render(d: &Diff) -> String {
             ns(t.oncpu_ns.after)
         )
     } else {
-        "on-CPU not tracked in both".to_string()
+        "on-CPU not tracked (a profile without the on-CPU split)".to_string()
     };
     out.push_str(&format!(
         "\nsyscalls {} ({} -> {}), errors {} ({} -> {}), time {} ({} -> {}), {oncpu}\n",
@@ -483,7 +483,7 @@ errno changes:
         let d = diff(&b, &a, None, DiffSort::Change).unwrap();
         assert!(!d.oncpu_tracked);
         let text = render(&d);
-        assert!(text.contains("on-CPU not tracked in both"), "{text}");
+        assert!(text.contains("on-CPU not tracked (a profile without"), "{text}");
         assert!(!text.contains("on-CPU -"), "{text}");
         assert!(diff(&a, &a, None, DiffSort::Change).unwrap().oncpu_tracked);
     }

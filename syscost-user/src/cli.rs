@@ -386,7 +386,9 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
 pub fn parse_interval(s: &str) -> Result<f64, String> {
     let v = parse_seconds(s)?;
     if v < 0.1 {
-        return Err(format!("{s} seconds is shorter than the 0.1 s an interval takes"));
+        return Err(format!(
+            "{s} seconds is shorter than the 0.1 s an interval takes"
+        ));
     }
     Ok(v)
 }

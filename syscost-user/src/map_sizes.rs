@@ -92,17 +92,20 @@ impl TableSizes {
         let procs = u64::from(self.proc_slots) * size_of::<ProcSlot>() as u64;
         let procs_overflow = hash(self.proc_overflow, 4, 8);
         let threads = page(u64::from(self.thread_slots) * size_of::<ThreadSlot>() as u64);
-        let threads_overflow = hash(
-            self.thread_overflow,
-            4,
-            round8(size_of::<ThreadSlot>()),
-        );
+        let threads_overflow = hash(self.thread_overflow, 4, round8(size_of::<ThreadSlot>()));
         let index = slots * u64::from(INDEX_WORDS_PER_SLOT) * 8 * cpus;
         // Per-CPU hash values: a pointer in the element, 8 bytes per CPU elsewhere.
         let big = hash(self.big_numbers, 16, 8) + u64::from(self.big_numbers) * 8 * cpus;
         let pool = page(cpus * u64::from(self.pool_per_cpu) * size_of::<StatsEntry>() as u64);
         let counters = 8 * cpus * (1 + slots * u64::from(counter::COUNT));
-        procs + procs_overflow + threads + threads_overflow + index + big + pool + counters
+        procs
+            + procs_overflow
+            + threads
+            + threads_overflow
+            + index
+            + big
+            + pool
+            + counters
             + LOG_AND_SMALL
     }
 }

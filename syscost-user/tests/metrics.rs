@@ -7,7 +7,7 @@ mod common;
 
 use std::{
     io::{BufRead as _, BufReader, Read as _, Write as _},
-    net::{TcpListener, TcpStream},
+    net::TcpStream,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
@@ -82,13 +82,29 @@ fn value(result: &serde_json::Value) -> f64 {
     result["value"][1].as_str().unwrap().parse().unwrap()
 }
 
-/// A free port on loopback (bound and released; Prometheus takes it a moment later).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// The loopback port process `pid` listens on: a TCP socket of its (found through its
+/// fds' inodes) in LISTEN state in /proc/net/tcp. Prometheus is started on port 0 and
+/// found this way, rather than given a port that was free a moment before.
+fn listening_port(pid: u32) -> Option<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    std::fs::read_to_string("/proc/net/tcp")
+        .ok()?
+        .lines()
+        .skip(1)
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // local_address, state (0A = LISTEN), inode.
+            (f.get(3) == Some(&"0A") && inodes.iter().any(|i| Some(&i.as_str()) == f.get(9)))
+                .then(|| u16::from_str_radix(f[1].split(':').nth(1)?, 16).ok())
+                .flatten()
+        })
 }
 
 #[test]
@@ -131,7 +147,6 @@ fn prometheus_scrapes_the_exact_count() {
     assert!(text.contains(&line), "{line} not in:\n{text}");
     assert_eq!(get(&endpoint, "/").unwrap().0, 404);
 
-    let web = format!("127.0.0.1:{}", free_port());
     let config = t.path("prometheus.yml");
     std::fs::write(
         &config,
@@ -144,10 +159,20 @@ fn prometheus_scrapes_the_exact_count() {
     let mut prometheus = Command::new(prometheus_bin)
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", t.path("data").display()))
-        .arg(format!("--web.listen-address={web}"))
+        .arg("--web.listen-address=127.0.0.1:0")
         .stdout(std::fs::File::create(&log).unwrap())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn_reaped();
+    let web = wait_until(
+        "Prometheus to listen",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || {
+            listening_port(prometheus.id())
+                .map(|port| format!("127.0.0.1:{port}"))
+                .ok_or_else(String::new)
+        },
+    );
 
     let promql = "syscost_syscalls_total{job=\"syscost\",syscall=\"getppid\"}";
     let deadline = Instant::now() + Duration::from_secs(60);

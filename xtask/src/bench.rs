@@ -199,7 +199,8 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
             r
         }
         Setup::Baseline => {
-            let other = std::env::var("SYSCOST_BENCH_BASELINE").context("SYSCOST_BENCH_BASELINE")?;
+            let other =
+                std::env::var("SYSCOST_BENCH_BASELINE").context("SYSCOST_BENCH_BASELINE")?;
             ns_per_call(
                 Command::new(other)
                     .args(["run", "-o", "/dev/null", "--"])

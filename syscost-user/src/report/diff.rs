@@ -483,7 +483,10 @@ errno changes:
         let d = diff(&b, &a, None, DiffSort::Change).unwrap();
         assert!(!d.oncpu_tracked);
         let text = render(&d);
-        assert!(text.contains("on-CPU not tracked (a profile without"), "{text}");
+        assert!(
+            text.contains("on-CPU not tracked (a profile without"),
+            "{text}"
+        );
         assert!(!text.contains("on-CPU -"), "{text}");
         assert!(diff(&a, &a, None, DiffSort::Change).unwrap().oncpu_tracked);
     }

@@ -640,6 +640,48 @@ pub fn cand_hist_exit(_ctx: RawTracePointContext) -> i32 {
     0
 }
 
+/// Candidate filter: the same test as syscost's, with the tgid read from the current
+/// task through its BTF pointer instead of the `bpf_get_current_pid_tgid` helper.
+#[inline(always)]
+fn btf_filter() -> u32 {
+    let task = unsafe { aya_ebpf::helpers::bpf_get_current_task_btf() } as *const u8;
+    let tgid = unsafe { *(task.add(TASK_TGID_OFFSET.load() as usize) as *const u32) };
+    proc_of(tgid)
+}
+
+#[aya_ebpf::macros::btf_tracepoint(function = "sys_enter")]
+pub fn cand_btf_enter(_ctx: aya_ebpf::programs::BtfTracePointContext) -> i32 {
+    if btf_filter() != 0 {
+        return 1;
+    }
+    0
+}
+
+#[aya_ebpf::macros::btf_tracepoint(function = "sys_exit")]
+pub fn cand_btf_exit(_ctx: aya_ebpf::programs::BtfTracePointContext) -> i32 {
+    if btf_filter() != 0 {
+        return 1;
+    }
+    0
+}
+
+/// The raw-tracepoint filter alone, for comparison.
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn cand_filter_enter(_ctx: RawTracePointContext) -> i32 {
+    if proc_of((bpf_get_current_pid_tgid() >> 32) as u32) != 0 {
+        return 1;
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn cand_filter_exit(_ctx: RawTracePointContext) -> i32 {
+    if proc_of((bpf_get_current_pid_tgid() >> 32) as u32) != 0 {
+        return 1;
+    }
+    0
+}
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {

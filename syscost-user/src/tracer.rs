@@ -197,11 +197,31 @@ impl Tracer {
                 ("cand_hist_exit", "sys_exit"),
                 ("cand_clock_enter", "sys_enter"),
             ],
+            "filter" => &[
+                ("cand_filter_exit", "sys_exit"),
+                ("cand_filter_enter", "sys_enter"),
+            ],
+            "btf" => &[],
             other => anyhow::bail!("no benchmark variant '{other}' (floor, clock, hist)"),
         };
         let sizes = TableSizes::for_slots(1);
         let (mut ebpf, _) = load_object(false, 1, &sizes)?;
         attach(&mut ebpf, programs)?;
+        if variant == "btf" {
+            let btf = aya::Btf::from_sys_fs()?;
+            for (name, tp) in [
+                ("cand_btf_exit", "sys_exit"),
+                ("cand_btf_enter", "sys_enter"),
+            ] {
+                let prog: &mut aya::programs::BtfTracePoint = ebpf
+                    .program_mut(name)
+                    .with_context(|| format!("program {name} missing"))?
+                    .try_into()?;
+                prog.load(tp, &btf)
+                    .map_err(|e| explain_program_error(name, e))?;
+                prog.attach()?;
+            }
+        }
         Ok(ebpf)
     }
 

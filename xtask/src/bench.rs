@@ -29,6 +29,8 @@ enum Setup {
     /// reads; the clock reads and a histogram update.
     Clock,
     Hist,
+    Filter,
+    BtfFilter,
     /// `syscost run` of another build (`SYSCOST_BENCH_BASELINE=/path/to/syscost`), to
     /// compare two versions side by side in one run.
     Baseline,
@@ -46,6 +48,8 @@ impl Setup {
             Setup::Syscount => "syscount -L -p PID",
             Setup::Clock => "candidate: 2 clock reads",
             Setup::Hist => "candidate: clock + histogram",
+            Setup::Filter => "candidate: raw tp filter",
+            Setup::BtfFilter => "candidate: tp_btf filter",
             Setup::Baseline => "baseline build, this process",
         }
     }
@@ -161,10 +165,12 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
     };
     match setup {
         Setup::Untraced => ns_per_call(&mut work()),
-        Setup::Floor | Setup::Clock | Setup::Hist => {
+        Setup::Floor | Setup::Clock | Setup::Hist | Setup::Filter | Setup::BtfFilter => {
             let variant = match setup {
                 Setup::Clock => "clock",
                 Setup::Hist => "hist",
+                Setup::Filter => "filter",
+                Setup::BtfFilter => "btf",
                 _ => "floor",
             };
             let floor = start_and_wait(
@@ -273,7 +279,7 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         Setup::SyscostOther,
     ];
     if candidates {
-        setups.extend([Setup::Clock, Setup::Hist]);
+        setups.extend([Setup::Clock, Setup::Hist, Setup::Filter, Setup::BtfFilter]);
     }
     if std::env::var_os("SYSCOST_BENCH_BASELINE").is_some() {
         setups.push(Setup::Baseline);

@@ -49,7 +49,8 @@ enum Task {
         /// getppid calls per round and setup (strace gets a twentieth).
         #[arg(long, default_value_t = 2_000_000)]
         calls: u64,
-        /// Also measure the candidate programs between the floor and syscost.
+        /// Also measure the candidate programs between the floor and syscost (the filter
+        /// as a raw tracepoint and as tp_btf, the clock reads, the clock and a histogram).
         #[arg(long)]
         candidates: bool,
         /// Leave the peers out (strace, syscount, bpftrace): syscost against the floor only.

@@ -68,6 +68,8 @@ pub struct ThreadState {
     pub total_ns: u64,
     /// The syscall it is inside now and for how long so far.
     pub in_syscall: Option<(SyscallId, Duration)>,
+    /// Whether it is switched out now (blocked or waiting for a CPU) inside that call.
+    pub switched_out: bool,
 }
 
 /// syscost's own cost, measured in windows (see [`OwnCost`]).
@@ -331,6 +333,7 @@ pub fn thread_state(t: &ThreadSlot, now_ns: u64) -> ThreadState {
         tid: t.tid,
         calls: t.calls,
         total_ns: t.total_ns,
+        switched_out: in_syscall.is_some() && t.off_since_ns != 0,
         in_syscall,
     }
 }

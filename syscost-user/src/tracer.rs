@@ -202,7 +202,9 @@ impl Tracer {
                 ("cand_filter_enter", "sys_enter"),
             ],
             "btf" => &[],
-            other => anyhow::bail!("no benchmark variant '{other}' (floor, clock, hist, filter, btf)"),
+            other => {
+                anyhow::bail!("no benchmark variant '{other}' (floor, clock, hist, filter, btf)")
+            }
         };
         let sizes = TableSizes::for_slots(1);
         let (mut ebpf, _) = load_object(false, 1, &sizes)?;

@@ -68,6 +68,15 @@ fn parse_count(s: &str) -> Option<u64> {
 /// A busy getppid workload and `syscost attach` on it in a tmux pane of `w` x `h`;
 /// `None` (with a loud line) when tmux is missing outside CI.
 fn live_view(name: &str, w: u16, h: u16) -> Option<(Tmux, Reaped)> {
+    let busy = Command::new(workload_path())
+        .args(["getppid", "100000000000"])
+        .stdout(Stdio::null())
+        .spawn_reaped();
+    live_view_of(name, w, h, busy)
+}
+
+/// `syscost attach` on `target` in a tmux pane of `w` x `h`.
+fn live_view_of(name: &str, w: u16, h: u16, busy: Reaped) -> Option<(Tmux, Reaped)> {
     if Command::new("tmux").arg("-V").output().is_err() {
         assert_ne!(
             std::env::var("CI").as_deref(),
@@ -79,10 +88,6 @@ fn live_view(name: &str, w: u16, h: u16) -> Option<(Tmux, Reaped)> {
         );
         return None;
     }
-    let busy = Command::new(workload_path())
-        .args(["getppid", "100000000000"])
-        .stdout(Stdio::null())
-        .spawn_reaped();
     let tmux = Tmux {
         socket: format!("syscost-test-{name}-{}", std::process::id()),
     };
@@ -246,4 +251,52 @@ fn signals_restore_the_terminal_and_print_the_table() {
         busy.kill().unwrap();
         busy.wait().unwrap();
     }
+}
+
+#[test]
+fn a_call_blocked_now_shows_as_stuck() {
+    let Some(_t) = root_test("a_call_blocked_now_shows_as_stuck") else {
+        return;
+    };
+    // A readv that blocks 8 s on a pipe, started once the view is up.
+    let mut work = Command::new(workload_path())
+        .args(["--wait-stdin", "pipe-block", "1", "8000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = std::io::BufReader::new(work.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let pid = work.id();
+    let Some((tmux, mut work)) = live_view_of("stuck", 100, 30, work) else {
+        return;
+    };
+    tmux.wait_for("the live view", |s| s.contains(&format!("pid {pid}")));
+    {
+        use std::io::Write as _;
+        writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    }
+    let started = std::time::Instant::now();
+    let screen = tmux.wait_for("the stuck readv", |s| {
+        s.lines().any(|l| {
+            l.contains(" stuck: tid ") && l.contains(" in readv for ") && l.contains("(blocked)")
+        })
+    });
+    // Shown while it is blocked: within 2 s of passing the 1 s mark, long before the
+    // call returns after 8 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(3) + Duration::from_millis(500),
+        "shown after {:?}: {screen}",
+        started.elapsed()
+    );
+    assert!(
+        row_calls(&screen, "readv").is_none(),
+        "the readv has not returned: {screen}"
+    );
+    tmux.cmd()
+        .args(["send-keys", "-t", "t", "q"])
+        .status()
+        .unwrap();
+    tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
 }

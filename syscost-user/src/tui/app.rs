@@ -102,6 +102,19 @@ pub struct ThreadRow {
     pub now: String,
 }
 
+/// A call in progress for longer than [`STUCK_AFTER`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StuckCall {
+    pub tid: u32,
+    pub syscall: String,
+    pub elapsed: Duration,
+    /// Switched out (blocked, or waiting for a CPU) rather than running.
+    pub blocked: bool,
+}
+
+/// How long a call runs before the header shows it as stuck.
+pub const STUCK_AFTER: Duration = Duration::from_secs(1);
+
 /// One refresh worth of data, made by the sampler.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
@@ -114,6 +127,8 @@ pub struct Sample {
     pub overhead: Option<Overhead>,
     /// Why there is no own-cost figure yet ("measuring", no privilege for it, off).
     pub overhead_note: Option<String>,
+    /// Calls in progress for longer than [`STUCK_AFTER`], longest first.
+    pub stuck: Vec<StuckCall>,
 }
 
 /// Calls per second over an interval; none before an interval has passed (a rate over a
@@ -138,6 +153,7 @@ pub struct App {
     pub rates: BTreeMap<String, VecDeque<u64>>,
     pub overhead: Option<Overhead>,
     pub overhead_note: Option<String>,
+    pub stuck: Vec<StuckCall>,
     pub threads: Vec<ThreadRow>,
     /// `--per` unit syscall.
     pub per: Option<String>,
@@ -169,6 +185,7 @@ impl App {
             rates: BTreeMap::new(),
             overhead: None,
             overhead_note: None,
+            stuck: Vec::new(),
             threads: Vec::new(),
             per: None,
             hint: None,
@@ -209,6 +226,7 @@ impl App {
         self.threads = sample.threads;
         self.overhead = sample.overhead;
         self.overhead_note = sample.overhead_note;
+        self.stuck = sample.stuck;
         self.clamp_selection();
     }
 
@@ -414,6 +432,7 @@ pub mod tests {
                     cpu_percent: 0.4,
                 }),
                 overhead_note: None,
+                stuck: Vec::new(),
             });
         }
         app
@@ -474,6 +493,7 @@ pub mod tests {
             thread_count: 1,
             overhead: None,
             overhead_note: None,
+            stuck: Vec::new(),
         });
         assert_eq!(app.cumulative, before, "a paused view does not change");
         assert_eq!(app.rates["read"].len(), 5);

@@ -18,7 +18,7 @@ use std::{
 use anyhow::{Context as _, Result};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
-use self::app::{App, Overhead, Sample, TargetInfo, ThreadRow};
+use self::app::{App, Overhead, STUCK_AFTER, Sample, StuckCall, TargetInfo, ThreadRow};
 use crate::{
     collector::Snapshot,
     process::{self, Process},
@@ -83,8 +83,22 @@ impl Feed {
         let now = s.snapshot(0)?;
         let step = self.series.next(now.clone());
         let tids = task_ids(self.pid);
+        let states = s.threads(&tids);
+        let mut stuck: Vec<StuckCall> = states
+            .iter()
+            .filter_map(|t| {
+                let (id, elapsed) = t.in_syscall?;
+                (elapsed >= STUCK_AFTER).then(|| StuckCall {
+                    tid: t.tid,
+                    syscall: id.name(),
+                    elapsed,
+                    blocked: t.switched_out,
+                })
+            })
+            .collect();
+        stuck.sort_by_key(|c| std::cmp::Reverse(c.elapsed));
         let threads = if with_threads {
-            s.threads(&tids)
+            states
                 .into_iter()
                 .map(|t| ThreadRow {
                     tid: t.tid,
@@ -132,6 +146,7 @@ impl Feed {
             thread_count: tids.len(),
             overhead,
             overhead_note,
+            stuck,
         };
         Ok((now, sample))
     }

@@ -14,7 +14,10 @@ use crate::{latency, report::strace_table::per_unit, units::human_ns};
 /// Draws the whole screen.
 pub fn render(frame: &mut Frame, app: &App) {
     let detail_height = if frame.area().height >= 30 { 12 } else { 8 };
-    let header_height = 3 + u16::from(app.hint.is_some());
+    // The stuck line takes the third line when nothing else uses it.
+    let third_used = app.exited || app.per.is_some();
+    let header_height =
+        3 + u16::from(app.hint.is_some()) + u16::from(!app.stuck.is_empty() && third_used);
     let [header, main, detail, footer] = Layout::vertical([
         Constraint::Length(header_height),
         Constraint::Min(5),
@@ -114,7 +117,32 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
             None => Line::from(""),
         }
     };
-    let mut lines = vec![Line::from(first), second, third];
+    let third_used = app.exited || app.per.is_some();
+    let mut lines = vec![Line::from(first), second];
+    if third_used || app.stuck.is_empty() {
+        lines.push(third);
+    }
+    if let Some(longest) = app.stuck.first() {
+        let more = match app.stuck.len() - 1 {
+            0 => String::new(),
+            n => format!(" · {n} more over 1s"),
+        };
+        lines.push(
+            Line::from(format!(
+                " stuck: tid {} in {} for {} ({}){more}",
+                longest.tid,
+                longest.syscall,
+                human_ns(longest.elapsed.as_nanos() as u64),
+                if longest.blocked {
+                    "blocked"
+                } else {
+                    "on a CPU"
+                }
+            ))
+            .fg(Color::Yellow)
+            .bold(),
+        );
+    }
     if let Some(hint) = &app.hint {
         lines.push(Line::from(format!(" {hint}")).fg(Color::Cyan));
     }
@@ -486,6 +514,26 @@ mod tests {
         let mut app = sample_app();
         app.selected = 2;
         insta::assert_snapshot!(draw(&app, 100, 30).backend());
+    }
+
+    #[test]
+    fn a_stuck_call_in_the_header() {
+        let mut app = sample_app();
+        app.stuck = vec![
+            crate::tui::app::StuckCall {
+                tid: 4243,
+                syscall: "read".into(),
+                elapsed: std::time::Duration::from_millis(31_200),
+                blocked: true,
+            },
+            crate::tui::app::StuckCall {
+                tid: 4244,
+                syscall: "futex".into(),
+                elapsed: std::time::Duration::from_millis(1_500),
+                blocked: true,
+            },
+        ];
+        insta::assert_snapshot!(draw(&app, 80, 24).backend());
     }
 
     #[test]

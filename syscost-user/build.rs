@@ -21,5 +21,32 @@ fn main() -> anyhow::Result<()> {
         root_dir: root_dir.as_str(),
         ..Default::default()
     };
-    aya_build::build_ebpf([package], Toolchain::default())
+    aya_build::build_ebpf([package], Toolchain::default())?;
+    version_facts()
+}
+
+/// The commit (`git rev-parse`, "unknown" outside a clone) and a build id of the kernel
+/// programs (FNV-1a of the object), for `syscost --version`.
+fn version_facts() -> anyhow::Result<()> {
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".to_string());
+    println!("cargo:rustc-env=SYSCOST_GIT_COMMIT={commit}");
+    for head in ["../.git/HEAD", "../.git/refs/heads"] {
+        if std::path::Path::new(head).exists() {
+            println!("cargo:rerun-if-changed={head}");
+        }
+    }
+    let out = std::env::var("OUT_DIR").context("OUT_DIR")?;
+    let object = std::fs::read(std::path::Path::new(&out).join("syscost"))
+        .context("the kernel programs' object")?;
+    let hash = object.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    println!("cargo:rustc-env=SYSCOST_EBPF_BUILD_ID={hash:016x}");
+    Ok(())
 }

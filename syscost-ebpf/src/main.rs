@@ -682,6 +682,13 @@ pub fn cand_filter_exit(_ctx: RawTracePointContext) -> i32 {
     0
 }
 
+/// `syscost doctor` tries to load this to tell whether fentry/fexit programs may load
+/// on this host (never attached).
+#[aya_ebpf::macros::fentry(function = "do_exit")]
+pub fn doctor_fentry(_ctx: aya_ebpf::programs::FEntryContext) -> u32 {
+    0
+}
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {

@@ -14,10 +14,21 @@ use crate::{
     syscall_names,
 };
 
+/// `syscost --version`: the version, the commit it was built from and a build id of the
+/// kernel programs it carries (a hash of the object, set by the build script).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SYSCOST_GIT_COMMIT"),
+    ", kernel programs ",
+    env!("SYSCOST_EBPF_BUILD_ID"),
+    ")"
+);
+
 /// Syscall profiler: per-syscall counts, errors and latency from kernel tracepoints,
 /// at a cost of nanoseconds per call.
 #[derive(Debug, Parser)]
-#[command(name = "syscost", version, about, long_about = None)]
+#[command(name = "syscost", version = VERSION, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -58,6 +69,9 @@ pub enum Command {
     /// Serve processes' syscall counters to Prometheus (OpenMetrics), without a terminal,
     /// until stopped.
     Export(ExportArgs),
+    /// What this host offers and what syscost can do on it, one line each with the fix
+    /// when something is missing; exit status 0 when everything syscost needs is there.
+    Doctor,
     /// The echo-server lab under steady load, with the live view on the server.
     Demo(DemoArgs),
     /// The reference workloads: an epoll echo server and its load generator.

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => syscost_user::bench::compare::compare(args),
         Command::Lab(lab) => commands::lab::lab(lab),
         Command::Demo(args) => commands::demo::demo(args),
+        Command::Doctor => commands::doctor::doctor(),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

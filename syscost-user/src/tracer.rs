@@ -227,6 +227,19 @@ impl Tracer {
         Ok(ebpf)
     }
 
+    /// Whether an fentry program loads here (loaded, never attached, then dropped).
+    pub fn fentry_loads() -> Result<()> {
+        let sizes = TableSizes::for_slots(1);
+        let (mut ebpf, _) = load_object(false, 1, &sizes)?;
+        let btf = aya::Btf::from_sys_fs().context("cannot read the kernel's BTF")?;
+        let prog: &mut aya::programs::FEntry = ebpf
+            .program_mut("doctor_fentry")
+            .context("program doctor_fentry missing from the object")?
+            .try_into()?;
+        prog.load("do_exit", &btf)
+            .map_err(|e| anyhow::Error::new(e).context("fentry refused"))
+    }
+
     /// Starts tracing every thread of process `tgid`, those it creates later included,
     /// in the first slot.
     pub fn trace_process(&mut self, tgid: u32) -> Result<()> {

@@ -428,6 +428,76 @@ fn every_command_works_with_cap_bpf_and_cap_perfmon() {
 }
 
 #[test]
+fn doctor_agrees_with_what_the_commands_manage() {
+    let Some(_t) = root_test("doctor_agrees_with_what_the_commands_manage") else {
+        return;
+    };
+    let line = |out: &str, tag: &str, what: &str| {
+        out.lines()
+            .any(|l| l.starts_with(tag) && l[tag.len()..].trim_start().starts_with(what))
+    };
+    // As root: everything syscost needs, the own cost included (as `run` showed above).
+    let o = output(syscost().arg("doctor"));
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    for what in [
+        "privileges:",
+        "BTF:",
+        "PID namespace:",
+        "raw tracepoints:",
+        "BPF run-time statistics:",
+    ] {
+        assert!(line(&out, "ok", what), "{what} not ok:\n{out}");
+    }
+    assert!(
+        line(&out, "info", "memory:") && out.contains("attach takes"),
+        "{out}"
+    );
+    assert!(out.contains("fentry/fexit:"), "{out}");
+    // With CAP_BPF and CAP_PERFMON: what `run`, `attach` and `export` manage there
+    // (every_command_works_with_cap_bpf_and_cap_perfmon), and no own cost.
+    let o = output(with_bpf_caps().arg("doctor"));
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(line(&out, "ok", "raw tracepoints:"), "{out}");
+    assert!(line(&out, "limited", "BPF run-time statistics:"), "{out}");
+    // Without any: what every command refuses.
+    let o = output(
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--",
+            ])
+            .arg(env!("CARGO_BIN_EXE_syscost"))
+            .arg("doctor"),
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(line(&out, "MISSING", "privileges:"), "{out}");
+}
+
+#[test]
+fn version_names_the_commit_and_the_kernel_programs() {
+    let o = output(syscost().arg("--version"));
+    let v = stdout(&o);
+    assert!(o.status.success());
+    assert!(
+        v.starts_with(&format!("syscost {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{v}"
+    );
+    let id = v
+        .split("kernel programs ")
+        .nth(1)
+        .unwrap_or("")
+        .trim_end_matches(")\n");
+    assert_eq!(id.len(), 16, "{v}");
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()), "{v}");
+}
+
+#[test]
 fn compare_runs_every_way_and_counts_exactly() {
     let Some(_t) = root_test("compare_runs_every_way") else {
         return;

@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod demo;
+pub mod doctor;
 pub mod export;
 pub mod lab;
 pub mod report;

@@ -1,0 +1,342 @@
+//! `syscost doctor`: what this host offers and what syscost will be able to do, one line
+//! each, with the fix when something is missing. Exit status 0 when everything syscost
+//! needs is there.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use crate::{
+    kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process, tracer, tracer::Tracer,
+};
+
+/// How a check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Present and working.
+    Ok,
+    /// Missing, and syscost cannot work without it.
+    Missing,
+    /// Missing, and a feature of syscost goes without it.
+    Limited,
+    /// A fact about the host, neither good nor bad.
+    Info,
+}
+
+/// One line of the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    pub what: &'static str,
+    pub status: Status,
+    /// What was found.
+    pub detail: String,
+    /// What to do about it, when something is missing.
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn new(what: &'static str, status: Status, detail: impl Into<String>) -> Self {
+        Self {
+            what,
+            status,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+/// The report as text, one line a check.
+pub fn render(checks: &[Check]) -> String {
+    let mut out = String::new();
+    for c in checks {
+        let tag = match c.status {
+            Status::Ok => "ok     ",
+            Status::Missing => "MISSING",
+            Status::Limited => "limited",
+            Status::Info => "info   ",
+        };
+        let _ = write!(out, "{tag} {}: {}", c.what, c.detail);
+        if let Some(fix) = &c.fix {
+            let _ = write!(out, " (fix: {fix})");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// 0 when nothing syscost needs is missing, 1 otherwise.
+pub fn exit_status(checks: &[Check]) -> i32 {
+    i32::from(checks.iter().any(|c| c.status == Status::Missing))
+}
+
+/// `major.minor` of a kernel release string ("6.18.44-fc-v657" -> (6, 18)).
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(['.', '-']);
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// The mount point of cgroup v2 in a /proc/self/mountinfo text.
+pub fn cgroup2_mount(mountinfo: &str) -> Option<String> {
+    mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next()? == "cgroup2")
+            .then(|| left.split_whitespace().nth(4).map(str::to_string))
+            .flatten()
+    })
+}
+
+/// The lockdown mode in /sys/kernel/security/lockdown ("none [integrity] ...").
+pub fn lockdown_mode(text: &str) -> Option<String> {
+    let start = text.find('[')?;
+    let end = text[start..].find(']')?;
+    Some(text[start + 1..start + end].to_string())
+}
+
+fn release() -> String {
+    // SAFETY: uname fills one utsname.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    // SAFETY: uname NUL-terminates its fields.
+    unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs every check on this host.
+pub fn checks() -> Vec<Check> {
+    let mut out = Vec::new();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let caps = privileges::effective_caps(&status).unwrap_or(0);
+    let privileged = privileges::caps_suffice(caps);
+    out.push(if privileged {
+        Check::new("privileges", Status::Ok, "may load and attach BPF programs")
+    } else {
+        Check::new("privileges", Status::Missing, "cannot load BPF programs")
+            .fix("run as root, or with CAP_BPF and CAP_PERFMON")
+    });
+
+    let rel = release();
+    out.push(match kernel_version(&rel) {
+        Some(v) if v >= (5, 18) => Check::new("kernel", Status::Ok, format!("{rel}")),
+        Some(_) => Check::new(
+            "kernel",
+            Status::Limited,
+            format!("{rel}: sched_switch has no prev_state before 5.18"),
+        )
+        .fix("use --no-offcpu"),
+        None => Check::new(
+            "kernel",
+            Status::Info,
+            format!("release '{rel}' not understood"),
+        ),
+    });
+
+    out.push(match KernelLayout::read() {
+        Ok(_) => Check::new(
+            "BTF",
+            Status::Ok,
+            "/sys/kernel/btf/vmlinux has the layouts syscost reads",
+        ),
+        Err(e) => Check::new("BTF", Status::Missing, format!("{e:#}"))
+            .fix("a kernel built with CONFIG_DEBUG_INFO_BTF"),
+    });
+
+    out.push(match process::check_pid_namespace() {
+        Ok(()) => Check::new("PID namespace", Status::Ok, "the host's"),
+        Err(e) => Check::new("PID namespace", Status::Missing, format!("{e:#}"))
+            .fix("run syscost in the host's PID namespace"),
+    });
+
+    let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown")
+        .ok()
+        .and_then(|t| lockdown_mode(&t));
+    out.push(match lockdown.as_deref() {
+        Some("confidentiality") => Check::new(
+            "lockdown",
+            Status::Missing,
+            "confidentiality: BPF may not read kernel memory (task and register fields syscost needs)",
+        )
+        .fix("boot with lockdown=integrity or none"),
+        Some(mode) => Check::new("lockdown", Status::Ok, mode.to_string()),
+        None => Check::new(
+            "lockdown",
+            Status::Info,
+            "/sys/kernel/security/lockdown not readable (securityfs not mounted): mode unknown",
+        ),
+    });
+
+    if privileged {
+        out.push(match Tracer::load_floor("floor") {
+            Ok(programs) => {
+                drop(programs);
+                Check::new(
+                    "raw tracepoints",
+                    Status::Ok,
+                    "sys_enter and sys_exit programs load and attach",
+                )
+            }
+            Err(e) => Check::new("raw tracepoints", Status::Missing, format!("{e:#}")),
+        });
+        out.push(match Tracer::fentry_loads() {
+            Ok(()) => Check::new("fentry/fexit", Status::Ok, "programs load"),
+            Err(e) => {
+                let why = format!("{:#}", e.root_cause());
+                let os = why
+                    .rfind("(os error")
+                    .map_or(String::new(), |i| format!(" {}", &why[i..]));
+                Check::new(
+                    "fentry/fexit",
+                    Status::Info,
+                    format!(
+                        "refused by the kernel{os}: syscost does not need them (it uses raw tracepoints)"
+                    ),
+                )
+            }
+        });
+    } else {
+        out.push(Check::new(
+            "raw tracepoints",
+            Status::Info,
+            "not tried without privileges",
+        ));
+        out.push(Check::new(
+            "fentry/fexit",
+            Status::Info,
+            "not tried without privileges",
+        ));
+    }
+
+    out.push(match tracer::RunTimeStats::enable() {
+        Ok(stats) => {
+            drop(stats);
+            Check::new(
+                "BPF run-time statistics",
+                Status::Ok,
+                "syscost can measure its own cost",
+            )
+        }
+        Err(_) => Check::new(
+            "BPF run-time statistics",
+            Status::Limited,
+            crate::sampler::NEEDS_SYS_ADMIN.trim_start_matches("n/a: "),
+        )
+        .fix("run as root (CAP_SYS_ADMIN) for the own-cost figure"),
+    });
+
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    out.push(match cgroup2_mount(&mountinfo) {
+        Some(path) => Check::new("cgroup v2", Status::Ok, format!("mounted at {path}")),
+        None => Check::new("cgroup v2", Status::Info, "not mounted"),
+    });
+
+    let cpus = tracer::possible_cpus().unwrap_or(1);
+    let pid_max = process::pid_max().map_or("unknown".to_string(), |p| p.to_string());
+    let mb = |b: u64| b as f64 / 1e6;
+    out.push(Check::new(
+        "memory",
+        Status::Info,
+        format!(
+            "pid_max {pid_max}, {cpus} CPUs: attach takes {:.1} MB of maps, export of 64 processes {:.0} MB (neither depends on pid_max)",
+            mb(TableSizes::for_slots(1).memory(u64::from(cpus), 1)),
+            mb(TableSizes::for_slots(64).memory(u64::from(cpus), 64)),
+        ),
+    ));
+
+    out.push(other_tracers());
+    out
+}
+
+/// Other BPF programs on tracepoints: each runs on the events it is attached to, for
+/// every process (when they are on the syscall tracepoints, every syscall pays them).
+fn other_tracers() -> Check {
+    // BPF_PROG_TYPE_TRACEPOINT, _RAW_TRACEPOINT, _TRACING.
+    const TRACING_TYPES: [u32; 3] = [5, 17, 26];
+    let mut names = Vec::new();
+    for p in aya::programs::loaded_programs() {
+        let Ok(p) = p else {
+            return Check::new(
+                "other tracers",
+                Status::Info,
+                "cannot list loaded programs (needs CAP_SYS_ADMIN)",
+            );
+        };
+        let tracing = TRACING_TYPES.contains(&(p.program_type() as u32));
+        let name = p.name_as_str().unwrap_or("?").to_string();
+        let ours = tracer::PROGRAM_NAME_PREFIXES
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+            || name.starts_with("cand_");
+        if tracing && !ours {
+            names.push(name);
+        }
+    }
+    if names.is_empty() {
+        Check::new(
+            "other tracers",
+            Status::Ok,
+            "no other tracepoint programs loaded",
+        )
+    } else {
+        names.sort();
+        names.dedup();
+        Check::new(
+            "other tracers",
+            Status::Info,
+            format!(
+                "{} other tracepoint programs loaded ({}): those on sys_enter/sys_exit add to every syscall",
+                names.len(),
+                names.join(", ")
+            ),
+        )
+    }
+}
+
+/// `syscost doctor`.
+pub fn doctor() -> Result<i32> {
+    let checks = checks();
+    super::print_out(&render(&checks));
+    Ok(exit_status(&checks))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_host_facts() {
+        assert_eq!(kernel_version("6.18.44-fc-v657"), Some((6, 18)));
+        assert_eq!(kernel_version("5.4.0"), Some((5, 4)));
+        assert_eq!(kernel_version("x"), None);
+        let mountinfo = "25 1 0:23 / /sys rw - sysfs sysfs rw\n\
+                         31 25 0:27 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            cgroup2_mount(mountinfo).as_deref(),
+            Some("/sys/fs/cgroup/unified")
+        );
+        assert_eq!(
+            cgroup2_mount("25 1 0:23 / /sys rw - sysfs sysfs rw\n"),
+            None
+        );
+        assert_eq!(
+            lockdown_mode("none [integrity] confidentiality\n").as_deref(),
+            Some("integrity")
+        );
+    }
+
+    #[test]
+    fn exit_status_follows_what_is_needed() {
+        let ok = Check::new("a", Status::Ok, "x");
+        let limited = Check::new("b", Status::Limited, "y").fix("z");
+        assert_eq!(exit_status(&[ok.clone(), limited.clone()]), 0);
+        let missing = Check::new("c", Status::Missing, "w");
+        assert_eq!(exit_status(&[ok, limited.clone(), missing]), 1);
+        assert_eq!(render(&[limited]), "limited b: y (fix: z)\n");
+    }
+}

@@ -124,7 +124,7 @@ pub fn checks() -> Vec<Check> {
 
     let rel = release();
     out.push(match kernel_version(&rel) {
-        Some(v) if v >= (5, 18) => Check::new("kernel", Status::Ok, format!("{rel}")),
+        Some(v) if v >= (5, 18) => Check::new("kernel", Status::Ok, rel.clone()),
         Some(_) => Check::new(
             "kernel",
             Status::Limited,

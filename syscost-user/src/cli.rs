@@ -69,6 +69,12 @@ pub enum Command {
     /// Serve processes' syscall counters to Prometheus (OpenMetrics), without a terminal,
     /// until stopped.
     Export(ExportArgs),
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell), e.g.
+    /// `syscost completions bash > /etc/bash_completion.d/syscost`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// What this host offers and what syscost can do on it, one line each with the fix
     /// when something is missing; exit status 0 when everything syscost needs is there.
     Doctor,

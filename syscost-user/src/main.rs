@@ -22,6 +22,11 @@ fn main() -> ExitCode {
         Command::Lab(lab) => commands::lab::lab(lab),
         Command::Demo(args) => commands::demo::demo(args),
         Command::Doctor => commands::doctor::doctor(),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "syscost", &mut std::io::stdout());
+            Ok(0)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

@@ -22,6 +22,26 @@ fn bad_argument(args: &[&str], expected: &str) {
 }
 
 #[test]
+fn completions_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F _syscost"),
+        ("zsh", "#compdef syscost"),
+        ("fish", "complete -c syscost"),
+    ] {
+        let o = output(syscost().args(["completions", shell]));
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let text = stdout(&o);
+        assert!(text.contains(marker), "{shell}: {text}");
+        // The subcommands are offered.
+        for sub in ["attach", "run", "doctor"] {
+            assert!(text.contains(sub), "{shell} lacks {sub}");
+        }
+    }
+    let o = output(syscost().args(["completions", "tcsh"]));
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
 fn values_out_of_range_are_refused() {
     bad_argument(
         &["attach", "-p", "1", "-d", "0"],

@@ -324,20 +324,24 @@ fn entry_for(slot: u32, key: u32, nr: u64) -> Option<*mut StatsEntry> {
         return Some(e);
     }
     let big = BigKey { slot, key, nr };
-    if let Some(pos) = BIG_INDEX.get_ptr(big) {
-        let pos = unsafe { *pos };
-        if pos != 0 {
-            let cpu = unsafe { bpf_get_smp_processor_id() };
-            return POOL.get_ptr_mut(cpu * per_cpu + pos - 1);
+    // BIG_INDEX is a per-CPU hash: its keys are shared by all CPUs, each CPU has a value
+    // of its own (0 on the CPUs that have not seen the number yet). A failed insert is
+    // another CPU's insert of the same key, or a full map (then the lookup fails too and
+    // the call is dropped and counted, rather than taking a pool entry each time).
+    let pos = match BIG_INDEX.get_ptr_mut(big) {
+        Some(p) => p,
+        None => {
+            let _ = BIG_INDEX.insert(big, 0, u64::from(BPF_NOEXIST));
+            BIG_INDEX.get_ptr_mut(big)?
         }
+    };
+    let known = unsafe { *pos };
+    if known != 0 {
+        let cpu = unsafe { bpf_get_smp_processor_id() };
+        return POOL.get_ptr_mut(cpu * per_cpu + known - 1);
     }
-    // With no room left to remember a new number, the call is dropped (and counted),
-    // rather than taking a pool entry each time.
-    BIG_INDEX.insert(big, 0, u64::from(BPF_NOEXIST)).ok()?;
     let (e, i) = new_entry(slot, key, nr)?;
-    if let Some(pos) = BIG_INDEX.get_ptr_mut(big) {
-        unsafe { *pos = i + 1 };
-    }
+    unsafe { *pos = i + 1 };
     Some(e)
 }
 

@@ -258,9 +258,9 @@ fn a_call_blocked_now_shows_as_stuck() {
     let Some(_t) = root_test("a_call_blocked_now_shows_as_stuck") else {
         return;
     };
-    // A readv that blocks 8 s on a pipe, started once the view is up.
+    // One thread sleeping 8 s in clock_nanosleep, started once the view is up.
     let mut work = Command::new(workload_path())
-        .args(["--wait-stdin", "pipe-block", "1", "8000"])
+        .args(["--wait-stdin", "sleep", "8000"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn_reaped();
@@ -278,9 +278,11 @@ fn a_call_blocked_now_shows_as_stuck() {
         writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     }
     let started = std::time::Instant::now();
-    let screen = tmux.wait_for("the stuck readv", |s| {
+    let screen = tmux.wait_for("the stuck clock_nanosleep", |s| {
         s.lines().any(|l| {
-            l.contains(" stuck: tid ") && l.contains(" in readv for ") && l.contains("(blocked)")
+            l.contains(" stuck: tid ")
+                && l.contains(" in clock_nanosleep for ")
+                && l.contains("(switched out)")
         })
     });
     // Shown while it is blocked: within 2 s of passing the 1 s mark, long before the
@@ -291,8 +293,8 @@ fn a_call_blocked_now_shows_as_stuck() {
         started.elapsed()
     );
     assert!(
-        row_calls(&screen, "readv").is_none(),
-        "the readv has not returned: {screen}"
+        row_calls(&screen, "clock_nanosleep").is_none(),
+        "the sleep has not returned: {screen}"
     );
     tmux.cmd()
         .args(["send-keys", "-t", "t", "q"])

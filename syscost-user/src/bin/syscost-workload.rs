@@ -15,7 +15,8 @@
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
 //!   exit CODE          exits with CODE
 //!   mixed-forever K    K threads calling close(-1) and getppid in a loop until killed
-//!   numbers N A B ...  N calls each of the raw syscall numbers A, B, ... (ENOSYS)
+//!   numbers N A B ...  N calls each of the raw syscall numbers A, B, ... (ENOSYS), half
+//!                      of them on CPU 0 and half on CPU 1
 //!   numbers-forever A B  the raw syscall numbers A..B in turn, until killed
 //!   leader-exit N      the main thread exits first (SYS_exit); another thread then
 //!                      makes N getppid calls and ends the process
@@ -46,6 +47,16 @@ fn pipe() -> (i32, i32) {
     // SAFETY: pipe fills two fds.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe failed");
     (fds[0], fds[1])
+}
+
+/// Pins this thread to CPU `cpu`.
+fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t with one CPU set, for this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }
 
 fn arg(args: &[String], i: usize) -> u64 {
@@ -227,10 +238,15 @@ fn work(args: &[String]) {
         Some("numbers") => {
             let n = arg(args, 1);
             let numbers: Vec<i64> = (2..args.len()).map(|i| arg(args, i) as i64).collect();
+            let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
             for &nr in &numbers {
-                for _ in 0..n {
-                    // SAFETY: a number the kernel does not know returns ENOSYS.
-                    unsafe { libc::syscall(nr) };
+                // Half the calls on each of two CPUs: each CPU's statistics see the number.
+                for half in 0..2 {
+                    pin(half % cpus);
+                    for _ in 0..n / 2 + (n % 2) * half as u64 {
+                        // SAFETY: a number the kernel does not know returns ENOSYS.
+                        unsafe { libc::syscall(nr) };
+                    }
                 }
             }
         }

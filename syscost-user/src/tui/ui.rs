@@ -125,7 +125,10 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
     if let Some(longest) = app.stuck.first() {
         let more = match app.stuck.len() - 1 {
             0 => String::new(),
-            n => format!(" · {n} more over 1s"),
+            n => format!(
+                " · {n} more over {}",
+                human_ns(crate::tui::app::STUCK_AFTER.as_nanos() as u64)
+            ),
         };
         lines.push(
             Line::from(format!(
@@ -134,7 +137,7 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
                 longest.syscall,
                 human_ns(longest.elapsed.as_nanos() as u64),
                 if longest.blocked {
-                    "blocked"
+                    "switched out"
                 } else {
                     "on a CPU"
                 }

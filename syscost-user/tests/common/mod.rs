@@ -101,7 +101,11 @@ pub fn loaded_syscost_programs() -> Vec<(u32, String)> {
     aya::programs::loaded_programs()
         .filter_map(Result::ok)
         .filter_map(|p| p.name_as_str().map(|n| (p.id(), n.to_string())))
-        .filter(|(_, n)| n.starts_with("syscost_") || n.starts_with("floor_sys_"))
+        .filter(|(_, n)| {
+            ["syscost_", "floor_sys_", "cand_", "doctor_"]
+                .iter()
+                .any(|prefix| n.starts_with(prefix))
+        })
         .collect()
 }
 

@@ -75,6 +75,9 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Write the manual pages, syscost(1) and one per command, into DIR (for packaging).
+    #[command(hide = true)]
+    Man { dir: PathBuf },
     /// What this host offers and what syscost can do on it, one line each with the fix
     /// when something is missing; exit status 0 when everything syscost needs is there.
     Doctor,

@@ -38,6 +38,46 @@ impl KernelLayout {
     }
 }
 
+/// The oldest kernel syscost runs on (BPF_F_MMAPABLE arrays, `bpf_probe_read_kernel`,
+/// aya-log's ring buffer), and the oldest with the on-CPU split (sched_switch's
+/// `prev_state`).
+pub const KERNEL_FLOOR: (u32, u32) = (5, 8);
+pub const KERNEL_FLOOR_OFFCPU: (u32, u32) = (5, 18);
+
+/// The running kernel's release ("6.18.44-fc-v657").
+pub fn release() -> String {
+    // SAFETY: uname fills one utsname.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    // SAFETY: uname NUL-terminates its fields.
+    unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `major.minor` of a kernel release string ("6.18.44-fc-v657" -> (6, 18)).
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(['.', '-']);
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// Fails on a kernel older than syscost needs (with `offcpu`, the on-CPU split).
+pub fn check_kernel(offcpu: bool) -> Result<()> {
+    let rel = release();
+    let Some(v) = kernel_version(&rel) else {
+        return Ok(());
+    };
+    if v < KERNEL_FLOOR {
+        bail!("syscost needs Linux 5.8 or later; this kernel is {rel}");
+    }
+    if offcpu && v < KERNEL_FLOOR_OFFCPU {
+        bail!("the on-CPU split needs Linux 5.18 or later (this kernel is {rel}): use --no-offcpu");
+    }
+    Ok(())
+}
+
 /// Byte offset of `member` in `struct name`.
 fn member_offset(btf: &Btf, name: &str, member: &str) -> Result<u64> {
     for t in btf.resolve_types_by_name(name)? {

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         Command::Lab(lab) => commands::lab::lab(lab),
         Command::Demo(args) => commands::demo::demo(args),
         Command::Doctor => commands::doctor::doctor(),
+        Command::Man { dir } => commands::man_pages(dir),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "syscost", &mut std::io::stdout());

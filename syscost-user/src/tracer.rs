@@ -124,6 +124,7 @@ fn programs(offcpu: bool) -> Vec<(&'static str, &'static str)> {
 impl Tracer {
     /// Loads and attaches the programs. Nothing is traced until [`Tracer::trace_process`].
     pub fn load(options: TracerOptions) -> Result<Self> {
+        crate::kernel_btf::check_kernel(options.offcpu)?;
         let slots = options.slots.max(1);
         let mut sizes = TableSizes::for_slots(slots);
         if let Ok(spec) = std::env::var("SYSCOST_TABLE_SIZES") {

@@ -1,9 +1,10 @@
-//! Project tasks: `cargo xtask setup | build | test | demo | bench | run`.
+//! Project tasks: `cargo xtask setup | build | test | demo | bench | dist | run`.
 //!
 //! `setup` makes a fresh machine ready and does nothing on a ready one; every other task
 //! runs it first, so nothing is ever installed by hand.
 
 mod bench;
+mod dist;
 mod setup;
 
 use std::{
@@ -57,6 +58,13 @@ enum Task {
         #[arg(long)]
         no_peers: bool,
     },
+    /// Build the Debian package and a release tarball under target/dist (binary with the
+    /// kernel programs, manual pages, completions, README).
+    Dist {
+        /// Also install the package, run it, remove it and check nothing is left (root).
+        #[arg(long)]
+        check: bool,
+    },
     /// Build and run `syscost` with these arguments, e.g. `cargo xtask run -- run -- ls`.
     Run {
         #[arg(last = true)]
@@ -90,6 +98,10 @@ fn main() -> Result<()> {
                 .context("cannot start target/release/syscost")?;
             std::process::exit(status.code().unwrap_or(1));
         }
+        Task::Dist { check } => {
+            build(&root)?;
+            dist::dist(&root, check)
+        }
         Task::Run { args } => {
             build(&root)?;
             let status = Command::new(root.join("target/release/syscost"))
@@ -121,6 +133,17 @@ fn build(root: &Path) -> Result<()> {
 }
 
 fn test(root: &Path, extra: &[String]) -> Result<()> {
+    test_crates(root, extra)?;
+    // The package: built, installed, run, removed, nothing left (root only; the whole
+    // suite only, not a filtered run).
+    if setup::is_root() && extra.is_empty() {
+        build(root)?;
+        dist::dist(root, true)?;
+    }
+    Ok(())
+}
+
+fn test_crates(root: &Path, extra: &[String]) -> Result<()> {
     if !setup::is_root() {
         eprintln!(
             "\n*** not root: the tests that load BPF programs will be SKIPPED (under CI=true they fail). Run `sudo -E cargo xtask test`. ***\n"

@@ -37,6 +37,15 @@ pub fn setup() -> Result<()> {
     Ok(())
 }
 
+/// cargo-deb, for `cargo xtask dist`: installed once, like bpf-linker.
+pub fn cargo_deb() -> Result<()> {
+    if cargo_home().join("bin/cargo-deb").exists() || has_command("cargo-deb") {
+        return Ok(());
+    }
+    eprintln!("setup: installing cargo-deb (for the Debian package)");
+    run(Command::new("cargo").args(["install", "cargo-deb@3.8.0", "--locked"]))
+}
+
 pub fn is_root() -> bool {
     // Read through /proc: xtask needs no libc dependency for one uid.
     fs::read_to_string("/proc/self/status")

@@ -7,7 +7,10 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use crate::{
-    kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process, tracer, tracer::Tracer,
+    kernel_btf::{self, KernelLayout},
+    map_sizes::TableSizes,
+    privileges, process, tracer,
+    tracer::Tracer,
 };
 
 /// How a check came out.
@@ -74,12 +77,6 @@ pub fn exit_status(checks: &[Check]) -> i32 {
     i32::from(checks.iter().any(|c| c.status == Status::Missing))
 }
 
-/// `major.minor` of a kernel release string ("6.18.44-fc-v657" -> (6, 18)).
-pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
-    let mut parts = release.split(['.', '-']);
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-}
-
 /// The mount point of cgroup v2 in a /proc/self/mountinfo text.
 pub fn cgroup2_mount(mountinfo: &str) -> Option<String> {
     mountinfo.lines().find_map(|l| {
@@ -97,18 +94,6 @@ pub fn lockdown_mode(text: &str) -> Option<String> {
     Some(text[start + 1..start + end].to_string())
 }
 
-fn release() -> String {
-    // SAFETY: uname fills one utsname.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return String::new();
-    }
-    // SAFETY: uname NUL-terminates its fields.
-    unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// Runs every check on this host.
 pub fn checks() -> Vec<Check> {
     let mut out = Vec::new();
@@ -122,15 +107,19 @@ pub fn checks() -> Vec<Check> {
             .fix("run as root, or with CAP_BPF and CAP_PERFMON")
     });
 
-    let rel = release();
-    out.push(match kernel_version(&rel) {
-        Some(v) if v >= (5, 18) => Check::new("kernel", Status::Ok, rel.clone()),
-        Some(_) => Check::new(
+    let rel = kernel_btf::release();
+    out.push(match kernel_btf::kernel_version(&rel) {
+        Some(v) if v >= kernel_btf::KERNEL_FLOOR_OFFCPU => {
+            Check::new("kernel", Status::Ok, rel.clone())
+        }
+        Some(v) if v >= kernel_btf::KERNEL_FLOOR => Check::new(
             "kernel",
             Status::Limited,
             format!("{rel}: sched_switch has no prev_state before 5.18"),
         )
         .fix("use --no-offcpu"),
+        Some(_) => Check::new("kernel", Status::Missing, format!("{rel}: before 5.8"))
+            .fix("Linux 5.8 or later"),
         None => Check::new(
             "kernel",
             Status::Info,
@@ -311,9 +300,9 @@ mod tests {
 
     #[test]
     fn parses_host_facts() {
-        assert_eq!(kernel_version("6.18.44-fc-v657"), Some((6, 18)));
-        assert_eq!(kernel_version("5.4.0"), Some((5, 4)));
-        assert_eq!(kernel_version("x"), None);
+        assert_eq!(kernel_btf::kernel_version("6.18.44-fc-v657"), Some((6, 18)));
+        assert_eq!(kernel_btf::kernel_version("5.4.0"), Some((5, 4)));
+        assert_eq!(kernel_btf::kernel_version("x"), None);
         let mountinfo = "25 1 0:23 / /sys rw - sysfs sysfs rw\n\
                          31 25 0:27 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw\n";
         assert_eq!(

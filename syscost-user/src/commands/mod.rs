@@ -101,6 +101,36 @@ pub fn bench(args: &crate::cli::BenchArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// `syscost man DIR`: the manual pages generated from the command-line definitions:
+/// `syscost.1` and `syscost-COMMAND.1` for each visible command.
+pub fn man_pages(dir: &Path) -> Result<i32> {
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+    let write = |name: &str, cmd: clap::Command| -> Result<()> {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd)
+            .title(name.to_uppercase())
+            .render(&mut page)
+            .context("cannot render a manual page")?;
+        let path = dir.join(format!("{name}.1"));
+        std::fs::write(&path, page).with_context(|| format!("cannot write {}", path.display()))
+    };
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("syscost-{}", sub.get_name());
+        // The page's NAME and SYNOPSIS say `syscost COMMAND`.
+        let display = format!("syscost {}", sub.get_name());
+        write(
+            &name,
+            sub.clone()
+                .display_name(display)
+                .bin_name(format!("syscost {}", sub.get_name())),
+        )?;
+    }
+    write("syscost", cmd)?;
+    Ok(0)
+}
+
 /// `syscost refresh-cost -p PID`: traces PID, then times `refreshes` refreshes (a
 /// consistent snapshot and the profile made of it), in this process's CPU time.
 pub fn refresh_cost(pid: u32, refreshes: u32) -> Result<i32> {

@@ -1,0 +1,169 @@
+//! `cargo xtask dist`: the Debian package (cargo-deb) and a release tarball of the same
+//! files: the binary with its kernel programs embedded, manual pages, shell completions
+//! and the README. `--check` installs the package, runs it, removes it, and checks that
+//! nothing of it is left.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::setup::{self, run};
+
+/// Shells whose completions the package installs, with the file each is saved as.
+const COMPLETIONS: [(&str, &str); 3] = [
+    ("bash", "syscost.bash"),
+    ("zsh", "_syscost"),
+    ("fish", "syscost.fish"),
+];
+
+pub fn dist(root: &Path, check: bool) -> Result<()> {
+    let syscost = root.join("target/release/syscost");
+    let dist = root.join("target/dist");
+    let _ = fs::remove_dir_all(&dist);
+    let (man, completions) = (dist.join("man"), dist.join("completions"));
+    fs::create_dir_all(&completions)?;
+    run(Command::new(&syscost).arg("man").arg(&man))?;
+    for (shell, file) in COMPLETIONS {
+        let o = Command::new(&syscost)
+            .args(["completions", shell])
+            .output()
+            .context("cannot run syscost completions")?;
+        if !o.status.success() {
+            bail!("syscost completions {shell} failed");
+        }
+        fs::write(completions.join(file), o.stdout)?;
+    }
+
+    setup::cargo_deb()?;
+    run(Command::new("cargo")
+        .current_dir(root)
+        .env("PATH", setup::path_with_cargo_bin())
+        .args([
+            "deb",
+            "-p",
+            "syscost-user",
+            "--no-build",
+            "--no-strip",
+            "-o",
+        ])
+        .arg(&dist))?;
+    let deb = fs::read_dir(&dist)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .context("cargo deb wrote no package")?;
+
+    let version = env!("CARGO_PKG_VERSION");
+    let name = format!("syscost-{version}-{}-linux", std::env::consts::ARCH);
+    let stage = dist.join(&name);
+    for dir in ["bin", "share/man/man1", "share/completions"] {
+        fs::create_dir_all(stage.join(dir))?;
+    }
+    fs::copy(&syscost, stage.join("bin/syscost"))?;
+    for page in fs::read_dir(&man)? {
+        let page = page?.path();
+        fs::copy(
+            &page,
+            stage.join("share/man/man1").join(page.file_name().unwrap()),
+        )?;
+    }
+    for (_, file) in COMPLETIONS {
+        fs::copy(
+            completions.join(file),
+            stage.join("share/completions").join(file),
+        )?;
+    }
+    fs::copy(root.join("README.md"), stage.join("README.md"))?;
+    let tarball = dist.join(format!("{name}.tar.gz"));
+    run(Command::new("tar")
+        .arg("-czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&dist)
+        .arg(&name))?;
+    println!("{}\n{}", deb.display(), tarball.display());
+    if check {
+        install_check(&deb)?;
+    }
+    Ok(())
+}
+
+fn output(cmd: &mut Command) -> Result<String> {
+    let o = cmd
+        .output()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !o.status.success() {
+        bail!(
+            "{cmd:?} failed: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// Installs the package, runs the installed syscost, removes the package and checks that
+/// none of its files is left.
+fn install_check(deb: &Path) -> Result<()> {
+    if !setup::is_root() {
+        bail!("dist --check installs the package: run it as root");
+    }
+    if Command::new("dpkg")
+        .args(["-s", "syscost"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        bail!("a syscost package is already installed here: dist --check leaves it alone");
+    }
+    run(Command::new("dpkg").arg("-i").arg(deb))?;
+    let result = (|| -> Result<Vec<PathBuf>> {
+        let files: Vec<PathBuf> = output(Command::new("dpkg").args(["-L", "syscost"]))?
+            .lines()
+            .map(PathBuf::from)
+            .filter(|p| p.is_file())
+            .collect();
+        for needed in [
+            "/usr/bin/syscost",
+            "/usr/share/bash-completion/completions/syscost",
+        ] {
+            if !files.iter().any(|f| f == Path::new(needed)) {
+                bail!("the package does not install {needed}");
+            }
+        }
+        if !files.iter().any(|f| {
+            f.starts_with("/usr/share/man/man1") && f.to_string_lossy().contains("syscost-run.1")
+        }) {
+            bail!("the package installs no syscost-run(1) page");
+        }
+        // The syscost on PATH is the package's, and it profiles a command.
+        let which = output(Command::new("sh").args(["-c", "command -v syscost"]))?;
+        if which.trim() != "/usr/bin/syscost" {
+            bail!("syscost on PATH is {}, not the package's", which.trim());
+        }
+        let o = Command::new("/usr/bin/syscost")
+            .args(["run", "--", "true"])
+            .output()?;
+        if !o.status.success() || !String::from_utf8_lossy(&o.stderr).contains("execve") {
+            bail!(
+                "the installed syscost run -- true failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        println!(
+            "dist --check: installed {} files, syscost run -- true works",
+            files.len()
+        );
+        Ok(files)
+    })();
+    run(Command::new("dpkg").args(["--purge", "syscost"]))?;
+    let files = result?;
+    let left: Vec<&PathBuf> = files.iter().filter(|f| f.exists()).collect();
+    if !left.is_empty() {
+        bail!("files left after dpkg --purge: {left:?}");
+    }
+    println!("dist --check: removed, nothing left");
+    Ok(())
+}

@@ -488,6 +488,16 @@ fn version_names_the_commit_and_the_kernel_programs() {
         v.starts_with(&format!("syscost {} (commit ", env!("CARGO_PKG_VERSION"))),
         "{v}"
     );
+    // The commit it was built from, when built in a clone.
+    if let Ok(o) = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        && o.status.success()
+    {
+        let commit = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        assert!(v.contains(&format!("(commit {commit},")), "{v} vs {commit}");
+    }
     let id = v
         .split("kernel programs ")
         .nth(1)

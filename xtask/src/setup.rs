@@ -43,7 +43,11 @@ pub fn cargo_deb() -> Result<()> {
         return Ok(());
     }
     eprintln!("setup: installing cargo-deb (for the Debian package)");
-    run(Command::new("cargo").args(["install", "cargo-deb@3.8.0", "--locked"]))
+    run(
+        Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(env::temp_dir())
+            .args(["install", "cargo-deb@3.8.0", "--locked"]),
+    )
 }
 
 pub fn is_root() -> bool {

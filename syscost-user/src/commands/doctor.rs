@@ -171,7 +171,8 @@ pub fn checks() -> Vec<Check> {
                     "sys_enter and sys_exit programs load and attach",
                 )
             }
-            Err(e) => Check::new("raw tracepoints", Status::Missing, format!("{e:#}")),
+            Err(e) => Check::new("raw tracepoints", Status::Missing, format!("{e:#}"))
+                .fix("a kernel with CONFIG_BPF_SYSCALL and the raw syscall tracepoints (CONFIG_FTRACE_SYSCALLS)"),
         });
         out.push(match Tracer::fentry_loads() {
             Ok(()) => Check::new("fentry/fexit", Status::Ok, "programs load"),
@@ -222,7 +223,8 @@ pub fn checks() -> Vec<Check> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     out.push(match cgroup2_mount(&mountinfo) {
         Some(path) => Check::new("cgroup v2", Status::Ok, format!("mounted at {path}")),
-        None => Check::new("cgroup v2", Status::Info, "not mounted"),
+        None => Check::new("cgroup v2", Status::Info, "not mounted")
+            .fix("mount -t cgroup2 none /sys/fs/cgroup (only container-wide views need it)"),
     });
 
     let cpus = tracer::possible_cpus().unwrap_or(1);
@@ -258,10 +260,11 @@ fn other_tracers() -> Check {
         };
         let tracing = TRACING_TYPES.contains(&(p.program_type() as u32));
         let name = p.name_as_str().unwrap_or("?").to_string();
-        let ours = tracer::PROGRAM_NAME_PREFIXES
+        // doctor's own probe programs (the floor it just tried); another syscost's
+        // programs count: they cost every syscall too.
+        let ours = ["floor_sys_", "cand_", "doctor_"]
             .iter()
-            .any(|prefix| name.starts_with(prefix))
-            || name.starts_with("cand_");
+            .any(|prefix| name.starts_with(prefix));
         if tracing && !ours {
             names.push(name);
         }
@@ -279,7 +282,7 @@ fn other_tracers() -> Check {
             "other tracers",
             Status::Info,
             format!(
-                "{} other tracepoint programs loaded ({}): those on sys_enter/sys_exit add to every syscall",
+                "{} tracing programs loaded ({}): any attached to sys_enter/sys_exit adds to every syscall of the machine",
                 names.len(),
                 names.join(", ")
             ),

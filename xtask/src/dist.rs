@@ -78,11 +78,15 @@ pub fn dist(root: &Path, check: bool) -> Result<()> {
             stage.join("share/man/man1").join(page.file_name().unwrap()),
         )?;
     }
-    for (_, file) in COMPLETIONS {
-        fs::copy(
-            completions.join(file),
-            stage.join("share/completions").join(file),
-        )?;
+    for (from, to) in [
+        ("syscost.bash", "share/bash-completion/completions/syscost"),
+        ("_syscost", "share/zsh/site-functions/_syscost"),
+        (
+            "syscost.fish",
+            "share/fish/vendor_completions.d/syscost.fish",
+        ),
+    ] {
+        fs::copy(completions.join(from), stage.join(to))?;
     }
     fs::copy(root.join("README.md"), stage.join("README.md"))?;
     fs::copy(root.join("LICENSE"), stage.join("LICENSE"))?;

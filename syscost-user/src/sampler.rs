@@ -211,11 +211,6 @@ impl Sampler {
         Arc::new(Mutex::new(self))
     }
 
-    /// The tracer, while the programs are loaded.
-    pub fn tracer(&self) -> Option<&Tracer> {
-        self.tracer.as_ref()
-    }
-
     /// Whether the off-CPU split is measured.
     pub fn offcpu_tracked(&self) -> bool {
         self.offcpu
@@ -238,19 +233,22 @@ impl Sampler {
                     continue;
                 };
                 // SAFETY: `src` is an element of the tracer's live mapping.
-                let entry = match unsafe { copy_consistent(src) } {
+                let entry: &StatsEntry = match unsafe { copy_consistent(src) } {
                     Some(e) => {
-                        let e = Box::new(e);
-                        self.last.insert((cpu, i), e.clone());
-                        e
+                        let kept = self
+                            .last
+                            .entry((cpu, i))
+                            .or_insert_with(|| Box::new(StatsEntry::ZERO));
+                        **kept = e;
+                        kept
                     }
                     None => match self.last.get(&(cpu, i)) {
-                        Some(e) => e.clone(),
+                        Some(e) => e,
                         None => continue,
                     },
                 };
                 if let Some(snap) = snaps.get_mut(entry.slot as usize) {
-                    snap.add_entry(&entry);
+                    snap.add_entry(entry);
                 }
             }
         }

@@ -175,11 +175,6 @@ impl Tracer {
         self.slots
     }
 
-    /// The table sizes loaded.
-    pub fn sizes(&self) -> TableSizes {
-        self.sizes
-    }
-
     /// Loads the object but attaches only the programs of a benchmark `variant`: the
     /// empty floor programs (the least any program on the syscall tracepoints can
     /// cost), or a candidate between them and syscost (`clock`: the two clock reads;
@@ -292,22 +287,6 @@ impl Tracer {
         Ok(())
     }
 
-    /// Whether `tgid` is still in the traced set (the kernel removes a process when its
-    /// last thread exits).
-    pub fn is_traced(&self, tgid: u32) -> Result<bool> {
-        let procs: Array<&MapData, ProcSlot> =
-            Array::try_from(self.ebpf.map("PROCS").context("PROCS map missing")?)?;
-        let s = procs.get(&(tgid & (self.sizes.proc_slots - 1)), 0)?;
-        if s.tgid == tgid {
-            return Ok(s.value & !ProcSlot::OVERFLOW != 0);
-        }
-        if s.value & ProcSlot::OVERFLOW == 0 {
-            return Ok(false);
-        }
-        let overflow: HashMap<&MapData, u32, u32> = HashMap::try_from(self.map("PROCS_OVERFLOW")?)?;
-        Ok(overflow.get(&tgid, 0).is_ok())
-    }
-
     fn map(&self, name: &str) -> Result<&Map> {
         self.ebpf
             .map(name)
@@ -319,11 +298,6 @@ impl Tracer {
         if let Some(l) = self.logger.as_mut() {
             l.flush();
         }
-    }
-
-    /// Possible CPUs: the pool has a region for each.
-    pub fn cpus(&self) -> u32 {
-        self.cpus
     }
 
     /// Entries in use in each CPU's pool region.
@@ -358,8 +332,9 @@ impl Tracer {
         let p = self
             .threads
             .element::<ThreadSlot>((tid & (self.sizes.thread_slots - 1)) as usize)?;
-        // SAFETY: an element of the live mapping; a torn read of a thread's totals is
-        // harmless for the thread view, which only displays them.
+        // SAFETY: an element of the live mapping. The slot has no sequence count: a read
+        // torn by the thread's own update shows a wrong figure for one refresh, never a
+        // stored one.
         let slot = unsafe { std::ptr::read_volatile(p) };
         if slot.tid == tid {
             return Some(slot);
@@ -373,43 +348,6 @@ impl Tracer {
     /// BPF run-time statistics are on (see [`RunTimeStats`]).
     pub fn program_run_totals(&self) -> (u64, u64) {
         run_totals(self.ebpf.programs().filter_map(|(_, p)| p.info().ok()))
-    }
-
-    /// Kernel ids of the loaded programs (to check that none outlives the tracer).
-    pub fn program_ids(&self) -> Vec<u32> {
-        self.ebpf
-            .programs()
-            .filter_map(|(_, p)| p.info().ok())
-            .map(|i| i.id())
-            .collect()
-    }
-
-    /// Memory of each map as the kernel accounts it (`memlock` in the map's fdinfo).
-    pub fn map_memory(&self) -> Vec<(String, u64)> {
-        self.ebpf
-            .maps()
-            .filter_map(|(name, map)| {
-                let fd = match map {
-                    Map::Array(d)
-                    | Map::PerCpuArray(d)
-                    | Map::HashMap(d)
-                    | Map::PerCpuHashMap(d) => d.fd(),
-                    _ => return None,
-                };
-                let info = std::fs::read_to_string(format!(
-                    "/proc/self/fdinfo/{}",
-                    fd.as_fd().as_raw_fd()
-                ))
-                .ok()?;
-                let bytes = info
-                    .lines()
-                    .find_map(|l| l.strip_prefix("memlock:"))?
-                    .trim()
-                    .parse()
-                    .ok()?;
-                Some((name.to_string(), bytes))
-            })
-            .collect()
     }
 }
 
@@ -428,17 +366,6 @@ pub fn possible_cpus() -> Result<u32> {
     aya::util::nr_cpus()
         .map(|n| n as u32)
         .map_err(|(what, e)| anyhow!("cannot read the possible CPUs ({what}): {e}"))
-}
-
-/// Run time of the programs with these kernel ids, summed (it advances only while BPF
-/// run-time statistics are on); `None` once they are all unloaded.
-pub fn programs_run_ns(ids: &[u32]) -> Option<u64> {
-    let mut ours = aya::programs::loaded_programs()
-        .flatten()
-        .filter(|i| ids.contains(&i.id()))
-        .peekable();
-    ours.peek()?;
-    Some(run_totals(ours).0)
 }
 
 /// Run time (ns) and run count of these programs, summed.
@@ -464,7 +391,7 @@ impl RunTimeStats {
 }
 
 /// Names of the programs syscost loads, as the kernel lists them (16-byte names).
-pub const PROGRAM_NAME_PREFIXES: [&str; 2] = ["syscost_", "floor_sys_"];
+pub const PROGRAM_NAME_PREFIXES: [&str; 4] = ["syscost_", "floor_sys_", "cand_", "doctor_"];
 
 /// Checks privileges and the PID namespace, reads the kernel's layout and loads the
 /// object with its tables sized by `sizes` for `slots` processes; nothing is attached

@@ -303,18 +303,7 @@ fn not_root_is_one_clear_line() {
     let Some(_t) = root_test("not_root_is_one_clear_line") else {
         return;
     };
-    let o = output(
-        Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--",
-            ])
-            .arg(env!("CARGO_BIN_EXE_syscost"))
-            .args(["run", "--", "true"]),
-    );
+    let o = output(without_caps().args(["run", "--", "true"]));
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
@@ -348,6 +337,20 @@ fn a_pid_namespace_of_its_own_is_refused_in_one_line() {
     );
     let o = output(unshare().args(["sh", "-c", &script]));
     assert_eq!((o.status.code(), stderr(&o).as_str()), (Some(1), expected));
+}
+
+/// syscost as the unprivileged user nobody, without any capability.
+fn without_caps() -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--",
+    ])
+    .arg(env!("CARGO_BIN_EXE_syscost"));
+    c
 }
 
 /// syscost as the unprivileged user nobody with CAP_BPF and CAP_PERFMON only.
@@ -462,18 +465,7 @@ fn doctor_agrees_with_what_the_commands_manage() {
     assert!(line(&out, "ok", "raw tracepoints:"), "{out}");
     assert!(line(&out, "limited", "BPF run-time statistics:"), "{out}");
     // Without any: what every command refuses.
-    let o = output(
-        Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--",
-            ])
-            .arg(env!("CARGO_BIN_EXE_syscost"))
-            .arg("doctor"),
-    );
+    let o = output(without_caps().arg("doctor"));
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(line(&out, "MISSING", "privileges:"), "{out}");

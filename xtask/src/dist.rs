@@ -11,7 +11,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::setup::{self, run};
+use crate::setup::{self, output, run};
 
 /// Shells whose completions the package installs, with the file each is saved as.
 const COMPLETIONS: [(&str, &str); 3] = [
@@ -102,20 +102,6 @@ pub fn dist(root: &Path, check: bool) -> Result<()> {
         install_check(&deb)?;
     }
     Ok(())
-}
-
-fn output(cmd: &mut Command) -> Result<String> {
-    let o = cmd
-        .output()
-        .with_context(|| format!("cannot run {cmd:?}"))?;
-    if !o.status.success() {
-        bail!(
-            "{cmd:?} failed: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 /// Files the package installs that exist outside any package, which dpkg would

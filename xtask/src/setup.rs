@@ -88,7 +88,8 @@ fn quiet_ok(cmd: &mut Command) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn output(cmd: &mut Command) -> Result<String> {
+/// Runs `cmd` and returns its standard output, trimmed; failing unless it succeeds.
+pub fn output(cmd: &mut Command) -> Result<String> {
     let o = cmd
         .output()
         .with_context(|| format!("cannot run {cmd:?}"))?;

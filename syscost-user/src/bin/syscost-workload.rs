@@ -59,6 +59,35 @@ fn pin(cpu: usize) {
     }
 }
 
+/// Two threads pass a byte back and forth `n` times over pipes (two context switches a
+/// round when they share a CPU); the time the rounds took.
+fn pingpong(n: u64) -> std::time::Duration {
+    let (a_r, a_w) = pipe();
+    let (b_r, b_w) = pipe();
+    let echo = std::thread::spawn(move || {
+        let mut byte = 0u8;
+        for _ in 0..n {
+            // SAFETY: one valid byte each way.
+            unsafe {
+                libc::read(a_r, (&mut byte as *mut u8).cast(), 1);
+                libc::write(b_w, (&byte as *const u8).cast(), 1);
+            }
+        }
+    });
+    let mut byte = 0u8;
+    let t = Instant::now();
+    for _ in 0..n {
+        // SAFETY: one valid byte each way.
+        unsafe {
+            libc::write(a_w, (&byte as *const u8).cast(), 1);
+            libc::read(b_r, (&mut byte as *mut u8).cast(), 1);
+        }
+    }
+    let took = t.elapsed();
+    echo.join().unwrap();
+    took
+}
+
 fn arg(args: &[String], i: usize) -> u64 {
     args.get(i)
         .and_then(|s| s.parse().ok())
@@ -158,29 +187,7 @@ fn work(args: &[String]) {
         }
         Some("pingpong") => {
             let n = arg(args, 1);
-            let (a_r, a_w) = pipe();
-            let (b_r, b_w) = pipe();
-            let echo = std::thread::spawn(move || {
-                let mut byte = 0u8;
-                for _ in 0..n {
-                    // SAFETY: one valid byte each way.
-                    unsafe {
-                        libc::read(a_r, (&mut byte as *mut u8).cast(), 1);
-                        libc::write(b_w, (&byte as *const u8).cast(), 1);
-                    }
-                }
-            });
-            let mut byte = 0u8;
-            let t = Instant::now();
-            for _ in 0..n {
-                // SAFETY: one valid byte each way.
-                unsafe {
-                    libc::write(a_w, (&byte as *const u8).cast(), 1);
-                    libc::read(b_r, (&mut byte as *mut u8).cast(), 1);
-                }
-            }
-            let ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
-            echo.join().unwrap();
+            let ns = pingpong(n).as_nanos() as f64 / n.max(1) as f64;
             println!("ns_per_call={ns:.1}");
         }
         Some("fork") => {
@@ -294,12 +301,8 @@ fn work(args: &[String]) {
         }
         Some("switches") => {
             let n = arg(args, 1);
-            // SAFETY: a zeroed cpu_set_t with CPU 0 set, for this thread (and its children).
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(0, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            }
+            // CPU 0 for this thread and the threads it starts.
+            pin(0);
             let yielder = std::thread::spawn(move || {
                 for _ in 0..n {
                     // SAFETY: no arguments.
@@ -311,27 +314,7 @@ fn work(args: &[String]) {
                 unsafe { libc::sched_yield() };
             }
             yielder.join().unwrap();
-            let (a_r, a_w) = pipe();
-            let (b_r, b_w) = pipe();
-            let echo = std::thread::spawn(move || {
-                let mut byte = 0u8;
-                for _ in 0..n {
-                    // SAFETY: one valid byte each way.
-                    unsafe {
-                        libc::read(a_r, (&mut byte as *mut u8).cast(), 1);
-                        libc::write(b_w, (&byte as *const u8).cast(), 1);
-                    }
-                }
-            });
-            let mut byte = 0u8;
-            for _ in 0..n {
-                // SAFETY: one valid byte each way.
-                unsafe {
-                    libc::write(a_w, (&byte as *const u8).cast(), 1);
-                    libc::read(b_r, (&mut byte as *mut u8).cast(), 1);
-                }
-            }
-            echo.join().unwrap();
+            pingpong(n);
             // SAFETY: fills one rusage.
             let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
             unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };

@@ -102,7 +102,7 @@ pub fn loaded_syscost_programs() -> Vec<(u32, String)> {
         .filter_map(Result::ok)
         .filter_map(|p| p.name_as_str().map(|n| (p.id(), n.to_string())))
         .filter(|(_, n)| {
-            ["syscost_", "floor_sys_", "cand_", "doctor_"]
+            syscost_user::tracer::PROGRAM_NAME_PREFIXES
                 .iter()
                 .any(|prefix| n.starts_with(prefix))
         })

@@ -84,6 +84,43 @@ pub mod proc_value {
     pub const fn with_abi(value: u32, abi: u32) -> u32 {
         (value & !ABI_MASK) | abi
     }
+    /// A process the automatic modes (every process, a cgroup) looked at and left out:
+    /// kept in PROCS so that its later syscalls cost one lookup, not another check.
+    /// Not a traced process (its ABI byte is none of [`super::abi`]).
+    pub const EXCLUDED: u32 = ABI_MASK;
+}
+
+/// What the programs trace beyond the processes userspace puts in PROCS (`AUTO_MODE`).
+pub mod auto_mode {
+    /// Only those processes.
+    pub const OFF: u32 = 0;
+    /// Every process of the machine but syscost itself (`syscost top`, `export --top`).
+    pub const ALL: u32 = 1;
+    /// Every process of one cgroup v2 and its descendants (`--cgroup`), those that
+    /// move in later included.
+    pub const CGROUP: u32 = 2;
+}
+
+/// Key of the `TOP` table: one process and one syscall (`syscall_key`; numbers without
+/// a key of their own share `KEY_BIG_*`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopKey {
+    pub tgid: u32,
+    pub key: u32,
+}
+
+/// Value of the `TOP` table (per CPU): the per-process figures of `syscost top`, the
+/// machine-wide series of `export --top` and `--per-process`. No histogram: those live
+/// in the pool, for the processes asked for.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TopValue {
+    pub calls: u64,
+    pub errors: u64,
+    pub total_ns: u64,
+    /// Of `total_ns`, the time switched out.
+    pub offcpu_ns: u64,
 }
 
 /// One slot of the direct-mapped `PROCS` table (index `tgid & (PROC_SLOTS - 1)`).
@@ -240,8 +277,12 @@ pub mod counter {
     pub const DROPPED_SYSCALL: u32 = 2;
     /// Forked children that could not be added to the traced set.
     pub const DROPPED_CHILD: u32 = 3;
+    /// Syscalls of processes the automatic modes found no room for in PROCS.
+    pub const DROPPED_PROCESS: u32 = 4;
+    /// Syscalls that found no room in the per-process `TOP` table.
+    pub const DROPPED_TOP: u32 = 5;
     /// Number of counters.
-    pub const COUNT: u32 = 4;
+    pub const COUNT: u32 = 6;
 }
 
 /// Where a slot's counter `c` is in `COUNTERS`.
@@ -260,6 +301,8 @@ mod pod {
     unsafe impl aya::Pod for super::ThreadSlot {}
     unsafe impl aya::Pod for super::StatsEntry {}
     unsafe impl aya::Pod for super::BigKey {}
+    unsafe impl aya::Pod for super::TopKey {}
+    unsafe impl aya::Pod for super::TopValue {}
 }
 
 #[cfg(test)]

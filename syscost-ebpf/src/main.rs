@@ -12,6 +12,15 @@
 //! entry per (process slot, syscall) in use on that CPU, found through that CPU's
 //! `INDEX`. Every table has a fixed size chosen at load time, none grows with pid_max;
 //! whatever finds no room is counted in `COUNTERS`.
+//!
+//! Automatic modes (`AUTO_MODE`): with every process (`syscost top`) or every process of
+//! one cgroup v2 (`--cgroup`) traced, a process is looked at on its first syscall seen,
+//! and added to PROCS either as traced or as `EXCLUDED`, so each later syscall costs the
+//! same one lookup as in the other modes. A process moved to another cgroup is taken out
+//! of PROCS and looked at again. `TOP` keeps per-process figures (no histograms) of every
+//! traced process when `TOP_ON`; the pool's full statistics are kept for slots from
+//! `POOL_FROM_SLOT` on (all of them, except in `syscost top`, where slot 0 holds the
+//! processes not drilled into).
 #![no_std]
 #![no_main]
 
@@ -24,8 +33,9 @@ use aya_ebpf::{
     Global,
     bindings::BPF_NOEXIST,
     helpers::{
-        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_smp_processor_id, bpf_ktime_get_ns,
-        bpf_probe_read_kernel,
+        bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task,
+        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel,
+        generated::bpf_get_current_ancestor_cgroup_id,
     },
     macros::{map, raw_tracepoint},
     maps::{Array, HashMap, PerCpuArray, PerCpuHashMap},
@@ -34,8 +44,8 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use syscost_common::{
     BigKey, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD,
-    KEYS_PER_SLOT, ProcSlot, StatsEntry, ThreadSlot, USER32_CS, abi, bucket_index, counter,
-    counter_index, proc_value, syscall_key,
+    KEYS_PER_SLOT, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, USER32_CS, abi, auto_mode,
+    bucket_index, counter, counter_index, proc_value, syscall_key,
 };
 
 /// BPF_F_MMAPABLE: userspace maps these arrays and reads them without syscalls.
@@ -78,6 +88,34 @@ static POOL_NEXT: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
 /// `counter_index(slot, counter)`.
 #[map]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
+
+/// Per process and syscall, per CPU: calls, errors, time (`TOP_ON` only). Userspace
+/// deletes the keys of processes that have exited once it has read them.
+#[map]
+static TOP: PerCpuHashMap<TopKey, TopValue> = PerCpuHashMap::with_max_entries(1, 0);
+
+/// Names (comm) of the processes the automatic modes traced (`TOP_ON` only), for the
+/// processes that exit before userspace reads /proc.
+#[map]
+static PROC_NAMES: HashMap<u32, [u8; 16]> = HashMap::with_max_entries(1, 0);
+
+/// `auto_mode::*`.
+#[unsafe(no_mangle)]
+static AUTO_MODE: Global<u32> = Global::new(0);
+/// The cgroup of `auto_mode::CGROUP`: its id and its level in the v2 hierarchy.
+#[unsafe(no_mangle)]
+static CGROUP_ID: Global<u64> = Global::new(0);
+#[unsafe(no_mangle)]
+static CGROUP_LEVEL: Global<u32> = Global::new(0);
+/// syscost's own process, left out of the automatic modes.
+#[unsafe(no_mangle)]
+static OWN_TGID: Global<u32> = Global::new(0);
+/// Keep `TOP` up to date.
+#[unsafe(no_mangle)]
+static TOP_ON: Global<u32> = Global::new(0);
+/// Slots below this get no pool entries (their figures are in `TOP` only).
+#[unsafe(no_mangle)]
+static POOL_FROM_SLOT: Global<u32> = Global::new(0);
 
 /// Add forked child processes of traced processes to PROCS (threads are always followed).
 #[unsafe(no_mangle)]
@@ -138,8 +176,18 @@ fn proc_value_ptr(tgid: u32) -> Option<*mut u32> {
 #[inline(always)]
 fn proc_of(tgid: u32) -> u32 {
     match proc_value_ptr(tgid) {
-        Some(v) => (unsafe { *v }) & !ProcSlot::OVERFLOW,
+        Some(v) => traced((unsafe { *v }) & !ProcSlot::OVERFLOW),
         None => 0,
+    }
+}
+
+/// A PROCS value as the programs use it: 0 for an excluded process.
+#[inline(always)]
+fn traced(value: u32) -> u32 {
+    if value == proc_value::EXCLUDED {
+        0
+    } else {
+        value
     }
 }
 
@@ -187,14 +235,23 @@ fn remove_proc(tgid: u32) {
 /// and kept in PROCS, one kernel read per process, not per call.
 #[inline(always)]
 fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
-    let Some(v) = proc_value_ptr(tgid) else {
-        return 0;
+    let v = match proc_value_ptr(tgid) {
+        Some(v) => v,
+        None => {
+            if AUTO_MODE.load() == auto_mode::OFF || !auto_add(tgid) {
+                return 0;
+            }
+            let Some(v) = proc_value_ptr(tgid) else {
+                return 0;
+            };
+            v
+        }
     };
     let v = unsafe { &mut *v };
     let known = *v;
     let value = known & !ProcSlot::OVERFLOW;
     if proc_value::abi(value) != abi::UNKNOWN {
-        return value;
+        return traced(value);
     }
     let regs: *const u8 = ctx.arg(0);
     let cs =
@@ -206,6 +263,40 @@ fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
     let value = proc_value::with_abi(value, abi);
     *v = value | (known & ProcSlot::OVERFLOW);
     value
+}
+
+/// A process not seen before by an automatic mode: adds it to PROCS, traced (slot 0) or
+/// excluded (syscost itself, or outside the cgroup). Whether it is traced.
+#[inline(always)]
+fn auto_add(tgid: u32) -> bool {
+    let wanted = tgid != OWN_TGID.load()
+        && (AUTO_MODE.load() != auto_mode::CGROUP
+            || unsafe { bpf_get_current_ancestor_cgroup_id(CGROUP_LEVEL.load() as i32) }
+                == CGROUP_ID.load());
+    let value = if wanted {
+        proc_value::new(0, abi::UNKNOWN)
+    } else {
+        proc_value::EXCLUDED
+    };
+    if !insert_proc(tgid, value) {
+        // Another thread of the process may have added it on another CPU just now.
+        if proc_value_ptr(tgid).is_none() && wanted {
+            count(0, counter::DROPPED_PROCESS);
+        }
+        return wanted && proc_value_ptr(tgid).is_some();
+    }
+    if wanted && TOP_ON.load() != 0 {
+        name_process(tgid);
+    }
+    wanted
+}
+
+/// Keeps the process's name (its comm now) for userspace.
+#[inline(always)]
+fn name_process(tgid: u32) {
+    if let Ok(comm) = bpf_get_current_comm() {
+        let _ = PROC_NAMES.insert(tgid, comm, 0);
+    }
 }
 
 /// The slot of thread `tid`, if it has one.
@@ -382,6 +473,13 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     slot.total_ns += ns;
     let off_ns = slot.off_ns;
     let (voluntary, involuntary) = (slot.voluntary, slot.involuntary);
+    let ret: i64 = ctx.arg(1);
+    if TOP_ON.load() != 0 {
+        count_top((pid_tgid >> 32) as u32, key, stats_slot, ns, off_ns, ret);
+    }
+    if stats_slot < POOL_FROM_SLOT.load() {
+        return 0;
+    }
 
     let Some(e) = entry_for(stats_slot, key, slot.nr) else {
         count(stats_slot, counter::DROPPED_SYSCALL);
@@ -408,13 +506,40 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     if let Some(b) = e.hist.get_mut(bucket_index(ns)) {
         add(b, 1);
     }
-    let ret: i64 = ctx.arg(1);
     if (-4095..0).contains(&ret) {
         add(&mut e.errors, 1);
         count_errno(e, (-ret) as u16);
     }
     unsafe { write_volatile(&mut e.seq, seq + 2) };
     0
+}
+
+/// Adds a call to this CPU's `TOP` figures of (process, syscall).
+#[inline(always)]
+fn count_top(tgid: u32, key: u32, stats_slot: u32, ns: u64, off_ns: u64, ret: i64) {
+    let k = TopKey { tgid, key };
+    let v = match TOP.get_ptr_mut(k) {
+        Some(v) => v,
+        None => {
+            let _ = TOP.insert(k, TopValue::default(), u64::from(BPF_NOEXIST));
+            match TOP.get_ptr_mut(k) {
+                Some(v) => v,
+                None => {
+                    count(stats_slot, counter::DROPPED_TOP);
+                    return;
+                }
+            }
+        }
+    };
+    let v = unsafe { &mut *v };
+    // Errors before calls: a reader copying this while it changes sees errors <= calls
+    // at worst one call late.
+    if (-4095..0).contains(&ret) {
+        add(&mut v.errors, 1);
+    }
+    add(&mut v.total_ns, ns);
+    add(&mut v.offcpu_ns, if off_ns < ns { off_ns } else { ns });
+    add(&mut v.calls, 1);
 }
 
 /// Counts an errno in the entry's first pair that holds it or is free.
@@ -538,10 +663,16 @@ pub fn syscost_exec(ctx: RawTracePointContext) -> i32 {
     let Some(v) = proc_value_ptr(tgid) else {
         return 0;
     };
+    let known = unsafe { *v };
+    if known & !ProcSlot::OVERFLOW == proc_value::EXCLUDED {
+        return 0;
+    }
     unsafe {
-        let known = *v;
         *v = proc_value::with_abi(known & !ProcSlot::OVERFLOW, abi::UNKNOWN)
             | (known & ProcSlot::OVERFLOW);
+    }
+    if TOP_ON.load() != 0 {
+        name_process(tgid);
     }
     let tid = pid_tgid as u32;
     let old_pid: u64 = ctx.arg(1);
@@ -589,7 +720,22 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     // Whether or not the process is still traced: when threads exit together, another
     // one may have taken the process out already, and its slot must not outlive it.
     release_thread(pid_tgid as u32);
-    if proc_of(tgid) != 0 && group_dead() {
+    if proc_value_ptr(tgid).is_some() && group_dead() {
+        remove_proc(tgid);
+    }
+    0
+}
+
+/// cgroup_attach_task(struct cgroup *dst_cgrp, const char *path, struct task_struct
+/// *task, bool threadgroup), after a process (or thread) moved to another cgroup, with
+/// `auto_mode::CGROUP`: the process leaves PROCS and is looked at again at its next
+/// syscall, so one moved in is traced from then on and one moved out no longer.
+#[raw_tracepoint(tracepoint = "cgroup_attach_task")]
+pub fn syscost_cgroup_move(ctx: RawTracePointContext) -> i32 {
+    let task: *const u8 = ctx.arg(2);
+    if let Ok(tgid) =
+        unsafe { bpf_probe_read_kernel(task.add(TASK_TGID_OFFSET.load() as usize) as *const u32) }
+    {
         remove_proc(tgid);
     }
     0

@@ -39,8 +39,12 @@ pub enum Command {
     /// Profile a command from its first syscall, following its threads and children,
     /// and print an `strace -c -f` style summary when it exits.
     Run(RunArgs),
-    /// Profile a running process (all its threads) until Ctrl-C, -d seconds, or its exit.
+    /// Profile a running process (all its threads) until Ctrl-C, -d seconds, or its exit;
+    /// or every process of a cgroup with --cgroup.
     Attach(AttachArgs),
+    /// Every process of the machine (or of a cgroup) live: syscalls, errors and time in
+    /// syscalls per second, the top syscall; Enter drills into a process's syscalls.
+    Top(TopArgs),
     /// Print the table of a profile saved with --json.
     Report(ReportArgs),
     /// Time what syscalls cost on this machine (vDSO, getpid, 1-byte read/write,
@@ -169,8 +173,22 @@ pub struct AttachArgs {
     #[command(flatten)]
     pub view: ViewArgs,
     /// Process to profile.
-    #[arg(short = 'p', long = "pid")]
-    pub pid: u32,
+    #[arg(
+        short = 'p',
+        long = "pid",
+        required_unless_present = "cgroup",
+        conflicts_with = "cgroup"
+    )]
+    pub pid: Option<u32>,
+    /// Profile every process of this cgroup v2 and its descendants as one, those that
+    /// start or move in later included: a directory under the cgroup2 mount or a path as
+    /// /proc/PID/cgroup shows it (`/system.slice/nginx.service`).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    /// With --cgroup: also split calls, errors and time by process (a table per process
+    /// at the end, and in --json).
+    #[arg(long, requires = "cgroup")]
+    pub per_process: bool,
     /// Stop after this many seconds.
     #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
@@ -209,9 +227,25 @@ pub struct ExportArgs {
         long = "pid",
         value_name = "PID[,PID...]",
         value_delimiter = ',',
-        required = true
+        required_unless_present_any = ["cgroup", "top"],
+        conflicts_with_all = ["cgroup", "top"]
     )]
     pub pids: Vec<u32>,
+    /// Profile every process of this cgroup v2 (and its descendants, those that start or
+    /// move in later included) as one, its series labelled with the cgroup.
+    #[arg(long, value_name = "PATH", conflicts_with = "top")]
+    pub cgroup: Option<PathBuf>,
+    /// With --cgroup: also series per process of the cgroup (at most --top-n of them
+    /// plus an `other` series).
+    #[arg(long, requires = "cgroup")]
+    pub per_process: bool,
+    /// The whole machine: series per process and per cgroup, bounded to the N busiest
+    /// of each (by time in syscalls, kept while they live) plus an `other` series.
+    #[arg(long)]
+    pub top: bool,
+    /// Processes (and cgroups) with series of their own under --top or --per-process.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub top_n: u32,
     /// Where to serve http://ADDR/metrics (loopback unless told otherwise).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
     pub metrics_addr: SocketAddr,
@@ -230,6 +264,53 @@ pub struct ExportArgs {
     /// kernel times every BPF program run while they are on).
     #[arg(long)]
     pub no_run_stats: bool,
+}
+
+/// `syscost top`.
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Only the processes of this cgroup v2 and its descendants.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    /// Stop after this many seconds.
+    #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+    /// Refresh every SECS seconds (default 1); with --no-tui, print a table each time.
+    #[arg(short = 'i', long = "interval", value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<f64>,
+    /// Print text instead of the live view (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Sort rows by this column (largest first).
+    #[arg(short = 'S', long = "sort", value_enum, default_value_t = TopSort::Time)]
+    pub sort: TopSort,
+    /// Rows of each text table (0: all).
+    #[arg(short = 'n', long = "rows", default_value_t = 20)]
+    pub rows: usize,
+    /// Also save every process's totals (and per syscall) as JSON at the end.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Do not split syscall time into on-CPU and blocked (saves the program that runs
+    /// on every context switch of the machine).
+    #[arg(long)]
+    pub no_offcpu: bool,
+    /// Leave the kernel's BPF run-time statistics off (no own-cost figure).
+    #[arg(long)]
+    pub no_run_stats: bool,
+}
+
+/// Columns `syscost top` sorts by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TopSort {
+    /// Time in syscalls.
+    Time,
+    /// Time in syscalls on a CPU.
+    Oncpu,
+    Calls,
+    Errors,
+    Threads,
+    Pid,
+    Comm,
 }
 
 #[derive(Debug, Args)]

@@ -220,6 +220,8 @@ impl Snapshot {
         self.counters[counter::DROPPED_THREAD as usize]
             + self.counters[counter::DROPPED_SYSCALL as usize]
             + self.counters[counter::DROPPED_CHILD as usize]
+            + self.counters[counter::DROPPED_PROCESS as usize]
+            + self.counters[counter::DROPPED_TOP as usize]
     }
 
     /// Exits without a seen enter.
@@ -303,6 +305,7 @@ impl Snapshot {
             unpaired: self.unpaired(),
             dropped: self.dropped(),
             syscalls,
+            processes: Vec::new(),
         })
     }
 }

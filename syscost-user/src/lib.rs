@@ -7,6 +7,7 @@
 //! inside); the views ([`report`], [`tui`], [`metrics`]) render what they are handed.
 
 pub mod bench;
+pub mod cgroup;
 pub mod cli;
 pub mod collector;
 pub mod commands;
@@ -23,6 +24,7 @@ pub mod report;
 pub mod sampler;
 pub mod signals;
 pub mod syscall_names;
+pub mod top;
 pub mod tracer;
 pub mod tui;
 pub mod units;

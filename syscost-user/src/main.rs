@@ -12,6 +12,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(args),
         Command::Attach(args) => commands::attach::attach(args),
+        Command::Top(args) => commands::top::top(args),
         Command::Report(args) => commands::report::report(args),
         Command::Diff(args) => commands::report::diff(args),
         Command::Export(args) => commands::export::export(args),

@@ -5,7 +5,9 @@
 use std::mem::size_of;
 
 use anyhow::{Result, bail};
-use syscost_common::{INDEX_WORDS_PER_SLOT, ProcSlot, StatsEntry, ThreadSlot, counter};
+use syscost_common::{
+    INDEX_WORDS_PER_SLOT, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, counter,
+};
 
 /// Table sizes for one load of the programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +24,11 @@ pub struct TableSizes {
     pub pool_per_cpu: u32,
     /// Syscall numbers without a key of their own (for all CPUs together).
     pub big_numbers: u32,
+    /// (process, syscall) pairs of the per-process table (`syscost top`, `export --top`,
+    /// `--per-process`); 1 when it is not used.
+    pub top_entries: u32,
+    /// Names of processes those modes trace; 1 when not used.
+    pub names: u32,
 }
 
 impl TableSizes {
@@ -38,6 +45,19 @@ impl TableSizes {
             thread_overflow: 8192,
             pool_per_cpu: 128 + 64 * slots,
             big_numbers: 256,
+            top_entries: 1,
+            names: 1,
+        }
+    }
+
+    /// With the per-process table: 16,384 (process, syscall) pairs, room for the 300 to
+    /// 800 processes of a busy host at 20 to 50 syscalls each; exited processes are
+    /// removed once read.
+    pub fn with_top(self) -> Self {
+        Self {
+            top_entries: 16_384,
+            names: 4096,
+            ..self
         }
     }
 
@@ -61,6 +81,8 @@ impl TableSizes {
                 "thread_overflow" => &mut self.thread_overflow,
                 "pool_per_cpu" => &mut self.pool_per_cpu,
                 "big_numbers" => &mut self.big_numbers,
+                "top_entries" => &mut self.top_entries,
+                "names" => &mut self.names,
                 other => bail!("SYSCOST_TABLE_SIZES: no table '{other}'"),
             };
             *field = n;
@@ -98,6 +120,9 @@ impl TableSizes {
         let big = hash(self.big_numbers, 16, 8) + u64::from(self.big_numbers) * 8 * cpus;
         let pool = page(cpus * u64::from(self.pool_per_cpu) * size_of::<StatsEntry>() as u64);
         let counters = 8 * cpus * (1 + slots * u64::from(counter::COUNT));
+        let top = hash(self.top_entries, size_of::<TopKey>(), 8)
+            + u64::from(self.top_entries) * size_of::<TopValue>() as u64 * cpus;
+        let names = hash(self.names, 4, 16);
         procs
             + procs_overflow
             + threads
@@ -106,6 +131,8 @@ impl TableSizes {
             + big
             + pool
             + counters
+            + top
+            + names
             + LOG_AND_SMALL
     }
 }
@@ -126,6 +153,10 @@ mod tests {
         // export of 64 processes on 64 CPUs: at most 1 GB.
         let many = TableSizes::for_slots(64);
         assert!(many.memory(64, 64) <= 1024 * MB, "{}", many.memory(64, 64));
+        // The whole machine (syscost top): the per-process table and one drilled slot.
+        let top = TableSizes::for_slots(2).with_top();
+        assert!(top.memory(64, 2) <= 128 * MB, "{}", top.memory(64, 2));
+        assert!(top.memory(2, 2) <= 16 * MB, "{}", top.memory(2, 2));
     }
 
     #[test]

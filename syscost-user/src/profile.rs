@@ -31,6 +31,36 @@ pub struct Profile {
     pub dropped: u64,
     /// One entry per syscall seen.
     pub syscalls: Vec<SyscallProfile>,
+    /// With `--per-process`: calls, errors and time of each process, per syscall.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<ProcessTotals>,
+}
+
+/// One process's share of a `--cgroup` profile (no histograms: those are the cgroup's).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessTotals {
+    pub pid: u32,
+    pub comm: String,
+    pub cgroup: String,
+    pub exited: bool,
+    pub threads: u32,
+    pub calls: u64,
+    pub errors: u64,
+    pub total_ns: u64,
+    pub oncpu_ns: u64,
+    pub syscalls: Vec<ProcessSyscall>,
+}
+
+/// One syscall of one process.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSyscall {
+    pub name: String,
+    pub calls: u64,
+    pub errors: u64,
+    pub total_ns: u64,
+    pub offcpu_ns: u64,
 }
 
 /// The profiled process or command.
@@ -44,6 +74,9 @@ pub struct Target {
     /// Command line, for `run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
+    /// The cgroup v2 profiled, for `--cgroup` (then `pid` is 0 and `comm` empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 /// One syscall's numbers.

@@ -28,6 +28,7 @@ use syscost_common::{KEY_FORK_CHILD, KEY_NONE, StatsEntry, ThreadSlot};
 
 use crate::{
     collector::{Snapshot, SyscallId},
+    top::{self, Machine, ProcInfo, ProcessRow, TopStep},
     tracer::{RunTimeStats, Tracer},
 };
 
@@ -191,6 +192,8 @@ pub struct Sampler {
     /// The snapshots taken when the programs were unloaded.
     frozen: Option<Vec<Snapshot>>,
     own_cost: OwnCost,
+    /// The per-process figures (`syscost top`, `export --top`, `--per-process`).
+    machine: Machine,
 }
 
 impl Sampler {
@@ -203,6 +206,7 @@ impl Sampler {
             last: HashMap::new(),
             frozen: None,
             own_cost: OwnCost::new(run_stats),
+            machine: Machine::default(),
         }
     }
 
@@ -277,6 +281,44 @@ impl Sampler {
             self.tracer = None;
         }
         Ok(())
+    }
+
+    /// The next step of the per-process figures: every process with syscalls since the
+    /// last step. Processes that have exited are counted one last time, then deleted
+    /// from the kernel's table.
+    pub fn top_step(&mut self) -> Result<TopStep> {
+        let Some(tracer) = self.tracer.as_mut() else {
+            return Ok(TopStep::default());
+        };
+        let table = tracer.top_table()?;
+        let t = &*tracer;
+        let step = self.machine.step(
+            &table,
+            top::alive,
+            |pid| ProcInfo::read(pid, t.process_name(pid)),
+            top::thread_count,
+        );
+        tracer.forget_top(&step.forget)?;
+        Ok(step)
+    }
+
+    /// Per-process totals since the start (or [`Sampler::reset_top`]).
+    pub fn top_totals(&self) -> Vec<ProcessRow> {
+        self.machine.totals()
+    }
+
+    /// Starts the per-process totals again.
+    pub fn reset_top(&mut self) {
+        self.machine.reset();
+    }
+
+    /// Moves process `tgid` to statistics `slot` (`syscost top`'s drill-down: slot 1 has
+    /// histograms, slot 0 only the per-process figures).
+    pub fn move_process(&mut self, tgid: u32, slot: u32) -> Result<()> {
+        match self.tracer.as_mut() {
+            Some(t) => t.trace_process_in(tgid, slot),
+            None => Ok(()),
+        }
     }
 
     /// Whether the programs are still loaded.

@@ -13,3 +13,34 @@ pub fn catch(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
         }
     }
 }
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// SIGINT, SIGTERM and SIGHUP caught into a flag, for a loop that sleeps between steps.
+pub struct Stop(());
+
+impl Stop {
+    pub fn catch() -> anyhow::Result<Self> {
+        STOP.store(false, std::sync::atomic::Ordering::Relaxed);
+        catch(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], on_stop);
+        Ok(Self(()))
+    }
+
+    /// Sleeps until `until`; true when a signal came first.
+    pub fn wait_until(&self, until: std::time::Instant) -> bool {
+        loop {
+            if STOP.load(std::sync::atomic::Ordering::Relaxed) {
+                return true;
+            }
+            let now = std::time::Instant::now();
+            if now >= until {
+                return false;
+            }
+            std::thread::sleep((until - now).min(std::time::Duration::from_millis(50)));
+        }
+    }
+}

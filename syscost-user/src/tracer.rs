@@ -13,11 +13,13 @@ use std::{
 use anyhow::{Context as _, Result, anyhow};
 use aya::{
     Ebpf, EbpfError, EbpfLoader,
-    maps::{Array, HashMap, Map, MapData, PerCpuArray},
+    maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap},
     programs::{ProgramError, ProgramInfo, RawTracePoint},
 };
 use aya_log::EbpfLogger;
-use syscost_common::{ProcSlot, StatsEntry, ThreadSlot, abi, counter, counter_index, proc_value};
+use syscost_common::{
+    ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, abi, counter, counter_index, proc_value,
+};
 
 use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process};
 
@@ -35,6 +37,25 @@ pub struct TracerOptions {
     /// Processes whose statistics are kept apart (slots; 0 counts as 1). Each costs
     /// pool entries, per CPU; the programs and the other tables are shared.
     pub slots: u32,
+    /// Processes the programs add by themselves, beyond those given to
+    /// [`Tracer::trace_process_in`]: none, every process, or a cgroup's (all in slot 0).
+    pub auto: Auto,
+    /// Keep per-process figures of every traced process (the `TOP` table).
+    pub top: bool,
+    /// Slots below this keep no histograms, only `TOP` figures (`syscost top`: slot 0
+    /// is every process not drilled into).
+    pub pool_from_slot: u32,
+}
+
+/// What the programs trace by themselves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Auto {
+    #[default]
+    Off,
+    /// Every process of the machine but syscost.
+    All,
+    /// Every process of a cgroup v2 and its descendants, those that move in included.
+    Cgroup { id: u64, level: u32 },
 }
 
 /// Loaded and attached kernel programs.
@@ -105,12 +126,15 @@ impl Drop for Mapped {
 
 /// The programs syscost attaches, each with its tracepoint, in attach order: the
 /// bookkeeping hooks first, so no thread is created or exits unseen once syscalls count.
-fn programs(offcpu: bool) -> Vec<(&'static str, &'static str)> {
+fn programs(offcpu: bool, auto: Auto) -> Vec<(&'static str, &'static str)> {
     let mut p = vec![
         ("syscost_exit", "sched_process_exit"),
         ("syscost_fork", "sched_process_fork"),
         ("syscost_exec", "sched_process_exec"),
     ];
+    if matches!(auto, Auto::Cgroup { .. }) {
+        p.push(("syscost_cgroup_move", "cgroup_attach_task"));
+    }
     if offcpu {
         p.push(("syscost_sched_switch", "sched_switch"));
     }
@@ -127,10 +151,13 @@ impl Tracer {
         crate::kernel_btf::check_kernel(options.offcpu)?;
         let slots = options.slots.max(1);
         let mut sizes = TableSizes::for_slots(slots);
+        if options.top {
+            sizes = sizes.with_top();
+        }
         if let Ok(spec) = std::env::var("SYSCOST_TABLE_SIZES") {
             sizes = sizes.with_overrides(&spec)?;
         }
-        let (mut ebpf, layout) = load_object(options.follow_forks, slots, &sizes)?;
+        let (mut ebpf, layout) = load_object(&options, slots, &sizes)?;
         let logger = match EbpfLogger::init(&mut ebpf) {
             Ok(l) => Some(l),
             Err(e) => {
@@ -143,7 +170,7 @@ impl Tracer {
                 "off-CPU accounting reads task_struct.pid and .tgid together, and this kernel does not keep them adjacent: use --no-offcpu"
             );
         }
-        attach(&mut ebpf, &programs(options.offcpu))?;
+        attach(&mut ebpf, &programs(options.offcpu, options.auto))?;
         let cpus = possible_cpus()?;
         let pool = Mapped::new(
             map_data(&ebpf, "POOL")?,
@@ -203,7 +230,7 @@ impl Tracer {
             }
         };
         let sizes = TableSizes::for_slots(1);
-        let (mut ebpf, _) = load_object(false, 1, &sizes)?;
+        let (mut ebpf, _) = load_object(&TracerOptions::default(), 1, &sizes)?;
         attach(&mut ebpf, programs)?;
         if variant == "btf" {
             let btf = aya::Btf::from_sys_fs()?;
@@ -226,7 +253,7 @@ impl Tracer {
     /// Whether an fentry program loads here (loaded, never attached, then dropped).
     pub fn fentry_loads() -> Result<()> {
         let sizes = TableSizes::for_slots(1);
-        let (mut ebpf, _) = load_object(false, 1, &sizes)?;
+        let (mut ebpf, _) = load_object(&TracerOptions::default(), 1, &sizes)?;
         let btf = aya::Btf::from_sys_fs().context("cannot read the kernel's BTF")?;
         let prog: &mut aya::programs::FEntry = ebpf
             .program_mut("doctor_fentry")
@@ -344,6 +371,53 @@ impl Tracer {
         overflow.get(&tid, 0).ok()
     }
 
+    /// The per-process table, summed over CPUs (empty unless loaded with `top`). An
+    /// entry being updated while it is copied may trail by one call.
+    pub fn top_table(&self) -> Result<Vec<(TopKey, TopValue)>> {
+        let top: PerCpuHashMap<&MapData, TopKey, TopValue> =
+            PerCpuHashMap::try_from(self.map("TOP")?)?;
+        let mut out = Vec::new();
+        for item in top.iter() {
+            let (k, per_cpu) = item.context("cannot read the per-process table")?;
+            let mut v = TopValue::default();
+            for c in per_cpu.iter() {
+                v.calls += c.calls;
+                v.errors += c.errors;
+                v.total_ns += c.total_ns;
+                v.offcpu_ns += c.offcpu_ns;
+            }
+            out.push((k, v));
+        }
+        Ok(out)
+    }
+
+    /// Forgets processes of the per-process table (they have exited and were read).
+    pub fn forget_top(&mut self, keys: &[TopKey]) -> Result<()> {
+        let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> =
+            PerCpuHashMap::try_from(self.ebpf.map_mut("TOP").context("TOP map missing")?)?;
+        for k in keys {
+            let _ = top.remove(k);
+        }
+        let mut names: HashMap<&mut MapData, u32, [u8; 16]> = HashMap::try_from(
+            self.ebpf
+                .map_mut("PROC_NAMES")
+                .context("PROC_NAMES map missing")?,
+        )?;
+        for k in keys {
+            let _ = names.remove(&k.tgid);
+        }
+        Ok(())
+    }
+
+    /// The name the kernel side kept for a process it traced by itself.
+    pub fn process_name(&self, tgid: u32) -> Option<String> {
+        let names: HashMap<&MapData, u32, [u8; 16]> =
+            HashMap::try_from(self.map("PROC_NAMES").ok()?).ok()?;
+        let comm = names.get(&tgid, 0).ok()?;
+        let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
+        Some(String::from_utf8_lossy(&comm[..end]).into_owned())
+    }
+
     /// Run time and run count of syscost's programs, summed. They only advance while
     /// BPF run-time statistics are on (see [`RunTimeStats`]).
     pub fn program_run_totals(&self) -> (u64, u64) {
@@ -396,13 +470,24 @@ pub const PROGRAM_NAME_PREFIXES: [&str; 4] = ["syscost_", "floor_sys_", "cand_",
 /// Checks privileges and the PID namespace, reads the kernel's layout and loads the
 /// object with its tables sized by `sizes` for `slots` processes; nothing is attached
 /// yet.
-fn load_object(follow_forks: bool, slots: u32, sizes: &TableSizes) -> Result<(Ebpf, KernelLayout)> {
+fn load_object(
+    options: &TracerOptions,
+    slots: u32,
+    sizes: &TableSizes,
+) -> Result<(Ebpf, KernelLayout)> {
     privileges::check()?;
     process::check_pid_namespace()?;
     raise_memlock_limit();
     let layout = KernelLayout::read()?;
     let cpus = possible_cpus()?;
-    let follow = u32::from(follow_forks);
+    let follow = u32::from(options.follow_forks);
+    let (auto_mode, cgroup_id, cgroup_level) = match options.auto {
+        Auto::Off => (syscost_common::auto_mode::OFF, 0u64, 0u32),
+        Auto::All => (syscost_common::auto_mode::ALL, 0, 0),
+        Auto::Cgroup { id, level } => (syscost_common::auto_mode::CGROUP, id, level),
+    };
+    let own = std::process::id();
+    let top = u32::from(options.top);
     let (proc_mask, thread_mask) = (sizes.proc_slots - 1, sizes.thread_slots - 1);
     let ebpf = EbpfLoader::new()
         .override_global("FOLLOW_FORKS", &follow, true)
@@ -414,6 +499,12 @@ fn load_object(follow_forks: bool, slots: u32, sizes: &TableSizes) -> Result<(Eb
         .override_global("TASK_SIGNAL_OFFSET", &layout.task_signal_offset, true)
         .override_global("SIGNAL_LIVE_OFFSET", &layout.signal_live_offset, true)
         .override_global("PT_REGS_CS_OFFSET", &layout.pt_regs_cs_offset, true)
+        .override_global("AUTO_MODE", &auto_mode, true)
+        .override_global("CGROUP_ID", &cgroup_id, true)
+        .override_global("CGROUP_LEVEL", &cgroup_level, true)
+        .override_global("OWN_TGID", &own, true)
+        .override_global("TOP_ON", &top, true)
+        .override_global("POOL_FROM_SLOT", &options.pool_from_slot, true)
         .map_max_entries("PROCS", sizes.proc_slots)
         .map_max_entries("PROCS_OVERFLOW", sizes.proc_overflow)
         .map_max_entries("THREADS", sizes.thread_slots)
@@ -422,6 +513,8 @@ fn load_object(follow_forks: bool, slots: u32, sizes: &TableSizes) -> Result<(Eb
         .map_max_entries("BIG_INDEX", sizes.big_numbers)
         .map_max_entries("POOL", cpus * sizes.pool_per_cpu)
         .map_max_entries("COUNTERS", slots * counter::COUNT)
+        .map_max_entries("TOP", sizes.top_entries)
+        .map_max_entries("PROC_NAMES", sizes.names)
         .load(OBJECT)
         .map_err(explain_load_error)?;
     Ok((ebpf, layout))

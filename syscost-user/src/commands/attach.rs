@@ -13,12 +13,14 @@ use tokio::{
 };
 
 use crate::{
+    cgroup,
     cli::{AttachArgs, seconds},
     collector::Snapshot,
+    metrics::Source,
     process,
     profile::Target,
     sampler::{Sampler, Series, SharedSampler},
-    tracer::{Tracer, TracerOptions},
+    tracer::{Auto, Tracer, TracerOptions},
     tui::{self, LiveOptions},
 };
 
@@ -39,29 +41,60 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref()])?;
     let duration = seconds(args.duration);
     let every = seconds(args.interval);
-    let target = process::open(args.pid)?;
+    let cgroup = args.cgroup.as_deref().map(cgroup::resolve).transpose()?;
+    // A cgroup has no pid to watch for its exit: syscost's own never fires.
+    let (target, label) = match &cgroup {
+        Some(cg) => (
+            process::open(std::process::id())?,
+            format!("cgroup {}", cg.path),
+        ),
+        None => {
+            let t = process::open(args.pid.context("give -p PID or --cgroup PATH")?)?;
+            let label = format!("process {} ({})", t.pid, t.comm);
+            (t, label)
+        }
+    };
     let listener = super::bind_metrics(args.metrics_addr)?;
     let mut tracer = Tracer::load(TracerOptions {
         follow_forks: args.follow_forks,
         offcpu: !args.no_offcpu,
         slots: 1,
+        auto: cgroup.as_ref().map_or(Auto::Off, |cg| Auto::Cgroup {
+            id: cg.id,
+            level: cg.level,
+        }),
+        top: args.per_process,
+        ..Default::default()
     })?;
-    tracer.trace_process(target.pid)?;
-    if process::has_exited(&target.pidfd) {
-        anyhow::bail!("process {} exited before tracing began", target.pid);
+    if cgroup.is_none() {
+        tracer.trace_process(target.pid)?;
+        if process::has_exited(&target.pidfd) {
+            anyhow::bail!("process {} exited before tracing began", target.pid);
+        }
     }
     let offcpu = tracer.offcpu_tracked();
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
-    let metrics = super::serve_metrics(listener, &sampler, target.pid, &target.comm)?;
+    let source = match &cgroup {
+        Some(cg) => Source::cgroup(cg.path.clone(), 0),
+        None => Source::new(target.pid, target.comm.clone(), 0),
+    };
+    let metrics = super::serve_metrics(listener, &sampler, source)?;
     let hint = hint.or_else(|| {
         metrics
             .as_ref()
             .map(|m| format!("metrics at http://{}/metrics", m.local_addr()))
     });
-    let info = Target {
-        pid: target.pid,
-        comm: target.comm.clone(),
-        command: None,
+    let info = match &cgroup {
+        Some(cg) => Target {
+            cgroup: Some(cg.path.clone()),
+            ..Target::default()
+        },
+        None => Target {
+            pid: target.pid,
+            comm: target.comm.clone(),
+            command: None,
+            cgroup: None,
+        },
     };
     let started = Instant::now();
     let last = if !args.no_tui && std::io::stdout().is_terminal() {
@@ -70,23 +103,52 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             duration,
             per: args.view.per.clone(),
             hint,
+            label: cgroup.as_ref().map(|_| label.clone()),
+            cgroup_dir: cgroup.as_ref().map(|cg| cg.dir.clone()),
         };
         tui::run(&sampler, &target, &options)?
     } else {
-        text(&sampler, target, args, duration, every, &info, started)?
+        text(
+            &sampler, target, &label, args, duration, every, &info, started,
+        )?
     };
-    let profile = last.to_profile(info, started.elapsed().as_nanos() as u64, offcpu)?;
+    let elapsed = started.elapsed();
+    let mut profile = last.to_profile(info, elapsed.as_nanos() as u64, offcpu)?;
     drop(metrics);
-    sampler.lock().unwrap_or_else(|e| e.into_inner()).unload()?;
-    super::print_out(&super::finish(profile, &args.view, args.json.as_deref())?);
+    let processes = {
+        let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
+        let totals = if args.per_process {
+            s.top_step()?;
+            s.top_totals()
+        } else {
+            Vec::new()
+        };
+        s.unload()?;
+        totals
+    };
+    profile.processes = processes.iter().map(Into::into).collect();
+    let mut out = super::finish(profile, &args.view, args.json.as_deref())?;
+    if args.per_process {
+        out += "\n";
+        out += &super::top::render_totals(
+            &processes,
+            elapsed.as_secs_f64(),
+            crate::cli::TopSort::Time,
+            0,
+            0,
+        );
+    }
+    super::print_out(&out);
     Ok(0)
 }
 
 /// The text mode: a table per `-i` interval if asked, until a signal, `-d` or the
 /// target's exit; the last snapshot.
+#[allow(clippy::too_many_arguments)]
 fn text(
     sampler: &SharedSampler,
     target: process::Process,
+    label: &str,
     args: &AttachArgs,
     duration: Option<Duration>,
     every: Option<Duration>,
@@ -104,6 +166,7 @@ fn text(
         .unwrap_or_else(|e| e.into_inner())
         .offcpu_tracked();
 
+    let target_pid = target.pid;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -113,12 +176,14 @@ fn text(
         let mut sigterm = signal(SignalKind::terminate())?;
         let mut sighup = signal(SignalKind::hangup())?;
         // Said once the signals are caught: from this line on, Ctrl-C ends the profile.
-        eprintln!(
-            "syscost: tracing process {} ({}), {} threads; Ctrl-C to stop",
-            target.pid,
-            target.comm,
-            process::thread_count(target.pid)
-        );
+        if args.cgroup.is_some() {
+            eprintln!("syscost: tracing {label}; Ctrl-C to stop");
+        } else {
+            eprintln!(
+                "syscost: tracing {label}, {} threads; Ctrl-C to stop",
+                process::thread_count(target.pid)
+            );
+        }
         // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.
         let exited = unsafe { AsyncFd::register_with_interest(target.pidfd, tokio::io::Interest::READABLE) }
             .map_err(|e| anyhow::anyhow!("cannot watch the target's pidfd: {e}"))?;
@@ -152,7 +217,7 @@ fn text(
 
     let last = snapshot()?;
     if end == End::TargetExited {
-        eprintln!("syscost: process {} exited", args.pid);
+        eprintln!("syscost: process {} exited", target_pid);
     }
     Ok(last)
 }

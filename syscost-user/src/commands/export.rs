@@ -57,6 +57,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         follow_forks: args.follow_forks,
         offcpu: !args.no_offcpu,
         slots: targets.len() as u32,
+        ..Default::default()
     })?;
     let mut sources = Vec::new();
     for (slot, t) in (0..).zip(&targets) {

@@ -7,6 +7,7 @@ pub mod export;
 pub mod lab;
 pub mod report;
 pub mod run;
+pub mod top;
 
 use std::path::Path;
 
@@ -31,18 +32,17 @@ fn finish(mut profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Re
     Ok(strace_table::render(&profile, &view.table()))
 }
 
-/// Starts the metrics endpoint for one traced process (slot 0) on `listener` if there
+/// Starts the metrics endpoint for one traced process or cgroup on `listener` if there
 /// is one.
 fn serve_metrics(
     listener: Option<std::net::TcpListener>,
     sampler: &SharedSampler,
-    pid: u32,
-    comm: &str,
+    source: Source,
 ) -> Result<Option<MetricsServer>> {
     let Some(listener) = listener else {
         return Ok(None);
     };
-    let metrics = Metrics::new(sampler.clone(), vec![Source::new(pid, comm.to_string(), 0)]);
+    let metrics = Metrics::new(sampler.clone(), vec![source]);
     let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
     eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
     note_own_cost(sampler);
@@ -139,6 +139,7 @@ pub fn refresh_cost(pid: u32, refreshes: u32) -> Result<i32> {
         follow_forks: false,
         offcpu: true,
         slots: 1,
+        ..Default::default()
     })?;
     tracer.trace_process(target.pid)?;
     let mut sampler = crate::sampler::Sampler::new(tracer, false);

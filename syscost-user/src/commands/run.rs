@@ -32,6 +32,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         follow_forks: true,
         offcpu: !args.no_offcpu,
         slots: 1,
+        ..Default::default()
     })?;
 
     // Signal handlers are in place before the command starts, so there is no moment in
@@ -53,7 +54,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     tracer.trace_process(pid)?;
     let offcpu = tracer.offcpu_tracked();
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
-    let metrics = match super::serve_metrics(listener, &sampler, pid, &comm) {
+    let metrics = match super::serve_metrics(
+        listener,
+        &sampler,
+        crate::metrics::Source::new(pid, comm.clone(), 0),
+    ) {
         Ok(m) => m,
         Err(e) => {
             // SAFETY: ends our own stopped child, which never ran the command.
@@ -94,6 +99,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         pid,
         comm,
         command: Some(args.command.clone()),
+        cgroup: None,
     };
     let profile = {
         let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());

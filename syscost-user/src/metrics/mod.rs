@@ -76,16 +76,18 @@ pub fn exposition(scrape: Scrape) -> Result<String> {
     Ok(out)
 }
 
-fn process_labels(t: &Target) -> [(&'static str, String); 2] {
-    [("pid", t.pid.to_string()), ("comm", t.comm.clone())]
+/// A process's labels (pid, comm), or a cgroup's (cgroup).
+fn process_labels(t: &Target) -> Vec<(&'static str, String)> {
+    match &t.cgroup {
+        Some(cg) => vec![("cgroup", cg.clone())],
+        None => vec![("pid", t.pid.to_string()), ("comm", t.comm.clone())],
+    }
 }
 
-fn syscall_labels(t: &Target, s: &SyscallProfile) -> [(&'static str, String); 3] {
-    [
-        ("pid", t.pid.to_string()),
-        ("comm", t.comm.clone()),
-        ("syscall", s.name.clone()),
-    ]
+fn syscall_labels(t: &Target, s: &SyscallProfile) -> Vec<(&'static str, String)> {
+    let mut l = process_labels(t);
+    l.push(("syscall", s.name.clone()));
+    l
 }
 
 impl Scrape {
@@ -149,8 +151,8 @@ impl Collector for Scrape {
             )?;
             for (t, s) in self.syscalls() {
                 for (errno, &n) in &s.errnos {
-                    let [pid, comm, syscall] = syscall_labels(t, s);
-                    let labels = [pid, comm, syscall, ("errno", errno.clone())];
+                    let mut labels = syscall_labels(t, s);
+                    labels.push(("errno", errno.clone()));
                     family
                         .encode_family(&labels)?
                         .encode_counter::<NoLabelSet, u64, u64>(&n, None)?;
@@ -238,6 +240,8 @@ impl Collector for Scrape {
 pub struct Source {
     pub pid: u32,
     pub comm: String,
+    /// A cgroup profiled as one (`--cgroup`): its path labels the series instead.
+    pub cgroup: Option<String>,
     /// Its statistics slot.
     pub slot: u32,
     pub started: Instant,
@@ -248,8 +252,17 @@ impl Source {
         Self {
             pid,
             comm,
+            cgroup: None,
             slot,
             started: Instant::now(),
+        }
+    }
+
+    /// A cgroup profiled as one.
+    pub fn cgroup(path: String, slot: u32) -> Self {
+        Self {
+            cgroup: Some(path),
+            ..Self::new(0, String::new(), slot)
         }
     }
 }
@@ -290,6 +303,7 @@ impl Metrics {
                     pid: s.pid,
                     comm: s.comm.clone(),
                     command: None,
+                    cgroup: s.cgroup.clone(),
                 };
                 snaps
                     .get(s.slot as usize)

@@ -173,6 +173,7 @@ mod tests {
             pid: 42,
             comm: "sh".into(),
             command: Some(vec!["sh".into(), "-c".into(), "true".into()]),
+            cgroup: None,
         };
         snap.to_profile(target, 5_000_000, true).unwrap()
     }

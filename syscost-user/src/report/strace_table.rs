@@ -274,6 +274,7 @@ mod tests {
                 pid: 1,
                 comm: "ls".into(),
                 command: None,
+                cgroup: None,
             },
             duration_ns: 1_000_000,
             offcpu_tracked: true,

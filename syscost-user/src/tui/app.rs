@@ -18,6 +18,8 @@ pub struct TargetInfo {
     pub pid: u32,
     pub comm: String,
     pub threads: usize,
+    /// Shown instead of "pid N (comm)" (a cgroup).
+    pub label: Option<String>,
 }
 
 /// Cumulative since attach (or the last reset), or the last interval only.
@@ -170,6 +172,8 @@ pub struct App {
     pub show_help: bool,
     pub show_threads: bool,
     pub exited: bool,
+    /// Entered from `syscost top`: Esc goes back to it.
+    pub drilled: bool,
     /// Set by `r`; the sampler takes a new baseline and clears it.
     pub reset_requested: bool,
 }
@@ -198,6 +202,7 @@ impl App {
             view: View::default(),
             show_help: false,
             show_threads: false,
+            drilled: false,
             exited: false,
             reset_requested: false,
         }
@@ -388,6 +393,7 @@ pub mod tests {
                 pid: 4242,
                 comm: "echo-server".into(),
                 command: None,
+                cgroup: None,
             },
             duration_ns: 10_000_000_000,
             offcpu_tracked: true,
@@ -410,6 +416,7 @@ pub mod tests {
                 pid: 4242,
                 comm: "echo-server".into(),
                 threads: 1,
+                label: None,
             },
             server_profile(0),
         );

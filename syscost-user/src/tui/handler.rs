@@ -9,6 +9,8 @@ use super::app::{App, View};
 pub enum Action {
     Continue,
     Quit,
+    /// Leave a drill-down for the view it came from.
+    Back,
 }
 
 const PAGE: isize = 10;
@@ -41,6 +43,7 @@ pub fn handle_key(app: &mut App, key: KeyEvent) -> Action {
         return Action::Continue;
     }
     match key.code {
+        KeyCode::Esc if app.drilled => return Action::Back,
         KeyCode::Char('q') | KeyCode::Esc => return Action::Quit,
         KeyCode::Up | KeyCode::Char('k') => app.move_selection(-1),
         KeyCode::Down | KeyCode::Char('j') => app.move_selection(1),
@@ -87,6 +90,9 @@ mod tests {
         assert_eq!(handle_key(&mut app, key(KeyCode::Esc)), Action::Quit);
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(handle_key(&mut app, ctrl_c), Action::Quit);
+        app.drilled = true;
+        assert_eq!(handle_key(&mut app, key(KeyCode::Esc)), Action::Back);
+        assert_eq!(handle_key(&mut app, key(KeyCode::Char('q'))), Action::Quit);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod handler;
+pub mod top;
 pub mod ui;
 
 use std::{
@@ -38,6 +39,10 @@ pub struct LiveOptions {
     pub per: Option<String>,
     /// A line of advice under the header.
     pub hint: Option<String>,
+    /// What the header names instead of the process (`cgroup /x`).
+    pub label: Option<String>,
+    /// A cgroup's directory: its threads (and its descendants') are the ones shown.
+    pub cgroup_dir: Option<std::path::PathBuf>,
 }
 
 static TERMINATE: AtomicBool = AtomicBool::new(false);
@@ -58,6 +63,8 @@ impl Drop for TerminalGuard {
 /// Turns the sampler's snapshots into samples for the view.
 struct Feed {
     pid: u32,
+    slot: u32,
+    cgroup_dir: Option<std::path::PathBuf>,
     attached: Instant,
     series: Series,
 }
@@ -68,6 +75,7 @@ impl Feed {
             pid: self.pid,
             comm: comm.to_string(),
             command: None,
+            cgroup: None,
         }
     }
 
@@ -80,9 +88,12 @@ impl Feed {
         with_threads: bool,
     ) -> Result<(Snapshot, Sample)> {
         let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
-        let now = s.snapshot(0)?;
+        let now = s.snapshot(self.slot)?;
         let step = self.series.next(now.clone());
-        let tids = task_ids(self.pid);
+        let tids = match &self.cgroup_dir {
+            Some(dir) => cgroup_threads(dir),
+            None => task_ids(self.pid),
+        };
         let states = s.threads(&tids);
         let mut stuck: Vec<StuckCall> = states
             .iter()
@@ -102,7 +113,7 @@ impl Feed {
                 .into_iter()
                 .map(|t| ThreadRow {
                     tid: t.tid,
-                    comm: thread_comm(self.pid, t.tid),
+                    comm: thread_comm(t.tid),
                     calls: t.calls,
                     total_ns: t.total_ns,
                     now: t
@@ -189,26 +200,101 @@ fn task_ids(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-fn thread_comm(pid: u32, tid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+/// The threads of a cgroup and its descendants.
+fn cgroup_threads(dir: &std::path::Path) -> Vec<u32> {
+    let mut tids: Vec<u32> = std::fs::read_to_string(dir.join("cgroup.threads"))
+        .map(|s| s.lines().filter_map(|l| l.parse().ok()).collect())
+        .unwrap_or_default();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                tids.extend(cgroup_threads(&e.path()));
+            }
+        }
+    }
+    tids
+}
+
+fn thread_comm(tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
         .map(|s| s.trim_end().to_string())
         .unwrap_or_default()
+}
+
+/// The terminal the live views draw on.
+pub type Term = ratatui::DefaultTerminal;
+
+/// The terminal set up for a live view, restored however the view ends.
+pub struct Screen {
+    pub terminal: Term,
+    pub input: mpsc::Receiver<Event>,
+    _guard: TerminalGuard,
+}
+
+impl Screen {
+    /// Takes the terminal; SIGTERM, SIGHUP and SIGINT end the view (see
+    /// [`Screen::terminated`]).
+    pub fn open() -> Result<Self> {
+        TERMINATE.store(false, Ordering::Relaxed);
+        crate::signals::catch(&[libc::SIGTERM, libc::SIGHUP, libc::SIGINT], on_terminate);
+        let terminal = ratatui::try_init().context("cannot set up the terminal")?;
+        Ok(Self {
+            terminal,
+            input: spawn_input(),
+            _guard: TerminalGuard,
+        })
+    }
+
+    /// Whether a signal asked to end, or the terminal went away.
+    pub fn terminated(&self) -> bool {
+        TERMINATE.load(Ordering::Relaxed) || terminal_hung_up()
+    }
+}
+
+/// How a live view ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Quit, a signal, `duration`, or the terminal gone: the whole command ends.
+    Quit,
+    /// Esc in a drill-down: back to the view it came from.
+    Back,
 }
 
 /// Runs the live view until the user quits, SIGTERM/SIGHUP, or `duration`. Returns the
 /// last snapshot (cumulative since load) for the final table.
 pub fn run(sampler: &SharedSampler, target: &Process, options: &LiveOptions) -> Result<Snapshot> {
-    TERMINATE.store(false, Ordering::Relaxed);
-    crate::signals::catch(&[libc::SIGTERM, libc::SIGHUP, libc::SIGINT], on_terminate);
+    let mut screen = Screen::open()?;
+    let (last, _) = live_with(&mut screen, sampler, target, 0, false, false, options)?;
+    Ok(last)
+}
+
+/// The per-syscall view of process `target`, whose statistics are in `slot`, on an open
+/// screen. `drilled`: entered from `syscost top`, so Esc goes back and the figures start
+/// from now (the slot may hold an earlier drill-down's); `threads`: start on the thread
+/// list.
+pub fn live_with(
+    screen: &mut Screen,
+    sampler: &SharedSampler,
+    target: &Process,
+    slot: u32,
+    drilled: bool,
+    threads: bool,
+    options: &LiveOptions,
+) -> Result<(Snapshot, Ended)> {
     let (first, offcpu) = {
         let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
-        (s.snapshot(0)?, s.offcpu_tracked())
+        (s.snapshot(slot)?, s.offcpu_tracked())
     };
     let mut feed = Feed {
         pid: target.pid,
+        slot,
+        cgroup_dir: options.cgroup_dir.clone(),
         attached: Instant::now(),
         series: Series::new(first.clone()),
     };
+    if drilled {
+        feed.series.reset();
+    }
     // The first screen shows nothing yet: what the tracer counted before this point has no
     // interval to be a rate of (it is in the first sample's cumulative figures).
     let empty = first
@@ -217,15 +303,21 @@ pub fn run(sampler: &SharedSampler, target: &Process, options: &LiveOptions) -> 
     let info = TargetInfo {
         pid: target.pid,
         comm: target.comm.clone(),
-        threads: process::thread_count(target.pid),
+        threads: match &options.cgroup_dir {
+            Some(dir) => cgroup_threads(dir).len(),
+            None => process::thread_count(target.pid),
+        },
+        label: options.label.clone(),
     };
     let mut app = App::new(info, empty);
     app.per = options.per.clone();
     app.hint = options.hint.clone();
+    app.drilled = drilled;
+    app.show_threads = threads;
 
-    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
-    let _guard = TerminalGuard;
-    let input = spawn_input();
+    let terminal = &mut screen.terminal;
+    let input = &screen.input;
+    let mut ended = Ended::Quit;
     let interval = options.interval.max(Duration::from_millis(100));
     let deadline = options.duration.map(|d| Instant::now() + d);
     let mut next_tick = Instant::now() + interval;
@@ -248,8 +340,13 @@ pub fn run(sampler: &SharedSampler, target: &Process, options: &LiveOptions) -> 
             .min(Duration::from_millis(200));
         match input.recv_timeout(wait) {
             Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
-                if handler::handle_key(&mut app, k) == handler::Action::Quit {
-                    break;
+                match handler::handle_key(&mut app, k) {
+                    handler::Action::Quit => break,
+                    handler::Action::Back => {
+                        ended = Ended::Back;
+                        break;
+                    }
+                    handler::Action::Continue => {}
                 }
                 dirty = true;
             }
@@ -280,13 +377,13 @@ pub fn run(sampler: &SharedSampler, target: &Process, options: &LiveOptions) -> 
             dirty = true;
         }
     }
-    drop(terminal);
-    Ok(if app.exited {
+    let last = if app.exited {
         latest
     } else {
         sampler
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .snapshot(0)?
-    })
+            .snapshot(slot)?
+    };
+    Ok((last, ended))
 }

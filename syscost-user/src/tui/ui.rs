@@ -61,9 +61,11 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
     let mut first = vec![
         Span::from(" syscost ").bold().reversed(),
         Span::from(format!(
-            " pid {} ({}) · {} thread{} · attached {} · {view}",
-            app.target.pid,
-            app.target.comm,
+            " {} · {} thread{} · attached {} · {view}",
+            app.target
+                .label
+                .clone()
+                .unwrap_or_else(|| format!("pid {} ({})", app.target.pid, app.target.comm)),
             app.target.threads,
             if app.target.threads == 1 { "" } else { "s" },
             clock(app.attached_for)
@@ -441,6 +443,9 @@ fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
 fn render_footer(frame: &mut Frame, app: &App, area: Rect) {
     let text = if app.editing_filter {
         " filter by name: type, Enter to keep, Esc to clear".to_string()
+    } else if app.drilled {
+        " Esc back to top · q quit ↑↓ move s/S sort / filter p pause r reset c view t threads ? help"
+            .to_string()
     } else {
         " q quit ↑↓ move s/S sort / filter p pause r reset c view t threads ? help".to_string()
     };

@@ -1,0 +1,391 @@
+//! `syscost top`: every process of the machine (or of a cgroup), live.
+//!
+//! One set of programs traces every process but syscost (or every process of the
+//! cgroup): per-process figures for all of them in the kernel's per-process table, and
+//! full statistics (histograms, errnos) in slot 1 for the one process drilled into,
+//! which moves there while it is shown.
+
+use std::{
+    io::IsTerminal as _,
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result};
+use ratatui::crossterm::event::{Event, KeyEventKind};
+use serde::Serialize;
+
+use crate::{
+    cgroup,
+    cli::{TopArgs, TopSort, seconds},
+    process,
+    profile::ProcessTotals,
+    sampler::{Sampler, SharedSampler},
+    top::ProcessRow,
+    tracer::{Auto, Tracer, TracerOptions},
+    tui::{self, LiveOptions, top::TopView},
+};
+
+/// The slot of the process drilled into.
+const DRILL_SLOT: u32 = 1;
+
+/// JSON schema of `syscost top --json`.
+pub const TOP_SCHEMA: u32 = 1;
+
+pub fn top(args: &TopArgs) -> Result<i32> {
+    if let Some(p) = &args.json {
+        crate::report::json::check_writable(p)?;
+    }
+    let (auto, scope) = match &args.cgroup {
+        Some(path) => {
+            let cg = cgroup::resolve(path)?;
+            (
+                Auto::Cgroup {
+                    id: cg.id,
+                    level: cg.level,
+                },
+                format!("cgroup {}", cg.path),
+            )
+        }
+        None => (Auto::All, "the machine".to_string()),
+    };
+    let tracer = Tracer::load(TracerOptions {
+        offcpu: !args.no_offcpu,
+        slots: DRILL_SLOT + 1,
+        auto,
+        top: true,
+        pool_from_slot: DRILL_SLOT,
+        ..Default::default()
+    })?;
+    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let every = seconds(args.interval).unwrap_or(Duration::from_secs(1));
+    let duration = seconds(args.duration);
+    let started = Instant::now();
+    if !args.no_tui && std::io::stdout().is_terminal() {
+        live(&sampler, args, scope, every, duration)?;
+    } else {
+        text(&sampler, args, &scope, every, duration, started)?;
+    }
+    let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
+    // The last syscalls, then the totals.
+    s.top_step()?;
+    let totals = s.top_totals();
+    let dropped = s.snapshot(0)?.dropped();
+    s.unload()?;
+    drop(s);
+    let elapsed = started.elapsed().as_secs_f64();
+    super::print_out(&render_totals(
+        &totals, elapsed, args.sort, args.rows, dropped,
+    ));
+    if let Some(p) = &args.json {
+        write_json(p, &totals, elapsed, dropped)?;
+    }
+    Ok(0)
+}
+
+fn lock(s: &SharedSampler) -> std::sync::MutexGuard<'_, Sampler> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The text mode: a table every interval until a signal or `-d`.
+fn text(
+    sampler: &SharedSampler,
+    args: &TopArgs,
+    scope: &str,
+    every: Duration,
+    duration: Option<Duration>,
+    started: Instant,
+) -> Result<()> {
+    let stop = crate::signals::Stop::catch()?;
+    eprintln!("syscost: watching {scope}; Ctrl-C to stop");
+    let deadline = duration.map(|d| started + d);
+    let mut last = Instant::now();
+    let mut next = last + every;
+    loop {
+        let until = deadline.map_or(next, |d| d.min(next));
+        if stop.wait_until(until) {
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if Instant::now() < next {
+            continue;
+        }
+        let step = lock(sampler).top_step()?;
+        let secs = last.elapsed().as_secs_f64().max(1e-3);
+        last = Instant::now();
+        next = last + every;
+        super::print_out(&format!(
+            "--- {:.1} s: {} processes with syscalls in the last {:.2} s ---\n",
+            started.elapsed().as_secs_f64(),
+            step.interval.len(),
+            secs
+        ));
+        super::print_out(&render_rates(&step.interval, secs, args.sort, args.rows));
+    }
+    Ok(())
+}
+
+/// The live view: the process table, and the per-syscall view of a process on Enter.
+fn live(
+    sampler: &SharedSampler,
+    args: &TopArgs,
+    scope: String,
+    every: Duration,
+    duration: Option<Duration>,
+) -> Result<()> {
+    let mut screen = tui::Screen::open()?;
+    let mut view = TopView::new(scope, args.sort);
+    let started = Instant::now();
+    let deadline = duration.map(|d| started + d);
+    let mut last = Instant::now();
+    let mut next = last + every;
+    let mut dirty = true;
+    loop {
+        if dirty {
+            view.elapsed = started.elapsed();
+            screen.terminal.draw(|f| tui::top::render(f, &view))?;
+            dirty = false;
+        }
+        if screen.terminated() || deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let wait = next
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(200));
+        match screen.input.recv_timeout(wait) {
+            Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
+                match view.handle_key(k) {
+                    tui::top::Action::Quit => break,
+                    tui::top::Action::Drill { pid, threads } => {
+                        if drill(&mut screen, sampler, pid, threads, every, deadline)?
+                            == tui::Ended::Quit
+                        {
+                            break;
+                        }
+                    }
+                    tui::top::Action::Continue => {}
+                }
+                dirty = true;
+            }
+            Ok(Event::Resize(..)) => dirty = true,
+            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        lock(sampler).tick();
+        if Instant::now() >= next {
+            let mut s = lock(sampler);
+            let step = s.top_step()?;
+            view.dropped = s.snapshot(0)?.dropped();
+            view.own_cost = match s.own_cost().reading() {
+                Ok(Some(r)) => format!("{:.0} ns/event, {:.2}% CPU", r.ns_per_run, r.cpu_percent),
+                Ok(None) => "measuring".to_string(),
+                Err(why) => why,
+            };
+            drop(s);
+            let secs = last.elapsed().as_secs_f64();
+            last = Instant::now();
+            next = last + every;
+            view.apply(step.interval, secs);
+            dirty = true;
+        }
+    }
+    Ok(())
+}
+
+/// Shows process `pid`'s syscalls (its statistics moved to the drill-down slot while
+/// shown) until Esc or quit.
+fn drill(
+    screen: &mut tui::Screen,
+    sampler: &SharedSampler,
+    pid: u32,
+    threads: bool,
+    every: Duration,
+    deadline: Option<Instant>,
+) -> Result<tui::Ended> {
+    let Ok(target) = process::open(pid) else {
+        // Gone since the last refresh: nothing to show.
+        return Ok(tui::Ended::Back);
+    };
+    lock(sampler).move_process(pid, DRILL_SLOT)?;
+    let options = LiveOptions {
+        interval: every,
+        duration: deadline.map(|d| d.saturating_duration_since(Instant::now())),
+        per: None,
+        hint: Some("from syscost top: figures since Enter · Esc goes back".to_string()),
+        ..Default::default()
+    };
+    let result = tui::live_with(
+        screen, sampler, &target, DRILL_SLOT, true, threads, &options,
+    );
+    // Back to the per-process figures only, whatever happened.
+    lock(sampler).move_process(pid, 0)?;
+    Ok(result?.1)
+}
+
+/// Rows sorted and cut to `rows` (0: all); how many were left out.
+fn shown(rows: &[ProcessRow], sort: TopSort, n: usize) -> (Vec<ProcessRow>, usize) {
+    let mut rows = rows.to_vec();
+    tui::top::sort_rows(&mut rows, sort);
+    let more = if n > 0 && rows.len() > n {
+        rows.len() - n
+    } else {
+        0
+    };
+    rows.truncate(if n == 0 { rows.len() } else { n });
+    (rows, more)
+}
+
+/// The per-process table of one interval, as rates.
+pub fn render_rates(rows: &[ProcessRow], secs: f64, sort: TopSort, n: usize) -> String {
+    let (rows, more) = shown(rows, sort, n);
+    let mut out = format!(
+        "{:>8} {:<16} {:<24} {:>10} {:>9} {:>9} {:>9} {:>4}  {}\n",
+        "PID",
+        "COMM",
+        "CGROUP",
+        "CALLS/s",
+        "ERRORS/s",
+        "TIME s/s",
+        "ONCPU s/s",
+        "THR",
+        "TOP SYSCALL (s/s)"
+    );
+    for r in rows {
+        let top = r
+            .top_syscall()
+            .map(|(id, ns)| format!("{} {:.3}", id.name(), ns as f64 / 1e9 / secs))
+            .unwrap_or_default();
+        out += &format!(
+            "{:>8} {:<16} {:<24} {:>10.1} {:>9.1} {:>9.3} {:>9.3} {:>4}  {}{}\n",
+            r.pid,
+            r.comm,
+            cgroup::short(&r.cgroup),
+            r.calls() as f64 / secs,
+            r.errors() as f64 / secs,
+            r.total_ns() as f64 / 1e9 / secs,
+            r.oncpu_ns() as f64 / 1e9 / secs,
+            r.threads,
+            top,
+            if r.exited { " (exited)" } else { "" }
+        );
+    }
+    if more > 0 {
+        out += &format!("... {more} more processes (-n 0 shows all)\n");
+    }
+    out
+}
+
+/// The totals since the start, per process.
+pub fn render_totals(
+    rows: &[ProcessRow],
+    secs: f64,
+    sort: TopSort,
+    n: usize,
+    dropped: u64,
+) -> String {
+    let (shown_rows, more) = shown(rows, sort, n);
+    let calls: u64 = rows.iter().map(|r| r.calls()).sum();
+    let mut out = format!(
+        "syscost top: {} processes made {calls} syscalls in {secs:.1} s; dropped {dropped}\n",
+        rows.len()
+    );
+    out += &format!(
+        "{:>8} {:<16} {:<24} {:>12} {:>9} {:>10} {:>10} {:>4}  {}\n",
+        "PID", "COMM", "CGROUP", "CALLS", "ERRORS", "TIME s", "ONCPU s", "THR", "TOP SYSCALL (s)"
+    );
+    for r in shown_rows {
+        let top = r
+            .top_syscall()
+            .map(|(id, ns)| format!("{} {:.3}", id.name(), ns as f64 / 1e9))
+            .unwrap_or_default();
+        out += &format!(
+            "{:>8} {:<16} {:<24} {:>12} {:>9} {:>10.3} {:>10.3} {:>4}  {}{}\n",
+            r.pid,
+            r.comm,
+            cgroup::short(&r.cgroup),
+            r.calls(),
+            r.errors(),
+            r.total_ns() as f64 / 1e9,
+            r.oncpu_ns() as f64 / 1e9,
+            r.threads,
+            top,
+            if r.exited { " (exited)" } else { "" }
+        );
+    }
+    if more > 0 {
+        out += &format!("... {more} more processes (-n 0 shows all; --json keeps every one)\n");
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct JsonTop {
+    schema: u32,
+    duration_secs: f64,
+    dropped: u64,
+    processes: Vec<ProcessTotals>,
+}
+
+/// The totals as JSON.
+pub fn to_json(rows: &[ProcessRow], secs: f64, dropped: u64) -> Result<String> {
+    let doc = JsonTop {
+        schema: TOP_SCHEMA,
+        duration_secs: secs,
+        dropped,
+        processes: rows.iter().map(ProcessTotals::from).collect(),
+    };
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
+fn write_json(path: &Path, rows: &[ProcessRow], secs: f64, dropped: u64) -> Result<()> {
+    std::fs::write(path, to_json(rows, secs, dropped)?)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syscost_common::{TopKey, TopValue};
+
+    fn row(pid: u32, comm: &str, calls: u64, ns: u64) -> ProcessRow {
+        let mut r = ProcessRow {
+            pid,
+            comm: comm.into(),
+            cgroup: "/system.slice/x.service".into(),
+            threads: 1,
+            ..Default::default()
+        };
+        r.syscalls.insert(
+            crate::top::top_id(&TopKey { tgid: pid, key: 39 }),
+            TopValue {
+                calls,
+                errors: 0,
+                total_ns: ns,
+                offcpu_ns: 0,
+            },
+        );
+        r
+    }
+
+    #[test]
+    fn text_tables_and_json() {
+        let rows = [row(1, "a", 100, 1_000_000), row(2, "b", 300, 5_000_000)];
+        let t = render_rates(&rows, 2.0, TopSort::Time, 1);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert!(
+            lines[1].contains(" b ") && lines[1].contains("150.0"),
+            "{t}"
+        );
+        assert!(lines[1].contains("getpid 0.003"), "{t}");
+        assert!(lines[2].starts_with("... 1 more"), "{t}");
+        let t = render_totals(&rows, 2.0, TopSort::Pid, 0, 7);
+        assert!(t.starts_with("syscost top: 2 processes made 400 syscalls in 2.0 s; dropped 7"));
+        let j: serde_json::Value = serde_json::from_str(&to_json(&rows, 2.0, 7).unwrap()).unwrap();
+        assert_eq!(j["processes"][1]["calls"], 300);
+        assert_eq!(j["processes"][1]["syscalls"][0]["name"], "getpid");
+        assert_eq!(j["dropped"], 7);
+    }
+}

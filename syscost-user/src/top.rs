@@ -1,0 +1,392 @@
+//! The machine's processes as `syscost top`, `export --top` and `--per-process` show
+//! them: the kernel's per-(process, syscall) table turned into per-process intervals and
+//! totals. Pure apart from the /proc reads of [`ProcInfo::read`]; the sampler feeds it
+//! copies of the table and deletes what it says is finished.
+//!
+//! Counting rule: the table holds cumulative figures per process and syscall; each
+//! step takes the difference with the previous copy (never negative: a figure copied
+//! while it changed is one call late at most, and counts only grow). A process whose
+//! /proc entry is gone has made its last syscall: its final difference is counted, then
+//! its keys are deleted from the table, which is how the table stays bounded.
+
+use std::collections::{BTreeMap, HashMap};
+
+use syscost_common::{TopKey, TopValue};
+
+use crate::{
+    collector::SyscallId,
+    profile::{ProcessSyscall, ProcessTotals},
+};
+
+/// What /proc says about a process, read once when it is first seen.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcInfo {
+    pub comm: String,
+    /// Its cgroup v2 path ("" when unknown).
+    pub cgroup: String,
+}
+
+impl ProcInfo {
+    /// Reads /proc/PID, falling back on `kernel_name` (the comm the kernel side kept)
+    /// for a process that has gone.
+    pub fn read(pid: u32, kernel_name: Option<String>) -> Self {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|s| s.trim_end().to_string())
+            .ok()
+            .or(kernel_name)
+            .unwrap_or_else(|| "?".to_string());
+        Self {
+            comm,
+            cgroup: crate::cgroup::of_process(pid).unwrap_or_default(),
+        }
+    }
+}
+
+/// One process's figures over some period.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcessRow {
+    pub pid: u32,
+    pub comm: String,
+    pub cgroup: String,
+    /// Threads now (0 once exited).
+    pub threads: u32,
+    pub exited: bool,
+    pub syscalls: BTreeMap<SyscallId, TopValue>,
+}
+
+impl ProcessRow {
+    fn sum(&self) -> TopValue {
+        self.syscalls.values().fold(TopValue::default(), add)
+    }
+    pub fn calls(&self) -> u64 {
+        self.sum().calls
+    }
+    pub fn errors(&self) -> u64 {
+        self.sum().errors
+    }
+    pub fn total_ns(&self) -> u64 {
+        self.sum().total_ns
+    }
+    /// Time in syscalls on a CPU (wall minus switched out).
+    pub fn oncpu_ns(&self) -> u64 {
+        let s = self.sum();
+        s.total_ns - s.offcpu_ns.min(s.total_ns)
+    }
+    /// The syscall it spent most time in, and that time.
+    pub fn top_syscall(&self) -> Option<(SyscallId, u64)> {
+        self.syscalls
+            .iter()
+            .max_by_key(|(id, v)| (v.total_ns, std::cmp::Reverse(**id)))
+            .map(|(id, v)| (*id, v.total_ns))
+    }
+
+    fn add(&mut self, id: SyscallId, v: &TopValue) {
+        let e = self.syscalls.entry(id).or_default();
+        *e = add(*e, v);
+    }
+}
+
+impl From<&ProcessRow> for ProcessTotals {
+    fn from(r: &ProcessRow) -> Self {
+        Self {
+            pid: r.pid,
+            comm: r.comm.clone(),
+            cgroup: r.cgroup.clone(),
+            exited: r.exited,
+            threads: r.threads,
+            calls: r.calls(),
+            errors: r.errors(),
+            total_ns: r.total_ns(),
+            oncpu_ns: r.oncpu_ns(),
+            syscalls: r
+                .syscalls
+                .iter()
+                .map(|(id, v)| ProcessSyscall {
+                    name: id.name(),
+                    calls: v.calls,
+                    errors: v.errors,
+                    total_ns: v.total_ns,
+                    offcpu_ns: v.offcpu_ns,
+                })
+                .collect(),
+        }
+    }
+}
+
+fn add(a: TopValue, b: &TopValue) -> TopValue {
+    TopValue {
+        calls: a.calls + b.calls,
+        errors: a.errors + b.errors,
+        total_ns: a.total_ns + b.total_ns,
+        offcpu_ns: a.offcpu_ns + b.offcpu_ns,
+    }
+}
+
+/// `now - before`, never negative, errors never above calls.
+pub fn delta(now: &TopValue, before: &TopValue) -> TopValue {
+    let calls = now.calls.saturating_sub(before.calls);
+    let total_ns = now.total_ns.saturating_sub(before.total_ns);
+    TopValue {
+        calls,
+        errors: now.errors.saturating_sub(before.errors).min(calls),
+        total_ns,
+        offcpu_ns: now.offcpu_ns.saturating_sub(before.offcpu_ns).min(total_ns),
+    }
+}
+
+/// One step: every process with a syscall in the interval, and the table keys to delete.
+#[derive(Clone, Debug, Default)]
+pub struct TopStep {
+    pub interval: Vec<ProcessRow>,
+    pub forget: Vec<TopKey>,
+}
+
+/// The per-process state between steps.
+#[derive(Debug, Default)]
+pub struct Machine {
+    previous: HashMap<TopKey, TopValue>,
+    info: HashMap<u32, ProcInfo>,
+    /// Totals since the start (or the last reset) of the processes alive at the last step.
+    live: HashMap<u32, ProcessRow>,
+    /// Totals of processes that have exited, in the order they went.
+    gone: Vec<ProcessRow>,
+}
+
+impl Machine {
+    /// The next step from a copy of the kernel's table. `alive(pid)`: whether the
+    /// process still exists; `info(pid)`: its name and cgroup, asked once per process;
+    /// `threads(pid)`: its thread count now.
+    pub fn step(
+        &mut self,
+        table: &[(TopKey, TopValue)],
+        alive: impl Fn(u32) -> bool,
+        mut info: impl FnMut(u32) -> ProcInfo,
+        threads: impl Fn(u32) -> u32,
+    ) -> TopStep {
+        let mut rows: BTreeMap<u32, ProcessRow> = BTreeMap::new();
+        let mut keys_of: HashMap<u32, Vec<TopKey>> = HashMap::new();
+        for (k, v) in table {
+            keys_of.entry(k.tgid).or_default().push(*k);
+            let before = self.previous.get(k).copied().unwrap_or_default();
+            let d = delta(v, &before);
+            self.previous.insert(*k, *v);
+            if d.calls == 0 && d.total_ns == 0 {
+                continue;
+            }
+            let pi = self
+                .info
+                .entry(k.tgid)
+                .or_insert_with(|| info(k.tgid))
+                .clone();
+            let row = rows.entry(k.tgid).or_insert_with(|| ProcessRow {
+                pid: k.tgid,
+                comm: pi.comm,
+                cgroup: pi.cgroup,
+                ..Default::default()
+            });
+            row.add(top_id(k), &d);
+        }
+        let mut forget = Vec::new();
+        for (pid, row) in rows.iter_mut() {
+            let total = self.live.entry(*pid).or_insert_with(|| ProcessRow {
+                pid: *pid,
+                comm: row.comm.clone(),
+                cgroup: row.cgroup.clone(),
+                ..Default::default()
+            });
+            for (id, v) in &row.syscalls {
+                total.add(*id, v);
+            }
+        }
+        for (pid, keys) in keys_of {
+            if alive(pid) {
+                let n = threads(pid);
+                if let Some(r) = rows.get_mut(&pid) {
+                    r.threads = n;
+                }
+                if let Some(r) = self.live.get_mut(&pid) {
+                    r.threads = n;
+                }
+                continue;
+            }
+            if let Some(r) = rows.get_mut(&pid) {
+                r.exited = true;
+            }
+            if let Some(mut r) = self.live.remove(&pid) {
+                r.exited = true;
+                r.threads = 0;
+                self.gone.push(r);
+            }
+            self.info.remove(&pid);
+            for k in &keys {
+                self.previous.remove(k);
+            }
+            forget.extend(keys);
+        }
+        TopStep {
+            interval: rows.into_values().collect(),
+            forget,
+        }
+    }
+
+    /// Totals since the start (or reset): live processes, then those that exited.
+    pub fn totals(&self) -> Vec<ProcessRow> {
+        let mut v: Vec<ProcessRow> = self.live.values().cloned().collect();
+        v.sort_by_key(|r| r.pid);
+        v.extend(self.gone.iter().cloned());
+        v
+    }
+
+    /// Starts the totals again from now.
+    pub fn reset(&mut self) {
+        self.live.clear();
+        self.gone.clear();
+    }
+}
+
+/// A table key as a syscall (numbers without a key of their own share one id).
+pub fn top_id(k: &TopKey) -> SyscallId {
+    SyscallId::of(k.key, u64::MAX)
+}
+
+/// Threads of a process now, from /proc/PID/status.
+pub fn thread_count(pid: u32) -> u32 {
+    crate::process::thread_count(pid) as u32
+}
+
+/// Whether /proc/PID exists (a zombie still does: its last syscall may not be read yet).
+pub fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Rows summed by cgroup (the pid of each is 0, the comm the cgroup's short name).
+pub fn by_cgroup(rows: &[ProcessRow]) -> Vec<ProcessRow> {
+    let mut out: BTreeMap<String, ProcessRow> = BTreeMap::new();
+    for r in rows {
+        let g = out.entry(r.cgroup.clone()).or_insert_with(|| ProcessRow {
+            comm: crate::cgroup::short(&r.cgroup),
+            cgroup: r.cgroup.clone(),
+            ..Default::default()
+        });
+        g.threads += r.threads;
+        for (id, v) in &r.syscalls {
+            g.add(*id, v);
+        }
+    }
+    out.into_values().collect()
+}
+
+/// Rows summed by syscall: for each syscall, the processes making it (`syscall ->
+/// processes`), most time first.
+pub fn by_syscall(rows: &[ProcessRow]) -> Vec<(SyscallId, TopValue, Vec<(u32, String, TopValue)>)> {
+    let mut out: BTreeMap<SyscallId, (TopValue, Vec<(u32, String, TopValue)>)> = BTreeMap::new();
+    for r in rows {
+        for (id, v) in &r.syscalls {
+            let e = out.entry(*id).or_default();
+            e.0 = add(e.0, v);
+            e.1.push((r.pid, r.comm.clone(), *v));
+        }
+    }
+    let mut v: Vec<_> = out
+        .into_iter()
+        .map(|(id, (sum, mut procs))| {
+            procs.sort_by_key(|p| std::cmp::Reverse(p.2.total_ns));
+            (id, sum, procs)
+        })
+        .collect();
+    v.sort_by_key(|(id, s, _)| (std::cmp::Reverse(s.total_ns), *id));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(calls: u64, errors: u64, ns: u64, off: u64) -> TopValue {
+        TopValue {
+            calls,
+            errors,
+            total_ns: ns,
+            offcpu_ns: off,
+        }
+    }
+
+    fn k(tgid: u32, key: u32) -> TopKey {
+        TopKey { tgid, key }
+    }
+
+    #[test]
+    fn deltas_never_go_negative() {
+        assert_eq!(delta(&v(10, 2, 100, 50), &v(4, 1, 40, 10)), v(6, 1, 60, 40));
+        // A copy one call late, then the next copy: no underflow, errors <= calls.
+        assert_eq!(delta(&v(4, 3, 40, 10), &v(5, 1, 50, 10)), v(0, 0, 0, 0));
+        assert_eq!(delta(&v(5, 3, 50, 90), &v(5, 1, 40, 0)), v(0, 0, 10, 10));
+    }
+
+    #[test]
+    fn steps_count_each_call_once_and_forget_the_dead() {
+        let mut m = Machine::default();
+        let info = |pid| ProcInfo {
+            comm: format!("p{pid}"),
+            cgroup: "/a".into(),
+        };
+        let t1 = [(k(1, 39), v(10, 0, 1000, 0)), (k(2, 3), v(5, 5, 500, 100))];
+        let s = m.step(&t1, |_| true, info, |_| 1);
+        assert_eq!(s.interval.len(), 2);
+        assert!(s.forget.is_empty());
+        let t2 = [(k(1, 39), v(25, 0, 2500, 0)), (k(2, 3), v(6, 6, 600, 100))];
+        let s = m.step(&t2, |p| p == 1, info, |_| 3);
+        assert_eq!(s.interval[0].calls(), 15);
+        assert_eq!(s.interval[0].threads, 3);
+        assert_eq!((s.interval[1].calls(), s.interval[1].exited), (1, true));
+        assert_eq!(s.forget, vec![k(2, 3)]);
+        let totals = m.totals();
+        assert_eq!(totals.len(), 2);
+        assert_eq!((totals[0].pid, totals[0].calls()), (1, 25));
+        assert_eq!(
+            (totals[1].pid, totals[1].calls(), totals[1].errors()),
+            (2, 6, 6)
+        );
+        // A new process with the old pid starts from zero.
+        let t3 = [(k(1, 39), v(25, 0, 2500, 0)), (k(2, 3), v(2, 0, 20, 0))];
+        let s = m.step(&t3, |_| true, info, |_| 1);
+        assert_eq!(s.interval.len(), 1);
+        assert_eq!(s.interval[0].calls(), 2);
+        assert_eq!(m.totals().len(), 3);
+        m.reset();
+        assert!(m.totals().is_empty());
+    }
+
+    #[test]
+    fn rows_by_cgroup_and_by_syscall() {
+        let row = |pid, cg: &str, key, calls, ns| {
+            let mut r = ProcessRow {
+                pid,
+                comm: format!("p{pid}"),
+                cgroup: cg.to_string(),
+                threads: 1,
+                ..Default::default()
+            };
+            r.add(top_id(&k(pid, key)), &v(calls, 0, ns, ns / 2));
+            r
+        };
+        let rows = [
+            row(1, "/a", 202, 10, 900),
+            row(2, "/a", 0, 3, 30),
+            row(3, "/b", 202, 1, 5000),
+        ];
+        let g = by_cgroup(&rows);
+        assert_eq!(g.len(), 2);
+        assert_eq!((g[0].calls(), g[0].total_ns(), g[0].threads), (13, 930, 2));
+        assert_eq!(g[0].oncpu_ns(), 930 - 450 - 15);
+        assert_eq!(g[0].top_syscall().unwrap().0.name(), "futex");
+        let s = by_syscall(&rows);
+        assert_eq!(s[0].0.name(), "futex");
+        assert_eq!(s[0].1.calls, 11);
+        assert_eq!(
+            s[0].2.iter().map(|p| p.0).collect::<Vec<_>>(),
+            vec![3, 1],
+            "most time first"
+        );
+    }
+}

@@ -1,0 +1,643 @@
+//! `syscost top`'s live view: every process with syscalls in the last interval, its
+//! rates and top syscall; by cgroup (`g`); by syscall (`y`) and from a syscall to the
+//! processes making it (Enter). Enter on a process drills into its per-syscall view (the
+//! `attach` view, histograms included) without restarting; Esc comes back.
+
+use std::time::Duration;
+
+use ratatui::{
+    Frame,
+    crossterm::event::{KeyCode, KeyEvent, KeyModifiers},
+    layout::{Constraint, Layout},
+    style::{Color, Modifier, Style, Stylize as _},
+    text::Line,
+    widgets::{Cell, Paragraph, Row, Table, TableState},
+};
+use syscost_common::TopValue;
+
+use crate::{
+    cgroup,
+    cli::TopSort,
+    collector::SyscallId,
+    top::{self, ProcessRow},
+    units::human_ns,
+};
+
+/// Which table is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Processes,
+    /// Processes summed by cgroup.
+    Cgroups,
+    Syscalls,
+    /// The processes making one syscall.
+    SyscallProcesses(SyscallId),
+}
+
+/// What the loop should do after a key.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Action {
+    Continue,
+    Quit,
+    /// Drill into this process's per-syscall view (with its threads shown: `t`).
+    Drill {
+        pid: u32,
+        threads: bool,
+    },
+}
+
+/// The state of the view.
+#[derive(Debug)]
+pub struct TopView {
+    /// Where it looks: "the machine" or a cgroup's path.
+    pub scope: String,
+    pub rows: Vec<ProcessRow>,
+    pub interval_secs: f64,
+    pub mode: Mode,
+    pub sort: TopSort,
+    pub reverse: bool,
+    pub filter: String,
+    pub editing_filter: bool,
+    pub selected: usize,
+    pub paused: bool,
+    pub show_help: bool,
+    pub elapsed: Duration,
+    /// Events the kernel side had no room for, since the start.
+    pub dropped: u64,
+    pub own_cost: String,
+}
+
+impl TopView {
+    pub fn new(scope: String, sort: TopSort) -> Self {
+        Self {
+            scope,
+            rows: Vec::new(),
+            interval_secs: 1.0,
+            mode: Mode::Processes,
+            sort,
+            reverse: false,
+            filter: String::new(),
+            editing_filter: false,
+            selected: 0,
+            paused: false,
+            show_help: false,
+            elapsed: Duration::ZERO,
+            dropped: 0,
+            own_cost: String::new(),
+        }
+    }
+
+    /// A new interval's rows (kept as they are while paused).
+    pub fn apply(&mut self, rows: Vec<ProcessRow>, interval_secs: f64) {
+        if !self.paused {
+            self.rows = rows;
+            self.interval_secs = interval_secs.max(1e-3);
+            self.clamp();
+        }
+    }
+
+    fn per_sec(&self, n: u64) -> f64 {
+        n as f64 / self.interval_secs
+    }
+
+    /// The process (or cgroup) rows shown, filtered and sorted.
+    pub fn process_rows(&self) -> Vec<ProcessRow> {
+        let mut rows = match self.mode {
+            Mode::Cgroups => top::by_cgroup(&self.rows),
+            _ => self.rows.clone(),
+        };
+        let f = self.filter.to_lowercase();
+        rows.retain(|r| {
+            f.is_empty()
+                || r.comm.to_lowercase().contains(&f)
+                || r.cgroup.to_lowercase().contains(&f)
+                || r.pid.to_string() == f
+                || r.top_syscall()
+                    .is_some_and(|(id, _)| id.name().contains(&f))
+        });
+        sort_rows(&mut rows, self.sort);
+        if self.reverse {
+            rows.reverse();
+        }
+        rows
+    }
+
+    /// The syscall rows: each syscall summed over processes, with the processes.
+    pub fn syscall_rows(&self) -> Vec<(SyscallId, TopValue, Vec<(u32, String, TopValue)>)> {
+        let f = self.filter.to_lowercase();
+        let mut rows = top::by_syscall(&self.rows);
+        rows.retain(|(id, _, _)| f.is_empty() || id.name().contains(&f));
+        if self.reverse {
+            rows.reverse();
+        }
+        rows
+    }
+
+    fn syscall_process_rows(&self, id: SyscallId) -> Vec<(u32, String, TopValue)> {
+        top::by_syscall(&self.rows)
+            .into_iter()
+            .find(|(i, _, _)| *i == id)
+            .map(|(_, _, p)| p)
+            .unwrap_or_default()
+    }
+
+    pub fn row_count(&self) -> usize {
+        match self.mode {
+            Mode::Processes | Mode::Cgroups => self.process_rows().len(),
+            Mode::Syscalls => self.syscall_rows().len(),
+            Mode::SyscallProcesses(id) => self.syscall_process_rows(id).len(),
+        }
+    }
+
+    fn clamp(&mut self) {
+        self.selected = self.selected.min(self.row_count().saturating_sub(1));
+    }
+
+    fn selected_pid(&self) -> Option<u32> {
+        match self.mode {
+            Mode::Processes => self.process_rows().get(self.selected).map(|r| r.pid),
+            Mode::SyscallProcesses(id) => self
+                .syscall_process_rows(id)
+                .get(self.selected)
+                .map(|p| p.0),
+            _ => None,
+        }
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> Action {
+        if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+            return Action::Quit;
+        }
+        if self.editing_filter {
+            match key.code {
+                KeyCode::Char(c) => self.filter.push(c),
+                KeyCode::Backspace => {
+                    self.filter.pop();
+                }
+                KeyCode::Enter => self.editing_filter = false,
+                KeyCode::Esc => {
+                    self.filter.clear();
+                    self.editing_filter = false;
+                }
+                _ => {}
+            }
+            self.clamp();
+            return Action::Continue;
+        }
+        if self.show_help {
+            self.show_help = false;
+            return if key.code == KeyCode::Char('q') {
+                Action::Quit
+            } else {
+                Action::Continue
+            };
+        }
+        match key.code {
+            KeyCode::Char('q') => return Action::Quit,
+            KeyCode::Esc => match self.mode {
+                Mode::SyscallProcesses(_) => self.mode = Mode::Syscalls,
+                Mode::Syscalls | Mode::Cgroups => self.mode = Mode::Processes,
+                Mode::Processes => self.filter.clear(),
+            },
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => self.selected += 1,
+            KeyCode::PageUp => self.selected = self.selected.saturating_sub(10),
+            KeyCode::PageDown => self.selected += 10,
+            KeyCode::Home => self.selected = 0,
+            KeyCode::Char('s') => self.sort = next_sort(self.sort),
+            KeyCode::Char('S') => self.reverse = !self.reverse,
+            KeyCode::Char('/') => self.editing_filter = true,
+            KeyCode::Char('p') => self.paused = !self.paused,
+            KeyCode::Char('?') => self.show_help = true,
+            KeyCode::Char('y') => {
+                self.mode = match self.mode {
+                    Mode::Syscalls | Mode::SyscallProcesses(_) => Mode::Processes,
+                    _ => Mode::Syscalls,
+                };
+                self.selected = 0;
+            }
+            KeyCode::Char('g') => {
+                self.mode = match self.mode {
+                    Mode::Cgroups => Mode::Processes,
+                    _ => Mode::Cgroups,
+                };
+                self.selected = 0;
+            }
+            KeyCode::Enter | KeyCode::Char('t') => {
+                let threads = key.code == KeyCode::Char('t');
+                if let Some(pid) = self.selected_pid() {
+                    return Action::Drill { pid, threads };
+                }
+                if self.mode == Mode::Syscalls
+                    && let Some((id, _, _)) = self.syscall_rows().get(self.selected)
+                {
+                    self.mode = Mode::SyscallProcesses(*id);
+                    self.selected = 0;
+                }
+                if self.mode == Mode::Cgroups
+                    && let Some(r) = self.process_rows().get(self.selected)
+                {
+                    self.filter = r.cgroup.clone();
+                    self.mode = Mode::Processes;
+                    self.selected = 0;
+                }
+            }
+            _ => {}
+        }
+        self.clamp();
+        Action::Continue
+    }
+}
+
+fn next_sort(s: TopSort) -> TopSort {
+    match s {
+        TopSort::Time => TopSort::Oncpu,
+        TopSort::Oncpu => TopSort::Calls,
+        TopSort::Calls => TopSort::Errors,
+        TopSort::Errors => TopSort::Threads,
+        TopSort::Threads => TopSort::Pid,
+        TopSort::Pid => TopSort::Comm,
+        TopSort::Comm => TopSort::Time,
+    }
+}
+
+/// Sorts rows by a column: largest first, pid and comm ascending.
+pub fn sort_rows(rows: &mut [ProcessRow], sort: TopSort) {
+    use std::cmp::Reverse;
+    match sort {
+        TopSort::Time => rows.sort_by_key(|r| (Reverse(r.total_ns()), r.pid)),
+        TopSort::Oncpu => rows.sort_by_key(|r| (Reverse(r.oncpu_ns()), r.pid)),
+        TopSort::Calls => rows.sort_by_key(|r| (Reverse(r.calls()), r.pid)),
+        TopSort::Errors => rows.sort_by_key(|r| (Reverse(r.errors()), r.pid)),
+        TopSort::Threads => rows.sort_by_key(|r| (Reverse(r.threads), r.pid)),
+        TopSort::Pid => rows.sort_by_key(|r| r.pid),
+        TopSort::Comm => rows.sort_by(|a, b| a.comm.cmp(&b.comm).then(a.pid.cmp(&b.pid))),
+    }
+}
+
+fn rate(n: f64) -> String {
+    if n >= 1e6 {
+        format!("{:.2}M", n / 1e6)
+    } else if n >= 1e4 {
+        format!("{:.1}k", n / 1e3)
+    } else {
+        format!("{n:.1}")
+    }
+}
+
+/// Seconds in syscalls per second of wall time.
+fn secs_per_sec(ns: u64, secs: f64) -> String {
+    format!("{:.3}", ns as f64 / 1e9 / secs)
+}
+
+pub fn render(frame: &mut Frame, v: &TopView) {
+    let [header, main, footer] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Min(3),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    let calls: u64 = v.rows.iter().map(|r| r.calls()).sum();
+    let ns: u64 = v.rows.iter().map(|r| r.total_ns()).sum();
+    let s = v.elapsed.as_secs();
+    let mode = match v.mode {
+        Mode::Processes => "processes".to_string(),
+        Mode::Cgroups => "cgroups".to_string(),
+        Mode::Syscalls => "syscalls".to_string(),
+        Mode::SyscallProcesses(id) => format!("processes making {}", id.name()),
+    };
+    let mut first = vec![
+        ratatui::text::Span::from(" syscost top ").bold().reversed(),
+        ratatui::text::Span::from(format!(
+            " {} · {} processes with syscalls · {:02}:{:02}:{:02} · {mode}",
+            v.scope,
+            v.rows.len(),
+            s / 3600,
+            s / 60 % 60,
+            s % 60
+        )),
+    ];
+    if v.paused {
+        first.push(
+            ratatui::text::Span::from("  PAUSED ")
+                .bold()
+                .fg(Color::Yellow),
+        );
+    }
+    let second = Line::from(format!(
+        " {} syscalls/s · {} s/s in syscalls · dropped {} · own cost {}",
+        rate(v.per_sec(calls)),
+        secs_per_sec(ns, v.interval_secs),
+        v.dropped,
+        v.own_cost
+    ));
+    frame.render_widget(Paragraph::new(vec![Line::from(first), second]), header);
+
+    let secs = v.interval_secs;
+    let (head, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row>) = match v.mode {
+        Mode::Processes | Mode::Cgroups => {
+            let cg = v.mode == Mode::Cgroups;
+            let rows = v
+                .process_rows()
+                .into_iter()
+                .map(|r| {
+                    let top = r
+                        .top_syscall()
+                        .map(|(id, t)| format!("{} {}", id.name(), secs_per_sec(t, secs)))
+                        .unwrap_or_default();
+                    Row::new(vec![
+                        Cell::from(if cg { String::new() } else { r.pid.to_string() }),
+                        Cell::from(r.comm.clone()),
+                        Cell::from(if cg {
+                            r.cgroup.clone()
+                        } else {
+                            cgroup::short(&r.cgroup)
+                        }),
+                        Cell::from(rate(v.per_sec(r.calls()))),
+                        Cell::from(rate(v.per_sec(r.errors()))),
+                        Cell::from(secs_per_sec(r.total_ns(), secs)),
+                        Cell::from(secs_per_sec(r.oncpu_ns(), secs)),
+                        Cell::from(r.threads.to_string()),
+                        Cell::from(top),
+                    ])
+                })
+                .collect();
+            (
+                vec![
+                    "PID",
+                    "COMM",
+                    "CGROUP",
+                    "CALLS/s",
+                    "ERR/s",
+                    "TIME s/s",
+                    "ONCPU s/s",
+                    "THR",
+                    "TOP SYSCALL s/s",
+                ],
+                vec![
+                    Constraint::Length(8),
+                    Constraint::Length(16),
+                    Constraint::Length(if cg { 40 } else { 24 }),
+                    Constraint::Length(9),
+                    Constraint::Length(8),
+                    Constraint::Length(9),
+                    Constraint::Length(9),
+                    Constraint::Length(5),
+                    Constraint::Min(16),
+                ],
+                rows,
+            )
+        }
+        Mode::Syscalls => {
+            let rows = v
+                .syscall_rows()
+                .into_iter()
+                .map(|(id, s, procs)| {
+                    let busiest = procs
+                        .first()
+                        .map(|p| format!("{} ({})", p.1, p.0))
+                        .unwrap_or_default();
+                    Row::new(vec![
+                        Cell::from(id.name()),
+                        Cell::from(rate(v.per_sec(s.calls))),
+                        Cell::from(rate(v.per_sec(s.errors))),
+                        Cell::from(secs_per_sec(s.total_ns, secs)),
+                        Cell::from(secs_per_sec(s.total_ns - s.offcpu_ns.min(s.total_ns), secs)),
+                        Cell::from(
+                            human_ns(s.total_ns.checked_div(s.calls).unwrap_or(0)).to_string(),
+                        ),
+                        Cell::from(procs.len().to_string()),
+                        Cell::from(busiest),
+                    ])
+                })
+                .collect();
+            (
+                vec![
+                    "SYSCALL",
+                    "CALLS/s",
+                    "ERR/s",
+                    "TIME s/s",
+                    "ONCPU s/s",
+                    "AVG",
+                    "PROCS",
+                    "BUSIEST",
+                ],
+                vec![
+                    Constraint::Length(20),
+                    Constraint::Length(9),
+                    Constraint::Length(8),
+                    Constraint::Length(9),
+                    Constraint::Length(9),
+                    Constraint::Length(9),
+                    Constraint::Length(6),
+                    Constraint::Min(16),
+                ],
+                rows,
+            )
+        }
+        Mode::SyscallProcesses(id) => {
+            let rows = v
+                .syscall_process_rows(id)
+                .into_iter()
+                .map(|(pid, comm, s)| {
+                    Row::new(vec![
+                        Cell::from(pid.to_string()),
+                        Cell::from(comm),
+                        Cell::from(rate(v.per_sec(s.calls))),
+                        Cell::from(rate(v.per_sec(s.errors))),
+                        Cell::from(secs_per_sec(s.total_ns, secs)),
+                        Cell::from(
+                            human_ns(s.total_ns.checked_div(s.calls).unwrap_or(0)).to_string(),
+                        ),
+                    ])
+                })
+                .collect();
+            (
+                vec!["PID", "COMM", "CALLS/s", "ERR/s", "TIME s/s", "AVG"],
+                vec![
+                    Constraint::Length(8),
+                    Constraint::Length(16),
+                    Constraint::Length(9),
+                    Constraint::Length(8),
+                    Constraint::Length(9),
+                    Constraint::Min(9),
+                ],
+                rows,
+            )
+        }
+    };
+    let table = Table::new(rows, widths)
+        .header(
+            Row::new(head).style(Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED)),
+        )
+        .row_highlight_style(Style::new().bg(Color::Blue).fg(Color::White));
+    let mut state = TableState::default().with_selected(Some(v.selected));
+    frame.render_stateful_widget(table, main, &mut state);
+    let text = if v.editing_filter {
+        " filter by name, cgroup, pid or syscall: type, Enter to keep, Esc to clear".to_string()
+    } else if v.show_help {
+        " Enter: drill into a process (its syscalls, histograms) or a syscall (its processes) · t: a process's threads · y: by syscall · g: by cgroup · Esc: back · s/S: sort · /: filter · p: pause · q: quit".to_string()
+    } else {
+        format!(
+            " q quit ↑↓ move Enter drill t threads y syscalls g cgroups s/S sort ({:?}) / filter p pause ? help",
+            v.sort
+        )
+        .to_lowercase()
+    };
+    frame.render_widget(Paragraph::new(text).fg(Color::DarkGray), footer);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::{Terminal, backend::TestBackend};
+    use syscost_common::TopKey;
+
+    fn row(pid: u32, comm: &str, cg: &str, key: u32, calls: u64, ns: u64) -> ProcessRow {
+        let mut r = ProcessRow {
+            pid,
+            comm: comm.into(),
+            cgroup: cg.into(),
+            threads: 2,
+            ..Default::default()
+        };
+        r.syscalls.insert(
+            top::top_id(&TopKey { tgid: pid, key }),
+            TopValue {
+                calls,
+                errors: calls / 10,
+                total_ns: ns,
+                offcpu_ns: ns / 2,
+            },
+        );
+        r
+    }
+
+    fn view() -> TopView {
+        let mut v = TopView::new("the machine".into(), TopSort::Time);
+        v.apply(
+            vec![
+                row(
+                    10,
+                    "nginx",
+                    "/system.slice/nginx.service",
+                    232,
+                    1000,
+                    800_000_000,
+                ),
+                row(
+                    20,
+                    "postgres",
+                    "/system.slice/pg.service",
+                    202,
+                    5000,
+                    300_000_000,
+                ),
+                row(30, "cron", "/system.slice/cron.service", 0, 10, 1_000),
+            ],
+            2.0,
+        );
+        v
+    }
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    fn screen(v: &TopView) -> String {
+        let mut t = Terminal::new(TestBackend::new(140, 12)).unwrap();
+        t.draw(|f| render(f, v)).unwrap();
+        let b = t.backend().buffer();
+        (0..b.area.height)
+            .map(|y| {
+                (0..b.area.width)
+                    .map(|x| b[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rates_sort_filter_and_drill() {
+        let mut v = view();
+        let s = screen(&v);
+        // 1000 calls in 2 s; 0.8 s in syscalls over 2 s.
+        assert!(s.contains("500.0"), "{s}");
+        assert!(s.contains("0.400"), "{s}");
+        assert!(s.contains("epoll_wait 0.400"), "{s}");
+        let nginx = s.lines().position(|l| l.contains("nginx")).unwrap();
+        let pg = s.lines().position(|l| l.contains("postgres")).unwrap();
+        assert!(nginx < pg, "most time first:\n{s}");
+        v.handle_key(key(KeyCode::Char('s')));
+        v.handle_key(key(KeyCode::Char('s')));
+        assert_eq!(v.sort, TopSort::Calls);
+        assert_eq!(v.process_rows()[0].pid, 20);
+        v.handle_key(key(KeyCode::Char('/')));
+        for c in "cron".chars() {
+            v.handle_key(key(KeyCode::Char(c)));
+        }
+        v.handle_key(key(KeyCode::Enter));
+        assert_eq!(v.process_rows().len(), 1);
+        assert_eq!(
+            v.handle_key(key(KeyCode::Enter)),
+            Action::Drill {
+                pid: 30,
+                threads: false
+            }
+        );
+        assert_eq!(
+            v.handle_key(key(KeyCode::Char('t'))),
+            Action::Drill {
+                pid: 30,
+                threads: true
+            }
+        );
+        v.handle_key(key(KeyCode::Esc));
+        assert_eq!(v.process_rows().len(), 3);
+    }
+
+    #[test]
+    fn syscall_to_processes_and_cgroups() {
+        let mut v = view();
+        v.handle_key(key(KeyCode::Char('y')));
+        assert_eq!(v.mode, Mode::Syscalls);
+        let s = screen(&v);
+        assert!(s.contains("epoll_wait"), "{s}");
+        v.handle_key(key(KeyCode::Down));
+        v.handle_key(key(KeyCode::Enter));
+        let Mode::SyscallProcesses(id) = v.mode else {
+            panic!("{:?}", v.mode)
+        };
+        assert_eq!(id.name(), "futex");
+        assert!(screen(&v).contains("postgres"));
+        assert_eq!(
+            v.handle_key(key(KeyCode::Enter)),
+            Action::Drill {
+                pid: 20,
+                threads: false
+            }
+        );
+        v.handle_key(key(KeyCode::Esc));
+        assert_eq!(v.mode, Mode::Syscalls);
+        v.handle_key(key(KeyCode::Esc));
+        v.handle_key(key(KeyCode::Char('g')));
+        assert_eq!(v.mode, Mode::Cgroups);
+        assert!(screen(&v).contains("/system.slice/nginx.service"));
+        v.handle_key(key(KeyCode::Enter));
+        assert_eq!(v.mode, Mode::Processes);
+        assert_eq!(v.process_rows().len(), 1, "Enter on a cgroup filters by it");
+        assert_eq!(v.handle_key(key(KeyCode::Char('q'))), Action::Quit);
+    }
+
+    #[test]
+    fn paused_keeps_the_rows() {
+        let mut v = view();
+        v.handle_key(key(KeyCode::Char('p')));
+        v.apply(Vec::new(), 1.0);
+        assert_eq!(v.rows.len(), 3);
+        v.handle_key(key(KeyCode::Char('p')));
+        v.apply(Vec::new(), 1.0);
+        assert!(v.rows.is_empty());
+    }
+}

@@ -267,6 +267,16 @@ pub struct BigKey {
     pub nr: u64,
 }
 
+/// Value of `PROC_NAMES`: what a process the automatic modes traced was when first seen
+/// (or exec'd), for the processes that are gone before userspace reads /proc.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcName {
+    pub comm: [u8; 16],
+    /// Its cgroup v2 id.
+    pub cgroup_id: u64,
+}
+
 /// Counters of each slot in the `COUNTERS` per-CPU array: index `slot * COUNT + c`.
 pub mod counter {
     /// Exits whose enter was not seen (the syscall was in flight when tracing began).
@@ -303,6 +313,7 @@ mod pod {
     unsafe impl aya::Pod for super::BigKey {}
     unsafe impl aya::Pod for super::TopKey {}
     unsafe impl aya::Pod for super::TopValue {}
+    unsafe impl aya::Pod for super::ProcName {}
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ use aya_ebpf::{
     helpers::{
         bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task,
         bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel,
-        generated::bpf_get_current_ancestor_cgroup_id,
+        generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id},
     },
     macros::{map, raw_tracepoint},
     maps::{Array, HashMap, PerCpuArray, PerCpuHashMap},
@@ -44,8 +44,8 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use syscost_common::{
     BigKey, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD,
-    KEYS_PER_SLOT, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, USER32_CS, abi, auto_mode,
-    bucket_index, counter, counter_index, proc_value, syscall_key,
+    KEYS_PER_SLOT, ProcName, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, USER32_CS, abi,
+    auto_mode, bucket_index, counter, counter_index, proc_value, syscall_key,
 };
 
 /// BPF_F_MMAPABLE: userspace maps these arrays and reads them without syscalls.
@@ -97,7 +97,7 @@ static TOP: PerCpuHashMap<TopKey, TopValue> = PerCpuHashMap::with_max_entries(1,
 /// Names (comm) of the processes the automatic modes traced (`TOP_ON` only), for the
 /// processes that exit before userspace reads /proc.
 #[map]
-static PROC_NAMES: HashMap<u32, [u8; 16]> = HashMap::with_max_entries(1, 0);
+static PROC_NAMES: HashMap<u32, ProcName> = HashMap::with_max_entries(1, 0);
 
 /// `auto_mode::*`.
 #[unsafe(no_mangle)]
@@ -295,7 +295,11 @@ fn auto_add(tgid: u32) -> bool {
 #[inline(always)]
 fn name_process(tgid: u32) {
     if let Ok(comm) = bpf_get_current_comm() {
-        let _ = PROC_NAMES.insert(tgid, comm, 0);
+        let name = ProcName {
+            comm,
+            cgroup_id: unsafe { bpf_get_current_cgroup_id() },
+        };
+        let _ = PROC_NAMES.insert(tgid, name, 0);
     }
 }
 

@@ -115,6 +115,48 @@ fn is_cgroup2(dir: &Path) -> bool {
     unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == CGROUP2_SUPER_MAGIC }
 }
 
+/// Paths of cgroup ids (for processes gone before their /proc entry was read), from a
+/// walk of the v2 hierarchy, walked again at most once a second when an id is unknown.
+#[derive(Debug, Default)]
+pub struct CgroupNames {
+    by_id: std::collections::HashMap<u64, String>,
+    walked: Option<std::time::Instant>,
+}
+
+impl CgroupNames {
+    pub fn path_of(&mut self, id: u64) -> Option<String> {
+        if let Some(p) = self.by_id.get(&id) {
+            return Some(p.clone());
+        }
+        if self
+            .walked
+            .is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1))
+        {
+            return None;
+        }
+        self.walked = Some(std::time::Instant::now());
+        let mount = v2_mount().ok()?;
+        self.by_id.clear();
+        let mut stack = vec![mount.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(meta) = std::fs::metadata(&dir) else {
+                continue;
+            };
+            let rel = dir.strip_prefix(&mount).unwrap_or(Path::new(""));
+            self.by_id.insert(meta.ino(), format!("/{}", rel.display()));
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                stack.extend(
+                    entries
+                        .flatten()
+                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .map(|e| e.path()),
+                );
+            }
+        }
+        self.by_id.get(&id).cloned()
+    }
+}
+
 /// The v2 cgroup path of a process (`/system.slice/ssh.service`), if it is readable.
 pub fn of_process(pid: u32) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;

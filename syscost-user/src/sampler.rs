@@ -194,6 +194,7 @@ pub struct Sampler {
     own_cost: OwnCost,
     /// The per-process figures (`syscost top`, `export --top`, `--per-process`).
     machine: Machine,
+    cgroup_names: crate::cgroup::CgroupNames,
 }
 
 impl Sampler {
@@ -207,6 +208,7 @@ impl Sampler {
             frozen: None,
             own_cost: OwnCost::new(run_stats),
             machine: Machine::default(),
+            cgroup_names: Default::default(),
         }
     }
 
@@ -292,10 +294,11 @@ impl Sampler {
         };
         let table = tracer.top_table()?;
         let t = &*tracer;
+        let names = &mut self.cgroup_names;
         let step = self.machine.step(
             &table,
             top::alive,
-            |pid| ProcInfo::read(pid, t.process_name(pid)),
+            |pid| ProcInfo::read(pid, t.process_name(pid), names),
             top::thread_count,
         );
         tracer.forget_top(&step.forget)?;

@@ -27,17 +27,26 @@ pub struct ProcInfo {
 }
 
 impl ProcInfo {
-    /// Reads /proc/PID, falling back on `kernel_name` (the comm the kernel side kept)
-    /// for a process that has gone.
-    pub fn read(pid: u32, kernel_name: Option<String>) -> Self {
+    /// Reads /proc/PID, falling back on what the kernel side kept (comm and cgroup id
+    /// when it was first seen) for a process that has gone.
+    pub fn read(
+        pid: u32,
+        kernel: Option<(String, u64)>,
+        names: &mut crate::cgroup::CgroupNames,
+    ) -> Self {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
             .map(|s| s.trim_end().to_string())
-            .ok()
-            .or(kernel_name)
-            .unwrap_or_else(|| "?".to_string());
+            .ok();
+        let cgroup = crate::cgroup::of_process(pid);
+        let (kcomm, kid) = match kernel {
+            Some((c, id)) => (Some(c), Some(id)),
+            None => (None, None),
+        };
         Self {
-            comm,
-            cgroup: crate::cgroup::of_process(pid).unwrap_or_default(),
+            comm: comm.or(kcomm).unwrap_or_else(|| "?".to_string()),
+            cgroup: cgroup
+                .or_else(|| kid.and_then(|id| names.path_of(id)))
+                .unwrap_or_else(|| "?".to_string()),
         }
     }
 }
@@ -276,10 +285,15 @@ pub fn by_cgroup(rows: &[ProcessRow]) -> Vec<ProcessRow> {
     out.into_values().collect()
 }
 
+/// One process's part of a syscall: pid, comm, figures.
+pub type ProcessShare = (u32, String, TopValue);
+/// A syscall summed over processes, with the processes making it.
+pub type SyscallRow = (SyscallId, TopValue, Vec<ProcessShare>);
+
 /// Rows summed by syscall: for each syscall, the processes making it (`syscall ->
 /// processes`), most time first.
-pub fn by_syscall(rows: &[ProcessRow]) -> Vec<(SyscallId, TopValue, Vec<(u32, String, TopValue)>)> {
-    let mut out: BTreeMap<SyscallId, (TopValue, Vec<(u32, String, TopValue)>)> = BTreeMap::new();
+pub fn by_syscall(rows: &[ProcessRow]) -> Vec<SyscallRow> {
+    let mut out: BTreeMap<SyscallId, (TopValue, Vec<ProcessShare>)> = BTreeMap::new();
     for r in rows {
         for (id, v) in &r.syscalls {
             let e = out.entry(*id).or_default();
@@ -358,6 +372,80 @@ mod tests {
     }
 
     #[test]
+    fn bounded_series_keep_their_counters_growing() {
+        let t0 = std::time::Instant::now();
+        let row = |pid: u32, calls: u64, exited: bool| {
+            let mut r = ProcessRow {
+                pid,
+                comm: format!("p{pid}"),
+                exited,
+                ..Default::default()
+            };
+            r.add(top_id(&k(pid, 39)), &v(calls, 0, calls * 100, 0));
+            r
+        };
+        let mut b = BoundedSeries::new(2);
+        let id = |r: &ProcessRow| r.pid.to_string();
+        let labels = |r: &ProcessRow| vec![("pid", r.pid.to_string())];
+        let gone = |r: &ProcessRow| r.exited;
+        let total = |b: &BoundedSeries| -> u64 {
+            b.series(vec![("pid", "other".into())])
+                .iter()
+                .flat_map(|s| s.syscalls.values())
+                .map(|v| v.calls)
+                .sum()
+        };
+        // 200 short-lived processes and two busy ones: at most 2 + 1 series, and every
+        // call counted once.
+        let mut expected = 0;
+        let mut previous: HashMap<String, u64> = HashMap::new();
+        for i in 0..200u32 {
+            let rows = [row(1, 50, false), row(2, 40, false), row(1000 + i, 1, true)];
+            expected += 91;
+            b.add(
+                &rows,
+                id,
+                labels,
+                gone,
+                t0 + std::time::Duration::from_secs(u64::from(i)),
+            );
+            let series = b.series(vec![("pid", "other".into())]);
+            assert!(series.len() <= 3, "{} series", series.len());
+            assert_eq!(total(&b), expected);
+            for s in series {
+                let n: u64 = s.syscalls.values().map(|v| v.calls).sum();
+                let key = s.labels[0].1.clone();
+                assert!(
+                    n >= previous.get(&key).copied().unwrap_or(0),
+                    "{key} went back"
+                );
+                previous.insert(key, n);
+            }
+        }
+        let names: Vec<String> = b
+            .series(vec![("pid", "other".into())])
+            .iter()
+            .map(|s| s.labels[0].1.clone())
+            .collect();
+        assert_eq!(names, vec!["1", "2", "other"]);
+        // When one exits, its series lingers, then its place goes to the next busiest.
+        let now = t0 + std::time::Duration::from_secs(300);
+        b.add(&[row(2, 1, true), row(3, 5, false)], id, labels, gone, now);
+        assert_eq!(
+            b.series(vec![("pid", "other".into())]).len(),
+            3,
+            "2 lingers, 3 goes to other"
+        );
+        b.add(&[row(3, 5, false)], id, labels, gone, now + LINGER);
+        let names: Vec<String> = b
+            .series(vec![("pid", "other".into())])
+            .iter()
+            .map(|s| s.labels[0].1.clone())
+            .collect();
+        assert_eq!(names, vec!["1", "3", "other"]);
+    }
+
+    #[test]
     fn rows_by_cgroup_and_by_syscall() {
         let row = |pid, cg: &str, key, calls, ns| {
             let mut r = ProcessRow {
@@ -388,5 +476,95 @@ mod tests {
             vec![3, 1],
             "most time first"
         );
+    }
+}
+
+/// How long an exited process (or emptied cgroup) keeps its series, so that a scrape
+/// sees its last counts; it holds its place among the N meanwhile.
+pub const LINGER: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Counter series of at most `n` processes (or cgroups) plus one `other`, for the
+/// metrics endpoint. Every series only grows: a process gets a series of its own when
+/// it is among the busiest of an interval (by time in syscalls) while fewer than `n`
+/// have one, keeps it while it lives and for [`LINGER`] after, and counts from the
+/// moment it got it; whatever has no series of its own is added to `other`.
+#[derive(Debug)]
+pub struct BoundedSeries {
+    n: usize,
+    own: BTreeMap<String, OwnSeries>,
+    other: BTreeMap<SyscallId, TopValue>,
+}
+
+/// One series set with its own labels.
+#[derive(Clone, Debug)]
+pub struct OwnSeries {
+    pub labels: Vec<(&'static str, String)>,
+    pub syscalls: BTreeMap<SyscallId, TopValue>,
+    gone_at: Option<std::time::Instant>,
+}
+
+impl BoundedSeries {
+    pub fn new(n: usize) -> Self {
+        Self {
+            n,
+            own: BTreeMap::new(),
+            other: BTreeMap::new(),
+        }
+    }
+
+    /// Adds one interval's rows; `id` names a row (its series key) and `labels` labels
+    /// it; `gone`: it will not come back (an exited process).
+    pub fn add(
+        &mut self,
+        rows: &[ProcessRow],
+        id: impl Fn(&ProcessRow) -> String,
+        labels: impl Fn(&ProcessRow) -> Vec<(&'static str, String)>,
+        gone: impl Fn(&ProcessRow) -> bool,
+        now: std::time::Instant,
+    ) {
+        self.own
+            .retain(|_, s| s.gone_at.is_none_or(|t| now.duration_since(t) < LINGER));
+        let mut ranked: Vec<&ProcessRow> = rows.iter().collect();
+        ranked.sort_by_key(|r| (std::cmp::Reverse(r.total_ns()), r.pid, r.cgroup.clone()));
+        for r in ranked {
+            let key = id(r);
+            if !self.own.contains_key(&key) && self.own.len() < self.n && !gone(r) {
+                self.own.insert(
+                    key.clone(),
+                    OwnSeries {
+                        labels: labels(r),
+                        syscalls: BTreeMap::new(),
+                        gone_at: None,
+                    },
+                );
+            }
+            let target = match self.own.get_mut(&key) {
+                Some(s) => {
+                    if gone(r) && s.gone_at.is_none() {
+                        s.gone_at = Some(now);
+                    }
+                    &mut s.syscalls
+                }
+                None => &mut self.other,
+            };
+            for (sid, v) in &r.syscalls {
+                let e = target.entry(*sid).or_default();
+                *e = add(*e, v);
+            }
+        }
+    }
+
+    /// Every series: the own ones, then `other` (labelled `other_labels`) if it counted
+    /// anything.
+    pub fn series(&self, other_labels: Vec<(&'static str, String)>) -> Vec<OwnSeries> {
+        let mut v: Vec<OwnSeries> = self.own.values().cloned().collect();
+        if !self.other.is_empty() {
+            v.push(OwnSeries {
+                labels: other_labels,
+                syscalls: self.other.clone(),
+                gone_at: None,
+            });
+        }
+        v
     }
 }

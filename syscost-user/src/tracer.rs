@@ -18,7 +18,8 @@ use aya::{
 };
 use aya_log::EbpfLogger;
 use syscost_common::{
-    ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, abi, counter, counter_index, proc_value,
+    ProcName, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, abi, counter, counter_index,
+    proc_value,
 };
 
 use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process};
@@ -398,7 +399,7 @@ impl Tracer {
         for k in keys {
             let _ = top.remove(k);
         }
-        let mut names: HashMap<&mut MapData, u32, [u8; 16]> = HashMap::try_from(
+        let mut names: HashMap<&mut MapData, u32, ProcName> = HashMap::try_from(
             self.ebpf
                 .map_mut("PROC_NAMES")
                 .context("PROC_NAMES map missing")?,
@@ -409,13 +410,16 @@ impl Tracer {
         Ok(())
     }
 
-    /// The name the kernel side kept for a process it traced by itself.
-    pub fn process_name(&self, tgid: u32) -> Option<String> {
-        let names: HashMap<&MapData, u32, [u8; 16]> =
+    /// The name and cgroup id the kernel side kept for a process it traced by itself.
+    pub fn process_name(&self, tgid: u32) -> Option<(String, u64)> {
+        let names: HashMap<&MapData, u32, ProcName> =
             HashMap::try_from(self.map("PROC_NAMES").ok()?).ok()?;
-        let comm = names.get(&tgid, 0).ok()?;
-        let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
-        Some(String::from_utf8_lossy(&comm[..end]).into_owned())
+        let n = names.get(&tgid, 0).ok()?;
+        let end = n.comm.iter().position(|&b| b == 0).unwrap_or(n.comm.len());
+        Some((
+            String::from_utf8_lossy(&n.comm[..end]).into_owned(),
+            n.cgroup_id,
+        ))
     }
 
     /// Run time and run count of syscost's programs, summed. They only advance while

@@ -22,7 +22,7 @@ use crate::{
     metrics::{Metrics, Source, server::MetricsServer},
     process,
     sampler::Sampler,
-    tracer::{Tracer, TracerOptions},
+    tracer::{Auto, Tracer, TracerOptions},
 };
 
 /// Processes one export keeps apart: each costs 170 KB of statistics per CPU, and the
@@ -30,6 +30,9 @@ use crate::{
 pub const MAX_PROCESSES: usize = 256;
 
 pub fn export(args: &ExportArgs) -> Result<i32> {
+    if args.top || args.cgroup.is_some() {
+        return export_scope(args);
+    }
     let duration = seconds(args.duration);
     let mut seen = BTreeSet::new();
     let pids: Vec<u32> = args
@@ -126,6 +129,71 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         }
         anyhow::Ok(())
     })?;
+    drop(server);
+    sampler.lock().unwrap_or_else(|e| e.into_inner()).unload()?;
+    Ok(0)
+}
+
+/// `export --top` (the whole machine, bounded per-process and per-cgroup series) and
+/// `export --cgroup PATH [--per-process]` (one cgroup as one profile, with histograms,
+/// and bounded per-process series if asked): until a signal or `-d`.
+fn export_scope(args: &ExportArgs) -> Result<i32> {
+    let duration = seconds(args.duration);
+    let cgroup = args
+        .cgroup
+        .as_deref()
+        .map(crate::cgroup::resolve)
+        .transpose()?;
+    let listener = MetricsServer::bind(args.metrics_addr)?;
+    let (auto, top, pool_from_slot) = match &cgroup {
+        Some(cg) => (
+            Auto::Cgroup {
+                id: cg.id,
+                level: cg.level,
+            },
+            args.per_process,
+            0,
+        ),
+        // The whole machine keeps no histograms: per-process figures only.
+        None => (Auto::All, true, 1),
+    };
+    let tracer = Tracer::load(TracerOptions {
+        offcpu: !args.no_offcpu,
+        slots: 1,
+        auto,
+        top,
+        pool_from_slot,
+        ..Default::default()
+    })?;
+    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let sources = match &cgroup {
+        Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],
+        None => Vec::new(),
+    };
+    let mut metrics = Metrics::new(sampler.clone(), sources);
+    if top {
+        metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
+    }
+    let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
+    let what = match &cgroup {
+        Some(cg) => format!("the syscalls of cgroup {}", cg.path),
+        None => format!(
+            "the syscalls of every process, the {} busiest processes and cgroups apart",
+            args.top_n
+        ),
+    };
+    eprintln!(
+        "syscost: serving {what} at http://{}/metrics; Ctrl-C to stop",
+        server.local_addr()
+    );
+    super::note_own_cost(&sampler);
+    let stop = crate::signals::Stop::catch()?;
+    let deadline = duration.map(|d| std::time::Instant::now() + d);
+    stop.wait_until(
+        deadline.unwrap_or_else(|| {
+            std::time::Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+        }),
+    );
     drop(server);
     sampler.lock().unwrap_or_else(|e| e.into_inner()).unload()?;
     Ok(0)

@@ -22,6 +22,7 @@ use crate::{
     latency::Bucket,
     profile::{Profile, SyscallProfile, Target},
     sampler::SharedSampler,
+    top::{BoundedSeries, OwnSeries},
 };
 
 /// The content type of the exposition.
@@ -64,6 +65,73 @@ pub struct Scrape {
     /// Run time of syscost's programs (one set for all the processes) within the
     /// windows BPF run-time statistics were on, and the windows' wall time, ns.
     pub bpf_run: Option<(u64, u64)>,
+    /// Per-process series (`syscost_process_*`) of `export --top` and `--per-process`.
+    pub processes_top: Vec<OwnSeries>,
+    /// Per-cgroup series (`syscost_cgroup_*`) of `export --top`.
+    pub cgroups_top: Vec<OwnSeries>,
+}
+
+/// The four counter families of a bounded series set: `PREFIX_syscalls_total`,
+/// `_syscall_errors_total`, `_syscall_seconds_total`, `_syscall_offcpu_seconds_total`.
+fn encode_top(
+    encoder: &mut DescriptorEncoder,
+    prefix: &str,
+    what: &str,
+    series: &[OwnSeries],
+    offcpu: bool,
+) -> std::fmt::Result {
+    type Pick = fn(&syscost_common::TopValue) -> f64;
+    let families: [(&str, String, Option<Unit>, Pick); 4] = [
+        (
+            "syscalls",
+            format!("Syscalls completed, by {what} and syscall (bounded: the busiest plus other)."),
+            None,
+            |v| v.calls as f64,
+        ),
+        (
+            "syscall_errors",
+            format!("Syscalls that returned an error, by {what} and syscall."),
+            None,
+            |v| v.errors as f64,
+        ),
+        (
+            "syscall",
+            format!("Time spent in syscalls, entry to exit, by {what} and syscall."),
+            Some(Unit::Seconds),
+            |v| v.total_ns as f64 / 1e9,
+        ),
+        (
+            "syscall_offcpu",
+            format!("Of the time in syscalls, the part switched out, by {what} and syscall."),
+            Some(Unit::Seconds),
+            |v| v.offcpu_ns as f64 / 1e9,
+        ),
+    ];
+    for (name, help, unit, pick) in families {
+        if name == "syscall_offcpu" && !offcpu {
+            continue;
+        }
+        let full = format!("{prefix}_{name}");
+        let mut family =
+            encoder.encode_descriptor(&full, &help, unit.as_ref(), MetricType::Counter)?;
+        for s in series {
+            for (id, v) in &s.syscalls {
+                let mut labels = s.labels.clone();
+                labels.push(("syscall", id.name()));
+                let value = pick(v);
+                if unit.is_some() {
+                    family
+                        .encode_family(&labels)?
+                        .encode_counter::<NoLabelSet, f64, u64>(&value, None)?;
+                } else {
+                    family
+                        .encode_family(&labels)?
+                        .encode_counter::<NoLabelSet, u64, u64>(&(value as u64), None)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The OpenMetrics text of a scrape (ending in `# EOF`).
@@ -231,6 +299,25 @@ impl Collector for Scrape {
             ),
             |p| p.unpaired,
         )?;
+        let offcpu = self.processes.first().is_none_or(|p| p.offcpu_tracked);
+        if !self.processes_top.is_empty() {
+            encode_top(
+                &mut encoder,
+                "syscost_process",
+                "process",
+                &self.processes_top,
+                offcpu,
+            )?;
+        }
+        if !self.cgroups_top.is_empty() {
+            encode_top(
+                &mut encoder,
+                "syscost_cgroup",
+                "cgroup",
+                &self.cgroups_top,
+                offcpu,
+            )?;
+        }
         Ok(())
     }
 }
@@ -273,19 +360,52 @@ impl Source {
 pub struct Metrics {
     sampler: SharedSampler,
     sources: Vec<Source>,
+    /// Bounded per-process (and per-cgroup) series, fed from the sampler's per-process
+    /// figures at every tick.
+    top: Option<std::sync::Mutex<TopSeries>>,
+}
+
+/// The bounded series sets and when they were last fed.
+struct TopSeries {
+    processes: BoundedSeries,
+    cgroups: Option<BoundedSeries>,
+    fed: Instant,
 }
 
 impl Metrics {
     pub fn new(sampler: SharedSampler, sources: Vec<Source>) -> Self {
-        Self { sampler, sources }
+        Self {
+            sampler,
+            sources,
+            top: None,
+        }
     }
 
-    /// Opens or closes the own-cost measurement window when due.
+    /// Also serves per-process series of at most `n` processes plus `other` (and as
+    /// many cgroups with `cgroups`).
+    pub fn with_top(mut self, n: usize, cgroups: bool) -> Self {
+        self.top = Some(std::sync::Mutex::new(TopSeries {
+            processes: BoundedSeries::new(n),
+            cgroups: cgroups.then(|| BoundedSeries::new(n)),
+            fed: Instant::now(),
+        }));
+        self
+    }
+
+    /// Opens or closes the own-cost measurement window when due, and feeds the
+    /// per-process series once a second (which also keeps the kernel's per-process
+    /// table clear of exited processes).
     pub fn tick(&self) {
-        self.sampler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .tick();
+        let mut sampler = self.sampler.lock().unwrap_or_else(|e| e.into_inner());
+        sampler.tick();
+        if let Some(top) = &self.top {
+            let mut top = top.lock().unwrap_or_else(|e| e.into_inner());
+            if top.fed.elapsed() >= std::time::Duration::from_secs(1)
+                && let Err(e) = feed(&mut sampler, &mut top)
+            {
+                log::warn!("cannot read the per-process figures: {e:#}");
+            }
+        }
     }
 
     /// Everything, read now.
@@ -294,6 +414,24 @@ impl Metrics {
         let snaps = sampler.snapshots()?;
         let offcpu = sampler.offcpu_tracked();
         let bpf_run = sampler.own_cost().totals();
+        let (processes_top, cgroups_top) = match &self.top {
+            Some(top) => {
+                let mut top = top.lock().unwrap_or_else(|e| e.into_inner());
+                feed(&mut sampler, &mut top)?;
+                (
+                    top.processes.series(vec![
+                        ("pid", "other".into()),
+                        ("comm", String::new()),
+                        ("cgroup", String::new()),
+                    ]),
+                    top.cgroups
+                        .as_ref()
+                        .map(|c| c.series(vec![("cgroup", "other".into())]))
+                        .unwrap_or_default(),
+                )
+            }
+            None => (Vec::new(), Vec::new()),
+        };
         drop(sampler);
         let processes = self
             .sources
@@ -312,8 +450,43 @@ impl Metrics {
                     .to_profile(target, s.started.elapsed().as_nanos() as u64, offcpu)
             })
             .collect::<Result<_>>()?;
-        Ok(Scrape { processes, bpf_run })
+        Ok(Scrape {
+            processes,
+            bpf_run,
+            processes_top,
+            cgroups_top,
+        })
     }
+}
+
+/// One step of the per-process figures into the bounded series.
+fn feed(sampler: &mut crate::sampler::Sampler, top: &mut TopSeries) -> Result<()> {
+    let step = sampler.top_step()?;
+    let now = Instant::now();
+    top.fed = now;
+    top.processes.add(
+        &step.interval,
+        |r| r.pid.to_string(),
+        |r| {
+            vec![
+                ("pid", r.pid.to_string()),
+                ("comm", r.comm.clone()),
+                ("cgroup", r.cgroup.clone()),
+            ]
+        },
+        |r| r.exited,
+        now,
+    );
+    if let Some(c) = top.cgroups.as_mut() {
+        c.add(
+            &crate::top::by_cgroup(&step.interval),
+            |r| r.cgroup.clone(),
+            |r| vec![("cgroup", r.cgroup.clone())],
+            |_| false,
+            now,
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -464,6 +637,8 @@ mod tests {
     fn exposition_of_a_profile() {
         insta::assert_snapshot!(
             exposition(Scrape {
+                processes_top: Vec::new(),
+                cgroups_top: Vec::new(),
                 processes: vec![server_profile()],
                 bpf_run: Some((1_500_000, 1_000_000_000)),
             })
@@ -476,6 +651,8 @@ mod tests {
         let mut p = server_profile();
         p.offcpu_tracked = false;
         let text = exposition(Scrape {
+            processes_top: Vec::new(),
+            cgroups_top: Vec::new(),
             processes: vec![p],
             bpf_run: None,
         })
@@ -501,6 +678,8 @@ mod tests {
         b.target.pid = 7;
         b.syscalls[1].calls = 9;
         let text = exposition(Scrape {
+            processes_top: Vec::new(),
+            cgroups_top: Vec::new(),
             processes: vec![a, b],
             bpf_run: Some((1, 1_000_000_000)),
         })

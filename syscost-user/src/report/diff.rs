@@ -354,6 +354,7 @@ mod tests {
 
     fn profile(rows: Vec<crate::profile::SyscallProfile>) -> Profile {
         Profile {
+            processes: Vec::new(),
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target::default(),

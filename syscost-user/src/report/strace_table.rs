@@ -268,6 +268,7 @@ mod tests {
 
     fn profile() -> Profile {
         Profile {
+            processes: Vec::new(),
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target {

@@ -387,6 +387,7 @@ pub mod tests {
     /// A server-like profile: what the echo server looks like under load.
     pub fn server_profile(scale: u64) -> Profile {
         Profile {
+            processes: Vec::new(),
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target {

@@ -13,7 +13,6 @@ use ratatui::{
     text::Line,
     widgets::{Cell, Paragraph, Row, Table, TableState},
 };
-use syscost_common::TopValue;
 
 use crate::{
     cgroup,
@@ -123,7 +122,7 @@ impl TopView {
     }
 
     /// The syscall rows: each syscall summed over processes, with the processes.
-    pub fn syscall_rows(&self) -> Vec<(SyscallId, TopValue, Vec<(u32, String, TopValue)>)> {
+    pub fn syscall_rows(&self) -> Vec<top::SyscallRow> {
         let f = self.filter.to_lowercase();
         let mut rows = top::by_syscall(&self.rows);
         rows.retain(|(id, _, _)| f.is_empty() || id.name().contains(&f));
@@ -133,7 +132,7 @@ impl TopView {
         rows
     }
 
-    fn syscall_process_rows(&self, id: SyscallId) -> Vec<(u32, String, TopValue)> {
+    fn syscall_process_rows(&self, id: SyscallId) -> Vec<top::ProcessShare> {
         top::by_syscall(&self.rows)
             .into_iter()
             .find(|(i, _, _)| *i == id)
@@ -491,7 +490,7 @@ pub fn render(frame: &mut Frame, v: &TopView) {
 mod tests {
     use super::*;
     use ratatui::{Terminal, backend::TestBackend};
-    use syscost_common::TopKey;
+    use syscost_common::{TopKey, TopValue};
 
     fn row(pid: u32, comm: &str, cg: &str, key: u32, calls: u64, ns: u64) -> ProcessRow {
         let mut r = ProcessRow {

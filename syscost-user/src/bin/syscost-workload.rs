@@ -12,6 +12,8 @@
 //!                      (two context switches a round); prints ns_per_call=<per round>
 //!   fork C N           C child processes, N getppid calls each
 //!   nanosleep N US     N nanosleep calls of US microseconds; prints mean_ns=<own timing>
+//!   paced RATE SECS    RATE getppid calls a second (bursts every 10 ms, absolute
+//!                      deadlines) for SECS seconds, plus 100 clock_nanosleep a second
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
 //!   exit CODE          exits with CODE
 //!   mixed-forever K    K threads calling close(-1) and getppid in a loop until killed
@@ -96,7 +98,7 @@ fn arg(args: &[String], i: usize) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: syscost-workload [--wait-stdin] getppid N | close-ebadf N | threads K N | fork C N | nanosleep N US | sleep MS | exit CODE"
+        "usage: syscost-workload [--wait-stdin] getppid N | close-ebadf N | threads K N | fork C N | nanosleep N US | paced RATE SECS | sleep MS | exit CODE"
     );
     std::process::exit(2)
 }
@@ -320,6 +322,36 @@ fn work(args: &[String]) {
             unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
             println!("nvcsw={}", ru.ru_nvcsw);
             println!("nivcsw={}", ru.ru_nivcsw);
+        }
+        Some("paced") => {
+            // RATE getppid calls a second, in bursts every 10 ms of the monotonic clock
+            // (absolute deadlines: the rate does not drift with the calls' own time),
+            // for SECS seconds; plus the 100 clock_nanosleep calls a second that pace it.
+            let (rate, secs) = (arg(args, 1), arg(args, 2));
+            let per_tick = rate / 100;
+            let mut next = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: fills one timespec.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut next) };
+            for _ in 0..secs * 100 {
+                getppid_n(per_tick);
+                next.tv_nsec += 10_000_000;
+                if next.tv_nsec >= 1_000_000_000 {
+                    next.tv_nsec -= 1_000_000_000;
+                    next.tv_sec += 1;
+                }
+                // SAFETY: sleeps until an absolute time; EINTR only shortens one tick.
+                unsafe {
+                    libc::clock_nanosleep(
+                        libc::CLOCK_MONOTONIC,
+                        libc::TIMER_ABSTIME,
+                        &next,
+                        std::ptr::null_mut(),
+                    )
+                };
+            }
         }
         Some("sleep") => std::thread::sleep(std::time::Duration::from_millis(arg(args, 1))),
         Some("exit") => std::process::exit(arg(args, 1) as i32),

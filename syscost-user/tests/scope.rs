@@ -1,0 +1,356 @@
+//! Beyond one process: a cgroup v2 (`attach --cgroup`, `top --cgroup`) made by the test
+//! under the host's v2 mount, the whole machine (`top`), and the bounded series of
+//! `export --top`. Exact counts from workloads with known syscalls. Needs root.
+
+mod common;
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    io::{BufRead as _, BufReader, Write as _},
+    path::PathBuf,
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use common::*;
+
+/// A cgroup made under the v2 mount for one test, removed when dropped (its processes
+/// are the test's, killed by their `Reaped` guards first).
+struct TestCgroup {
+    dir: PathBuf,
+    /// Its path in the hierarchy, as `--cgroup` takes it.
+    path: String,
+}
+
+impl TestCgroup {
+    fn new(name: &str) -> Self {
+        let mount = syscost_user::cgroup::v2_mount().expect("a cgroup v2 mount");
+        let leaf = format!("syscost-test-{}-{name}", std::process::id());
+        let dir = mount.join(&leaf);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        Self {
+            dir,
+            path: format!("/{leaf}"),
+        }
+    }
+
+    fn enter(&self, pid: u32) {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
+            .unwrap_or_else(|e| panic!("cannot move {pid} into {}: {e}", self.dir.display()));
+    }
+
+    /// `sh -c` that moves itself in, then execs the workload.
+    fn run_inside(&self, args: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(format!(
+            "echo $$ > {}/cgroup.procs && exec {} {args}",
+            self.dir.display(),
+            workload_path()
+        ));
+        c
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // Exited processes leave the cgroup a moment after they are reaped.
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("cannot remove {}", self.dir.display());
+    }
+}
+
+fn run_ok(c: &mut Command) {
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{:?}: {}", c, stderr(&o));
+}
+
+/// A workload started outside the cgroup, waiting on stdin; moved in, then released.
+fn moved_in(cg: &TestCgroup, args: &[&str]) -> u32 {
+    let mut w = Command::new(workload_path())
+        .arg("--wait-stdin")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = BufReader::new(w.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let pid = w.id();
+    cg.enter(pid);
+    writeln!(w.stdin.as_mut().unwrap()).unwrap();
+    assert!(w.into_inner().wait().unwrap().success());
+    pid
+}
+
+fn sigint(pid: u32) {
+    // SAFETY: signals a child of this test.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+}
+
+#[test]
+fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
+    let Some(t) = root_test("cgroup_exact") else {
+        return;
+    };
+    let cg = TestCgroup::new("exact");
+    let json = t.path("cg.json");
+    let mut tracer = syscost()
+        .args(["attach", "--no-tui", "--per-process", "--cgroup", &cg.path])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = BufReader::new(tracer.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    assert!(first.starts_with("syscost: tracing cgroup"), "{first}");
+
+    // Started inside: a process and its 3 forked children, 1,000 getppid each.
+    run_ok(&mut cg.run_inside("fork 3 1000"));
+    // Outside: not counted.
+    run_ok(Command::new(workload_path()).args(["getppid", "5000"]));
+    // Moved in while waiting: counted from then on.
+    let moved = moved_in(&cg, &["getppid", "2000"]);
+
+    sigint(tracer.id());
+    let o = tracer.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = read_profile(&json);
+    assert_eq!(calls(&p, "getppid"), 3 * 1000 + 2000, "{}", stdout(&o));
+    assert_eq!(p.target.cgroup.as_deref(), Some(cg.path.as_str()));
+    assert_eq!(p.dropped, 0);
+    // Per process: each child 1,000, the moved one 2,000, nothing from outside.
+    let getppid = |pt: &syscost_user::profile::ProcessTotals| {
+        pt.syscalls
+            .iter()
+            .find(|s| s.name == "getppid")
+            .map_or(0, |s| s.calls)
+    };
+    let mut per: Vec<u64> = p.processes.iter().map(getppid).filter(|&n| n > 0).collect();
+    per.sort();
+    assert_eq!(per, vec![1000, 1000, 1000, 2000], "{:#?}", p.processes);
+    let m = p
+        .processes
+        .iter()
+        .find(|pt| pt.pid == moved)
+        .expect("moved process");
+    assert_eq!(getppid(m), 2000);
+    assert!(
+        stdout(&o).contains("syscost top: "),
+        "per-process table printed"
+    );
+}
+
+/// `syscost top --no-tui --json` rows, by pid.
+fn top_json(path: &std::path::Path) -> BTreeMap<u32, serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["pid"].as_u64().unwrap() as u32, p.clone()))
+        .collect()
+}
+
+fn syscall_calls(row: &serde_json::Value, name: &str) -> u64 {
+    row["syscalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .map_or(0, |s| s["calls"].as_u64().unwrap())
+}
+
+#[test]
+fn top_counts_every_process_exactly_but_itself() {
+    let Some(t) = root_test("top_exact") else {
+        return;
+    };
+    let json = t.path("top.json");
+    let mut top = syscost()
+        .args(["top", "--no-tui", "-i", "0.5", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = BufReader::new(top.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    assert!(
+        first.starts_with("syscost: watching the machine"),
+        "{first}"
+    );
+    let mut pids = Vec::new();
+    for n in [3000u64, 7000] {
+        let c = Command::new(workload_path())
+            .args(["getppid", &n.to_string()])
+            .stdout(Stdio::null())
+            .spawn_reaped();
+        pids.push((c.id(), n));
+        assert!(c.into_inner().wait().unwrap().success());
+    }
+    // A second past the last exit: the next interval has read them.
+    std::thread::sleep(Duration::from_millis(1200));
+    let own = top.id();
+    sigint(own);
+    let o = top.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = top_json(&json);
+    for (pid, n) in pids {
+        let row = rows.get(&pid).unwrap_or_else(|| panic!("no row for {pid}"));
+        assert_eq!(syscall_calls(row, "getppid"), n, "{row}");
+        assert_eq!(row["exited"], true);
+        assert_eq!(row["comm"], "syscost-workloa");
+    }
+    assert!(!rows.contains_key(&own), "syscost counted itself");
+    // The text tables were printed each interval.
+    assert!(
+        stdout(&o)
+            .matches("processes with syscalls in the last")
+            .count()
+            >= 2
+    );
+}
+
+#[test]
+fn top_of_a_cgroup_leaves_the_rest_out() {
+    let Some(t) = root_test("top_cgroup") else {
+        return;
+    };
+    let cg = TestCgroup::new("top");
+    let json = t.path("top.json");
+    let mut top = syscost()
+        .args(["top", "--no-tui", "--cgroup", &cg.path, "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = BufReader::new(top.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    assert!(first.contains(&cg.path), "{first}");
+    let outside = Command::new(workload_path())
+        .args(["getppid", "4000"])
+        .stdout(Stdio::null())
+        .spawn_reaped();
+    let outside_pid = outside.id();
+    assert!(outside.into_inner().wait().unwrap().success());
+    let inside = moved_in(&cg, &["getppid", "1500"]);
+    sigint(top.id());
+    let o = top.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = top_json(&json);
+    assert!(!rows.contains_key(&outside_pid), "{rows:?}");
+    assert_eq!(syscall_calls(&rows[&inside], "getppid"), 1500);
+    assert!(
+        rows.values().all(|r| r["cgroup"] == cg.path.as_str()),
+        "only the cgroup's processes: {rows:?}"
+    );
+}
+
+/// Samples of one metric family: labels (as text) -> value.
+fn samples(text: &str, family: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(family)?.strip_prefix('{')?;
+            let (labels, value) = rest.rsplit_once("} ")?;
+            Some((labels.to_string(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn label<'a>(labels: &'a str, name: &str) -> &'a str {
+    labels
+        .split("\",")
+        .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
+        .map(|v| v.trim_end_matches('"'))
+        .unwrap_or("")
+}
+
+#[test]
+fn export_top_keeps_its_series_bounded_and_growing() {
+    let Some(_t) = root_test("export_top") else {
+        return;
+    };
+    let mut export = syscost()
+        .args([
+            "export",
+            "--top",
+            "--top-n",
+            "5",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = BufReader::new(export.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    let addr = first
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://")?.strip_suffix("/metrics;"))
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    let scrape = || {
+        use std::io::Read as _;
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        let body = text.split("\r\n\r\n").nth(1).expect("an HTTP body");
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        body.to_string()
+    };
+    let family = "syscost_process_syscalls_total";
+    let mut last: BTreeMap<String, f64> = BTreeMap::new();
+    for round in 0..10 {
+        for _ in 0..20 {
+            run_ok(
+                Command::new(workload_path())
+                    .args(["getppid", "100"])
+                    .stdout(Stdio::null()),
+            );
+        }
+        let text = scrape();
+        let now = samples(&text, family);
+        let pids: BTreeSet<&str> = now.keys().map(|l| label(l, "pid")).collect();
+        assert!(
+            pids.len() <= 6,
+            "round {round}: {} process series: {pids:?}",
+            pids.len()
+        );
+        let cgroups: BTreeSet<String> = samples(&text, "syscost_cgroup_syscalls_total")
+            .keys()
+            .map(|l| label(l, "cgroup").to_string())
+            .collect();
+        assert!(cgroups.len() <= 6, "{cgroups:?}");
+        for (k, v) in &now {
+            if let Some(before) = last.get(k) {
+                assert!(v >= before, "{k} went from {before} to {v}");
+            }
+        }
+        last = now;
+    }
+    // Every getppid of the 200 processes is in some series, and the per-cgroup series
+    // add up to the same.
+    let text = scrape();
+    let getppid = |fam: &str| -> f64 {
+        samples(&text, fam)
+            .iter()
+            .filter(|(l, _)| label(l, "syscall") == "getppid")
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let by_process = getppid(family);
+    assert!(by_process >= 200.0 * 100.0, "{by_process}");
+    assert_eq!(by_process, getppid("syscost_cgroup_syscalls_total"));
+    assert!(
+        text.contains("pid=\"other\""),
+        "the short-lived ones went to other"
+    );
+    sigint(export.id());
+    assert!(export.into_inner().wait().unwrap().success());
+}

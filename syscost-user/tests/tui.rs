@@ -77,6 +77,13 @@ fn live_view(name: &str, w: u16, h: u16) -> Option<(Tmux, Reaped)> {
 
 /// `syscost attach` on `target` in a tmux pane of `w` x `h`.
 fn live_view_of(name: &str, w: u16, h: u16, busy: Reaped) -> Option<(Tmux, Reaped)> {
+    let tmux = session(name, w, h, &format!("attach -p {}", busy.id()))?;
+    Some((tmux, busy))
+}
+
+/// `syscost ARGS` in a tmux pane of `w` x `h`, followed by `EXIT=<status>`; `None` (with
+/// a loud line) when tmux is missing outside CI.
+fn session(name: &str, w: u16, h: u16, args: &str) -> Option<Tmux> {
     if Command::new("tmux").arg("-V").output().is_err() {
         assert_ne!(
             std::env::var("CI").as_deref(),
@@ -94,9 +101,8 @@ fn live_view_of(name: &str, w: u16, h: u16, busy: Reaped) -> Option<(Tmux, Reape
     let cmd = format!(
         // After a SIGKILL the terminal is left raw (no CR on LF) with the cursor anywhere:
         // `stty sane` and a fresh line keep the marker on a line of its own.
-        "{} attach -p {}; rc=$?; stty sane; printf '\\nEXIT=%s\\n' $rc; sleep 60",
+        "{} {args}; rc=$?; stty sane; printf '\\nEXIT=%s\\n' $rc; sleep 60",
         env!("CARGO_BIN_EXE_syscost"),
-        busy.id()
     );
     let ok = tmux
         .cmd()
@@ -114,7 +120,7 @@ fn live_view_of(name: &str, w: u16, h: u16, busy: Reaped) -> Option<(Tmux, Reape
         .status()
         .unwrap();
     assert!(ok.success());
-    Some((tmux, busy))
+    Some(tmux)
 }
 
 /// Calls shown in the table row of `name`, if the row is there.
@@ -301,4 +307,72 @@ fn a_call_blocked_now_shows_as_stuck() {
         .status()
         .unwrap();
     tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
+}
+
+/// Calls per second in `syscost top`'s row of process `pid`.
+fn top_rate(screen: &str, pid: u32) -> Option<u64> {
+    screen.lines().find_map(|l| {
+        let mut words = l.split_whitespace();
+        (words.next()? == pid.to_string())
+            .then(|| parse_count(words.nth(2)?))
+            .flatten()
+    })
+}
+
+#[test]
+fn top_shows_a_known_rate_and_drills_into_the_process() {
+    let Some(_t) = root_test("top_in_tmux") else {
+        return;
+    };
+    // 10,000 getppid and 100 clock_nanosleep a second, paced by the clock.
+    let work = Command::new(workload_path())
+        .args(["paced", "10000", "60"])
+        .stdout(Stdio::null())
+        .spawn_reaped();
+    let pid = work.id();
+    let Some(tmux) = session("top", 150, 40, "top") else {
+        return;
+    };
+    tmux.wait_for("the workload's row", |s| top_rate(s, pid).is_some());
+    // Past the first, partial interval.
+    std::thread::sleep(Duration::from_millis(2500));
+    let screen = tmux.capture();
+    let rate = top_rate(&screen, pid).unwrap_or_else(|| panic!("no row for {pid}:\n{screen}"));
+    assert!(
+        (rate as f64 - 10_100.0).abs() <= 0.05 * 10_100.0,
+        "shown {rate}/s, made 10,100/s:\n{screen}"
+    );
+    // By time, the pacing sleep is its top syscall (about 0.99 s/s).
+    let row = screen
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&pid.to_string()))
+        .unwrap();
+    assert!(
+        row.contains("clock_nanosleep 0.9"),
+        "top syscall by time: {row}"
+    );
+    // Drill down: filter by its pid, Enter.
+    let keys = |k: &[&str]| {
+        tmux.cmd()
+            .args(["send-keys", "-t", "t"])
+            .args(k)
+            .status()
+            .unwrap();
+    };
+    keys(&["/"]);
+    keys(&[&pid.to_string()]);
+    keys(&["Enter"]);
+    keys(&["Enter"]);
+    let drilled = tmux.wait_for("the drill-down table", |s| {
+        s.contains("from syscost top") && row_calls(s, "getppid").is_some_and(|n| n > 0)
+    });
+    assert!(drilled.contains(&format!("pid {pid}")), "{drilled}");
+    keys(&["Escape"]);
+    tmux.wait_for("the process table again", |s| {
+        s.contains(" syscost top ") && top_rate(s, pid).is_some()
+    });
+    keys(&["q"]);
+    let done = tmux.wait_for("the totals", |s| s.contains("EXIT=0"));
+    assert!(done.contains("syscost top: "), "{done}");
+    drop(work);
 }

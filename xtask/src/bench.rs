@@ -34,6 +34,12 @@ enum Setup {
     /// `syscost run` of another build (`SYSCOST_BENCH_BASELINE=/path/to/syscost`), to
     /// compare two versions side by side in one run.
     Baseline,
+    /// The whole machine: `syscost top` (every process traced, per-process figures).
+    SyscostTop,
+    /// libbpf-tools `syscount -L -P`: every process, counts and time by process.
+    SyscountAll,
+    /// `perf trace -s -a`: every process, a summary at the end.
+    PerfTraceAll,
 }
 
 impl Setup {
@@ -51,6 +57,9 @@ impl Setup {
             Setup::Filter => "candidate: raw tp filter",
             Setup::BtfFilter => "candidate: tp_btf filter",
             Setup::Baseline => "baseline build, this process",
+            Setup::SyscostTop => "syscost top (machine)",
+            Setup::SyscountAll => "syscount -L -P (machine)",
+            Setup::PerfTraceAll => "perf trace -s -a (machine)",
         }
     }
 }
@@ -254,6 +263,50 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
             drop(tracefs);
             r
         }
+        Setup::SyscostTop => {
+            let top = start_and_wait(
+                Command::new(syscost).args(["top", "--no-tui", "-i", "1"]),
+                true,
+                "watching the machine",
+            )?;
+            let r = ns_per_call(&mut work());
+            stop(top);
+            r
+        }
+        Setup::SyscountAll => {
+            let tracefs = Tracefs::mount()?;
+            let sc = start_and_wait(
+                Command::new("stdbuf").args(["-oL", "syscount", "-L", "-P"]),
+                false,
+                "Tracing syscalls",
+            )?;
+            let r = ns_per_call(&mut work());
+            let _ = Command::new("kill")
+                .args(["-INT", &sc.id().to_string()])
+                .status();
+            stop(sc);
+            drop(tracefs);
+            r
+        }
+        Setup::PerfTraceAll => {
+            let tracefs = Tracefs::mount()?;
+            // perf trace says nothing until it ends: give it time to set up.
+            let mut perf = Command::new("perf")
+                .args(["trace", "-s", "-a", "-o", "/dev/null"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("cannot start perf trace")?;
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            let r = ns_per_call(&mut work());
+            let _ = Command::new("kill")
+                .args(["-INT", &perf.id().to_string()])
+                .status();
+            let _ = perf.wait();
+            drop(tracefs);
+            r
+        }
         Setup::Bpftrace => {
             let tracefs = Tracefs::mount()?;
             let bt = start_and_wait(
@@ -296,6 +349,16 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         setups.push(Setup::Syscount);
     } else if peers {
         notes.push("syscount (libbpf-tools) not installed: skipped".to_string());
+    }
+    // The whole machine: syscost top beside the system-wide peers.
+    setups.push(Setup::SyscostTop);
+    if peers && have("syscount") {
+        setups.push(Setup::SyscountAll);
+    }
+    if peers && have("perf") {
+        setups.push(Setup::PerfTraceAll);
+    } else if peers {
+        notes.push("perf not installed: perf trace skipped".to_string());
     }
     if peers && have("bpftrace") {
         setups.push(Setup::Bpftrace);
@@ -355,6 +418,18 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     }
     if let (Some(own), Some(sc)) = (added(Setup::SyscostOwn), added(Setup::Syscount)) {
         println!("syscost-added / syscount-added: {:.2}", own / sc.max(1.0));
+    }
+    if let (Some(top), Some(sc)) = (added(Setup::SyscostTop), added(Setup::SyscountAll)) {
+        println!(
+            "syscost-top-added / syscount-P-added (every process): {:.2}",
+            top / sc.max(1.0)
+        );
+    }
+    if let (Some(top), Some(perf)) = (added(Setup::SyscostTop), added(Setup::PerfTraceAll)) {
+        println!(
+            "perf-trace-added / syscost-top-added (every process): {:.1}",
+            perf / top.max(1.0)
+        );
     }
     if let (Some(own), Some(strace)) = (added(Setup::SyscostOwn), added(Setup::Strace)) {
         println!("strace-added / syscost-added: {:.0}", strace / own.max(1.0));

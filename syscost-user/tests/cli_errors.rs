@@ -100,6 +100,37 @@ fn missing_and_bad_processes() {
 }
 
 #[test]
+fn cgroup_input_is_checked_before_loading() {
+    for cmd in ["attach", "top", "export"] {
+        let o = output(syscost().args([cmd, "--cgroup", "/no/such/cgroup"]));
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("syscost: no cgroup /no/such/cgroup (looked for ")
+                || err.starts_with("syscost: no cgroup v2 hierarchy is mounted"),
+            "{cmd}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    fails_with(
+        &["attach", "-p", "1", "--per-process"],
+        "--per-process splits a --cgroup profile: give --cgroup PATH",
+    );
+    fails_with(
+        &["export", "--top", "--per-process"],
+        "--per-process splits a --cgroup profile: give --cgroup PATH",
+    );
+    bad_argument(
+        &["attach", "-p", "1", "--cgroup", "/"],
+        "error: the argument '--pid <PID>' cannot be used with '--cgroup <PATH>'",
+    );
+    bad_argument(
+        &["export", "--top", "--top-n", "0"],
+        "error: invalid value '0' for '--top-n <N>': 0 is not in 1..=1000",
+    );
+}
+
+#[test]
 fn metrics_endpoint_input_is_checked_before_loading() {
     fails_with(&["export", "-p", "1,2147483647"], "no process 2147483647");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

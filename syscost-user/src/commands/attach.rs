@@ -41,6 +41,9 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref()])?;
     let duration = seconds(args.duration);
     let every = seconds(args.interval);
+    if args.per_process && args.cgroup.is_none() {
+        anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
+    }
     let cgroup = args.cgroup.as_deref().map(cgroup::resolve).transpose()?;
     // A cgroup has no pid to watch for its exit: syscost's own never fires.
     let (target, label) = match &cgroup {

@@ -30,6 +30,9 @@ use crate::{
 pub const MAX_PROCESSES: usize = 256;
 
 pub fn export(args: &ExportArgs) -> Result<i32> {
+    if args.per_process && args.cgroup.is_none() {
+        bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
+    }
     if args.top || args.cgroup.is_some() {
         return export_scope(args);
     }

@@ -277,6 +277,39 @@ pub struct ProcName {
     pub cgroup_id: u64,
 }
 
+/// User stack frames a slow call carries.
+pub const SLOW_STACK_FRAMES: usize = 32;
+
+/// A call at least as slow as its threshold (`--slow`), sent through the `SLOW` ring
+/// buffer at its exit: only those calls leave the kernel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlowEvent {
+    /// `bpf_ktime_get_ns()` at the exit.
+    pub exit_ns: u64,
+    pub latency_ns: u64,
+    /// Of the latency, the time switched out.
+    pub offcpu_ns: u64,
+    /// The raw syscall number.
+    pub nr: u64,
+    /// The return value (-errno on error).
+    pub ret: i64,
+    /// The first six arguments, from the user registers.
+    pub args: [u64; 6],
+    pub tgid: u32,
+    pub tid: u32,
+    /// Syscall key ([`syscall_key`]).
+    pub key: u32,
+    /// Bytes of `stack` filled (a multiple of 8), or a negative errno.
+    pub stack_bytes: i32,
+    /// Statistics slot of the process.
+    pub slot: u32,
+    pub _pad: u32,
+    pub comm: [u8; 16],
+    /// User stack, innermost first (the instruction after the syscall first).
+    pub stack: [u64; SLOW_STACK_FRAMES],
+}
+
 /// Counters of each slot in the `COUNTERS` per-CPU array: index `slot * COUNT + c`.
 pub mod counter {
     /// Exits whose enter was not seen (the syscall was in flight when tracing began).
@@ -291,8 +324,12 @@ pub mod counter {
     pub const DROPPED_PROCESS: u32 = 4;
     /// Syscalls that found no room in the per-process `TOP` table.
     pub const DROPPED_TOP: u32 = 5;
+    /// Slow calls the ring buffer had no room for (their statistics are counted).
+    pub const DROPPED_SLOW: u32 = 6;
+    /// Slow calls sent.
+    pub const SLOW: u32 = 7;
     /// Number of counters.
-    pub const COUNT: u32 = 6;
+    pub const COUNT: u32 = 8;
 }
 
 /// Where a slot's counter `c` is in `COUNTERS`.
@@ -314,6 +351,7 @@ mod pod {
     unsafe impl aya::Pod for super::TopKey {}
     unsafe impl aya::Pod for super::TopValue {}
     unsafe impl aya::Pod for super::ProcName {}
+    unsafe impl aya::Pod for super::SlowEvent {}
 }
 
 #[cfg(test)]

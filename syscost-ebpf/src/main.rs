@@ -30,22 +30,23 @@ use core::{
 };
 
 use aya_ebpf::{
-    Global,
-    bindings::BPF_NOEXIST,
+    EbpfContext as _, Global,
+    bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     helpers::{
         bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task,
         bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel,
-        generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id},
+        generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id, bpf_get_stack},
     },
     macros::{map, raw_tracepoint},
-    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap},
+    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::RawTracePointContext,
 };
 use aya_log_ebpf::warn;
 use syscost_common::{
     BigKey, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD,
-    KEYS_PER_SLOT, ProcName, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, USER32_CS, abi,
-    auto_mode, bucket_index, counter, counter_index, proc_value, syscall_key,
+    KEYS_PER_SLOT, ProcName, ProcSlot, SLOW_STACK_FRAMES, SlowEvent, StatsEntry, ThreadSlot,
+    TopKey, TopValue, USER32_CS, abi, auto_mode, bucket_index, counter, counter_index, proc_value,
+    syscall_key,
 };
 
 /// BPF_F_MMAPABLE: userspace maps these arrays and reads them without syscalls.
@@ -98,6 +99,24 @@ static TOP: PerCpuHashMap<TopKey, TopValue> = PerCpuHashMap::with_max_entries(1,
 /// processes that exit before userspace reads /proc.
 #[map]
 static PROC_NAMES: HashMap<u32, ProcName> = HashMap::with_max_entries(1, 0);
+
+/// Slow calls (`--slow`), the only per-call traffic, and only with `SLOW_ON`.
+#[map]
+static SLOW: RingBuf = RingBuf::with_byte_size(4096, 0);
+
+/// Per syscall key: the latency from which a call is slow, ns (u64::MAX: never).
+#[map]
+static SLOW_NS: Array<u64> = Array::with_max_entries(1, 0);
+
+/// Report slow calls.
+#[unsafe(no_mangle)]
+static SLOW_ON: Global<u32> = Global::new(0);
+/// The threshold of numbers without a key of their own.
+#[unsafe(no_mangle)]
+static SLOW_DEFAULT_NS: Global<u64> = Global::new(0);
+/// Offsets of the argument registers (di, si, dx, r10, r8, r9) in `struct pt_regs`.
+#[unsafe(no_mangle)]
+static PT_REGS_ARG_OFFSETS: Global<[u64; 6]> = Global::new([0; 6]);
 
 /// `auto_mode::*`.
 #[unsafe(no_mangle)]
@@ -478,6 +497,17 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     let off_ns = slot.off_ns;
     let (voluntary, involuntary) = (slot.voluntary, slot.involuntary);
     let ret: i64 = ctx.arg(1);
+    if SLOW_ON.load() != 0 {
+        let threshold = if key < KEYS_PER_SLOT {
+            SLOW_NS.get(key).copied().unwrap_or(u64::MAX)
+        } else {
+            SLOW_DEFAULT_NS.load()
+        };
+        if ns >= threshold {
+            let off = if off_ns < ns { off_ns } else { ns };
+            report_slow(&ctx, pid_tgid, stats_slot, key, slot.nr, ns, off, ret, now);
+        }
+    }
     if TOP_ON.load() != 0 {
         count_top((pid_tgid >> 32) as u32, key, stats_slot, ns, off_ns, ret);
     }
@@ -516,6 +546,54 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     }
     unsafe { write_volatile(&mut e.seq, seq + 2) };
     0
+}
+
+/// Sends a slow call through the ring buffer: its figures, arguments and user stack.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn report_slow(
+    ctx: &RawTracePointContext,
+    pid_tgid: u64,
+    stats_slot: u32,
+    key: u32,
+    nr: u64,
+    ns: u64,
+    off_ns: u64,
+    ret: i64,
+    now: u64,
+) {
+    let Some(mut entry) = SLOW.reserve::<SlowEvent>(0) else {
+        count(stats_slot, counter::DROPPED_SLOW);
+        return;
+    };
+    let e = entry.as_mut_ptr();
+    let regs: *const u8 = ctx.arg(0);
+    unsafe {
+        (*e).exit_ns = now;
+        (*e).latency_ns = ns;
+        (*e).offcpu_ns = off_ns;
+        (*e).nr = nr;
+        (*e).ret = ret;
+        let offsets = PT_REGS_ARG_OFFSETS.load();
+        for i in 0..6 {
+            (*e).args[i] =
+                bpf_probe_read_kernel(regs.add(offsets[i] as usize) as *const u64).unwrap_or(0);
+        }
+        (*e).tgid = (pid_tgid >> 32) as u32;
+        (*e).tid = pid_tgid as u32;
+        (*e).key = key;
+        (*e).slot = stats_slot;
+        (*e)._pad = 0;
+        (*e).comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        (*e).stack_bytes = bpf_get_stack(
+            ctx.as_ptr(),
+            (&raw mut (*e).stack).cast(),
+            (SLOW_STACK_FRAMES * 8) as u32,
+            u64::from(BPF_F_USER_STACK),
+        ) as i32;
+    }
+    entry.submit(0);
+    count(stats_slot, counter::SLOW);
 }
 
 /// Adds a call to this CPU's `TOP` figures of (process, syscall).

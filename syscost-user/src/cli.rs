@@ -70,6 +70,12 @@ pub enum Command {
     },
     /// Compare two saved profiles: what went up, what went down, which errors changed.
     Diff(DiffArgs),
+    /// The slow calls of a profile saved with --slow and --json, by user stack: folded
+    /// stacks (for flamegraph tools), or a flame graph with -o FILE.svg.
+    Flame(SlowViewArgs),
+    /// The slow calls of a profile saved with --slow and --json as a Chrome trace-event
+    /// JSON that ui.perfetto.dev opens: a track per thread, a slice per call.
+    Trace(SlowViewArgs),
     /// Serve processes' syscall counters to Prometheus (OpenMetrics), without a terminal,
     /// until stopped.
     Export(ExportArgs),
@@ -166,6 +172,11 @@ pub struct RunArgs {
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
+    /// Report each call at least this slow, with its arguments, fd and user stack: a
+    /// threshold (`1ms`), thresholds per syscall (`close=50us,read=1ms`), or both
+    /// (`1ms,close=50us`). Only those calls leave the kernel.
+    #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::parse_spec)]
+    pub slow: Option<crate::slow::SlowSpec>,
 }
 
 #[derive(Debug, Args)]
@@ -217,6 +228,11 @@ pub struct AttachArgs {
     /// kernel times every BPF program run while they are on).
     #[arg(long)]
     pub no_run_stats: bool,
+    /// Report each call at least this slow, with its arguments, fd and user stack: a
+    /// threshold (`1ms`), thresholds per syscall (`close=50us,read=1ms`), or both
+    /// (`1ms,close=50us`). Only those calls leave the kernel.
+    #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::parse_spec)]
+    pub slow: Option<crate::slow::SlowSpec>,
 }
 
 #[derive(Debug, Args)]
@@ -264,6 +280,11 @@ pub struct ExportArgs {
     /// kernel times every BPF program run while they are on).
     #[arg(long)]
     pub no_run_stats: bool,
+    /// Report each call at least this slow, with its arguments, fd and user stack: a
+    /// threshold (`1ms`), thresholds per syscall (`close=50us,read=1ms`), or both
+    /// (`1ms,close=50us`). Only those calls leave the kernel.
+    #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::parse_spec)]
+    pub slow: Option<crate::slow::SlowSpec>,
 }
 
 /// `syscost top`.
@@ -342,6 +363,16 @@ pub struct DiffArgs {
     /// Print the diff as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `syscost flame` and `syscost trace`.
+#[derive(Debug, Args)]
+pub struct SlowViewArgs {
+    /// A profile written with --slow and --json.
+    pub file: PathBuf,
+    /// Write here instead of stdout (`flame`: an SVG when it ends in .svg).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

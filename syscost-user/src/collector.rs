@@ -306,6 +306,9 @@ impl Snapshot {
             dropped: self.dropped(),
             syscalls,
             processes: Vec::new(),
+            slow_threshold: None,
+            slow_calls: Vec::new(),
+            slow_dropped: self.counters[counter::DROPPED_SLOW as usize],
         })
     }
 }

@@ -18,6 +18,9 @@ pub struct KernelLayout {
     pub signal_live_offset: u64,
     /// Offset of `cs` in `struct pt_regs` (tells 32-bit user code from 64-bit).
     pub pt_regs_cs_offset: u64,
+    /// Offsets of the syscall argument registers in `struct pt_regs`, in argument order
+    /// (x86_64: di, si, dx, r10, r8, r9), for `--slow`'s arguments.
+    pub pt_regs_arg_offsets: [u64; 6],
 }
 
 impl KernelLayout {
@@ -34,6 +37,14 @@ impl KernelLayout {
             task_signal_offset: member_offset(&btf, "task_struct", "signal")?,
             signal_live_offset: member_offset(&btf, "signal_struct", "live")?,
             pt_regs_cs_offset: member_offset(&btf, "pt_regs", "cs")?,
+            pt_regs_arg_offsets: [
+                member_offset(&btf, "pt_regs", "di")?,
+                member_offset(&btf, "pt_regs", "si")?,
+                member_offset(&btf, "pt_regs", "dx")?,
+                member_offset(&btf, "pt_regs", "r10")?,
+                member_offset(&btf, "pt_regs", "r8")?,
+                member_offset(&btf, "pt_regs", "r9")?,
+            ],
         })
     }
 }
@@ -142,6 +153,10 @@ mod tests {
         assert!(l.task_signal_offset > 0 && l.signal_live_offset > 0);
         // x86_64 pt_regs: r15..orig_ax, ip, then cs at 17 * 8.
         #[cfg(target_arch = "x86_64")]
-        assert_eq!(l.pt_regs_cs_offset, 136);
+        {
+            assert_eq!(l.pt_regs_cs_offset, 136);
+            // r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di: 8 bytes each.
+            assert_eq!(l.pt_regs_arg_offsets, [112, 104, 96, 56, 72, 64]);
+        }
     }
 }

@@ -23,6 +23,7 @@ pub mod profile;
 pub mod report;
 pub mod sampler;
 pub mod signals;
+pub mod slow;
 pub mod syscall_names;
 pub mod top;
 pub mod tracer;

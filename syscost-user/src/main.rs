@@ -15,6 +15,8 @@ fn main() -> ExitCode {
         Command::Top(args) => commands::top::top(args),
         Command::Report(args) => commands::report::report(args),
         Command::Diff(args) => commands::report::diff(args),
+        Command::Flame(args) => commands::report::flame(args),
+        Command::Trace(args) => commands::report::trace(args),
         Command::Export(args) => commands::export::export(args),
         Command::Bench(args) => commands::bench(args),
         Command::Floor { variant } => commands::floor(variant),

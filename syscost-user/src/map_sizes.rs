@@ -29,6 +29,8 @@ pub struct TableSizes {
     pub top_entries: u32,
     /// Names of processes those modes trace; 1 when not used.
     pub names: u32,
+    /// Bytes of the slow calls' ring buffer (`--slow`; a power of two, pages).
+    pub slow_ring: u32,
 }
 
 impl TableSizes {
@@ -47,6 +49,7 @@ impl TableSizes {
             big_numbers: 256,
             top_entries: 1,
             names: 1,
+            slow_ring: 1 << 20,
         }
     }
 
@@ -83,12 +86,16 @@ impl TableSizes {
                 "big_numbers" => &mut self.big_numbers,
                 "top_entries" => &mut self.top_entries,
                 "names" => &mut self.names,
+                "slow_ring" => &mut self.slow_ring,
                 other => bail!("SYSCOST_TABLE_SIZES: no table '{other}'"),
             };
             *field = n;
         }
         if !self.proc_slots.is_power_of_two() || !self.thread_slots.is_power_of_two() {
             bail!("SYSCOST_TABLE_SIZES: proc_slots and thread_slots must be powers of two");
+        }
+        if !self.slow_ring.is_power_of_two() || self.slow_ring < 4096 {
+            bail!("SYSCOST_TABLE_SIZES: slow_ring must be a power of two of at least 4096");
         }
         if self.pool_per_cpu >= u32::from(u16::MAX) {
             bail!("SYSCOST_TABLE_SIZES: pool_per_cpu must be below 65535");

@@ -34,6 +34,20 @@ pub struct Profile {
     /// With `--per-process`: calls, errors and time of each process, per syscall.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<ProcessTotals>,
+    /// With `--slow`: the thresholds as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_threshold: Option<String>,
+    /// With `--slow`: the slow calls, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slow_calls: Vec<crate::slow::SlowCall>,
+    /// Slow calls the ring buffer had no room for (counted in the statistics, not
+    /// reported one by one), and those received but not kept (beyond 100,000).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slow_dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One process's share of a `--cgroup` profile (no histograms: those are the cgroup's).

@@ -28,7 +28,7 @@ use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/syscost"));
 
 /// How the programs are set up at load time.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TracerOptions {
     /// Also trace child processes forked by traced processes (threads are always traced).
     pub follow_forks: bool,
@@ -46,6 +46,8 @@ pub struct TracerOptions {
     /// Slots below this keep no histograms, only `TOP` figures (`syscost top`: slot 0
     /// is every process not drilled into).
     pub pool_from_slot: u32,
+    /// Send calls at least this slow through the `SLOW` ring buffer (`--slow`).
+    pub slow: Option<crate::slow::SlowSpec>,
 }
 
 /// What the programs trace by themselves.
@@ -159,6 +161,14 @@ impl Tracer {
             sizes = sizes.with_overrides(&spec)?;
         }
         let (mut ebpf, layout) = load_object(&options, slots, &sizes)?;
+        if let Some(spec) = &options.slow {
+            let (keys, _) = spec.thresholds()?;
+            let mut thresholds: Array<&mut MapData, u64> =
+                Array::try_from(ebpf.map_mut("SLOW_NS").context("SLOW_NS map missing")?)?;
+            for (k, t) in (0..).zip(keys) {
+                thresholds.set(k, t, 0)?;
+            }
+        }
         let logger = match EbpfLogger::init(&mut ebpf) {
             Ok(l) => Some(l),
             Err(e) => {
@@ -196,6 +206,12 @@ impl Tracer {
     /// Whether the off-CPU split is measured.
     pub fn offcpu_tracked(&self) -> bool {
         self.offcpu
+    }
+
+    /// The slow calls' ring buffer, to be read by one consumer (`--slow` only).
+    pub fn take_slow_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
+        let map = self.ebpf.take_map("SLOW").context("SLOW map missing")?;
+        Ok(aya::maps::RingBuf::try_from(map)?)
     }
 
     /// Number of statistics slots loaded.
@@ -492,6 +508,11 @@ fn load_object(
     };
     let own = std::process::id();
     let top = u32::from(options.top);
+    let slow_on = u32::from(options.slow.is_some());
+    let slow_default = match &options.slow {
+        Some(spec) => spec.thresholds()?.1,
+        None => u64::MAX,
+    };
     let (proc_mask, thread_mask) = (sizes.proc_slots - 1, sizes.thread_slots - 1);
     let ebpf = EbpfLoader::new()
         .override_global("FOLLOW_FORKS", &follow, true)
@@ -509,6 +530,9 @@ fn load_object(
         .override_global("OWN_TGID", &own, true)
         .override_global("TOP_ON", &top, true)
         .override_global("POOL_FROM_SLOT", &options.pool_from_slot, true)
+        .override_global("SLOW_ON", &slow_on, true)
+        .override_global("SLOW_DEFAULT_NS", &slow_default, true)
+        .override_global("PT_REGS_ARG_OFFSETS", &layout.pt_regs_arg_offsets, true)
         .map_max_entries("PROCS", sizes.proc_slots)
         .map_max_entries("PROCS_OVERFLOW", sizes.proc_overflow)
         .map_max_entries("THREADS", sizes.thread_slots)
@@ -519,6 +543,22 @@ fn load_object(
         .map_max_entries("COUNTERS", slots * counter::COUNT)
         .map_max_entries("TOP", sizes.top_entries)
         .map_max_entries("PROC_NAMES", sizes.names)
+        .map_max_entries(
+            "SLOW_NS",
+            if options.slow.is_some() {
+                syscost_common::KEYS_PER_SLOT
+            } else {
+                1
+            },
+        )
+        .map_max_entries(
+            "SLOW",
+            if options.slow.is_some() {
+                sizes.slow_ring
+            } else {
+                4096
+            },
+        )
         .load(OBJECT)
         .map_err(explain_load_error)?;
     Ok((ebpf, layout))

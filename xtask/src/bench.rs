@@ -19,6 +19,8 @@ enum Setup {
     Floor,
     /// `syscost run` of the workload.
     SyscostOwn,
+    /// `syscost run --slow 1s`: the slow-call check on every call, none slow.
+    SyscostSlow,
     /// syscost attached to another process: what every other process pays.
     SyscostOther,
     Strace,
@@ -48,6 +50,7 @@ impl Setup {
             Setup::Untraced => "untraced",
             Setup::Floor => "floor (empty programs)",
             Setup::SyscostOwn => "syscost, this process",
+            Setup::SyscostSlow => "syscost --slow 1s",
             Setup::SyscostOther => "syscost, other process",
             Setup::Strace => "strace -f -c",
             Setup::Bpftrace => "bpftrace (count by pid)",
@@ -197,6 +200,12 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
                 .arg(workload)
                 .args(["getppid", &n]),
         ),
+        Setup::SyscostSlow => ns_per_call(
+            Command::new(syscost)
+                .args(["run", "--slow", "1s", "-o", "/dev/null", "--"])
+                .arg(workload)
+                .args(["getppid", &n]),
+        ),
         Setup::SyscostOther => {
             let mut sleeper = Command::new(workload).args(["sleep", "3600000"]).spawn()?;
             let tracer = start_and_wait(
@@ -329,6 +338,7 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         Setup::Untraced,
         Setup::Floor,
         Setup::SyscostOwn,
+        Setup::SyscostSlow,
         Setup::SyscostOther,
     ];
     if candidates {
@@ -411,6 +421,12 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         println!(
             "syscost-other-added / floor-added: {:.2}",
             other / floor.max(1.0)
+        );
+    }
+    if let (Some(own), Some(slow)) = (added(Setup::SyscostOwn), added(Setup::SyscostSlow)) {
+        println!(
+            "syscost-slow-added / syscost-added: {:.2}",
+            slow / own.max(1.0)
         );
     }
     if let (Some(own), Some(base)) = (added(Setup::SyscostOwn), added(Setup::Baseline)) {

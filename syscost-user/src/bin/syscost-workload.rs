@@ -14,6 +14,11 @@
 //!   nanosleep N US     N nanosleep calls of US microseconds; prints mean_ns=<own timing>
 //!   paced RATE SECS    RATE getppid calls a second (bursts every 10 ms, absolute
 //!                      deadlines) for SECS seconds, plus 100 clock_nanosleep a second
+//!   slow-mix           20,000 getppid; 200 nanosleep of 2 ms from the function
+//!                      `syscost_test_slow_sleep`; 50 reads of a pipe from
+//!                      `syscost_test_slow_read`, each blocked about 20 ms until a
+//!                      thread (spinning, no syscall) writes a byte; then spins
+//!                      0.5 s and calls exit_group
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
 //!   exit CODE          exits with CODE
 //!   mixed-forever K    K threads calling close(-1) and getppid in a loop until killed
@@ -353,8 +358,91 @@ fn work(args: &[String]) {
                 };
             }
         }
+        Some("slow-mix") => slow_mix(),
         Some("sleep") => std::thread::sleep(std::time::Duration::from_millis(arg(args, 1))),
         Some("exit") => std::process::exit(arg(args, 1) as i32),
         _ => usage(),
     }
+}
+
+/// nanosleep from a function of a known name: the `syscall` instruction is in it, so it
+/// is the innermost frame of the call's user stack.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C" fn syscost_test_slow_sleep(ts: *const libc::timespec) -> i64 {
+    let ret: i64;
+    // SAFETY: nanosleep(ts, NULL) with a valid timespec.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") libc::SYS_nanosleep => ret,
+            in("rdi") ts,
+            in("rsi") 0usize,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack)
+        );
+    }
+    ret
+}
+
+/// read(fd, buf, 1) from a function of a known name.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C" fn syscost_test_slow_read(fd: i32, buf: *mut u8) -> i64 {
+    let ret: i64;
+    // SAFETY: read of one byte into a valid buffer.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") libc::SYS_read => ret,
+            in("rdi") fd as i64,
+            in("rsi") buf,
+            in("rdx") 1usize,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack)
+        );
+    }
+    ret
+}
+
+/// The `--slow` test's workload: 250 calls of 1 ms or more among 20,000 fast ones, and
+/// no other slow call (the writer waits by spinning, and the process ends with
+/// exit_group, which does not return, rather than joining the thread).
+fn slow_mix() {
+    getppid_n(20_000);
+    let ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 2_000_000,
+    };
+    for _ in 0..200 {
+        assert_eq!(syscost_test_slow_sleep(&ts), 0);
+    }
+    let mut fds = [0i32; 2];
+    // SAFETY: fills two fds.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let w = fds[1];
+    std::thread::spawn(move || {
+        for _ in 0..50 {
+            let t = Instant::now();
+            while t.elapsed() < std::time::Duration::from_millis(20) {
+                std::hint::spin_loop();
+            }
+            // SAFETY: one byte into our pipe.
+            unsafe { libc::write(w, b"x".as_ptr().cast(), 1) };
+        }
+    });
+    let mut b = [0u8; 1];
+    for _ in 0..50 {
+        assert_eq!(syscost_test_slow_read(fds[0], b.as_mut_ptr()), 1);
+    }
+    // Alive a little longer, without a syscall, so that its fds and maps are still there
+    // when the last calls are read.
+    let t = Instant::now();
+    while t.elapsed() < std::time::Duration::from_millis(500) {
+        std::hint::spin_loop();
+    }
+    // SAFETY: ends the process without a join.
+    unsafe { libc::syscall(libc::SYS_exit_group, 0) };
 }

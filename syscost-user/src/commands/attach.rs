@@ -67,6 +67,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             level: cg.level,
         }),
         top: args.per_process,
+        slow: args.slow.clone(),
         ..Default::default()
     })?;
     if cgroup.is_none() {
@@ -76,6 +77,9 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         }
     }
     let offcpu = tracer.offcpu_tracked();
+    let tui = !args.no_tui && std::io::stdout().is_terminal();
+    // The live view owns the terminal: slow calls are kept for the end, not printed.
+    let slow = super::slow_reader(&mut tracer, args.slow.as_ref(), !tui)?;
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
     let source = match &cgroup {
         Some(cg) => Source::cgroup(cg.path.clone(), 0),
@@ -100,7 +104,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         },
     };
     let started = Instant::now();
-    let last = if !args.no_tui && std::io::stdout().is_terminal() {
+    let last = if tui {
         let options = LiveOptions {
             interval: every.unwrap_or(Duration::from_secs(1)),
             duration,
@@ -130,6 +134,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         totals
     };
     profile.processes = processes.iter().map(Into::into).collect();
+    super::add_slow(&mut profile, args.slow.as_ref(), slow);
     let mut out = super::finish(profile, &args.view, args.json.as_deref())?;
     if args.per_process {
         out += "\n";

@@ -63,8 +63,11 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         follow_forks: args.follow_forks,
         offcpu: !args.no_offcpu,
         slots: targets.len() as u32,
+        slow: args.slow.clone(),
         ..Default::default()
     })?;
+    // No terminal: each slow call is a line on stderr (the service's log).
+    let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true)?;
     let mut sources = Vec::new();
     for (slot, t) in (0..).zip(&targets) {
         tracer.trace_process_in(t.pid, slot)?;
@@ -160,14 +163,16 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         // The whole machine keeps no histograms: per-process figures only.
         None => (Auto::All, true, 1),
     };
-    let tracer = Tracer::load(TracerOptions {
+    let mut tracer = Tracer::load(TracerOptions {
         offcpu: !args.no_offcpu,
         slots: 1,
         auto,
         top,
         pool_from_slot,
+        slow: args.slow.clone(),
         ..Default::default()
     })?;
+    let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true)?;
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
     let sources = match &cgroup {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],

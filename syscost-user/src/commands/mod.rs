@@ -65,6 +65,36 @@ fn bind_metrics(addr: Option<std::net::SocketAddr>) -> Result<Option<std::net::T
     addr.map(MetricsServer::bind).transpose()
 }
 
+/// Starts reading slow calls when `--slow` was given; `echo`: print each to stderr.
+fn slow_reader(
+    tracer: &mut crate::tracer::Tracer,
+    spec: Option<&crate::slow::SlowSpec>,
+    echo: bool,
+) -> Result<Option<crate::slow::Reader>> {
+    if spec.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(crate::slow::Reader::spawn(
+        tracer.take_slow_ring()?,
+        echo,
+    )))
+}
+
+/// Puts the slow calls into the profile (after the programs are unloaded, so every
+/// call sent has been read).
+fn add_slow(
+    profile: &mut Profile,
+    spec: Option<&crate::slow::SlowSpec>,
+    reader: Option<crate::slow::Reader>,
+) {
+    if let (Some(spec), Some(reader)) = (spec, reader) {
+        let (calls, evicted) = reader.finish();
+        profile.slow_threshold = Some(spec.describe());
+        profile.slow_calls = calls;
+        profile.slow_dropped += evicted;
+    }
+}
+
 /// Writes to stdout; a closed stdout (a pipe reader gone, a terminal hung up) is not
 /// worth a panic at the end of a profile.
 fn print_out(text: &str) {

@@ -1,9 +1,10 @@
-//! `syscost report FILE.json` and `syscost diff BEFORE.json AFTER.json`.
+//! `syscost report FILE.json`, `syscost diff BEFORE.json AFTER.json`, and the views of a
+//! profile's slow calls: `syscost flame` and `syscost trace`.
 
-use anyhow::Result;
+use anyhow::{Context as _, Result, bail};
 
 use crate::{
-    cli::{DiffArgs, ReportArgs},
+    cli::{DiffArgs, ReportArgs, SlowViewArgs},
     report::{diff, json},
     syscall_names,
 };
@@ -28,5 +29,60 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
     } else {
         diff::render(&d)
     });
+    Ok(0)
+}
+
+/// The slow calls of a saved profile, refusing a profile saved without `--slow`.
+fn slow_calls(args: &SlowViewArgs) -> Result<Vec<crate::slow::SlowCall>> {
+    let profile = json::read(&args.file)?;
+    if profile.slow_threshold.is_none() {
+        bail!(
+            "{} has no slow calls: save one with --slow DURATION --json FILE",
+            args.file.display()
+        );
+    }
+    Ok(profile.slow_calls)
+}
+
+fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
+    match path {
+        Some(p) => {
+            std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display()))
+        }
+        None => {
+            super::print_out(&String::from_utf8_lossy(bytes));
+            Ok(())
+        }
+    }
+}
+
+/// `syscost flame FILE.json [-o OUT]`: folded stacks, or an SVG flame graph when OUT
+/// ends in `.svg`.
+pub fn flame(args: &SlowViewArgs) -> Result<i32> {
+    let calls = slow_calls(args)?;
+    let folded = crate::slow::folded(&calls);
+    let svg = args
+        .output
+        .as_ref()
+        .is_some_and(|p| p.extension().is_some_and(|e| e == "svg"));
+    if svg {
+        let title = format!("slow calls of {} (time in us)", args.file.display());
+        write_out(
+            args.output.as_deref(),
+            &crate::slow::flame_svg(&folded, &title)?,
+        )?;
+    } else {
+        write_out(args.output.as_deref(), folded.as_bytes())?;
+    }
+    Ok(0)
+}
+
+/// `syscost trace FILE.json [-o OUT]`: the slow calls as a Chrome trace-event JSON.
+pub fn trace(args: &SlowViewArgs) -> Result<i32> {
+    let calls = slow_calls(args)?;
+    write_out(
+        args.output.as_deref(),
+        crate::slow::trace_json(&calls)?.as_bytes(),
+    )?;
     Ok(0)
 }

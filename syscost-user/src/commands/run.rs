@@ -32,6 +32,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         follow_forks: true,
         offcpu: !args.no_offcpu,
         slots: 1,
+        slow: args.slow.clone(),
         ..Default::default()
     })?;
 
@@ -48,6 +49,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut sighup = signal(SignalKind::hangup())?;
     drop(entered);
 
+    let slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true)?;
     let comm = process::exec_comm(&program);
     let child = spawn_stopped(&program, &args.command)?;
     let pid = child.pid;
@@ -101,13 +103,14 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         command: Some(args.command.clone()),
         cgroup: None,
     };
-    let profile = {
+    let mut profile = {
         let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
         let last = s.snapshot(0)?;
         s.unload()?;
         last
     }
     .to_profile(target, duration_ns, offcpu)?;
+    super::add_slow(&mut profile, args.slow.as_ref(), slow);
     let table = super::finish(profile, &args.view, args.json.as_deref())?;
     match &args.output {
         Some(path) => {

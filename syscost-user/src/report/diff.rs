@@ -355,6 +355,9 @@ mod tests {
     fn profile(rows: Vec<crate::profile::SyscallProfile>) -> Profile {
         Profile {
             processes: Vec::new(),
+            slow_threshold: None,
+            slow_calls: Vec::new(),
+            slow_dropped: 0,
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target::default(),

@@ -231,6 +231,32 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
             profile.unpaired, profile.dropped
         ));
     }
+    if let Some(threshold) = &profile.slow_threshold {
+        let mut by: std::collections::BTreeMap<&str, u64> = Default::default();
+        for c in &profile.slow_calls {
+            *by.entry(c.syscall.as_str()).or_default() += 1;
+        }
+        let mut by: Vec<(&str, u64)> = by.into_iter().collect();
+        by.sort_by_key(|(n, c)| (std::cmp::Reverse(*c), *n));
+        let list: Vec<String> = by.iter().map(|(n, c)| format!("{n} {c}")).collect();
+        push(format!(
+            "syscost: {} slow calls (--slow {threshold}){}{}",
+            profile.slow_calls.len(),
+            if list.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", list.join(", "))
+            },
+            if profile.slow_dropped > 0 {
+                format!(
+                    "; {} more not reported (ring buffer full)",
+                    profile.slow_dropped
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
     out
 }
 
@@ -269,6 +295,9 @@ mod tests {
     fn profile() -> Profile {
         Profile {
             processes: Vec::new(),
+            slow_threshold: None,
+            slow_calls: Vec::new(),
+            slow_dropped: 0,
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target {

@@ -388,6 +388,9 @@ pub mod tests {
     pub fn server_profile(scale: u64) -> Profile {
         Profile {
             processes: Vec::new(),
+            slow_threshold: None,
+            slow_calls: Vec::new(),
+            slow_dropped: 0,
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target {

@@ -1,0 +1,146 @@
+//! `--slow`: exactly the calls over the threshold leave the kernel, with their syscall,
+//! fd and the function that made them; the flame and trace views of them; a full ring
+//! buffer counted, never silent. Needs root.
+
+mod common;
+
+use std::{
+    io::{BufRead as _, BufReader, Write as _},
+    process::{Command, Stdio},
+};
+
+use common::*;
+
+#[test]
+fn exactly_the_slow_calls_with_fd_and_function() {
+    let Some(t) = root_test("slow_calls") else {
+        return;
+    };
+    let mut work = Command::new(workload_path())
+        .args(["--wait-stdin", "slow-mix"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = BufReader::new(work.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let json = t.path("slow.json");
+    let (tracer, err) = attach(
+        work.id(),
+        &["--slow", "1ms", "--json", json.to_str().unwrap()],
+    );
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    let o = tracer.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success());
+    let lines: Vec<String> = err.map_while(Result::ok).collect();
+    let p = read_profile(&json);
+    assert_eq!(calls(&p, "getppid"), 20_000);
+    let by = |name: &str| p.slow_calls.iter().filter(|c| c.syscall == name).count();
+    assert_eq!(
+        (p.slow_calls.len(), by("nanosleep"), by("read")),
+        (250, 200, 50),
+        "{:#?}",
+        p.slow_calls
+            .iter()
+            .filter(|c| c.syscall != "nanosleep" && c.syscall != "read")
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(p.slow_dropped, 0);
+    for c in &p.slow_calls {
+        assert!(c.latency_ns >= 1_000_000, "{c:?}");
+        assert_eq!(c.pid, work.id());
+        let innermost = c.stack.first().and_then(|f| f.function.as_deref());
+        match c.syscall.as_str() {
+            "nanosleep" => {
+                assert_eq!(innermost, Some("syscost_test_slow_sleep"), "{c:?}");
+                assert!(c.latency_ns >= 2_000_000);
+            }
+            _ => {
+                assert_eq!(innermost, Some("syscost_test_slow_read"), "{c:?}");
+                assert!(
+                    c.fd.as_deref().is_some_and(|f| f.starts_with("pipe:[")),
+                    "{c:?}"
+                );
+                assert_eq!(c.ret, 1);
+                // Blocked, not spinning: most of the 20 ms switched out.
+                assert!(c.offcpu_ns * 2 > c.latency_ns, "{c:?}");
+            }
+        }
+    }
+    // Printed as they came (--no-tui), and counted in the table.
+    let printed = lines.iter().filter(|l| l.starts_with("slow: ")).count();
+    assert_eq!(printed, 250, "{lines:?}");
+    assert!(
+        stdout(&o).contains("syscost: 250 slow calls (--slow 1.00ms): nanosleep 200, read 50"),
+        "{}",
+        stdout(&o)
+    );
+
+    // The views of the saved calls.
+    let folded = output(syscost().args(["flame", json.to_str().unwrap()]));
+    assert!(folded.status.success(), "{}", stderr(&folded));
+    let folded = stdout(&folded);
+    let sleeps: u64 = folded
+        .lines()
+        .filter(|l| l.contains(";syscost_test_slow_sleep;nanosleep "))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert!(sleeps >= 200 * 2000, "{folded}");
+    let svg = t.path("flame.svg");
+    let o = output(syscost().args(["flame", json.to_str().unwrap(), "-o", svg.to_str().unwrap()]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<?xml") && svg.contains("syscost_test_slow_sleep"));
+    let o = output(syscost().args(["trace", json.to_str().unwrap()]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let trace: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let slices = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .count();
+    assert_eq!(slices, 250);
+}
+
+#[test]
+fn a_full_ring_buffer_is_counted() {
+    let Some(t) = root_test("slow_overflow") else {
+        return;
+    };
+    // Every call is slow (0 ns), and the ring buffer holds about ten of them.
+    let json = t.path("all.json");
+    let o = output(
+        syscost()
+            .env("SYSCOST_TABLE_SIZES", "slow_ring=4096")
+            .args(["run", "--slow", "0ns", "--json"])
+            .arg(&json)
+            .args(["--", workload_path(), "getppid", "20000"]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = read_profile(&json);
+    let (all, _, _) = p.totals();
+    assert!(p.slow_dropped > 0, "nothing dropped");
+    assert_eq!(
+        p.slow_calls.len() as u64 + p.slow_dropped,
+        all,
+        "every call reported or counted as not reported"
+    );
+    assert!(
+        stderr(&o).contains("more not reported (ring buffer full)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn bad_thresholds_are_refused() {
+    for (arg, expected) in [
+        ("5", "'5' has no unit (ns, us, ms or s)"),
+        ("clsoe=1ms", "close"),
+        ("1ms,2ms", "two default thresholds"),
+    ] {
+        let o = output(syscost().args(["run", "--slow", arg, "--", "true"]));
+        assert_eq!(o.status.code(), Some(2), "{arg}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expected), "{arg}: {}", stderr(&o));
+    }
+}

@@ -394,10 +394,9 @@ impl Reader {
         }
     }
 
-    /// The calls received so far (the newest `n`).
-    pub fn latest(&self, n: usize) -> Vec<SlowCall> {
-        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        log.calls.iter().rev().take(n).rev().cloned().collect()
+    /// The log the calls go into, for a view to read while they come.
+    pub fn log(&self) -> std::sync::Arc<std::sync::Mutex<SlowLog>> {
+        self.log.clone()
     }
 
     /// Drains what is left (call it once the programs are unloaded) and returns every

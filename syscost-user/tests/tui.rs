@@ -376,3 +376,47 @@ fn top_shows_a_known_rate_and_drills_into_the_process() {
     assert!(done.contains("syscost top: "), "{done}");
     drop(work);
 }
+
+#[test]
+fn slow_calls_show_in_the_live_view_with_their_stack() {
+    let Some(_t) = root_test("slow_in_tmux") else {
+        return;
+    };
+    let mut work = Command::new(workload_path())
+        .args(["--wait-stdin", "slow-mix"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = std::io::BufReader::new(work.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let pid = work.id();
+    let Some(tmux) = session("slow", 130, 40, &format!("attach -p {pid} --slow 1ms")) else {
+        return;
+    };
+    tmux.wait_for("the live view", |s| s.contains(&format!("pid {pid}")));
+    {
+        use std::io::Write as _;
+        writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    }
+    tmux.cmd()
+        .args(["send-keys", "-t", "t", "l"])
+        .status()
+        .unwrap();
+    let screen = tmux.wait_for("slow calls with their function and stack", |s| {
+        // Newest first: the pipe reads, blocked about 20 ms each, then the stack of the
+        // selected one.
+        s.contains(" slow calls: ")
+            && s.contains("pipe:[")
+            && s.contains("syscost_test_slow_read")
+            && s.contains(", user stack")
+    });
+    assert!(screen.contains("l slow calls"), "{screen}");
+    tmux.cmd()
+        .args(["send-keys", "-t", "t", "q"])
+        .status()
+        .unwrap();
+    let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
+    assert!(done.contains("slow calls (--slow 1.00ms)"), "{done}");
+}

@@ -111,6 +111,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             per: args.view.per.clone(),
             hint,
             label: cgroup.as_ref().map(|_| label.clone()),
+            slow_log: slow.as_ref().map(|r| r.log()),
             cgroup_dir: cgroup.as_ref().map(|cg| cg.dir.clone()),
         };
         tui::run(&sampler, &target, &options)?

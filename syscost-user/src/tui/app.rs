@@ -131,6 +131,8 @@ pub struct Sample {
     pub overhead_note: Option<String>,
     /// Calls in progress for longer than [`STUCK_AFTER`], longest first.
     pub stuck: Vec<StuckCall>,
+    /// With `--slow`: the latest slow calls, newest first.
+    pub slow: Option<Vec<crate::slow::SlowCall>>,
 }
 
 /// Calls per second over an interval; none before an interval has passed (a rate over a
@@ -171,6 +173,10 @@ pub struct App {
     pub view: View,
     pub show_help: bool,
     pub show_threads: bool,
+    /// The slow calls' view (`l`, with `--slow`).
+    pub show_slow: bool,
+    /// The latest slow calls, newest first (`None` without `--slow`).
+    pub slow: Option<Vec<crate::slow::SlowCall>>,
     pub exited: bool,
     /// Entered from `syscost top`: Esc goes back to it.
     pub drilled: bool,
@@ -202,6 +208,8 @@ impl App {
             view: View::default(),
             show_help: false,
             show_threads: false,
+            show_slow: false,
+            slow: None,
             drilled: false,
             exited: false,
             reset_requested: false,
@@ -232,6 +240,7 @@ impl App {
         self.overhead = sample.overhead;
         self.overhead_note = sample.overhead_note;
         self.stuck = sample.stuck;
+        self.slow = sample.slow;
         self.clamp_selection();
     }
 
@@ -299,9 +308,11 @@ impl App {
         self.rows().get(self.selected).copied()
     }
 
-    /// Number of rows in the current table (syscalls or threads).
+    /// Number of rows in the current table (syscalls, threads or slow calls).
     pub fn row_count(&self) -> usize {
-        if self.show_threads {
+        if self.show_slow {
+            self.slow.as_ref().map_or(0, Vec::len)
+        } else if self.show_threads {
             self.threads.len()
         } else {
             self.rows().len()
@@ -444,6 +455,7 @@ pub mod tests {
                 }),
                 overhead_note: None,
                 stuck: Vec::new(),
+                slow: None,
             });
         }
         app
@@ -505,6 +517,7 @@ pub mod tests {
             overhead: None,
             overhead_note: None,
             stuck: Vec::new(),
+            slow: None,
         });
         assert_eq!(app.cumulative, before, "a paused view does not change");
         assert_eq!(app.rates["read"].len(), 5);

@@ -58,6 +58,12 @@ pub fn handle_key(app: &mut App, key: KeyEvent) -> Action {
         KeyCode::Char('r') => app.reset_requested = true,
         KeyCode::Char('t') => {
             app.show_threads = !app.show_threads;
+            app.show_slow = false;
+            app.selected = 0;
+        }
+        KeyCode::Char('l') if app.slow.is_some() => {
+            app.show_slow = !app.show_slow;
+            app.show_threads = false;
             app.selected = 0;
         }
         KeyCode::Char('c') => {

@@ -43,6 +43,8 @@ pub struct LiveOptions {
     pub label: Option<String>,
     /// A cgroup's directory: its threads (and its descendants') are the ones shown.
     pub cgroup_dir: Option<std::path::PathBuf>,
+    /// With `--slow`: the slow calls received, for the `l` view.
+    pub slow_log: Option<std::sync::Arc<std::sync::Mutex<crate::slow::SlowLog>>>,
 }
 
 static TERMINATE: AtomicBool = AtomicBool::new(false);
@@ -64,6 +66,7 @@ impl Drop for TerminalGuard {
 struct Feed {
     pid: u32,
     slot: u32,
+    slow_log: Option<std::sync::Arc<std::sync::Mutex<crate::slow::SlowLog>>>,
     cgroup_dir: Option<std::path::PathBuf>,
     attached: Instant,
     series: Series,
@@ -155,6 +158,10 @@ impl Feed {
             attached_for: self.attached.elapsed(),
             threads,
             thread_count: tids.len(),
+            slow: self.slow_log.as_ref().map(|log| {
+                let log = log.lock().unwrap_or_else(|e| e.into_inner());
+                log.calls.iter().rev().take(200).cloned().collect()
+            }),
             overhead,
             overhead_note,
             stuck,
@@ -288,6 +295,7 @@ pub fn live_with(
     let mut feed = Feed {
         pid: target.pid,
         slot,
+        slow_log: options.slow_log.clone(),
         cgroup_dir: options.cgroup_dir.clone(),
         attached: Instant::now(),
         series: Series::new(first.clone()),
@@ -314,6 +322,8 @@ pub fn live_with(
     app.hint = options.hint.clone();
     app.drilled = drilled;
     app.show_threads = threads;
+    // The slow calls' view is there from the start with --slow, empty until calls come.
+    app.slow = options.slow_log.as_ref().map(|_| Vec::new());
 
     let terminal = &mut screen.terminal;
     let input = &screen.input;

@@ -26,7 +26,9 @@ pub fn render(frame: &mut Frame, app: &App) {
     ])
     .areas(frame.area());
     render_header(frame, app, header);
-    if app.show_threads {
+    if app.show_slow {
+        render_slow(frame, app, main);
+    } else if app.show_threads {
         render_threads(frame, app, main);
     } else {
         render_table(frame, app, main);
@@ -373,7 +375,94 @@ pub fn histogram_bars(s: &crate::profile::SyscallProfile, rows: usize) -> Vec<(S
         .collect()
 }
 
+/// The latest slow calls (`l`), newest first.
+fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
+    let calls = app.slow.as_deref().unwrap_or_default();
+    let rows: Vec<Row> = calls
+        .iter()
+        .map(|c| {
+            Row::new(vec![
+                human_ns(c.latency_ns),
+                human_ns(c.offcpu_ns),
+                c.syscall.clone(),
+                c.fd.clone().unwrap_or_default(),
+                match &c.errno {
+                    Some(e) => e.clone(),
+                    None => c.ret.to_string(),
+                },
+                c.tid.to_string(),
+                c.stack
+                    .first()
+                    .and_then(|f| f.function.clone())
+                    .unwrap_or_default(),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(16),
+            Constraint::Length(20),
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Fill(1),
+        ],
+    )
+    .header(
+        Row::new(["latency", "blocked", "syscall", "fd", "ret", "tid", "from"])
+            .style(Style::new().bold().underlined()),
+    )
+    .block(Block::bordered().title(format!(
+        " slow calls: the latest {} , newest first (l: back) ",
+        calls.len()
+    )))
+    .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    let mut state = TableState::default().with_selected(Some(app.selected));
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+/// The selected slow call's user stack.
+fn render_slow_stack(frame: &mut Frame, app: &App, area: Rect) {
+    let call = app.slow.as_deref().and_then(|c| c.get(app.selected));
+    let Some(c) = call else {
+        frame.render_widget(Block::bordered().title(" stack "), area);
+        return;
+    };
+    let lines: Vec<Line> = c
+        .stack
+        .iter()
+        .map(|f| {
+            Line::from(format!(
+                "{:#014x} {}{}",
+                f.addr,
+                f.function
+                    .clone()
+                    .or_else(|| f.module.clone())
+                    .unwrap_or_else(|| "?".to_string()),
+                f.location
+                    .as_deref()
+                    .map(|l| format!("  {l}"))
+                    .unwrap_or_default()
+            ))
+        })
+        .collect();
+    let block = Block::bordered().title(format!(
+        " {} of tid {} ({}): {}, user stack ",
+        c.syscall,
+        c.tid,
+        c.comm,
+        human_ns(c.latency_ns)
+    ));
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
 fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
+    if app.show_slow {
+        render_slow_stack(frame, app, area);
+        return;
+    }
     let Some(s) = app.selected_row().filter(|_| !app.show_threads) else {
         frame.render_widget(Block::bordered().title(" detail "), area);
         return;
@@ -447,7 +536,14 @@ fn render_footer(frame: &mut Frame, app: &App, area: Rect) {
         " Esc back to top · q quit ↑↓ move s/S sort / filter p pause r reset c view t threads ? help"
             .to_string()
     } else {
-        " q quit ↑↓ move s/S sort / filter p pause r reset c view t threads ? help".to_string()
+        format!(
+            " q quit ↑↓ move s/S sort / filter p pause r reset c view t threads{} ? help",
+            if app.slow.is_some() {
+                " l slow calls"
+            } else {
+                ""
+            }
+        )
     };
     frame.render_widget(Paragraph::new(text).fg(Color::DarkGray), area);
 }

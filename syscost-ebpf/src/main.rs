@@ -108,6 +108,11 @@ static SLOW: RingBuf = RingBuf::with_byte_size(4096, 0);
 #[map]
 static SLOW_NS: Array<u64> = Array::with_max_entries(1, 0);
 
+/// `syscost top`'s drill-down: the process (tgid) whose calls also go to the pool, in
+/// slot `POOL_FROM_SLOT`, while it is shown (0: none).
+#[map]
+static DRILL: Array<u32> = Array::with_max_entries(1, 0);
+
 /// Report slow calls.
 #[unsafe(no_mangle)]
 static SLOW_ON: Global<u32> = Global::new(0);
@@ -229,7 +234,11 @@ fn insert_proc(tgid: u32, value: u32) -> bool {
         .insert(tgid, value, u64::from(BPF_NOEXIST))
         .is_err()
     {
-        return false;
+        // Already there (another thread of it on another CPU, or a flag lost to a
+        // concurrent rewrite of the slot's value): make sure the flag leads to it.
+        if PROCS_OVERFLOW.get_ptr_mut(tgid).is_none() {
+            return false;
+        }
     }
     s.value |= ProcSlot::OVERFLOW;
     true
@@ -467,7 +476,15 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
         return 0;
     }
     let now = unsafe { bpf_ktime_get_ns() };
-    let stats_slot = proc_value::slot(process);
+    let mut stats_slot = proc_value::slot(process);
+    let pool_from = POOL_FROM_SLOT.load();
+    if stats_slot < pool_from
+        && DRILL
+            .get(0)
+            .is_some_and(|&t| t != 0 && t == (pid_tgid >> 32) as u32)
+    {
+        stats_slot = pool_from;
+    }
     let tid = pid_tgid as u32;
     let Some(slot) = thread_slot(tid) else {
         // In flight when tracing began (the thread gets a slot now), or no room.
@@ -511,7 +528,7 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     if TOP_ON.load() != 0 {
         count_top((pid_tgid >> 32) as u32, key, stats_slot, ns, off_ns, ret);
     }
-    if stats_slot < POOL_FROM_SLOT.load() {
+    if stats_slot < pool_from {
         return 0;
     }
 

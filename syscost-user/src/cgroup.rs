@@ -73,6 +73,7 @@ pub fn v2_mount() -> Result<PathBuf> {
 /// Resolves `--cgroup PATH`: a directory of the v2 mount, or a path in the hierarchy
 /// (`/system.slice/ssh.service`, as /proc/PID/cgroup shows it).
 pub fn resolve(arg: &Path) -> Result<Cgroup> {
+    check_namespace()?;
     let mount = v2_mount()?;
     let dir = if arg.starts_with(&mount) {
         arg.to_path_buf()
@@ -104,6 +105,18 @@ pub fn resolve(arg: &Path) -> Result<Cgroup> {
         id: meta.ino(),
         level,
     })
+}
+
+/// Refuses a cgroup namespace of syscost's own (a container's): paths and levels there
+/// start below the hierarchy's root, the kernel's ids and levels do not.
+fn check_namespace() -> Result<()> {
+    let ns = |p: &str| std::fs::metadata(p).map(|m| m.ino()).ok();
+    match (ns("/proc/self/ns/cgroup"), ns("/proc/1/ns/cgroup")) {
+        (Some(a), Some(b)) if a != b => bail!(
+            "syscost runs in a cgroup namespace of its own: --cgroup needs the host's (docker run --cgroupns=host, or run it on the host)"
+        ),
+        _ => Ok(()),
+    }
 }
 
 fn is_cgroup2(dir: &Path) -> bool {

@@ -215,7 +215,7 @@ pub struct AttachArgs {
     #[arg(long)]
     pub no_offcpu: bool,
     /// Also profile child processes the target forks from now on.
-    #[arg(short = 'f', long = "follow-forks")]
+    #[arg(short = 'f', long = "follow-forks", conflicts_with = "cgroup")]
     pub follow_forks: bool,
     /// Also save the profile as JSON.
     #[arg(long, value_name = "FILE")]
@@ -269,7 +269,7 @@ pub struct ExportArgs {
     #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Also count child processes the targets fork from now on (under the parent's pid).
-    #[arg(short = 'f', long = "follow-forks")]
+    #[arg(short = 'f', long = "follow-forks", conflicts_with_all = ["cgroup", "top"])]
     pub follow_forks: bool,
     /// Do not split syscall time into on-CPU and blocked (saves the program that runs
     /// on every context switch of the machine).

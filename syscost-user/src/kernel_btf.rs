@@ -76,12 +76,25 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
 
 /// Fails on a kernel older than syscost needs (with `offcpu`, the on-CPU split).
 pub fn check_kernel(offcpu: bool) -> Result<()> {
+    check_kernel_for(offcpu, false)
+}
+
+/// The oldest kernel for the whole machine and cgroups (`top`, `--cgroup`,
+/// `--per-process`): the cgroup-ancestor helper in tracing programs, and per-CPU hash
+/// elements zeroed when reused.
+pub const KERNEL_FLOOR_SCOPE: (u32, u32) = (5, 10);
+
+/// [`check_kernel`], and with `scope` the floor of the automatic modes.
+pub fn check_kernel_for(offcpu: bool, scope: bool) -> Result<()> {
     let rel = release();
     let Some(v) = kernel_version(&rel) else {
         return Ok(());
     };
     if v < KERNEL_FLOOR {
         bail!("syscost needs Linux 5.8 or later; this kernel is {rel}");
+    }
+    if scope && v < KERNEL_FLOOR_SCOPE {
+        bail!("top, --cgroup and --per-process need Linux 5.10 or later; this kernel is {rel}");
     }
     if offcpu && v < KERNEL_FLOOR_OFFCPU {
         bail!("the on-CPU split needs Linux 5.18 or later (this kernel is {rel}): use --no-offcpu");

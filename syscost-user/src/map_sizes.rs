@@ -53,9 +53,9 @@ impl TableSizes {
         }
     }
 
-    /// With the per-process table: 16,384 (process, syscall) pairs, room for the 300 to
-    /// 800 processes of a busy host at 20 to 50 syscalls each; exited processes are
-    /// removed once read.
+    /// With the per-process table: 16,384 (process, syscall) pairs, room for about 500
+    /// processes at 30 syscalls each; exited processes are removed once read, and a
+    /// pair that finds no room is counted as dropped.
     pub fn with_top(self) -> Self {
         Self {
             top_entries: 16_384,

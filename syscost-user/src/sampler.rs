@@ -194,6 +194,10 @@ pub struct Sampler {
     own_cost: OwnCost,
     /// The per-process figures (`syscost top`, `export --top`, `--per-process`).
     machine: Machine,
+    /// Steps read by [`Sampler::top_tick`] and not yet handed out.
+    pending: TopStep,
+    top_read_at: Instant,
+    names_cleaned_at: Instant,
     cgroup_names: crate::cgroup::CgroupNames,
 }
 
@@ -207,7 +211,10 @@ impl Sampler {
             last: HashMap::new(),
             frozen: None,
             own_cost: OwnCost::new(run_stats),
-            machine: Machine::default(),
+            machine: Machine::new(true),
+            pending: TopStep::default(),
+            top_read_at: Instant::now(),
+            names_cleaned_at: Instant::now(),
             cgroup_names: Default::default(),
         }
     }
@@ -285,13 +292,42 @@ impl Sampler {
         Ok(())
     }
 
+    /// No per-process totals since the start (`export --top`, which runs for days and
+    /// only needs the steps).
+    pub fn without_top_totals(mut self) -> Self {
+        self.machine = Machine::new(false);
+        self
+    }
+
     /// The next step of the per-process figures: every process with syscalls since the
     /// last step. Processes that have exited are counted one last time, then deleted
     /// from the kernel's table.
     pub fn top_step(&mut self) -> Result<TopStep> {
+        self.top_refresh()?;
+        Ok(std::mem::take(&mut self.pending))
+    }
+
+    /// Reads the per-process table once a second when it is loaded, keeping it clear of
+    /// exited processes in modes that show it only at the end (`--per-process`) or not
+    /// for a while (`top`'s drill-down): call it a few times a second.
+    pub fn top_tick(&mut self) {
+        let loaded = self.tracer.as_ref().is_some_and(Tracer::top_loaded);
+        if loaded
+            && self.top_read_at.elapsed() >= Duration::from_secs(1)
+            && let Err(e) = self.top_refresh()
+        {
+            log::warn!("cannot read the per-process table: {e:#}");
+        }
+    }
+
+    fn top_refresh(&mut self) -> Result<()> {
         let Some(tracer) = self.tracer.as_mut() else {
-            return Ok(TopStep::default());
+            return Ok(());
         };
+        if !tracer.top_loaded() {
+            return Ok(());
+        }
+        self.top_read_at = Instant::now();
         let table = tracer.top_table()?;
         let t = &*tracer;
         let names = &mut self.cgroup_names;
@@ -302,7 +338,13 @@ impl Sampler {
             top::thread_count,
         );
         tracer.forget_top(&step.forget)?;
-        Ok(step)
+        // Names of processes gone without a call in the table (killed while blocked).
+        if self.names_cleaned_at.elapsed() >= Duration::from_secs(10) {
+            self.names_cleaned_at = Instant::now();
+            tracer.forget_names(|pid| !top::alive(pid))?;
+        }
+        self.pending.merge(step);
+        Ok(())
     }
 
     /// Per-process totals since the start (or [`Sampler::reset_top`]).
@@ -315,11 +357,11 @@ impl Sampler {
         self.machine.reset();
     }
 
-    /// Moves process `tgid` to statistics `slot` (`syscost top`'s drill-down: slot 1 has
-    /// histograms, slot 0 only the per-process figures).
-    pub fn move_process(&mut self, tgid: u32, slot: u32) -> Result<()> {
+    /// `syscost top`'s drill-down: process `tgid`'s calls also get full statistics (in
+    /// the first slot with a pool) from now on; 0 stops.
+    pub fn drill(&mut self, tgid: u32) -> Result<()> {
         match self.tracer.as_mut() {
-            Some(t) => t.trace_process_in(tgid, slot),
+            Some(t) => t.drill(tgid),
             None => Ok(()),
         }
     }

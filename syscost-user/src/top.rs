@@ -143,18 +143,51 @@ pub fn delta(now: &TopValue, before: &TopValue) -> TopValue {
     }
 }
 
-/// One step: every process with a syscall in the interval, and the table keys to delete.
+/// One step: every process with a syscall in the interval, the table keys to delete,
+/// and the processes found gone (with or without calls in the interval).
 #[derive(Clone, Debug, Default)]
 pub struct TopStep {
     pub interval: Vec<ProcessRow>,
     pub forget: Vec<TopKey>,
+    pub exited: Vec<u32>,
+}
+
+impl TopStep {
+    /// Adds a later step to this one (rows of the same process summed).
+    pub fn merge(&mut self, later: TopStep) {
+        let mut by_pid: BTreeMap<u32, ProcessRow> = std::mem::take(&mut self.interval)
+            .into_iter()
+            .map(|r| (r.pid, r))
+            .collect();
+        for r in later.interval {
+            match by_pid.get_mut(&r.pid) {
+                Some(e) => {
+                    for (id, v) in &r.syscalls {
+                        e.add(*id, v);
+                    }
+                    e.threads = r.threads;
+                    e.exited |= r.exited;
+                    e.comm = r.comm;
+                    e.cgroup = r.cgroup;
+                }
+                None => {
+                    by_pid.insert(r.pid, r);
+                }
+            }
+        }
+        self.interval = by_pid.into_values().collect();
+        self.forget.extend(later.forget);
+        self.exited.extend(later.exited);
+    }
 }
 
 /// The per-process state between steps.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Machine {
+    /// Keep totals since the start (not for `export --top`, which runs for days and
+    /// only needs the steps).
+    keep_totals: bool,
     previous: HashMap<TopKey, TopValue>,
-    info: HashMap<u32, ProcInfo>,
     /// Totals since the start (or the last reset) of the processes alive at the last step.
     live: HashMap<u32, ProcessRow>,
     /// Totals of processes that have exited, in the order they went.
@@ -163,7 +196,8 @@ pub struct Machine {
 
 impl Machine {
     /// The next step from a copy of the kernel's table. `alive(pid)`: whether the
-    /// process still exists; `info(pid)`: its name and cgroup, asked once per process;
+    /// process still exists; `info(pid)`: its name and cgroup now (asked for each
+    /// process with calls in the step, so an exec or a cgroup move shows);
     /// `threads(pid)`: its thread count now.
     pub fn step(
         &mut self,
@@ -178,35 +212,36 @@ impl Machine {
             keys_of.entry(k.tgid).or_default().push(*k);
             let before = self.previous.get(k).copied().unwrap_or_default();
             let d = delta(v, &before);
-            self.previous.insert(*k, *v);
+            // What was counted: a part clipped now (errors above calls in a copy made
+            // while the entry changed) is counted once the rest of it is read.
+            self.previous.insert(*k, add(before, &d));
             if d.calls == 0 && d.total_ns == 0 {
                 continue;
             }
-            let pi = self
-                .info
-                .entry(k.tgid)
-                .or_insert_with(|| info(k.tgid))
-                .clone();
-            let row = rows.entry(k.tgid).or_insert_with(|| ProcessRow {
-                pid: k.tgid,
-                comm: pi.comm,
-                cgroup: pi.cgroup,
-                ..Default::default()
+            let row = rows.entry(k.tgid).or_insert_with(|| {
+                let pi = info(k.tgid);
+                ProcessRow {
+                    pid: k.tgid,
+                    comm: pi.comm,
+                    cgroup: pi.cgroup,
+                    ..Default::default()
+                }
             });
             row.add(top_id(k), &d);
         }
-        let mut forget = Vec::new();
-        for (pid, row) in rows.iter_mut() {
-            let total = self.live.entry(*pid).or_insert_with(|| ProcessRow {
-                pid: *pid,
-                comm: row.comm.clone(),
-                cgroup: row.cgroup.clone(),
-                ..Default::default()
-            });
-            for (id, v) in &row.syscalls {
-                total.add(*id, v);
+        if self.keep_totals {
+            for (pid, row) in rows.iter_mut() {
+                let total = self.live.entry(*pid).or_default();
+                total.pid = *pid;
+                total.comm = row.comm.clone();
+                total.cgroup = row.cgroup.clone();
+                for (id, v) in &row.syscalls {
+                    total.add(*id, v);
+                }
             }
         }
+        let mut forget = Vec::new();
+        let mut exited = Vec::new();
         for (pid, keys) in keys_of {
             if alive(pid) {
                 let n = threads(pid);
@@ -226,15 +261,17 @@ impl Machine {
                 r.threads = 0;
                 self.gone.push(r);
             }
-            self.info.remove(&pid);
             for k in &keys {
                 self.previous.remove(k);
             }
             forget.extend(keys);
+            exited.push(pid);
         }
+        exited.sort_unstable();
         TopStep {
             interval: rows.into_values().collect(),
             forget,
+            exited,
         }
     }
 
@@ -244,6 +281,15 @@ impl Machine {
         v.sort_by_key(|r| r.pid);
         v.extend(self.gone.iter().cloned());
         v
+    }
+
+    pub fn new(keep_totals: bool) -> Self {
+        Self {
+            keep_totals,
+            previous: HashMap::new(),
+            live: HashMap::new(),
+            gone: Vec::new(),
+        }
     }
 
     /// Starts the totals again from now.
@@ -263,9 +309,15 @@ pub fn thread_count(pid: u32) -> u32 {
     crate::process::thread_count(pid) as u32
 }
 
-/// Whether /proc/PID exists (a zombie still does: its last syscall may not be read yet).
+/// Whether process `pid` exists (a zombie still does: its last syscall may not be read
+/// yet): /proc/PID is there and is a process, not a thread of another one reusing the
+/// number.
 pub fn alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Tgid:"))
+            .is_some_and(|t| t.trim() == pid.to_string())
+    })
 }
 
 /// Rows summed by cgroup (the pid of each is 0, the comm the cgroup's short name).
@@ -312,6 +364,124 @@ pub fn by_syscall(rows: &[ProcessRow]) -> Vec<SyscallRow> {
     v
 }
 
+/// How long an exited process keeps its series, so that a scrape sees its last counts;
+/// it holds its place among the N meanwhile.
+pub const LINGER: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long a series without calls keeps its place (a cgroup emptied, a process asleep).
+pub const IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Counter series of at most `n` processes (or cgroups) plus one `other`, for the
+/// metrics endpoint. Every series only grows: a process gets a series of its own when
+/// it is among the busiest of an interval (by time in syscalls) while fewer than `n`
+/// have one, and counts from that moment; it keeps it while it makes calls, for
+/// [`LINGER`] after it exits, and for [`IDLE`] without calls. Whatever has no series of
+/// its own is added to `other`. A series whose labels change (an exec, a pid taken by
+/// another program) starts again as a new series.
+#[derive(Debug)]
+pub struct BoundedSeries {
+    n: usize,
+    own: BTreeMap<String, OwnSeries>,
+    other: BTreeMap<SyscallId, TopValue>,
+}
+
+/// One series set with its own labels.
+#[derive(Clone, Debug)]
+pub struct OwnSeries {
+    pub labels: Vec<(&'static str, String)>,
+    pub syscalls: BTreeMap<SyscallId, TopValue>,
+    gone_at: Option<std::time::Instant>,
+    active_at: std::time::Instant,
+}
+
+impl BoundedSeries {
+    pub fn new(n: usize) -> Self {
+        Self {
+            n,
+            own: BTreeMap::new(),
+            other: BTreeMap::new(),
+        }
+    }
+
+    /// Adds one interval's rows; `id` names a row (its series key) and `labels` labels
+    /// it; `ended`: keys that will not come back (processes that exited).
+    pub fn add(
+        &mut self,
+        rows: &[ProcessRow],
+        id: impl Fn(&ProcessRow) -> String,
+        labels: impl Fn(&ProcessRow) -> Vec<(&'static str, String)>,
+        ended: &[String],
+        now: std::time::Instant,
+    ) {
+        for key in ended {
+            if let Some(s) = self.own.get_mut(key) {
+                s.gone_at.get_or_insert(now);
+            }
+        }
+        self.own.retain(|_, s| {
+            s.gone_at.is_none_or(|t| now.duration_since(t) < LINGER)
+                && now.duration_since(s.active_at) < IDLE
+        });
+        let mut ranked: Vec<&ProcessRow> = rows.iter().collect();
+        ranked.sort_by_key(|r| (std::cmp::Reverse(r.total_ns()), r.pid, r.cgroup.clone()));
+        for r in ranked {
+            let key = id(r);
+            let gone = ended.contains(&key);
+            let l = labels(r);
+            if let Some(s) = self.own.get_mut(&key)
+                && s.labels != l
+            {
+                // Another program under this key now: a new series.
+                *s = OwnSeries {
+                    labels: l.clone(),
+                    syscalls: BTreeMap::new(),
+                    gone_at: None,
+                    active_at: now,
+                };
+            }
+            if !self.own.contains_key(&key) && self.own.len() < self.n && !gone {
+                self.own.insert(
+                    key.clone(),
+                    OwnSeries {
+                        labels: l,
+                        syscalls: BTreeMap::new(),
+                        gone_at: None,
+                        active_at: now,
+                    },
+                );
+            }
+            let target = match self.own.get_mut(&key) {
+                Some(s) => {
+                    s.active_at = now;
+                    if gone {
+                        s.gone_at.get_or_insert(now);
+                    }
+                    &mut s.syscalls
+                }
+                None => &mut self.other,
+            };
+            for (sid, v) in &r.syscalls {
+                let e = target.entry(*sid).or_default();
+                *e = add(*e, v);
+            }
+        }
+    }
+
+    /// Every series: the own ones, then `other` (labelled `other_labels`) if it counted
+    /// anything.
+    pub fn series(&self, other_labels: Vec<(&'static str, String)>) -> Vec<OwnSeries> {
+        let mut v: Vec<OwnSeries> = self.own.values().cloned().collect();
+        if !self.other.is_empty() {
+            v.push(OwnSeries {
+                labels: other_labels,
+                syscalls: self.other.clone(),
+                gone_at: None,
+                active_at: std::time::Instant::now(),
+            });
+        }
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,8 +508,24 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_made_mid_update_loses_nothing() {
+        let mut m = Machine::new(true);
+        let info = |_| ProcInfo::default();
+        // Errors written before calls: a copy can show one error too many, and time
+        // switched out above the total.
+        m.step(&[(k(1, 3), v(4, 5, 40, 50))], |_| true, info, |_| 1);
+        let mut later = m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| true, info, |_| 1);
+        later.merge(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
+        assert_eq!(later.exited, vec![1]);
+        let t = &m.totals()[0];
+        assert_eq!((t.calls(), t.errors(), t.total_ns()), (5, 5, 50));
+        assert_eq!(t.oncpu_ns(), 0);
+        assert!(t.exited);
+    }
+
+    #[test]
     fn steps_count_each_call_once_and_forget_the_dead() {
-        let mut m = Machine::default();
+        let mut m = Machine::new(true);
         let info = |pid| ProcInfo {
             comm: format!("p{pid}"),
             cgroup: "/a".into(),
@@ -387,7 +573,12 @@ mod tests {
         let mut b = BoundedSeries::new(2);
         let id = |r: &ProcessRow| r.pid.to_string();
         let labels = |r: &ProcessRow| vec![("pid", r.pid.to_string())];
-        let gone = |r: &ProcessRow| r.exited;
+        let ended = |rows: &[ProcessRow]| -> Vec<String> {
+            rows.iter()
+                .filter(|r| r.exited)
+                .map(|r| r.pid.to_string())
+                .collect()
+        };
         let total = |b: &BoundedSeries| -> u64 {
             b.series(vec![("pid", "other".into())])
                 .iter()
@@ -406,7 +597,7 @@ mod tests {
                 &rows,
                 id,
                 labels,
-                gone,
+                &ended(&rows),
                 t0 + std::time::Duration::from_secs(u64::from(i)),
             );
             let series = b.series(vec![("pid", "other".into())]);
@@ -430,13 +621,14 @@ mod tests {
         assert_eq!(names, vec!["1", "2", "other"]);
         // When one exits, its series lingers, then its place goes to the next busiest.
         let now = t0 + std::time::Duration::from_secs(300);
-        b.add(&[row(2, 1, true), row(3, 5, false)], id, labels, gone, now);
+        let rows = [row(2, 1, true), row(3, 5, false)];
+        b.add(&rows, id, labels, &ended(&rows), now);
         assert_eq!(
             b.series(vec![("pid", "other".into())]).len(),
             3,
             "2 lingers, 3 goes to other"
         );
-        b.add(&[row(3, 5, false)], id, labels, gone, now + LINGER);
+        b.add(&[row(3, 5, false)], id, labels, &[], now + LINGER);
         let names: Vec<String> = b
             .series(vec![("pid", "other".into())])
             .iter()
@@ -476,95 +668,5 @@ mod tests {
             vec![3, 1],
             "most time first"
         );
-    }
-}
-
-/// How long an exited process (or emptied cgroup) keeps its series, so that a scrape
-/// sees its last counts; it holds its place among the N meanwhile.
-pub const LINGER: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Counter series of at most `n` processes (or cgroups) plus one `other`, for the
-/// metrics endpoint. Every series only grows: a process gets a series of its own when
-/// it is among the busiest of an interval (by time in syscalls) while fewer than `n`
-/// have one, keeps it while it lives and for [`LINGER`] after, and counts from the
-/// moment it got it; whatever has no series of its own is added to `other`.
-#[derive(Debug)]
-pub struct BoundedSeries {
-    n: usize,
-    own: BTreeMap<String, OwnSeries>,
-    other: BTreeMap<SyscallId, TopValue>,
-}
-
-/// One series set with its own labels.
-#[derive(Clone, Debug)]
-pub struct OwnSeries {
-    pub labels: Vec<(&'static str, String)>,
-    pub syscalls: BTreeMap<SyscallId, TopValue>,
-    gone_at: Option<std::time::Instant>,
-}
-
-impl BoundedSeries {
-    pub fn new(n: usize) -> Self {
-        Self {
-            n,
-            own: BTreeMap::new(),
-            other: BTreeMap::new(),
-        }
-    }
-
-    /// Adds one interval's rows; `id` names a row (its series key) and `labels` labels
-    /// it; `gone`: it will not come back (an exited process).
-    pub fn add(
-        &mut self,
-        rows: &[ProcessRow],
-        id: impl Fn(&ProcessRow) -> String,
-        labels: impl Fn(&ProcessRow) -> Vec<(&'static str, String)>,
-        gone: impl Fn(&ProcessRow) -> bool,
-        now: std::time::Instant,
-    ) {
-        self.own
-            .retain(|_, s| s.gone_at.is_none_or(|t| now.duration_since(t) < LINGER));
-        let mut ranked: Vec<&ProcessRow> = rows.iter().collect();
-        ranked.sort_by_key(|r| (std::cmp::Reverse(r.total_ns()), r.pid, r.cgroup.clone()));
-        for r in ranked {
-            let key = id(r);
-            if !self.own.contains_key(&key) && self.own.len() < self.n && !gone(r) {
-                self.own.insert(
-                    key.clone(),
-                    OwnSeries {
-                        labels: labels(r),
-                        syscalls: BTreeMap::new(),
-                        gone_at: None,
-                    },
-                );
-            }
-            let target = match self.own.get_mut(&key) {
-                Some(s) => {
-                    if gone(r) && s.gone_at.is_none() {
-                        s.gone_at = Some(now);
-                    }
-                    &mut s.syscalls
-                }
-                None => &mut self.other,
-            };
-            for (sid, v) in &r.syscalls {
-                let e = target.entry(*sid).or_default();
-                *e = add(*e, v);
-            }
-        }
-    }
-
-    /// Every series: the own ones, then `other` (labelled `other_labels`) if it counted
-    /// anything.
-    pub fn series(&self, other_labels: Vec<(&'static str, String)>) -> Vec<OwnSeries> {
-        let mut v: Vec<OwnSeries> = self.own.values().cloned().collect();
-        if !self.other.is_empty() {
-            v.push(OwnSeries {
-                labels: other_labels,
-                syscalls: self.other.clone(),
-                gone_at: None,
-            });
-        }
-        v
     }
 }

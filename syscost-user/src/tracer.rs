@@ -66,6 +66,7 @@ pub struct Tracer {
     ebpf: Ebpf,
     logger: Option<EbpfLogger<&'static dyn log::Log>>,
     offcpu: bool,
+    top: bool,
     slots: u32,
     sizes: TableSizes,
     cpus: u32,
@@ -151,7 +152,10 @@ fn programs(offcpu: bool, auto: Auto) -> Vec<(&'static str, &'static str)> {
 impl Tracer {
     /// Loads and attaches the programs. Nothing is traced until [`Tracer::trace_process`].
     pub fn load(options: TracerOptions) -> Result<Self> {
-        crate::kernel_btf::check_kernel(options.offcpu)?;
+        crate::kernel_btf::check_kernel_for(
+            options.offcpu,
+            options.auto != Auto::Off || options.top,
+        )?;
         let slots = options.slots.max(1);
         let mut sizes = TableSizes::for_slots(slots);
         if options.top {
@@ -195,6 +199,7 @@ impl Tracer {
             ebpf,
             logger,
             offcpu: options.offcpu,
+            top: options.top,
             slots,
             sizes,
             cpus,
@@ -206,6 +211,16 @@ impl Tracer {
     /// Whether the off-CPU split is measured.
     pub fn offcpu_tracked(&self) -> bool {
         self.offcpu
+    }
+
+    /// `syscost top`'s drill-down: process `tgid`'s calls also go to the pool (slot
+    /// `pool_from_slot`) from now on; 0 for none. The process stays where the kernel put
+    /// it in PROCS.
+    pub fn drill(&mut self, tgid: u32) -> Result<()> {
+        let mut drill: Array<&mut MapData, u32> =
+            Array::try_from(self.ebpf.map_mut("DRILL").context("DRILL map missing")?)?;
+        drill.set(0, tgid, 0)?;
+        Ok(())
     }
 
     /// The slow calls' ring buffer, to be read by one consumer (`--slow` only).
@@ -422,6 +437,29 @@ impl Tracer {
         )?;
         for k in keys {
             let _ = names.remove(&k.tgid);
+        }
+        Ok(())
+    }
+
+    /// Whether the per-process table is kept.
+    pub fn top_loaded(&self) -> bool {
+        self.top
+    }
+
+    /// Deletes the kept names of the processes `gone` says are gone.
+    pub fn forget_names(&mut self, gone: impl Fn(u32) -> bool) -> Result<()> {
+        let mut names: HashMap<&mut MapData, u32, ProcName> = HashMap::try_from(
+            self.ebpf
+                .map_mut("PROC_NAMES")
+                .context("PROC_NAMES map missing")?,
+        )?;
+        let dead: Vec<u32> = names
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|&p| gone(p))
+            .collect();
+        for pid in dead {
+            let _ = names.remove(&pid);
         }
         Ok(())
     }

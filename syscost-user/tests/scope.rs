@@ -51,16 +51,33 @@ impl TestCgroup {
     }
 }
 
+impl TestCgroup {
+    /// A child cgroup of this one (drop it first).
+    fn child(&self, name: &str) -> TestCgroup {
+        let dir = self.dir.join(name);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        TestCgroup {
+            path: format!("{}/{name}", self.path),
+            dir,
+        }
+    }
+}
+
 impl Drop for TestCgroup {
     fn drop(&mut self) {
         // Exited processes leave the cgroup a moment after they are reaped.
-        for _ in 0..100 {
+        for _ in 0..250 {
             if std::fs::remove_dir(&self.dir).is_ok() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        eprintln!("cannot remove {}", self.dir.display());
+        let msg = format!("cannot remove the test's cgroup {}", self.dir.display());
+        if std::thread::panicking() {
+            eprintln!("{msg}");
+        } else {
+            panic!("{msg}");
+        }
     }
 }
 
@@ -97,6 +114,7 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
         return;
     };
     let cg = TestCgroup::new("exact");
+    let child = cg.child("child");
     let json = t.path("cg.json");
     let mut tracer = syscost()
         .args(["attach", "--no-tui", "--per-process", "--cgroup", &cg.path])
@@ -111,6 +129,20 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
 
     // Started inside: a process and its 3 forked children, 1,000 getppid each.
     run_ok(&mut cg.run_inside("fork 3 1000"));
+    // In a descendant cgroup: counted too.
+    run_ok(&mut child.run_inside("getppid 700"));
+    // Moved out while waiting: its later calls are not counted.
+    let mut leaving = cg
+        .run_inside("--wait-stdin getppid 3000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = BufReader::new(leaving.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let root = syscost_user::cgroup::v2_mount().unwrap();
+    std::fs::write(root.join("cgroup.procs"), leaving.id().to_string()).unwrap();
+    writeln!(leaving.stdin.as_mut().unwrap()).unwrap();
+    assert!(leaving.into_inner().wait().unwrap().success());
     // Outside: not counted.
     run_ok(Command::new(workload_path()).args(["getppid", "5000"]));
     // Moved in while waiting: counted from then on.
@@ -118,9 +150,15 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
 
     sigint(tracer.id());
     let o = tracer.into_inner().wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let rest: Vec<String> = err.map_while(Result::ok).collect();
+    assert!(o.status.success(), "{rest:?}");
     let p = read_profile(&json);
-    assert_eq!(calls(&p, "getppid"), 3 * 1000 + 2000, "{}", stdout(&o));
+    assert_eq!(
+        calls(&p, "getppid"),
+        3 * 1000 + 700 + 2000,
+        "{}",
+        stdout(&o)
+    );
     assert_eq!(p.target.cgroup.as_deref(), Some(cg.path.as_str()));
     assert_eq!(p.dropped, 0);
     // Per process: each child 1,000, the moved one 2,000, nothing from outside.
@@ -132,7 +170,7 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
     };
     let mut per: Vec<u64> = p.processes.iter().map(getppid).filter(|&n| n > 0).collect();
     per.sort();
-    assert_eq!(per, vec![1000, 1000, 1000, 2000], "{:#?}", p.processes);
+    assert_eq!(per, vec![700, 1000, 1000, 1000, 2000], "{:#?}", p.processes);
     let m = p
         .processes
         .iter()
@@ -140,7 +178,7 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
         .expect("moved process");
     assert_eq!(getppid(m), 2000);
     assert!(
-        stdout(&o).contains("syscost top: "),
+        stdout(&o).contains("by process: "),
         "per-process table printed"
     );
 }

@@ -123,7 +123,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let elapsed = started.elapsed();
     let mut profile = last.to_profile(info, elapsed.as_nanos() as u64, offcpu)?;
     drop(metrics);
-    let processes = {
+    let (processes, top_dropped) = {
         let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
         let totals = if args.per_process {
             s.top_step()?;
@@ -132,7 +132,10 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             Vec::new()
         };
         s.unload()?;
-        totals
+        (
+            totals,
+            last.counters[syscost_common::counter::DROPPED_TOP as usize],
+        )
     };
     profile.processes = processes.iter().map(Into::into).collect();
     super::add_slow(&mut profile, args.slow.as_ref(), slow);
@@ -140,11 +143,12 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     if args.per_process {
         out += "\n";
         out += &super::top::render_totals(
+            "by process",
             &processes,
             elapsed.as_secs_f64(),
             crate::cli::TopSort::Time,
             0,
-            0,
+            top_dropped,
         );
     }
     super::print_out(&out);
@@ -198,6 +202,9 @@ fn text(
             .map_err(|e| anyhow::anyhow!("cannot watch the target's pidfd: {e}"))?;
         let deadline = sleep(duration.unwrap_or(Duration::MAX / 4));
         tokio::pin!(deadline);
+        // The per-process table (--per-process) is read once a second, which keeps it
+        // clear of exited processes.
+        let mut housekeeping = tokio::time::interval(Duration::from_secs(1));
         let period = every.unwrap_or(Duration::from_secs(3600));
         let mut ticks = interval_at(tokio::time::Instant::now() + period, period);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -209,6 +216,9 @@ fn text(
                 _ = sighup.recv() => break End::Interrupted,
                 _ = &mut deadline, if duration.is_some() => break End::Duration,
                 _ = exited.readable() => break End::TargetExited,
+                _ = housekeeping.tick() => {
+                    sampler.lock().unwrap_or_else(|e| e.into_inner()).top_tick();
+                }
                 _ = ticks.tick(), if every.is_some() => {
                     let step = series.next(snapshot()?);
                     let profile = step.interval.to_profile(info.clone(), (step.interval_secs * 1e9) as u64, offcpu)?;

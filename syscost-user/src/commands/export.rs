@@ -173,7 +173,11 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         ..Default::default()
     })?;
     let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true)?;
-    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let mut sampler = Sampler::new(tracer, !args.no_run_stats);
+    if cgroup.is_none() {
+        sampler = sampler.without_top_totals();
+    }
+    let sampler = sampler.shared();
     let sources = match &cgroup {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],
         None => Vec::new(),

@@ -3,7 +3,7 @@
 //! One set of programs traces every process but syscost (or every process of the
 //! cgroup): per-process figures for all of them in the kernel's per-process table, and
 //! full statistics (histograms, errnos) in slot 1 for the one process drilled into,
-//! which moves there while it is shown.
+//! while it is shown (the kernel side's `DRILL`).
 
 use std::{
     io::IsTerminal as _,
@@ -71,14 +71,20 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     s.top_step()?;
     let totals = s.top_totals();
     let dropped = s.snapshot(0)?.dropped();
+    let offcpu = s.offcpu_tracked();
     s.unload()?;
     drop(s);
     let elapsed = started.elapsed().as_secs_f64();
     super::print_out(&render_totals(
-        &totals, elapsed, args.sort, args.rows, dropped,
+        "syscost top",
+        &totals,
+        elapsed,
+        args.sort,
+        args.rows,
+        dropped,
     ));
     if let Some(p) = &args.json {
-        write_json(p, &totals, elapsed, dropped)?;
+        write_json(p, &totals, elapsed, dropped, offcpu)?;
     }
     Ok(0)
 }
@@ -137,6 +143,7 @@ fn live(
 ) -> Result<()> {
     let mut screen = tui::Screen::open()?;
     let mut view = TopView::new(scope, args.sort);
+    view.offcpu = lock(sampler).offcpu_tracked();
     let started = Instant::now();
     let deadline = duration.map(|d| started + d);
     let mut last = Instant::now();
@@ -208,7 +215,7 @@ fn drill(
         // Gone since the last refresh: nothing to show.
         return Ok(tui::Ended::Back);
     };
-    lock(sampler).move_process(pid, DRILL_SLOT)?;
+    lock(sampler).drill(pid)?;
     let options = LiveOptions {
         interval: every,
         duration: deadline.map(|d| d.saturating_duration_since(Instant::now())),
@@ -220,7 +227,7 @@ fn drill(
         screen, sampler, &target, DRILL_SLOT, true, threads, &options,
     );
     // Back to the per-process figures only, whatever happened.
-    lock(sampler).move_process(pid, 0)?;
+    lock(sampler).drill(0)?;
     Ok(result?.1)
 }
 
@@ -277,8 +284,9 @@ pub fn render_rates(rows: &[ProcessRow], secs: f64, sort: TopSort, n: usize) -> 
     out
 }
 
-/// The totals since the start, per process.
+/// The totals since the start, per process, under a line that starts with `title`.
 pub fn render_totals(
+    title: &str,
     rows: &[ProcessRow],
     secs: f64,
     sort: TopSort,
@@ -288,7 +296,7 @@ pub fn render_totals(
     let (shown_rows, more) = shown(rows, sort, n);
     let calls: u64 = rows.iter().map(|r| r.calls()).sum();
     let mut out = format!(
-        "syscost top: {} processes made {calls} syscalls in {secs:.1} s; dropped {dropped}\n",
+        "{title}: {} processes made {calls} syscalls in {secs:.1} s; dropped {dropped}\n",
         rows.len()
     );
     out += &format!(
@@ -324,23 +332,33 @@ pub fn render_totals(
 struct JsonTop {
     schema: u32,
     duration_secs: f64,
+    /// Whether `oncpu_ns` and `offcpu_ns` were measured (not with `--no-offcpu`, when
+    /// all the time counts as on a CPU).
+    offcpu_tracked: bool,
     dropped: u64,
     processes: Vec<ProcessTotals>,
 }
 
 /// The totals as JSON.
-pub fn to_json(rows: &[ProcessRow], secs: f64, dropped: u64) -> Result<String> {
+pub fn to_json(rows: &[ProcessRow], secs: f64, dropped: u64, offcpu: bool) -> Result<String> {
     let doc = JsonTop {
         schema: TOP_SCHEMA,
         duration_secs: secs,
+        offcpu_tracked: offcpu,
         dropped,
         processes: rows.iter().map(ProcessTotals::from).collect(),
     };
     Ok(serde_json::to_string_pretty(&doc)? + "\n")
 }
 
-fn write_json(path: &Path, rows: &[ProcessRow], secs: f64, dropped: u64) -> Result<()> {
-    std::fs::write(path, to_json(rows, secs, dropped)?)
+fn write_json(
+    path: &Path,
+    rows: &[ProcessRow],
+    secs: f64,
+    dropped: u64,
+    offcpu: bool,
+) -> Result<()> {
+    std::fs::write(path, to_json(rows, secs, dropped, offcpu)?)
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
@@ -381,9 +399,10 @@ mod tests {
         );
         assert!(lines[1].contains("getpid 0.003"), "{t}");
         assert!(lines[2].starts_with("... 1 more"), "{t}");
-        let t = render_totals(&rows, 2.0, TopSort::Pid, 0, 7);
+        let t = render_totals("syscost top", &rows, 2.0, TopSort::Pid, 0, 7);
         assert!(t.starts_with("syscost top: 2 processes made 400 syscalls in 2.0 s; dropped 7"));
-        let j: serde_json::Value = serde_json::from_str(&to_json(&rows, 2.0, 7).unwrap()).unwrap();
+        let j: serde_json::Value =
+            serde_json::from_str(&to_json(&rows, 2.0, 7, true).unwrap()).unwrap();
         assert_eq!(j["processes"][1]["calls"], 300);
         assert_eq!(j["processes"][1]["syscalls"][0]["name"], "getpid");
         assert_eq!(j["dropped"], 7);

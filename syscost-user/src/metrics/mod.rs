@@ -69,6 +69,8 @@ pub struct Scrape {
     pub processes_top: Vec<OwnSeries>,
     /// Per-cgroup series (`syscost_cgroup_*`) of `export --top`.
     pub cgroups_top: Vec<OwnSeries>,
+    /// Whether the time switched out was measured (not with `--no-offcpu`).
+    pub offcpu_tracked: bool,
 }
 
 /// The four counter families of a bounded series set: `PREFIX_syscalls_total`,
@@ -299,7 +301,7 @@ impl Collector for Scrape {
             ),
             |p| p.unpaired,
         )?;
-        let offcpu = self.processes.first().is_none_or(|p| p.offcpu_tracked);
+        let offcpu = self.offcpu_tracked;
         if !self.processes_top.is_empty() {
             encode_top(
                 &mut encoder,
@@ -455,6 +457,7 @@ impl Metrics {
             bpf_run,
             processes_top,
             cgroups_top,
+            offcpu_tracked: offcpu,
         })
     }
 }
@@ -474,7 +477,11 @@ fn feed(sampler: &mut crate::sampler::Sampler, top: &mut TopSeries) -> Result<()
                 ("cgroup", r.cgroup.clone()),
             ]
         },
-        |r| r.exited,
+        &step
+            .exited
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>(),
         now,
     );
     if let Some(c) = top.cgroups.as_mut() {
@@ -482,7 +489,7 @@ fn feed(sampler: &mut crate::sampler::Sampler, top: &mut TopSeries) -> Result<()
             &crate::top::by_cgroup(&step.interval),
             |r| r.cgroup.clone(),
             |r| vec![("cgroup", r.cgroup.clone())],
-            |_| false,
+            &[],
             now,
         );
     }
@@ -634,11 +641,63 @@ mod tests {
     }
 
     #[test]
+    fn bounded_series_in_the_exposition() {
+        let mut b = crate::top::BoundedSeries::new(1);
+        let mut row = crate::top::ProcessRow {
+            pid: 42,
+            comm: "app".into(),
+            cgroup: "/x".into(),
+            ..Default::default()
+        };
+        row.syscalls.insert(
+            crate::collector::SyscallId::native(110),
+            syscost_common::TopValue {
+                calls: 5,
+                errors: 1,
+                total_ns: 2_000_000_000,
+                offcpu_ns: 500_000_000,
+            },
+        );
+        let other = crate::top::ProcessRow {
+            pid: 43,
+            ..row.clone()
+        };
+        b.add(
+            &[row, other],
+            |r| r.pid.to_string(),
+            |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.clone())],
+            &[],
+            Instant::now(),
+        );
+        let series = b.series(vec![("pid", "other".into()), ("comm", String::new())]);
+        let scrape = |offcpu_tracked| Scrape {
+            processes: Vec::new(),
+            bpf_run: None,
+            processes_top: series.clone(),
+            cgroups_top: Vec::new(),
+            offcpu_tracked,
+        };
+        let text = exposition(scrape(true)).unwrap();
+        for line in [
+            "syscost_process_syscalls_total{pid=\"42\",comm=\"app\",syscall=\"getppid\"} 5",
+            "syscost_process_syscalls_total{pid=\"other\",comm=\"\",syscall=\"getppid\"} 5",
+            "syscost_process_syscall_errors_total{pid=\"42\",comm=\"app\",syscall=\"getppid\"} 1",
+            "syscost_process_syscall_seconds_total{pid=\"42\",comm=\"app\",syscall=\"getppid\"} 2.0",
+            "syscost_process_syscall_offcpu_seconds_total{pid=\"42\",comm=\"app\",syscall=\"getppid\"} 0.5",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+        let text = exposition(scrape(false)).unwrap();
+        assert!(!text.contains("syscost_process_syscall_offcpu"), "{text}");
+    }
+
+    #[test]
     fn exposition_of_a_profile() {
         insta::assert_snapshot!(
             exposition(Scrape {
                 processes_top: Vec::new(),
                 cgroups_top: Vec::new(),
+                offcpu_tracked: true,
                 processes: vec![server_profile()],
                 bpf_run: Some((1_500_000, 1_000_000_000)),
             })
@@ -653,6 +712,7 @@ mod tests {
         let text = exposition(Scrape {
             processes_top: Vec::new(),
             cgroups_top: Vec::new(),
+            offcpu_tracked: true,
             processes: vec![p],
             bpf_run: None,
         })
@@ -680,6 +740,7 @@ mod tests {
         let text = exposition(Scrape {
             processes_top: Vec::new(),
             cgroups_top: Vec::new(),
+            offcpu_tracked: true,
             processes: vec![a, b],
             bpf_run: Some((1, 1_000_000_000)),
         })

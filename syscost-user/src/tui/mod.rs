@@ -370,7 +370,11 @@ pub fn live_with(
             feed.series.reset();
             app.clear_history();
         }
-        sampler.lock().unwrap_or_else(|e| e.into_inner()).tick();
+        {
+            let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
+            s.tick();
+            s.top_tick();
+        }
         let exited = !app.exited && process::has_exited(&target.pidfd);
         if !app.exited && (exited || Instant::now() >= next_tick) {
             let (snap, sample) = feed.sample(sampler, &target.comm, app.show_threads)?;

@@ -64,6 +64,10 @@ pub struct TopView {
     /// Events the kernel side had no room for, since the start.
     pub dropped: u64,
     pub own_cost: String,
+    /// Whether time switched out is measured (not with `--no-offcpu`).
+    pub offcpu: bool,
+    /// Enter on a cgroup: only its processes (exactly that cgroup).
+    pub cgroup_filter: Option<String>,
 }
 
 impl TopView {
@@ -83,6 +87,8 @@ impl TopView {
             elapsed: Duration::ZERO,
             dropped: 0,
             own_cost: String::new(),
+            offcpu: true,
+            cgroup_filter: None,
         }
     }
 
@@ -106,6 +112,9 @@ impl TopView {
             _ => self.rows.clone(),
         };
         let f = self.filter.to_lowercase();
+        if let (Some(cg), Mode::Processes) = (&self.cgroup_filter, self.mode) {
+            rows.retain(|r| &r.cgroup == cg);
+        }
         rows.retain(|r| {
             f.is_empty()
                 || r.comm.to_lowercase().contains(&f)
@@ -196,7 +205,10 @@ impl TopView {
             KeyCode::Esc => match self.mode {
                 Mode::SyscallProcesses(_) => self.mode = Mode::Syscalls,
                 Mode::Syscalls | Mode::Cgroups => self.mode = Mode::Processes,
-                Mode::Processes => self.filter.clear(),
+                Mode::Processes => {
+                    self.filter.clear();
+                    self.cgroup_filter = None;
+                }
             },
             KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
             KeyCode::Down | KeyCode::Char('j') => self.selected += 1,
@@ -236,7 +248,7 @@ impl TopView {
                 if self.mode == Mode::Cgroups
                     && let Some(r) = self.process_rows().get(self.selected)
                 {
-                    self.filter = r.cgroup.clone();
+                    self.cgroup_filter = Some(r.cgroup.clone());
                     self.mode = Mode::Processes;
                     self.selected = 0;
                 }
@@ -300,7 +312,10 @@ pub fn render(frame: &mut Frame, v: &TopView) {
     let ns: u64 = v.rows.iter().map(|r| r.total_ns()).sum();
     let s = v.elapsed.as_secs();
     let mode = match v.mode {
-        Mode::Processes => "processes".to_string(),
+        Mode::Processes => match &v.cgroup_filter {
+            Some(cg) => format!("processes of {cg} (Esc: all)"),
+            None => "processes".to_string(),
+        },
         Mode::Cgroups => "cgroups".to_string(),
         Mode::Syscalls => "syscalls".to_string(),
         Mode::SyscallProcesses(id) => format!("processes making {}", id.name()),
@@ -355,7 +370,11 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         Cell::from(rate(v.per_sec(r.calls()))),
                         Cell::from(rate(v.per_sec(r.errors()))),
                         Cell::from(secs_per_sec(r.total_ns(), secs)),
-                        Cell::from(secs_per_sec(r.oncpu_ns(), secs)),
+                        Cell::from(if v.offcpu {
+                            secs_per_sec(r.oncpu_ns(), secs)
+                        } else {
+                            "-".to_string()
+                        }),
                         Cell::from(r.threads.to_string()),
                         Cell::from(top),
                     ])
@@ -626,6 +645,9 @@ mod tests {
         v.handle_key(key(KeyCode::Enter));
         assert_eq!(v.mode, Mode::Processes);
         assert_eq!(v.process_rows().len(), 1, "Enter on a cgroup filters by it");
+        assert_eq!(v.process_rows()[0].pid, 10);
+        v.handle_key(key(KeyCode::Esc));
+        assert_eq!(v.process_rows().len(), 3, "Esc clears it");
         assert_eq!(v.handle_key(key(KeyCode::Char('q'))), Action::Quit);
     }
 

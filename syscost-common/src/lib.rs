@@ -304,7 +304,9 @@ pub struct SlowEvent {
     pub stack_bytes: i32,
     /// Statistics slot of the process.
     pub slot: u32,
-    pub _pad: u32,
+    /// Id in `KSTACK_TRACES` of the kernel stack where the call last blocked (taken at
+    /// its last switch-out), or -1: it did not block, or no stack was taken.
+    pub kernel_stack: i32,
     pub comm: [u8; 16],
     /// User stack, innermost first (the instruction after the syscall first).
     pub stack: [u64; SLOW_STACK_FRAMES],

@@ -38,8 +38,8 @@ use aya_ebpf::{
         generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id, bpf_get_stack},
     },
     macros::{map, raw_tracepoint},
-    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
-    programs::RawTracePointContext,
+    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf, StackTrace},
+    programs::{RawTracePointContext, tracing::StackIdContext as _},
 };
 use aya_log_ebpf::warn;
 use syscost_common::{
@@ -112,6 +112,15 @@ static SLOW_NS: Array<u64> = Array::with_max_entries(1, 0);
 /// slot `POOL_FROM_SLOT`, while it is shown (0: none).
 #[map]
 static DRILL: Array<u32> = Array::with_max_entries(1, 0);
+
+/// With `--slow`: kernel stacks where traced threads blocked inside a syscall.
+#[map]
+static KSTACK_TRACES: StackTrace = StackTrace::with_max_entries(1, 0);
+
+/// With `--slow`: per thread, the entry time of the call it last blocked in and the id
+/// of that kernel stack.
+#[map]
+static KSTACK_OF: HashMap<u32, [u64; 2]> = HashMap::with_max_entries(1, 0);
 
 /// Report slow calls.
 #[unsafe(no_mangle)]
@@ -366,6 +375,9 @@ fn claim_thread(tid: u32) -> Option<*mut ThreadSlot> {
 /// time or another thread's totals.
 #[inline(always)]
 fn release_thread(tid: u32) {
+    if SLOW_ON.load() != 0 {
+        let _ = KSTACK_OF.remove(tid);
+    }
     if let Some(p) = THREADS.get_ptr_mut(tid & THREAD_MASK.load())
         && unsafe { (*p).tid } == tid
     {
@@ -522,7 +534,9 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
         };
         if ns >= threshold {
             let off = if off_ns < ns { off_ns } else { ns };
-            report_slow(&ctx, pid_tgid, stats_slot, key, slot.nr, ns, off, ret, now);
+            report_slow(
+                &ctx, pid_tgid, stats_slot, key, slot.nr, ns, off, ret, now, start,
+            );
         }
     }
     if TOP_ON.load() != 0 {
@@ -578,6 +592,7 @@ fn report_slow(
     off_ns: u64,
     ret: i64,
     now: u64,
+    start: u64,
 ) {
     let Some(mut entry) = SLOW.reserve::<SlowEvent>(0) else {
         count(stats_slot, counter::DROPPED_SLOW);
@@ -600,7 +615,10 @@ fn report_slow(
         (*e).tid = pid_tgid as u32;
         (*e).key = key;
         (*e).slot = stats_slot;
-        (*e)._pad = 0;
+        (*e).kernel_stack = match KSTACK_OF.get(pid_tgid as u32) {
+            Some(k) if k[0] == start => k[1] as i32,
+            _ => -1,
+        };
         (*e).comm = bpf_get_current_comm().unwrap_or([0; 16]);
         (*e).stack_bytes = bpf_get_stack(
             ctx.as_ptr(),
@@ -726,6 +744,11 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
             let prev_state: u64 = ctx.arg(3);
             if preempt & 0xff == 0 && prev_state as u32 != 0 {
                 slot.voluntary += 1;
+                if SLOW_ON.load() != 0
+                    && let Ok(id) = ctx.get_stackid(&KSTACK_TRACES, 0)
+                {
+                    let _ = KSTACK_OF.insert(prev as u32, [slot.enter_ns, id as u64], 0);
+                }
             } else {
                 slot.involuntary += 1;
             }

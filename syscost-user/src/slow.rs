@@ -162,6 +162,10 @@ pub struct SlowCall {
     pub fd: Option<String>,
     /// User stack, innermost first.
     pub stack: Vec<Frame>,
+    /// Kernel stack where the call last blocked (innermost first), when it blocked and
+    /// the off-CPU split is on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_stack: Vec<Frame>,
 }
 
 /// Syscalls whose first argument is a file descriptor.
@@ -228,9 +232,8 @@ impl Default for Decoder {
 }
 
 impl Decoder {
-    /// One event; `process_alive`: symbolize through /proc/PID/maps (false once the
-    /// process is gone: the addresses are kept without names).
-    pub fn decode(&self, e: &SlowEvent) -> SlowCall {
+    /// One event, with the kernel stack it refers to (looked up by the caller).
+    pub fn decode(&self, e: &SlowEvent, kernel: &[u64]) -> SlowCall {
         let id = SyscallId::of(e.key, e.nr);
         let syscall = id.name();
         let comm_end = e.comm.iter().position(|&b| b == 0).unwrap_or(e.comm.len());
@@ -263,7 +266,39 @@ impl Decoder {
             args: e.args,
             fd,
             stack: self.symbolize(e.tgid, &frames),
+            kernel_stack: self.symbolize_kernel(kernel),
         }
+    }
+
+    fn symbolize_kernel(&self, addrs: &[u64]) -> Vec<Frame> {
+        use blazesym::symbolize::{Input, Symbolized, source};
+        if addrs.is_empty() {
+            return Vec::new();
+        }
+        let src = source::Source::Kernel(source::Kernel::default());
+        let syms = self
+            .symbolizer
+            .symbolize(&src, Input::AbsAddr(addrs))
+            .unwrap_or_default();
+        addrs
+            .iter()
+            .enumerate()
+            .map(|(i, &addr)| Frame {
+                addr,
+                function: match syms.get(i) {
+                    Some(Symbolized::Sym(s)) => Some(s.name.to_string()),
+                    _ => None,
+                },
+                ..Frame::default()
+            })
+            // The stack is taken in syscost's own program at the switch: its frames and
+            // the tracepoint's plumbing are not where the call blocked.
+            .skip_while(|f| {
+                f.function
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("bpf_prog_") || n.starts_with("bpf_trace_run"))
+            })
+            .collect()
     }
 
     fn symbolize(&self, pid: u32, addrs: &[u64]) -> Vec<Frame> {
@@ -354,7 +389,11 @@ pub struct Reader {
 
 impl Reader {
     /// Starts reading; `echo`: print each call's line to stderr.
-    pub fn spawn(mut ring: aya::maps::RingBuf<aya::maps::MapData>, echo: bool) -> Self {
+    pub fn spawn(
+        mut ring: aya::maps::RingBuf<aya::maps::MapData>,
+        stacks: aya::maps::StackTraceMap<aya::maps::MapData>,
+        echo: bool,
+    ) -> Self {
         use std::sync::{Arc, Mutex, atomic::AtomicBool, atomic::Ordering};
         let stop = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(SlowLog::new(SlowLog::CAP)));
@@ -373,7 +412,12 @@ impl Reader {
                     // SAFETY: the kernel wrote a whole SlowEvent; read_unaligned copies it.
                     let e = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<SlowEvent>()) };
                     drop(item);
-                    let c = decoder.decode(&e);
+                    let kernel: Vec<u64> = u32::try_from(e.kernel_stack)
+                        .ok()
+                        .and_then(|id| stacks.get(&id, 0).ok())
+                        .map(|t| t.frames().iter().map(|f| f.ip).collect())
+                        .unwrap_or_default();
+                    let c = decoder.decode(&e, &kernel);
                     if echo {
                         eprintln!("{}", line(&c));
                     }
@@ -449,6 +493,10 @@ pub fn line(c: &SlowCall) -> String {
                 .unwrap_or_default()
         );
     }
+    if !c.kernel_stack.is_empty() {
+        let names: Vec<String> = c.kernel_stack.iter().take(8).map(Frame::label).collect();
+        let _ = write!(s, "\n    blocked in: {}", names.join(" <- "));
+    }
     s
 }
 
@@ -484,6 +532,7 @@ pub fn trace_json(calls: &[SlowCall]) -> Result<String> {
                 "offcpu_us": c.offcpu_ns as f64 / 1e3,
                 "args": c.args.iter().map(|a| format!("{a:#x}")).collect::<Vec<_>>(),
                 "stack": frames,
+                "kernel_stack": c.kernel_stack.iter().map(Frame::label).collect::<Vec<_>>(),
             }
         }));
     }

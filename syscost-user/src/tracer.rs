@@ -229,6 +229,15 @@ impl Tracer {
         Ok(aya::maps::RingBuf::try_from(map)?)
     }
 
+    /// The kernel stacks slow calls refer to (`--slow` only).
+    pub fn take_kernel_stacks(&mut self) -> Result<aya::maps::StackTraceMap<MapData>> {
+        let map = self
+            .ebpf
+            .take_map("KSTACK_TRACES")
+            .context("KSTACK_TRACES map missing")?;
+        Ok(aya::maps::StackTraceMap::try_from(map)?)
+    }
+
     /// Number of statistics slots loaded.
     pub fn slots(&self) -> u32 {
         self.slots
@@ -589,6 +598,11 @@ fn load_object(
                 1
             },
         )
+        .map_max_entries(
+            "KSTACK_TRACES",
+            if options.slow.is_some() { 2048 } else { 1 },
+        )
+        .map_max_entries("KSTACK_OF", if options.slow.is_some() { 16384 } else { 1 })
         .map_max_entries(
             "SLOW",
             if options.slow.is_some() {

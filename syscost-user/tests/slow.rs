@@ -61,8 +61,23 @@ fn exactly_the_slow_calls_with_fd_and_function() {
                     "{c:?}"
                 );
                 assert_eq!(c.ret, 1);
-                // Blocked, not spinning: most of the 20 ms switched out.
+                // Blocked, not spinning: most of the 20 ms switched out, and where it
+                // blocked in the kernel: the pipe's read.
                 assert!(c.offcpu_ns * 2 > c.latency_ns, "{c:?}");
+                assert!(
+                    c.kernel_stack.iter().any(|f| f
+                        .function
+                        .as_deref()
+                        .is_some_and(|n| n.contains("pipe_read"))),
+                    "{c:?}"
+                );
+                assert!(
+                    c.kernel_stack[0]
+                        .function
+                        .as_deref()
+                        .is_some_and(|n| !n.starts_with("bpf_")),
+                    "{c:?}"
+                );
             }
         }
     }

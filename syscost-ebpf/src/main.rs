@@ -31,7 +31,7 @@ use core::{
 
 use aya_ebpf::{
     EbpfContext as _, Global,
-    bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
+    bindings::{BPF_F_REUSE_STACKID, BPF_F_USER_STACK, BPF_NOEXIST},
     helpers::{
         bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task,
         bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel,
@@ -43,10 +43,10 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::warn;
 use syscost_common::{
-    BigKey, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD,
-    KEYS_PER_SLOT, ProcName, ProcSlot, SLOW_STACK_FRAMES, SlowEvent, StatsEntry, ThreadSlot,
-    TopKey, TopValue, USER32_CS, abi, auto_mode, bucket_index, counter, counter_index, proc_value,
-    syscall_key,
+    BigKey, COMPAT_BASE, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KEY_BIG_COMPAT, KEY_BIG_NATIVE,
+    KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD, KEYS_PER_SLOT, ProcName, ProcSlot,
+    SLOW_STACK_FRAMES, SlowEvent, StatsEntry, ThreadSlot, TopKey, TopValue, USER32_CS, abi,
+    auto_mode, bucket_index, counter, counter_index, proc_value, syscall_key,
 };
 
 /// BPF_F_MMAPABLE: userspace maps these arrays and reads them without syscalls.
@@ -128,9 +128,12 @@ static SLOW_ON: Global<u32> = Global::new(0);
 /// The threshold of numbers without a key of their own.
 #[unsafe(no_mangle)]
 static SLOW_DEFAULT_NS: Global<u64> = Global::new(0);
-/// Offsets of the argument registers (di, si, dx, r10, r8, r9) in `struct pt_regs`.
+/// Offsets of the argument registers in `struct pt_regs`: 64-bit (di, si, dx, r10, r8,
+/// r9), then 32-bit (bx, cx, dx, si, di, bp).
 #[unsafe(no_mangle)]
 static PT_REGS_ARG_OFFSETS: Global<[u64; 6]> = Global::new([0; 6]);
+#[unsafe(no_mangle)]
+static PT_REGS_COMPAT_ARG_OFFSETS: Global<[u64; 6]> = Global::new([0; 6]);
 
 /// `auto_mode::*`.
 #[unsafe(no_mangle)]
@@ -243,10 +246,11 @@ fn insert_proc(tgid: u32, value: u32) -> bool {
         .insert(tgid, value, u64::from(BPF_NOEXIST))
         .is_err()
     {
-        // Already there (another thread of it on another CPU, or a flag lost to a
-        // concurrent rewrite of the slot's value): make sure the flag leads to it.
-        if PROCS_OVERFLOW.get_ptr_mut(tgid).is_none() {
-            return false;
+        // Already there (another thread of it on another CPU, or an entry a lost flag
+        // hid, which may be stale): this value, and a flag that leads to it.
+        match PROCS_OVERFLOW.get_ptr_mut(tgid) {
+            Some(v) => unsafe { *v = value },
+            None => return false,
         }
     }
     s.value |= ProcSlot::OVERFLOW;
@@ -606,7 +610,12 @@ fn report_slow(
         (*e).offcpu_ns = off_ns;
         (*e).nr = nr;
         (*e).ret = ret;
-        let offsets = PT_REGS_ARG_OFFSETS.load();
+        let compat = key == KEY_BIG_COMPAT || (COMPAT_BASE..KEY_BIG_NATIVE).contains(&key);
+        let offsets = if compat {
+            PT_REGS_COMPAT_ARG_OFFSETS.load()
+        } else {
+            PT_REGS_ARG_OFFSETS.load()
+        };
         for i in 0..6 {
             (*e).args[i] =
                 bpf_probe_read_kernel(regs.add(offsets[i] as usize) as *const u64).unwrap_or(0);
@@ -745,7 +754,9 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
             if preempt & 0xff == 0 && prev_state as u32 != 0 {
                 slot.voluntary += 1;
                 if SLOW_ON.load() != 0
-                    && let Ok(id) = ctx.get_stackid(&KSTACK_TRACES, 0)
+                    // A newer stack takes the place of an older one with the same hash:
+                    // the reader has read the older one by then.
+                    && let Ok(id) = ctx.get_stackid(&KSTACK_TRACES, u64::from(BPF_F_REUSE_STACKID))
                 {
                     let _ = KSTACK_OF.insert(prev as u32, [slot.enter_ns, id as u64], 0);
                 }

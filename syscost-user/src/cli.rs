@@ -257,7 +257,7 @@ pub struct ExportArgs {
     pub per_process: bool,
     /// The whole machine: series per process and per cgroup, bounded to the N busiest
     /// of each (by time in syscalls, kept while they live) plus an `other` series.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "slow")]
     pub top: bool,
     /// Processes (and cgroups) with series of their own under --top or --per-process.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]

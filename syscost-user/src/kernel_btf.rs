@@ -21,6 +21,8 @@ pub struct KernelLayout {
     /// Offsets of the syscall argument registers in `struct pt_regs`, in argument order
     /// (x86_64: di, si, dx, r10, r8, r9), for `--slow`'s arguments.
     pub pt_regs_arg_offsets: [u64; 6],
+    /// The same for 32-bit (compat) calls: bx, cx, dx, si, di, bp.
+    pub pt_regs_compat_arg_offsets: [u64; 6],
 }
 
 impl KernelLayout {
@@ -44,6 +46,14 @@ impl KernelLayout {
                 member_offset(&btf, "pt_regs", "r10")?,
                 member_offset(&btf, "pt_regs", "r8")?,
                 member_offset(&btf, "pt_regs", "r9")?,
+            ],
+            pt_regs_compat_arg_offsets: [
+                member_offset(&btf, "pt_regs", "bx")?,
+                member_offset(&btf, "pt_regs", "cx")?,
+                member_offset(&btf, "pt_regs", "dx")?,
+                member_offset(&btf, "pt_regs", "si")?,
+                member_offset(&btf, "pt_regs", "di")?,
+                member_offset(&btf, "pt_regs", "bp")?,
             ],
         })
     }
@@ -170,6 +180,7 @@ mod tests {
             assert_eq!(l.pt_regs_cs_offset, 136);
             // r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di: 8 bytes each.
             assert_eq!(l.pt_regs_arg_offsets, [112, 104, 96, 56, 72, 64]);
+            assert_eq!(l.pt_regs_compat_arg_offsets, [40, 88, 96, 104, 112, 32]);
         }
     }
 }

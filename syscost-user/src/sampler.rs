@@ -194,8 +194,10 @@ pub struct Sampler {
     own_cost: OwnCost,
     /// The per-process figures (`syscost top`, `export --top`, `--per-process`).
     machine: Machine,
-    /// Steps read by [`Sampler::top_tick`] and not yet handed out.
+    /// Steps read by [`Sampler::top_tick`] and not yet handed out (only when a view
+    /// takes steps: `top`).
     pending: TopStep,
+    steps_wanted: bool,
     top_read_at: Instant,
     names_cleaned_at: Instant,
     cgroup_names: crate::cgroup::CgroupNames,
@@ -213,6 +215,7 @@ impl Sampler {
             own_cost: OwnCost::new(run_stats),
             machine: Machine::new(true),
             pending: TopStep::default(),
+            steps_wanted: false,
             top_read_at: Instant::now(),
             names_cleaned_at: Instant::now(),
             cgroup_names: Default::default(),
@@ -300,9 +303,11 @@ impl Sampler {
     }
 
     /// The next step of the per-process figures: every process with syscalls since the
-    /// last step. Processes that have exited are counted one last time, then deleted
-    /// from the kernel's table.
+    /// last step (since the last [`Sampler::top_tick`] too, once a step was asked for).
+    /// Processes that have exited are counted one last time, then deleted from the
+    /// kernel's table.
     pub fn top_step(&mut self) -> Result<TopStep> {
+        self.steps_wanted = true;
         self.top_refresh()?;
         Ok(std::mem::take(&mut self.pending))
     }
@@ -343,7 +348,9 @@ impl Sampler {
             self.names_cleaned_at = Instant::now();
             tracer.forget_names(|pid| !top::alive(pid))?;
         }
-        self.pending.merge(step);
+        if self.steps_wanted {
+            self.pending.merge(step);
+        }
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
-use syscost_common::{KEYS_PER_SLOT, SlowEvent, abi, syscall_key};
+use syscost_common::{KEYS_PER_SLOT, SlowEvent};
 
 use crate::{collector::SyscallId, syscall_names};
 
@@ -29,7 +29,7 @@ pub struct SlowSpec {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s
-        .find(|c: char| c.is_ascii_alphabetic())
+        .find(|c: char| c.is_ascii_alphabetic() || c == 'µ')
         .ok_or_else(|| format!("'{s}' has no unit (ns, us, ms or s)"))?;
     let (num, unit) = s.split_at(split);
     let v: f64 = num
@@ -60,7 +60,12 @@ pub fn parse_spec(s: &str) -> Result<SlowSpec, String> {
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.split_once('=') {
             Some((name, d)) => {
-                syscall_names::number(name).map_err(|e| format!("{e:#}"))?;
+                let id = syscall_names::number(name).map_err(|e| format!("{e:#}"))?;
+                if id.key >= KEYS_PER_SLOT {
+                    return Err(format!(
+                        "{name}: a threshold of its own only goes to syscall numbers below 1024 (512 for 32-bit ones); the default threshold covers the others"
+                    ));
+                }
                 spec.per_syscall
                     .push((name.to_string(), parse_duration(d)?));
             }
@@ -86,9 +91,21 @@ impl SlowSpec {
         let mut keys = vec![default; KEYS_PER_SLOT as usize];
         for (name, d) in &self.per_syscall {
             let id = syscall_names::number(name)?;
-            let key = syscall_key(abi::NATIVE, id.nr) as usize;
-            if let Some(k) = keys.get_mut(key) {
-                *k = d.as_nanos() as u64;
+            let mut ids = vec![id];
+            // A 64-bit name also names the 32-bit syscall of the same name.
+            if !id.is_compat()
+                && let Ok(compat) =
+                    syscall_names::number(&format!("{}{name}", syscall_names::COMPAT_PREFIX))
+            {
+                ids.push(compat);
+            }
+            for id in ids {
+                match keys.get_mut(id.key as usize) {
+                    Some(k) => *k = d.as_nanos() as u64,
+                    None => bail!(
+                        "--slow {name}=...: a threshold of its own only goes to syscall numbers below 1024 (512 for 32-bit ones); the default threshold covers the others"
+                    ),
+                }
             }
         }
         Ok((keys, default))
@@ -168,7 +185,8 @@ pub struct SlowCall {
     pub kernel_stack: Vec<Frame>,
 }
 
-/// Syscalls whose first argument is a file descriptor.
+/// Syscalls whose first argument is a file descriptor (`close` is not one of them here:
+/// after it, the number names nothing, or something else).
 const FD_FIRST: &[&str] = &[
     "read",
     "write",
@@ -214,9 +232,11 @@ const FD_FIRST: &[&str] = &[
     "tee",
     "sync_file_range",
     "fstatfs",
-    "close",
     "io_uring_enter",
 ];
+
+/// Syscalls whose arguments cannot be read at their exit.
+const ARGS_UNKNOWN: &[&str] = &["execve", "execveat", "rt_sigreturn"];
 
 /// Turns ring-buffer events into [`SlowCall`]s: names, errnos, fds, symbols.
 pub struct Decoder {
@@ -246,6 +266,13 @@ impl Decoder {
             .contains(&syscall.as_str())
             .then(|| fd_name(e.tgid, e.args[0] as i32))
             .flatten();
+        // Their registers are the new program's (exec) or the restored context's
+        // (sigreturn) by the exit: the arguments are not known.
+        let args = if ARGS_UNKNOWN.contains(&syscall.as_str()) {
+            [0; 6]
+        } else {
+            e.args
+        };
         let frames = if e.stack_bytes > 0 {
             let n = (e.stack_bytes as usize / 8).min(e.stack.len());
             e.stack[..n].to_vec()
@@ -263,7 +290,7 @@ impl Decoder {
             offcpu_ns: e.offcpu_ns,
             ret,
             errno,
-            args: e.args,
+            args,
             fd,
             stack: self.symbolize(e.tgid, &frames),
             kernel_stack: self.symbolize_kernel(kernel),
@@ -275,7 +302,11 @@ impl Decoder {
         if addrs.is_empty() {
             return Vec::new();
         }
-        let src = source::Source::Kernel(source::Kernel::default());
+        // kallsyms only: a debug vmlinux would take seconds to load on the reader.
+        let src = source::Source::Kernel(source::Kernel {
+            vmlinux: blazesym::MaybeDefault::None,
+            ..source::Kernel::default()
+        });
         let syms = self
             .symbolizer
             .symbolize(&src, Input::AbsAddr(addrs))
@@ -307,9 +338,15 @@ impl Decoder {
             return Vec::new();
         }
         let src = source::Source::Process(source::Process::new(blazesym::Pid::from(pid)));
+        // Outer frames are return addresses: the call is the instruction before.
+        let lookup: Vec<u64> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| if i == 0 { a } else { a.saturating_sub(1) })
+            .collect();
         let syms = self
             .symbolizer
-            .symbolize(&src, Input::AbsAddr(addrs))
+            .symbolize(&src, Input::AbsAddr(&lookup))
             .unwrap_or_default();
         addrs
             .iter()
@@ -370,6 +407,10 @@ impl SlowLog {
     }
 
     pub fn push(&mut self, c: SlowCall) {
+        if self.cap == 0 {
+            self.evicted += 1;
+            return;
+        }
         if self.calls.len() == self.cap {
             self.calls.pop_front();
             self.evicted += 1;
@@ -388,15 +429,17 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// Starts reading; `echo`: print each call's line to stderr.
+    /// Starts reading; `echo`: print each call's line to stderr; `keep`: how many calls
+    /// to keep for the end (0 for a service that only prints them).
     pub fn spawn(
         mut ring: aya::maps::RingBuf<aya::maps::MapData>,
         stacks: aya::maps::StackTraceMap<aya::maps::MapData>,
         echo: bool,
+        keep: usize,
     ) -> Self {
         use std::sync::{Arc, Mutex, atomic::AtomicBool, atomic::Ordering};
         let stop = Arc::new(AtomicBool::new(false));
-        let log = Arc::new(Mutex::new(SlowLog::new(SlowLog::CAP)));
+        let log = Arc::new(Mutex::new(SlowLog::new(keep)));
         let (s, l) = (stop.clone(), log.clone());
         let handle = std::thread::spawn(move || {
             let decoder = Decoder::default();
@@ -501,6 +544,9 @@ pub fn line(c: &SlowCall) -> String {
 }
 
 fn args_text(c: &SlowCall) -> String {
+    if ARGS_UNKNOWN.contains(&c.syscall.as_str()) {
+        return "...".to_string();
+    }
     match &c.fd {
         Some(name) => format!("{}<{name}>, ...", c.args[0] as i64),
         None => format!("{:#x}, {:#x}, {:#x}, ...", c.args[0], c.args[1], c.args[2]),
@@ -607,6 +653,16 @@ mod tests {
         assert_eq!((keys[0], keys[1], big), (1_000_000, u64::MAX, u64::MAX));
         assert!(parse_spec("clsoe=1ms").unwrap_err().contains("close"));
         assert!(parse_spec("1ms,2ms").is_err());
+        assert!(
+            parse_spec("syscall_0x1388=1ms")
+                .unwrap_err()
+                .contains("below 1024")
+        );
+        assert_eq!(parse_duration("5µs"), Ok(Duration::from_micros(5)));
+        // A 64-bit name covers the 32-bit syscall of the same name too.
+        let (keys, _) = parse_spec("read=1ms").unwrap().thresholds().unwrap();
+        let compat_read = syscall_names::number("i386:read").unwrap().key as usize;
+        assert_eq!(keys[compat_read], 1_000_000);
         assert!(parse_spec(",").is_err());
         assert_eq!(s.describe(), "1.00ms,close=50.0us");
     }

@@ -176,7 +176,7 @@ impl TopStep {
             }
         }
         self.interval = by_pid.into_values().collect();
-        self.forget.extend(later.forget);
+        // (`forget` is applied when read: nothing to keep of it.)
         self.exited.extend(later.exited);
     }
 }
@@ -427,8 +427,11 @@ impl BoundedSeries {
             let key = id(r);
             let gone = ended.contains(&key);
             let l = labels(r);
+            // At its exit a process's name may come from what the kernel kept: its
+            // series keeps the labels it had.
             if let Some(s) = self.own.get_mut(&key)
                 && s.labels != l
+                && !gone
             {
                 // Another program under this key now: a new series.
                 *s = OwnSeries {

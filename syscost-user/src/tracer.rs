@@ -580,6 +580,11 @@ fn load_object(
         .override_global("SLOW_ON", &slow_on, true)
         .override_global("SLOW_DEFAULT_NS", &slow_default, true)
         .override_global("PT_REGS_ARG_OFFSETS", &layout.pt_regs_arg_offsets, true)
+        .override_global(
+            "PT_REGS_COMPAT_ARG_OFFSETS",
+            &layout.pt_regs_compat_arg_offsets,
+            true,
+        )
         .map_max_entries("PROCS", sizes.proc_slots)
         .map_max_entries("PROCS_OVERFLOW", sizes.proc_overflow)
         .map_max_entries("THREADS", sizes.thread_slots)

@@ -28,10 +28,12 @@ fn exactly_the_slow_calls_with_fd_and_function() {
         work.id(),
         &["--slow", "1ms", "--json", json.to_str().unwrap()],
     );
+    // Read stderr as it comes: 250 calls with their stacks fill a pipe.
+    let lines = std::thread::spawn(move || err.map_while(Result::ok).collect::<Vec<String>>());
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     let o = tracer.into_inner().wait_with_output().unwrap();
-    assert!(o.status.success());
-    let lines: Vec<String> = err.map_while(Result::ok).collect();
+    let lines = lines.join().unwrap();
+    assert!(o.status.success(), "{lines:?}");
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 20_000);
     let by = |name: &str| p.slow_calls.iter().filter(|c| c.syscall == name).count();
@@ -69,13 +71,6 @@ fn exactly_the_slow_calls_with_fd_and_function() {
                         .function
                         .as_deref()
                         .is_some_and(|n| n.contains("pipe_read"))),
-                    "{c:?}"
-                );
-                assert!(
-                    c.kernel_stack[0]
-                        .function
-                        .as_deref()
-                        .is_some_and(|n| !n.starts_with("bpf_")),
                     "{c:?}"
                 );
             }
@@ -141,10 +136,30 @@ fn a_full_ring_buffer_is_counted() {
         "every call reported or counted as not reported"
     );
     assert!(
-        stderr(&o).contains("more not reported (ring buffer full)"),
+        stderr(&o).contains("more not reported (ring buffer full"),
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn a_threshold_of_one_syscall_reports_only_it() {
+    let Some(t) = root_test("slow_one_syscall") else {
+        return;
+    };
+    let json = t.path("reads.json");
+    let o = output(
+        syscost()
+            .args(["run", "--slow", "read=10ms", "--json"])
+            .arg(&json)
+            .args(["--", workload_path(), "slow-mix"]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = read_profile(&json);
+    assert_eq!(p.slow_calls.len(), 50, "only the 50 reads of 20 ms");
+    assert!(p.slow_calls.iter().all(|c| c.syscall == "read"));
+    assert_eq!(calls(&p, "nanosleep"), 200, "counted, not reported");
+    assert_eq!(p.slow_threshold.as_deref(), Some("read=10.0ms"));
 }
 
 #[test]

@@ -423,8 +423,14 @@ fn slow_mix() {
     // SAFETY: fills two fds.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
     let w = fds[1];
+    // Round i's byte is written 20 ms after the reader says it starts round i, so each
+    // read blocks about 20 ms however late either thread runs.
+    static ROUND: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     std::thread::spawn(move || {
-        for _ in 0..50 {
+        for i in 1..=50 {
+            while ROUND.load(std::sync::atomic::Ordering::Acquire) < i {
+                std::hint::spin_loop();
+            }
             let t = Instant::now();
             while t.elapsed() < std::time::Duration::from_millis(20) {
                 std::hint::spin_loop();
@@ -435,6 +441,7 @@ fn slow_mix() {
     });
     let mut b = [0u8; 1];
     for _ in 0..50 {
+        ROUND.fetch_add(1, std::sync::atomic::Ordering::Release);
         assert_eq!(syscost_test_slow_read(fds[0], b.as_mut_ptr()), 1);
     }
     // Alive a little longer, without a syscall, so that its fds and maps are still there

@@ -79,13 +79,18 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let offcpu = tracer.offcpu_tracked();
     let tui = !args.no_tui && std::io::stdout().is_terminal();
     // The live view owns the terminal: slow calls are kept for the end, not printed.
-    let slow = super::slow_reader(&mut tracer, args.slow.as_ref(), !tui)?;
+    let slow = super::slow_reader(
+        &mut tracer,
+        args.slow.as_ref(),
+        !tui,
+        crate::slow::SlowLog::CAP,
+    )?;
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
     let source = match &cgroup {
         Some(cg) => Source::cgroup(cg.path.clone(), 0),
         None => Source::new(target.pid, target.comm.clone(), 0),
     };
-    let metrics = super::serve_metrics(listener, &sampler, source)?;
+    let metrics = super::serve_metrics(listener, &sampler, source, args.slow.is_some())?;
     let hint = hint.or_else(|| {
         metrics
             .as_ref()

@@ -67,7 +67,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         ..Default::default()
     })?;
     // No terminal: each slow call is a line on stderr (the service's log).
-    let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true)?;
+    let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true, 0)?;
     let mut sources = Vec::new();
     for (slot, t) in (0..).zip(&targets) {
         tracer.trace_process_in(t.pid, slot)?;
@@ -77,7 +77,8 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         sources.push(Source::new(t.pid, t.comm.clone(), slot));
     }
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
-    let metrics = std::sync::Arc::new(Metrics::new(sampler.clone(), sources));
+    let metrics =
+        std::sync::Arc::new(Metrics::new(sampler.clone(), sources).with_slow(args.slow.is_some()));
     let server = MetricsServer::start(listener, metrics)?;
     let names: Vec<String> = targets
         .iter()
@@ -172,17 +173,15 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         slow: args.slow.clone(),
         ..Default::default()
     })?;
-    let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true)?;
-    let mut sampler = Sampler::new(tracer, !args.no_run_stats);
-    if cgroup.is_none() {
-        sampler = sampler.without_top_totals();
-    }
-    let sampler = sampler.shared();
+    let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true, 0)?;
+    let sampler = Sampler::new(tracer, !args.no_run_stats)
+        .without_top_totals()
+        .shared();
     let sources = match &cgroup {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],
         None => Vec::new(),
     };
-    let mut metrics = Metrics::new(sampler.clone(), sources);
+    let mut metrics = Metrics::new(sampler.clone(), sources).with_slow(args.slow.is_some());
     if top {
         metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
     }

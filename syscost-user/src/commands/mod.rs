@@ -38,11 +38,12 @@ fn serve_metrics(
     listener: Option<std::net::TcpListener>,
     sampler: &SharedSampler,
     source: Source,
+    slow: bool,
 ) -> Result<Option<MetricsServer>> {
     let Some(listener) = listener else {
         return Ok(None);
     };
-    let metrics = Metrics::new(sampler.clone(), vec![source]);
+    let metrics = Metrics::new(sampler.clone(), vec![source]).with_slow(slow);
     let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
     eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
     note_own_cost(sampler);
@@ -65,11 +66,13 @@ fn bind_metrics(addr: Option<std::net::SocketAddr>) -> Result<Option<std::net::T
     addr.map(MetricsServer::bind).transpose()
 }
 
-/// Starts reading slow calls when `--slow` was given; `echo`: print each to stderr.
+/// Starts reading slow calls when `--slow` was given; `echo`: print each to stderr;
+/// `keep`: calls kept for the end.
 fn slow_reader(
     tracer: &mut crate::tracer::Tracer,
     spec: Option<&crate::slow::SlowSpec>,
     echo: bool,
+    keep: usize,
 ) -> Result<Option<crate::slow::Reader>> {
     if spec.is_none() {
         return Ok(None);
@@ -78,6 +81,7 @@ fn slow_reader(
         tracer.take_slow_ring()?,
         tracer.take_kernel_stacks()?,
         echo,
+        keep,
     )))
 }
 

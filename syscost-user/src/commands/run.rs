@@ -49,7 +49,12 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut sighup = signal(SignalKind::hangup())?;
     drop(entered);
 
-    let slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true)?;
+    let slow = super::slow_reader(
+        &mut tracer,
+        args.slow.as_ref(),
+        true,
+        crate::slow::SlowLog::CAP,
+    )?;
     let comm = process::exec_comm(&program);
     let child = spawn_stopped(&program, &args.command)?;
     let pid = child.pid;
@@ -60,6 +65,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         listener,
         &sampler,
         crate::metrics::Source::new(pid, comm.clone(), 0),
+        args.slow.is_some(),
     ) {
         Ok(m) => m,
         Err(e) => {

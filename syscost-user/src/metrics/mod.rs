@@ -71,6 +71,9 @@ pub struct Scrape {
     pub cgroups_top: Vec<OwnSeries>,
     /// Whether the time switched out was measured (not with `--no-offcpu`).
     pub offcpu_tracked: bool,
+    /// With `--slow`: per traced process (or cgroup), slow calls sent and slow calls the
+    /// ring buffer had no room for.
+    pub slow: Vec<(Target, u64, u64)>,
 }
 
 /// The four counter families of a bounded series set: `PREFIX_syscalls_total`,
@@ -302,6 +305,28 @@ impl Collector for Scrape {
             |p| p.unpaired,
         )?;
         let offcpu = self.offcpu_tracked;
+        for (name, help, pick) in [
+            (
+                "syscost_slow_calls",
+                "Calls at least as slow as --slow, sent one by one.",
+                (|s: &(Target, u64, u64)| s.1) as fn(&(Target, u64, u64)) -> u64,
+            ),
+            (
+                "syscost_slow_dropped",
+                "Slow calls the ring buffer had no room for (counted, not reported one by one).",
+                |s| s.2,
+            ),
+        ] {
+            if self.slow.is_empty() {
+                break;
+            }
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for s in &self.slow {
+                family
+                    .encode_family(&process_labels(&s.0))?
+                    .encode_counter::<NoLabelSet, u64, u64>(&pick(s), None)?;
+            }
+        }
         if !self.processes_top.is_empty() {
             encode_top(
                 &mut encoder,
@@ -362,6 +387,8 @@ impl Source {
 pub struct Metrics {
     sampler: SharedSampler,
     sources: Vec<Source>,
+    /// Serve the slow-call counters (`--slow`).
+    slow: bool,
     /// Bounded per-process (and per-cgroup) series, fed from the sampler's per-process
     /// figures at every tick.
     top: Option<std::sync::Mutex<TopSeries>>,
@@ -379,8 +406,15 @@ impl Metrics {
         Self {
             sampler,
             sources,
+            slow: false,
             top: None,
         }
+    }
+
+    /// Also serves `syscost_slow_calls_total` and `syscost_slow_dropped_total`.
+    pub fn with_slow(mut self, slow: bool) -> Self {
+        self.slow = slow;
+        self
     }
 
     /// Also serves per-process series of at most `n` processes plus `other` (and as
@@ -452,12 +486,36 @@ impl Metrics {
                     .to_profile(target, s.started.elapsed().as_nanos() as u64, offcpu)
             })
             .collect::<Result<_>>()?;
+        let slow = if self.slow {
+            self.sources
+                .iter()
+                .map(|s| {
+                    let c = snaps
+                        .get(s.slot as usize)
+                        .map(|x| x.counters)
+                        .unwrap_or_default();
+                    (
+                        Target {
+                            pid: s.pid,
+                            comm: s.comm.clone(),
+                            command: None,
+                            cgroup: s.cgroup.clone(),
+                        },
+                        c[syscost_common::counter::SLOW as usize],
+                        c[syscost_common::counter::DROPPED_SLOW as usize],
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Scrape {
             processes,
             bpf_run,
             processes_top,
             cgroups_top,
             offcpu_tracked: offcpu,
+            slow,
         })
     }
 }
@@ -676,6 +734,7 @@ mod tests {
             processes_top: series.clone(),
             cgroups_top: Vec::new(),
             offcpu_tracked,
+            slow: Vec::new(),
         };
         let text = exposition(scrape(true)).unwrap();
         for line in [
@@ -698,6 +757,7 @@ mod tests {
                 processes_top: Vec::new(),
                 cgroups_top: Vec::new(),
                 offcpu_tracked: true,
+                slow: Vec::new(),
                 processes: vec![server_profile()],
                 bpf_run: Some((1_500_000, 1_000_000_000)),
             })
@@ -713,6 +773,7 @@ mod tests {
             processes_top: Vec::new(),
             cgroups_top: Vec::new(),
             offcpu_tracked: true,
+            slow: Vec::new(),
             processes: vec![p],
             bpf_run: None,
         })
@@ -741,6 +802,7 @@ mod tests {
             processes_top: Vec::new(),
             cgroups_top: Vec::new(),
             offcpu_tracked: true,
+            slow: Vec::new(),
             processes: vec![a, b],
             bpf_run: Some((1, 1_000_000_000)),
         })

@@ -76,6 +76,12 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             upgrade_from_v2(&mut value);
         }
         2 => upgrade_from_v2(&mut value),
+        // Version 4 only added optional fields (target.cgroup, processes, slow_*).
+        3 => {
+            if let Some(obj) = value.as_object_mut() {
+                obj.insert("version".into(), Value::from(SCHEMA_VERSION));
+            }
+        }
         v if v == u64::from(SCHEMA_VERSION) => {}
         _ => bail!(
             "profile schema version {version} is not supported (this syscost reads 1 to {SCHEMA_VERSION})"
@@ -184,7 +190,7 @@ mod tests {
         let text = to_string(&p);
         assert_eq!(parse(text.as_bytes()).unwrap(), p);
         for key in [
-            "\"version\": 3",
+            "\"version\": 4",
             "\"errnos\": {",
             "\"EBADF\": 2",
             "\"lo_ns\": 120",
@@ -226,7 +232,7 @@ mod tests {
         let text = to_string(&snap.to_profile(Target::default(), 1, true).unwrap());
         assert!(text.contains("\"nr\": 64,"), "{text}");
         let v2 = text
-            .replace("\"version\": 3", "\"version\": 2")
+            .replace("\"version\": 4", "\"version\": 2")
             .replace("\"nr\": 64,", "\"nr\": 576,");
         let p = parse(v2.as_bytes()).unwrap();
         assert_eq!((p.version, p.syscalls[0].nr), (SCHEMA_VERSION, 64));
@@ -247,6 +253,12 @@ mod tests {
     }
 
     #[test]
+    fn reads_version_3_profiles() {
+        let text = to_string(&sample()).replace("\"version\": 4", "\"version\": 3");
+        assert_eq!(parse(text.as_bytes()).unwrap(), sample());
+    }
+
+    #[test]
     fn bad_files_say_what_is_wrong() {
         assert_eq!(err(b""), "empty file, not a syscost profile");
         assert_eq!(err(b"  \n"), "empty file, not a syscost profile");
@@ -258,7 +270,7 @@ mod tests {
             "not a syscost profile: no \"version\" number"
         );
         assert!(
-            err(text.replace("\"version\": 3", "\"version\": 9").as_bytes())
+            err(text.replace("\"version\": 4", "\"version\": 9").as_bytes())
                 .contains("newer than this syscost")
         );
         assert!(

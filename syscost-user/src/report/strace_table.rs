@@ -249,7 +249,7 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
             },
             if profile.slow_dropped > 0 {
                 format!(
-                    "; {} more not reported (ring buffer full)",
+                    "; {} more not reported (ring buffer full, or beyond the 100,000 kept)",
                     profile.slow_dropped
                 )
             } else {

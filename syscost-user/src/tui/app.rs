@@ -133,6 +133,8 @@ pub struct Sample {
     pub stuck: Vec<StuckCall>,
     /// With `--slow`: the latest slow calls, newest first.
     pub slow: Option<Vec<crate::slow::SlowCall>>,
+    /// Slow calls received so far.
+    pub slow_received: u64,
 }
 
 /// Calls per second over an interval; none before an interval has passed (a rate over a
@@ -177,6 +179,7 @@ pub struct App {
     pub show_slow: bool,
     /// The latest slow calls, newest first (`None` without `--slow`).
     pub slow: Option<Vec<crate::slow::SlowCall>>,
+    pub slow_received: u64,
     pub exited: bool,
     /// Entered from `syscost top`: Esc goes back to it.
     pub drilled: bool,
@@ -210,6 +213,7 @@ impl App {
             show_threads: false,
             show_slow: false,
             slow: None,
+            slow_received: 0,
             drilled: false,
             exited: false,
             reset_requested: false,
@@ -240,7 +244,20 @@ impl App {
         self.overhead = sample.overhead;
         self.overhead_note = sample.overhead_note;
         self.stuck = sample.stuck;
+        // The selected slow call stays selected as newer ones come in above it.
+        let selected = self
+            .slow
+            .as_ref()
+            .and_then(|s| s.get(self.selected))
+            .map(|c| (c.end_ns, c.tid));
         self.slow = sample.slow;
+        self.slow_received = sample.slow_received;
+        if self.show_slow
+            && let (Some(key), Some(calls)) = (selected, &self.slow)
+            && let Some(i) = calls.iter().position(|c| (c.end_ns, c.tid) == key)
+        {
+            self.selected = i;
+        }
         self.clamp_selection();
     }
 
@@ -456,6 +473,7 @@ pub mod tests {
                 overhead_note: None,
                 stuck: Vec::new(),
                 slow: None,
+                slow_received: 0,
             });
         }
         app
@@ -518,6 +536,7 @@ pub mod tests {
             overhead_note: None,
             stuck: Vec::new(),
             slow: None,
+            slow_received: 0,
         });
         assert_eq!(app.cumulative, before, "a paused view does not change");
         assert_eq!(app.rates["read"].len(), 5);

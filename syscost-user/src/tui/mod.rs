@@ -162,6 +162,10 @@ impl Feed {
                 let log = log.lock().unwrap_or_else(|e| e.into_inner());
                 log.calls.iter().rev().take(200).cloned().collect()
             }),
+            slow_received: self.slow_log.as_ref().map_or(0, |log| {
+                let log = log.lock().unwrap_or_else(|e| e.into_inner());
+                log.calls.len() as u64 + log.evicted
+            }),
             overhead,
             overhead_note,
             stuck,

@@ -85,8 +85,16 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
         (None, Some(note)) => format!("own cost: {note}"),
         (None, None) => "own cost: n/a".to_string(),
     };
+    let slow = if app.slow.is_some() {
+        format!(
+            " · slow {} ({} not reported)",
+            app.slow_received, app.cumulative.slow_dropped
+        )
+    } else {
+        String::new()
+    };
     let second = Line::from(format!(
-        " {} syscalls/s · unpaired {} · dropped {} · {own}",
+        " {} syscalls/s · unpaired {} · dropped {}{slow} · {own}",
         count(app.events_per_sec()),
         shown.unpaired,
         shown.dropped
@@ -430,7 +438,7 @@ fn render_slow_stack(frame: &mut Frame, app: &App, area: Rect) {
         frame.render_widget(Block::bordered().title(" stack "), area);
         return;
     };
-    let lines: Vec<Line> = c
+    let mut lines: Vec<Line> = c
         .stack
         .iter()
         .map(|f| {
@@ -448,6 +456,19 @@ fn render_slow_stack(frame: &mut Frame, app: &App, area: Rect) {
             ))
         })
         .collect();
+    if !c.kernel_stack.is_empty() {
+        let names: Vec<String> = c
+            .kernel_stack
+            .iter()
+            .take(6)
+            .map(|f| {
+                f.function
+                    .clone()
+                    .unwrap_or_else(|| format!("{:#x}", f.addr))
+            })
+            .collect();
+        lines.push(Line::from(format!("blocked in: {}", names.join(" <- "))).fg(Color::Yellow));
+    }
     let block = Block::bordered().title(format!(
         " {} of tid {} ({}): {}, user stack ",
         c.syscall,

@@ -491,13 +491,17 @@ fn refresh_cost(syscost: &Path, workload: &Path) -> Result<()> {
 /// workload that does little else (two threads passing a byte over pipes).
 fn switch_cost(syscost: &Path, workload: &Path, rounds: usize, round_trips: u64) -> Result<()> {
     let n = round_trips.max(1000).to_string();
-    let ways: [(&str, &[&str]); 3] = [
+    let ways: [(&str, &[&str]); 4] = [
         ("untraced", &[]),
         (
             "syscost --no-offcpu",
             &["run", "--no-offcpu", "-o", "/dev/null", "--"],
         ),
         ("syscost (off-CPU on)", &["run", "-o", "/dev/null", "--"]),
+        (
+            "syscost --slow 1s",
+            &["run", "--slow", "1s", "-o", "/dev/null", "--"],
+        ),
     ];
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
     for round in 1..=rounds {
@@ -527,6 +531,10 @@ fn switch_cost(syscost: &Path, workload: &Path, rounds: usize, round_trips: u64)
         "off-CPU accounting adds {:.0} ns per round ({:.0} ns per context switch)",
         med[2] - med[1],
         (med[2] - med[1]) / 2.0
+    );
+    println!(
+        "--slow (a kernel stack per blocking switch inside a call) adds {:.0} ns per round over off-CPU on",
+        med[3] - med[2]
     );
     Ok(())
 }

@@ -279,6 +279,19 @@ pub struct ProcName {
 
 /// User stack frames a slow call carries.
 pub const SLOW_STACK_FRAMES: usize = 32;
+/// Kernel stack frames a slow call carries (`--kernel-stacks`).
+pub const KERNEL_STACK_FRAMES: usize = 16;
+
+/// Per thread (`--kernel-stacks`): the kernel stack where it last blocked, and in which
+/// call (its entry time).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockedStack {
+    pub enter_ns: u64,
+    /// Bytes of `stack` filled, or a negative errno.
+    pub bytes: i64,
+    pub stack: [u64; KERNEL_STACK_FRAMES],
+}
 
 /// A call at least as slow as its threshold (`--slow`), sent through the `SLOW` ring
 /// buffer at its exit: only those calls leave the kernel.
@@ -304,12 +317,14 @@ pub struct SlowEvent {
     pub stack_bytes: i32,
     /// Statistics slot of the process.
     pub slot: u32,
-    /// Id in `KSTACK_TRACES` of the kernel stack where the call last blocked (taken at
-    /// its last switch-out), or -1: it did not block, or no stack was taken.
-    pub kernel_stack: i32,
+    /// Bytes of `kernel_stack` filled (0: the call did not block, or no kernel stacks).
+    pub kernel_stack_bytes: u32,
     pub comm: [u8; 16],
     /// User stack, innermost first (the instruction after the syscall first).
     pub stack: [u64; SLOW_STACK_FRAMES],
+    /// With `--kernel-stacks`: the kernel stack where the call last blocked, taken at its
+    /// last switch-out, innermost first.
+    pub kernel_stack: [u64; KERNEL_STACK_FRAMES],
 }
 
 /// Counters of each slot in the `COUNTERS` per-CPU array: index `slot * COUNT + c`.
@@ -354,6 +369,7 @@ mod pod {
     unsafe impl aya::Pod for super::TopValue {}
     unsafe impl aya::Pod for super::ProcName {}
     unsafe impl aya::Pod for super::SlowEvent {}
+    unsafe impl aya::Pod for super::BlockedStack {}
 }
 
 #[cfg(test)]

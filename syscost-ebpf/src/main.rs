@@ -31,22 +31,22 @@ use core::{
 
 use aya_ebpf::{
     EbpfContext as _, Global,
-    bindings::{BPF_F_REUSE_STACKID, BPF_F_USER_STACK, BPF_NOEXIST},
+    bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     helpers::{
         bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task,
         bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel,
         generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id, bpf_get_stack},
     },
     macros::{map, raw_tracepoint},
-    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf, StackTrace},
-    programs::{RawTracePointContext, tracing::StackIdContext as _},
+    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
+    programs::RawTracePointContext,
 };
 use aya_log_ebpf::warn;
 use syscost_common::{
-    BigKey, COMPAT_BASE, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KEY_BIG_COMPAT, KEY_BIG_NATIVE,
-    KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD, KEYS_PER_SLOT, ProcName, ProcSlot,
-    SLOW_STACK_FRAMES, SlowEvent, StatsEntry, ThreadSlot, TopKey, TopValue, USER32_CS, abi,
-    auto_mode, bucket_index, counter, counter_index, proc_value, syscall_key,
+    BigKey, BlockedStack, COMPAT_BASE, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KERNEL_STACK_FRAMES,
+    KEY_BIG_COMPAT, KEY_BIG_NATIVE, KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD, KEYS_PER_SLOT,
+    ProcName, ProcSlot, SLOW_STACK_FRAMES, SlowEvent, StatsEntry, ThreadSlot, TopKey, TopValue,
+    USER32_CS, abi, auto_mode, bucket_index, counter, counter_index, proc_value, syscall_key,
 };
 
 /// BPF_F_MMAPABLE: userspace maps these arrays and reads them without syscalls.
@@ -113,14 +113,15 @@ static SLOW_NS: Array<u64> = Array::with_max_entries(1, 0);
 #[map]
 static DRILL: Array<u32> = Array::with_max_entries(1, 0);
 
-/// With `--slow`: kernel stacks where traced threads blocked inside a syscall.
+/// With `--kernel-stacks`: per thread, the kernel stack where it last blocked inside a
+/// syscall, copied (nothing shared between threads, nothing overwritten by another).
 #[map]
-static KSTACK_TRACES: StackTrace = StackTrace::with_max_entries(1, 0);
+static KSTACK_OF: HashMap<u32, BlockedStack> = HashMap::with_max_entries(1, 0);
 
-/// With `--slow`: per thread, the entry time of the call it last blocked in and the id
-/// of that kernel stack.
-#[map]
-static KSTACK_OF: HashMap<u32, [u64; 2]> = HashMap::with_max_entries(1, 0);
+/// Take the kernel stack of every blocking switch inside a traced call (`--slow` with
+/// `--kernel-stacks`): a stack walk per blocking switch.
+#[unsafe(no_mangle)]
+static KSTACKS_ON: Global<u32> = Global::new(0);
 
 /// Report slow calls.
 #[unsafe(no_mangle)]
@@ -379,7 +380,7 @@ fn claim_thread(tid: u32) -> Option<*mut ThreadSlot> {
 /// time or another thread's totals.
 #[inline(always)]
 fn release_thread(tid: u32) {
-    if SLOW_ON.load() != 0 {
+    if KSTACKS_ON.load() != 0 {
         let _ = KSTACK_OF.remove(tid);
     }
     if let Some(p) = THREADS.get_ptr_mut(tid & THREAD_MASK.load())
@@ -624,10 +625,15 @@ fn report_slow(
         (*e).tid = pid_tgid as u32;
         (*e).key = key;
         (*e).slot = stats_slot;
-        (*e).kernel_stack = match KSTACK_OF.get(pid_tgid as u32) {
-            Some(k) if k[0] == start => k[1] as i32,
-            _ => -1,
-        };
+        (*e).kernel_stack_bytes = 0;
+        if KSTACKS_ON.load() != 0
+            && let Some(k) = KSTACK_OF.get(pid_tgid as u32)
+            && k.enter_ns == start
+            && k.bytes > 0
+        {
+            (*e).kernel_stack = k.stack;
+            (*e).kernel_stack_bytes = k.bytes as u32;
+        }
         (*e).comm = bpf_get_current_comm().unwrap_or([0; 16]);
         (*e).stack_bytes = bpf_get_stack(
             ctx.as_ptr(),
@@ -753,12 +759,8 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
             let prev_state: u64 = ctx.arg(3);
             if preempt & 0xff == 0 && prev_state as u32 != 0 {
                 slot.voluntary += 1;
-                if SLOW_ON.load() != 0
-                    // A newer stack takes the place of an older one with the same hash:
-                    // the reader has read the older one by then.
-                    && let Ok(id) = ctx.get_stackid(&KSTACK_TRACES, u64::from(BPF_F_REUSE_STACKID))
-                {
-                    let _ = KSTACK_OF.insert(prev as u32, [slot.enter_ns, id as u64], 0);
+                if KSTACKS_ON.load() != 0 {
+                    take_kernel_stack(&ctx, prev as u32, slot.enter_ns);
                 }
             } else {
                 slot.involuntary += 1;
@@ -783,6 +785,37 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
         }
     }
     0
+}
+
+/// Copies the current kernel stack into thread `tid`'s `KSTACK_OF` entry.
+#[inline(always)]
+fn take_kernel_stack(ctx: &RawTracePointContext, tid: u32, enter_ns: u64) {
+    let p = match KSTACK_OF.get_ptr_mut(tid) {
+        Some(p) => p,
+        None => {
+            let empty = BlockedStack {
+                enter_ns: 0,
+                bytes: 0,
+                stack: [0; KERNEL_STACK_FRAMES],
+            };
+            if KSTACK_OF.insert(tid, empty, 0).is_err() {
+                return;
+            }
+            match KSTACK_OF.get_ptr_mut(tid) {
+                Some(p) => p,
+                None => return,
+            }
+        }
+    };
+    unsafe {
+        (*p).bytes = bpf_get_stack(
+            ctx.as_ptr(),
+            (&raw mut (*p).stack).cast(),
+            (KERNEL_STACK_FRAMES * 8) as u32,
+            0,
+        );
+        (*p).enter_ns = enter_ns;
+    }
 }
 
 /// sched_process_exec(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm),

@@ -177,6 +177,11 @@ pub struct RunArgs {
     /// (`1ms,close=50us`). Only those calls leave the kernel.
     #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::parse_spec)]
     pub slow: Option<crate::slow::SlowSpec>,
+    /// With --slow: also the kernel stack where each slow call last blocked (a kernel
+    /// stack walk at every blocking switch of a traced thread inside a call; needs the
+    /// on-CPU split).
+    #[arg(long, requires = "slow")]
+    pub kernel_stacks: bool,
 }
 
 #[derive(Debug, Args)]
@@ -233,6 +238,11 @@ pub struct AttachArgs {
     /// (`1ms,close=50us`). Only those calls leave the kernel.
     #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::parse_spec)]
     pub slow: Option<crate::slow::SlowSpec>,
+    /// With --slow: also the kernel stack where each slow call last blocked (a kernel
+    /// stack walk at every blocking switch of a traced thread inside a call; needs the
+    /// on-CPU split).
+    #[arg(long, requires = "slow")]
+    pub kernel_stacks: bool,
 }
 
 #[derive(Debug, Args)]
@@ -285,6 +295,11 @@ pub struct ExportArgs {
     /// (`1ms,close=50us`). Only those calls leave the kernel.
     #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::parse_spec)]
     pub slow: Option<crate::slow::SlowSpec>,
+    /// With --slow: also the kernel stack where each slow call last blocked (a kernel
+    /// stack walk at every blocking switch of a traced thread inside a call; needs the
+    /// on-CPU split).
+    #[arg(long, requires = "slow")]
+    pub kernel_stacks: bool,
 }
 
 /// `syscost top`.

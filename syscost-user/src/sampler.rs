@@ -367,6 +367,10 @@ impl Sampler {
     /// `syscost top`'s drill-down: process `tgid`'s calls also get full statistics (in
     /// the first slot with a pool) from now on; 0 stops.
     pub fn drill(&mut self, tgid: u32) -> Result<()> {
+        // No steps are kept while drilled (the totals are): the top view takes one
+        // afresh when it comes back.
+        self.steps_wanted = tgid == 0;
+        self.pending = TopStep::default();
         match self.tracer.as_mut() {
             Some(t) => t.drill(tgid),
             None => Ok(()),

@@ -92,10 +92,13 @@ impl SlowSpec {
         for (name, d) in &self.per_syscall {
             let id = syscall_names::number(name)?;
             let mut ids = vec![id];
-            // A 64-bit name also names the 32-bit syscall of the same name.
+            // A 64-bit name also names the 32-bit syscall of the same name (a real name:
+            // `syscall_0x10` is a number, not a name).
             if !id.is_compat()
+                && !name.starts_with("syscall_")
                 && let Ok(compat) =
                     syscall_names::number(&format!("{}{name}", syscall_names::COMPAT_PREFIX))
+                && compat.key < KEYS_PER_SLOT
             {
                 ids.push(compat);
             }
@@ -236,7 +239,7 @@ const FD_FIRST: &[&str] = &[
 ];
 
 /// Syscalls whose arguments cannot be read at their exit.
-const ARGS_UNKNOWN: &[&str] = &["execve", "execveat", "rt_sigreturn"];
+const ARGS_UNKNOWN: &[&str] = &["execve", "execveat", "rt_sigreturn", "sigreturn"];
 
 /// Turns ring-buffer events into [`SlowCall`]s: names, errnos, fds, symbols.
 pub struct Decoder {
@@ -252,8 +255,10 @@ impl Default for Decoder {
 }
 
 impl Decoder {
-    /// One event, with the kernel stack it refers to (looked up by the caller).
-    pub fn decode(&self, e: &SlowEvent, kernel: &[u64]) -> SlowCall {
+    /// One event.
+    pub fn decode(&self, e: &SlowEvent) -> SlowCall {
+        let n = (e.kernel_stack_bytes as usize / 8).min(e.kernel_stack.len());
+        let kernel = &e.kernel_stack[..n];
         let id = SyscallId::of(e.key, e.nr);
         let syscall = id.name();
         let comm_end = e.comm.iter().position(|&b| b == 0).unwrap_or(e.comm.len());
@@ -262,14 +267,22 @@ impl Decoder {
         } else {
             (e.ret, None)
         };
+        let compat = id.is_compat();
+        let plain = syscall
+            .strip_prefix(syscall_names::COMPAT_PREFIX)
+            .unwrap_or(&syscall)
+            .to_string();
         let fd = FD_FIRST
-            .contains(&syscall.as_str())
+            .contains(&plain.as_str())
             .then(|| fd_name(e.tgid, e.args[0] as i32))
             .flatten();
         // Their registers are the new program's (exec) or the restored context's
         // (sigreturn) by the exit: the arguments are not known.
-        let args = if ARGS_UNKNOWN.contains(&syscall.as_str()) {
+        let args = if ARGS_UNKNOWN.contains(&plain.as_str()) {
             [0; 6]
+        } else if compat {
+            // 32-bit calls take the low halves of the registers.
+            e.args.map(|a| a & 0xffff_ffff)
         } else {
             e.args
         };
@@ -433,7 +446,6 @@ impl Reader {
     /// to keep for the end (0 for a service that only prints them).
     pub fn spawn(
         mut ring: aya::maps::RingBuf<aya::maps::MapData>,
-        stacks: aya::maps::StackTraceMap<aya::maps::MapData>,
         echo: bool,
         keep: usize,
     ) -> Self {
@@ -455,12 +467,7 @@ impl Reader {
                     // SAFETY: the kernel wrote a whole SlowEvent; read_unaligned copies it.
                     let e = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<SlowEvent>()) };
                     drop(item);
-                    let kernel: Vec<u64> = u32::try_from(e.kernel_stack)
-                        .ok()
-                        .and_then(|id| stacks.get(&id, 0).ok())
-                        .map(|t| t.frames().iter().map(|f| f.ip).collect())
-                        .unwrap_or_default();
-                    let c = decoder.decode(&e, &kernel);
+                    let c = decoder.decode(&e);
                     if echo {
                         eprintln!("{}", line(&c));
                     }
@@ -544,7 +551,11 @@ pub fn line(c: &SlowCall) -> String {
 }
 
 fn args_text(c: &SlowCall) -> String {
-    if ARGS_UNKNOWN.contains(&c.syscall.as_str()) {
+    let plain = c
+        .syscall
+        .strip_prefix(syscall_names::COMPAT_PREFIX)
+        .unwrap_or(&c.syscall);
+    if ARGS_UNKNOWN.contains(&plain) {
         return "...".to_string();
     }
     match &c.fd {

@@ -48,6 +48,8 @@ pub struct TracerOptions {
     pub pool_from_slot: u32,
     /// Send calls at least this slow through the `SLOW` ring buffer (`--slow`).
     pub slow: Option<crate::slow::SlowSpec>,
+    /// With `slow`: take the kernel stack at each blocking switch inside a call.
+    pub kernel_stacks: bool,
 }
 
 /// What the programs trace by themselves.
@@ -152,6 +154,14 @@ fn programs(offcpu: bool, auto: Auto) -> Vec<(&'static str, &'static str)> {
 impl Tracer {
     /// Loads and attaches the programs. Nothing is traced until [`Tracer::trace_process`].
     pub fn load(options: TracerOptions) -> Result<Self> {
+        if options.kernel_stacks && options.slow.is_none() {
+            anyhow::bail!("--kernel-stacks goes with --slow: give --slow DURATION");
+        }
+        if options.kernel_stacks && !options.offcpu {
+            anyhow::bail!(
+                "--kernel-stacks takes the stack at the switch-out, which the on-CPU split follows: drop --no-offcpu"
+            );
+        }
         crate::kernel_btf::check_kernel_for(
             options.offcpu,
             options.auto != Auto::Off || options.top,
@@ -227,15 +237,6 @@ impl Tracer {
     pub fn take_slow_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
         let map = self.ebpf.take_map("SLOW").context("SLOW map missing")?;
         Ok(aya::maps::RingBuf::try_from(map)?)
-    }
-
-    /// The kernel stacks slow calls refer to (`--slow` only).
-    pub fn take_kernel_stacks(&mut self) -> Result<aya::maps::StackTraceMap<MapData>> {
-        let map = self
-            .ebpf
-            .take_map("KSTACK_TRACES")
-            .context("KSTACK_TRACES map missing")?;
-        Ok(aya::maps::StackTraceMap::try_from(map)?)
     }
 
     /// Number of statistics slots loaded.
@@ -556,6 +557,7 @@ fn load_object(
     let own = std::process::id();
     let top = u32::from(options.top);
     let slow_on = u32::from(options.slow.is_some());
+    let kstacks = u32::from(options.slow.is_some() && options.kernel_stacks && options.offcpu);
     let slow_default = match &options.slow {
         Some(spec) => spec.thresholds()?.1,
         None => u64::MAX,
@@ -578,6 +580,7 @@ fn load_object(
         .override_global("TOP_ON", &top, true)
         .override_global("POOL_FROM_SLOT", &options.pool_from_slot, true)
         .override_global("SLOW_ON", &slow_on, true)
+        .override_global("KSTACKS_ON", &kstacks, true)
         .override_global("SLOW_DEFAULT_NS", &slow_default, true)
         .override_global("PT_REGS_ARG_OFFSETS", &layout.pt_regs_arg_offsets, true)
         .override_global(
@@ -603,11 +606,7 @@ fn load_object(
                 1
             },
         )
-        .map_max_entries(
-            "KSTACK_TRACES",
-            if options.slow.is_some() { 2048 } else { 1 },
-        )
-        .map_max_entries("KSTACK_OF", if options.slow.is_some() { 16384 } else { 1 })
+        .map_max_entries("KSTACK_OF", if kstacks != 0 { 16384 } else { 1 })
         .map_max_entries(
             "SLOW",
             if options.slow.is_some() {

@@ -26,7 +26,13 @@ fn exactly_the_slow_calls_with_fd_and_function() {
     let json = t.path("slow.json");
     let (tracer, err) = attach(
         work.id(),
-        &["--slow", "1ms", "--json", json.to_str().unwrap()],
+        &[
+            "--slow",
+            "1ms",
+            "--kernel-stacks",
+            "--json",
+            json.to_str().unwrap(),
+        ],
     );
     // Read stderr as it comes: 250 calls with their stacks fill a pipe.
     let lines = std::thread::spawn(move || err.map_while(Result::ok).collect::<Vec<String>>());

@@ -491,7 +491,7 @@ fn refresh_cost(syscost: &Path, workload: &Path) -> Result<()> {
 /// workload that does little else (two threads passing a byte over pipes).
 fn switch_cost(syscost: &Path, workload: &Path, rounds: usize, round_trips: u64) -> Result<()> {
     let n = round_trips.max(1000).to_string();
-    let ways: [(&str, &[&str]); 4] = [
+    let ways: [(&str, &[&str]); 5] = [
         ("untraced", &[]),
         (
             "syscost --no-offcpu",
@@ -501,6 +501,18 @@ fn switch_cost(syscost: &Path, workload: &Path, rounds: usize, round_trips: u64)
         (
             "syscost --slow 1s",
             &["run", "--slow", "1s", "-o", "/dev/null", "--"],
+        ),
+        (
+            "  with --kernel-stacks",
+            &[
+                "run",
+                "--slow",
+                "1s",
+                "--kernel-stacks",
+                "-o",
+                "/dev/null",
+                "--",
+            ],
         ),
     ];
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
@@ -533,8 +545,9 @@ fn switch_cost(syscost: &Path, workload: &Path, rounds: usize, round_trips: u64)
         (med[2] - med[1]) / 2.0
     );
     println!(
-        "--slow (a kernel stack per blocking switch inside a call) adds {:.0} ns per round over off-CPU on",
-        med[3] - med[2]
+        "--slow adds {:.0} ns per round over off-CPU on; --kernel-stacks (a stack walk per blocking switch inside a call) {:.0} more",
+        med[3] - med[2],
+        med[4] - med[3]
     );
     Ok(())
 }

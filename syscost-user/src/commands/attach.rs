@@ -68,6 +68,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         }),
         top: args.per_process,
         slow: args.slow.clone(),
+        kernel_stacks: args.kernel_stacks,
         ..Default::default()
     })?;
     if cgroup.is_none() {

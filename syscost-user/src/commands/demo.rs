@@ -103,6 +103,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         metrics_addr: None,
         no_run_stats: false,
         slow: None,
+        kernel_stacks: false,
     };
     super::attach::attach_with(&attach, Some(HINT.to_string()))
 }

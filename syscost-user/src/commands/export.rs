@@ -64,6 +64,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         offcpu: !args.no_offcpu,
         slots: targets.len() as u32,
         slow: args.slow.clone(),
+        kernel_stacks: args.kernel_stacks,
         ..Default::default()
     })?;
     // No terminal: each slow call is a line on stderr (the service's log).
@@ -171,6 +172,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         top,
         pool_from_slot,
         slow: args.slow.clone(),
+        kernel_stacks: args.kernel_stacks,
         ..Default::default()
     })?;
     let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true, 0)?;

@@ -79,7 +79,6 @@ fn slow_reader(
     }
     Ok(Some(crate::slow::Reader::spawn(
         tracer.take_slow_ring()?,
-        tracer.take_kernel_stacks()?,
         echo,
         keep,
     )))

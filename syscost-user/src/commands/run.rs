@@ -33,6 +33,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         offcpu: !args.no_offcpu,
         slots: 1,
         slow: args.slow.clone(),
+        kernel_stacks: args.kernel_stacks,
         ..Default::default()
     })?;
 

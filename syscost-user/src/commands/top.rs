@@ -171,6 +171,11 @@ fn live(
                         {
                             break;
                         }
+                        // What happened while drilled is in the totals; the view's
+                        // rates start again from now.
+                        lock(sampler).top_step()?;
+                        last = Instant::now();
+                        next = last + every;
                     }
                     tui::top::Action::Continue => {}
                 }

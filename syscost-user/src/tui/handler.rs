@@ -43,9 +43,8 @@ pub fn handle_key(app: &mut App, key: KeyEvent) -> Action {
         return Action::Continue;
     }
     match key.code {
-        KeyCode::Esc if app.show_slow || app.show_threads => {
+        KeyCode::Esc if app.show_slow => {
             app.show_slow = false;
-            app.show_threads = false;
             app.selected = 0;
         }
         KeyCode::Esc if app.drilled => return Action::Back,

@@ -17,8 +17,8 @@
 //!   slow-mix           20,000 getppid; 200 nanosleep of 2 ms from the function
 //!                      `syscost_test_slow_sleep`; 50 reads of a pipe from
 //!                      `syscost_test_slow_read`, each blocked about 20 ms until a
-//!                      thread (spinning, no syscall) writes a byte; then spins
-//!                      0.5 s and calls exit_group
+//!                      forked child (asked through another pipe) writes a byte;
+//!                      then spins 0.5 s and calls exit_group
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
 //!   exit CODE          exits with CODE
 //!   mixed-forever K    K threads calling close(-1) and getppid in a loop until killed
@@ -408,8 +408,8 @@ pub extern "C" fn syscost_test_slow_read(fd: i32, buf: *mut u8) -> i64 {
 }
 
 /// The `--slow` test's workload: 250 calls of 1 ms or more among 20,000 fast ones, and
-/// no other slow call (the writer waits by spinning, and the process ends with
-/// exit_group, which does not return, rather than joining the thread).
+/// no other slow call in this process (the writer is a child process; the process ends
+/// with exit_group, which does not return).
 fn slow_mix() {
     getppid_n(20_000);
     let ts = libc::timespec {
@@ -419,30 +419,39 @@ fn slow_mix() {
     for _ in 0..200 {
         assert_eq!(syscost_test_slow_sleep(&ts), 0);
     }
-    let mut fds = [0i32; 2];
-    // SAFETY: fills two fds.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    let w = fds[1];
-    // Round i's byte is written 20 ms after the reader says it starts round i, so each
-    // read blocks about 20 ms however late either thread runs.
-    static ROUND: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    std::thread::spawn(move || {
-        for i in 1..=50 {
-            while ROUND.load(std::sync::atomic::Ordering::Acquire) < i {
-                std::hint::spin_loop();
+    // The writer is a child process (not traced by `attach -p`, and idle while it
+    // waits): for each round the reader sends a byte on `go`, the child sleeps 20 ms and
+    // answers on `data`, so each read of `data` blocks about 20 ms, and no thread of
+    // this process spins or sleeps beside it.
+    let (mut go, mut data) = ([0i32; 2], [0i32; 2]);
+    // SAFETY: fill two fds each.
+    assert_eq!(unsafe { libc::pipe(go.as_mut_ptr()) }, 0);
+    assert_eq!(unsafe { libc::pipe(data.as_mut_ptr()) }, 0);
+    // SAFETY: the child uses raw syscalls only, then _exit.
+    match unsafe { libc::fork() } {
+        0 => unsafe {
+            let wait = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 20_000_000,
+            };
+            let mut b = [0u8; 1];
+            for _ in 0..50 {
+                if libc::read(go[0], b.as_mut_ptr().cast(), 1) != 1 {
+                    libc::_exit(1);
+                }
+                libc::nanosleep(&wait, std::ptr::null_mut());
+                libc::write(data[1], b"x".as_ptr().cast(), 1);
             }
-            let t = Instant::now();
-            while t.elapsed() < std::time::Duration::from_millis(20) {
-                std::hint::spin_loop();
-            }
-            // SAFETY: one byte into our pipe.
-            unsafe { libc::write(w, b"x".as_ptr().cast(), 1) };
-        }
-    });
+            libc::_exit(0);
+        },
+        pid if pid > 0 => {}
+        _ => panic!("fork failed: {}", std::io::Error::last_os_error()),
+    }
     let mut b = [0u8; 1];
     for _ in 0..50 {
-        ROUND.fetch_add(1, std::sync::atomic::Ordering::Release);
-        assert_eq!(syscost_test_slow_read(fds[0], b.as_mut_ptr()), 1);
+        // SAFETY: one byte into our pipe.
+        unsafe { libc::write(go[1], b"g".as_ptr().cast(), 1) };
+        assert_eq!(syscost_test_slow_read(data[0], b.as_mut_ptr()), 1);
     }
     // Alive a little longer, without a syscall, so that its fds and maps are still there
     // when the last calls are read.

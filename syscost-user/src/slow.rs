@@ -182,8 +182,8 @@ pub struct SlowCall {
     pub fd: Option<String>,
     /// User stack, innermost first.
     pub stack: Vec<Frame>,
-    /// Kernel stack where the call last blocked (innermost first), when it blocked and
-    /// the off-CPU split is on.
+    /// With `--kernel-stacks`: the kernel stack where the call last blocked (innermost
+    /// first), when it blocked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_stack: Vec<Frame>,
 }
@@ -674,6 +674,16 @@ mod tests {
         let (keys, _) = parse_spec("read=1ms").unwrap().thresholds().unwrap();
         let compat_read = syscall_names::number("i386:read").unwrap().key as usize;
         assert_eq!(keys[compat_read], 1_000_000);
+        // A number is not a name: `syscall_0x10` is 64-bit 16 only, not i386 16.
+        let (keys, _) = parse_spec("syscall_0x10=1ms")
+            .unwrap()
+            .thresholds()
+            .unwrap();
+        let i386_16 = syscall_names::number("i386:lchown").unwrap();
+        assert_eq!(
+            (keys[16], keys[i386_16.key as usize]),
+            (1_000_000, u64::MAX)
+        );
         assert!(parse_spec(",").is_err());
         assert_eq!(s.describe(), "1.00ms,close=50.0us");
     }

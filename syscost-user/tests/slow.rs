@@ -123,7 +123,7 @@ fn a_full_ring_buffer_is_counted() {
     let Some(t) = root_test("slow_overflow") else {
         return;
     };
-    // Every call is slow (0 ns), and the ring buffer holds about ten of them.
+    // Every call is slow (0 ns), and the ring buffer holds about seven of them.
     let json = t.path("all.json");
     let o = output(
         syscost()
@@ -164,6 +164,8 @@ fn a_threshold_of_one_syscall_reports_only_it() {
     let p = read_profile(&json);
     assert_eq!(p.slow_calls.len(), 50, "only the 50 reads of 20 ms");
     assert!(p.slow_calls.iter().all(|c| c.syscall == "read"));
+    // Blocked, but no kernel stacks without --kernel-stacks.
+    assert!(p.slow_calls.iter().all(|c| c.kernel_stack.is_empty()));
     // Counted, not reported: the process's 200 nanosleep, and the 50 sleeps of its child
     // (`run` follows it; libc sleeps with clock_nanosleep).
     assert_eq!(calls(&p, "nanosleep"), 200);
@@ -177,9 +179,13 @@ fn bad_thresholds_are_refused() {
         ("5", "'5' has no unit (ns, us, ms or s)"),
         ("clsoe=1ms", "close"),
         ("1ms,2ms", "two default thresholds"),
+        ("syscall_0x1388=1ms", "below 1024"),
     ] {
         let o = output(syscost().args(["run", "--slow", arg, "--", "true"]));
         assert_eq!(o.status.code(), Some(2), "{arg}: {}", stderr(&o));
         assert!(stderr(&o).contains(expected), "{arg}: {}", stderr(&o));
     }
+    let o = output(syscost().args(["run", "--kernel-stacks", "--", "true"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--slow"), "{}", stderr(&o));
 }

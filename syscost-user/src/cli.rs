@@ -172,16 +172,8 @@ pub struct RunArgs {
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
-    /// Report each call at least this slow, with its arguments, fd and user stack: a
-    /// threshold (`1ms`), thresholds per syscall (`close=50us,read=1ms`), or both
-    /// (`1ms,close=50us`). Only those calls leave the kernel.
-    #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::parse_spec)]
-    pub slow: Option<crate::slow::SlowSpec>,
-    /// With --slow: also the kernel stack where each slow call last blocked (a kernel
-    /// stack walk at every blocking switch of a traced thread inside a call; needs the
-    /// on-CPU split).
-    #[arg(long, requires = "slow")]
-    pub kernel_stacks: bool,
+    #[command(flatten)]
+    pub slow_calls: SlowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -233,16 +225,8 @@ pub struct AttachArgs {
     /// kernel times every BPF program run while they are on).
     #[arg(long)]
     pub no_run_stats: bool,
-    /// Report each call at least this slow, with its arguments, fd and user stack: a
-    /// threshold (`1ms`), thresholds per syscall (`close=50us,read=1ms`), or both
-    /// (`1ms,close=50us`). Only those calls leave the kernel.
-    #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::parse_spec)]
-    pub slow: Option<crate::slow::SlowSpec>,
-    /// With --slow: also the kernel stack where each slow call last blocked (a kernel
-    /// stack walk at every blocking switch of a traced thread inside a call; needs the
-    /// on-CPU split).
-    #[arg(long, requires = "slow")]
-    pub kernel_stacks: bool,
+    #[command(flatten)]
+    pub slow_calls: SlowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -290,6 +274,13 @@ pub struct ExportArgs {
     /// kernel times every BPF program run while they are on).
     #[arg(long)]
     pub no_run_stats: bool,
+    #[command(flatten)]
+    pub slow_calls: SlowArgs,
+}
+
+/// `--slow` and `--kernel-stacks`, shared by `run`, `attach` and `export`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SlowArgs {
     /// Report each call at least this slow, with its arguments, fd and user stack: a
     /// threshold (`1ms`), thresholds per syscall (`close=50us,read=1ms`), or both
     /// (`1ms,close=50us`). Only those calls leave the kernel.

@@ -67,8 +67,8 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             level: cg.level,
         }),
         top: args.per_process,
-        slow: args.slow.clone(),
-        kernel_stacks: args.kernel_stacks,
+        slow: args.slow_calls.slow.clone(),
+        kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;
     if cgroup.is_none() {
@@ -82,7 +82,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     // The live view owns the terminal: slow calls are kept for the end, not printed.
     let slow = super::slow_reader(
         &mut tracer,
-        args.slow.as_ref(),
+        args.slow_calls.slow.as_ref(),
         !tui,
         crate::slow::SlowLog::CAP,
     )?;
@@ -91,7 +91,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         Some(cg) => Source::cgroup(cg.path.clone(), 0),
         None => Source::new(target.pid, target.comm.clone(), 0),
     };
-    let metrics = super::serve_metrics(listener, &sampler, source, args.slow.is_some())?;
+    let metrics = super::serve_metrics(listener, &sampler, source, args.slow_calls.slow.is_some())?;
     let hint = hint.or_else(|| {
         metrics
             .as_ref()
@@ -144,7 +144,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         )
     };
     profile.processes = processes.iter().map(Into::into).collect();
-    super::add_slow(&mut profile, args.slow.as_ref(), slow);
+    super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), slow);
     let mut out = super::finish(profile, &args.view, args.json.as_deref())?;
     if args.per_process {
         out += "\n";

@@ -102,8 +102,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         no_offcpu: false,
         metrics_addr: None,
         no_run_stats: false,
-        slow: None,
-        kernel_stacks: false,
+        slow_calls: Default::default(),
     };
     super::attach::attach_with(&attach, Some(HINT.to_string()))
 }

@@ -63,12 +63,12 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         follow_forks: args.follow_forks,
         offcpu: !args.no_offcpu,
         slots: targets.len() as u32,
-        slow: args.slow.clone(),
-        kernel_stacks: args.kernel_stacks,
+        slow: args.slow_calls.slow.clone(),
+        kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;
     // No terminal: each slow call is a line on stderr (the service's log).
-    let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true, 0)?;
+    let _slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
     let mut sources = Vec::new();
     for (slot, t) in (0..).zip(&targets) {
         tracer.trace_process_in(t.pid, slot)?;
@@ -78,8 +78,9 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         sources.push(Source::new(t.pid, t.comm.clone(), slot));
     }
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
-    let metrics =
-        std::sync::Arc::new(Metrics::new(sampler.clone(), sources).with_slow(args.slow.is_some()));
+    let metrics = std::sync::Arc::new(
+        Metrics::new(sampler.clone(), sources).with_slow(args.slow_calls.slow.is_some()),
+    );
     let server = MetricsServer::start(listener, metrics)?;
     let names: Vec<String> = targets
         .iter()
@@ -171,11 +172,11 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         auto,
         top,
         pool_from_slot,
-        slow: args.slow.clone(),
-        kernel_stacks: args.kernel_stacks,
+        slow: args.slow_calls.slow.clone(),
+        kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;
-    let _slow = super::slow_reader(&mut tracer, args.slow.as_ref(), true, 0)?;
+    let _slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
     let sampler = Sampler::new(tracer, !args.no_run_stats)
         .without_top_totals()
         .shared();
@@ -183,7 +184,8 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],
         None => Vec::new(),
     };
-    let mut metrics = Metrics::new(sampler.clone(), sources).with_slow(args.slow.is_some());
+    let mut metrics =
+        Metrics::new(sampler.clone(), sources).with_slow(args.slow_calls.slow.is_some());
     if top {
         metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
     }

@@ -32,8 +32,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         follow_forks: true,
         offcpu: !args.no_offcpu,
         slots: 1,
-        slow: args.slow.clone(),
-        kernel_stacks: args.kernel_stacks,
+        slow: args.slow_calls.slow.clone(),
+        kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;
 
@@ -52,7 +52,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 
     let slow = super::slow_reader(
         &mut tracer,
-        args.slow.as_ref(),
+        args.slow_calls.slow.as_ref(),
         true,
         crate::slow::SlowLog::CAP,
     )?;
@@ -66,7 +66,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         listener,
         &sampler,
         crate::metrics::Source::new(pid, comm.clone(), 0),
-        args.slow.is_some(),
+        args.slow_calls.slow.is_some(),
     ) {
         Ok(m) => m,
         Err(e) => {
@@ -117,7 +117,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         last
     }
     .to_profile(target, duration_ns, offcpu)?;
-    super::add_slow(&mut profile, args.slow.as_ref(), slow);
+    super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), slow);
     let table = super::finish(profile, &args.view, args.json.as_deref())?;
     match &args.output {
         Some(path) => {

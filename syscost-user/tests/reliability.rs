@@ -5,7 +5,7 @@
 mod common;
 
 use std::{
-    io::{BufRead as _, BufReader, Write as _},
+    io::{BufReader, Write as _},
     process::{Child, Command, Stdio},
     time::Duration,
 };
@@ -24,19 +24,6 @@ fn waiting_workload(
     n: u64,
 ) -> (Reaped, std::io::Lines<BufReader<std::process::ChildStdout>>) {
     waiting(&["threads", &k.to_string(), &n.to_string()])
-}
-
-/// The workload in mode `args`, blocked on stdin until told to start.
-fn waiting(args: &[&str]) -> (Reaped, std::io::Lines<BufReader<std::process::ChildStdout>>) {
-    let mut w = Command::new(workload_path())
-        .arg("--wait-stdin")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = BufReader::new(w.stdout.take().unwrap()).lines();
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
-    (w, out)
 }
 
 #[test]

@@ -88,14 +88,7 @@ fn run_ok(c: &mut Command) {
 
 /// A workload started outside the cgroup, waiting on stdin; moved in, then released.
 fn moved_in(cg: &TestCgroup, args: &[&str]) -> u32 {
-    let mut w = Command::new(workload_path())
-        .arg("--wait-stdin")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = BufReader::new(w.stdout.take().unwrap()).lines();
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let (mut w, _out) = waiting(args);
     let pid = w.id();
     cg.enter(pid);
     writeln!(w.stdin.as_mut().unwrap()).unwrap();
@@ -116,15 +109,13 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
     let cg = TestCgroup::new("exact");
     let child = cg.child("child");
     let json = t.path("cg.json");
-    let mut tracer = syscost()
-        .args(["attach", "--no-tui", "--per-process", "--cgroup", &cg.path])
-        .arg("--json")
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_reaped();
-    let mut err = BufReader::new(tracer.stderr.take().unwrap()).lines();
-    let first = err.next().unwrap().unwrap();
+    let (tracer, first, err) = started(
+        syscost()
+            .args(["attach", "--no-tui", "--per-process", "--cgroup", &cg.path])
+            .arg("--json")
+            .arg(&json)
+            .stdout(Stdio::piped()),
+    );
     assert!(first.starts_with("syscost: tracing cgroup"), "{first}");
 
     // Started inside: a process and its 3 forked children, 1,000 getppid each.
@@ -210,14 +201,12 @@ fn top_counts_every_process_exactly_but_itself() {
         return;
     };
     let json = t.path("top.json");
-    let mut top = syscost()
-        .args(["top", "--no-tui", "-i", "0.5", "--json"])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_reaped();
-    let mut err = BufReader::new(top.stderr.take().unwrap()).lines();
-    let first = err.next().unwrap().unwrap();
+    let (top, first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "-i", "0.5", "--json"])
+            .arg(&json)
+            .stdout(Stdio::piped()),
+    );
     assert!(
         first.starts_with("syscost: watching the machine"),
         "{first}"
@@ -261,14 +250,12 @@ fn top_of_a_cgroup_leaves_the_rest_out() {
     };
     let cg = TestCgroup::new("top");
     let json = t.path("top.json");
-    let mut top = syscost()
-        .args(["top", "--no-tui", "--cgroup", &cg.path, "--json"])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_reaped();
-    let mut err = BufReader::new(top.stderr.take().unwrap()).lines();
-    let first = err.next().unwrap().unwrap();
+    let (top, first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "--cgroup", &cg.path, "--json"])
+            .arg(&json)
+            .stdout(Stdio::piped()),
+    );
     assert!(first.contains(&cg.path), "{first}");
     let outside = Command::new(workload_path())
         .args(["getppid", "4000"])
@@ -313,20 +300,18 @@ fn export_top_keeps_its_series_bounded_and_growing() {
     let Some(_t) = root_test("export_top") else {
         return;
     };
-    let mut export = syscost()
-        .args([
-            "export",
-            "--top",
-            "--top-n",
-            "5",
-            "--metrics-addr",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn_reaped();
-    let mut err = BufReader::new(export.stderr.take().unwrap()).lines();
-    let first = err.next().unwrap().unwrap();
+    let (export, first, _err) = started(
+        syscost()
+            .args([
+                "export",
+                "--top",
+                "--top-n",
+                "5",
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ])
+            .stdout(Stdio::null()),
+    );
     let addr = first
         .split_whitespace()
         .find_map(|w| w.strip_prefix("http://")?.strip_suffix("/metrics;"))

@@ -4,10 +4,7 @@
 
 mod common;
 
-use std::{
-    io::{BufRead as _, BufReader, Write as _},
-    process::{Command, Stdio},
-};
+use std::io::Write as _;
 
 use common::*;
 
@@ -16,13 +13,7 @@ fn exactly_the_slow_calls_with_fd_and_function() {
     let Some(t) = root_test("slow_calls") else {
         return;
     };
-    let mut work = Command::new(workload_path())
-        .args(["--wait-stdin", "slow-mix"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = BufReader::new(work.stdout.take().unwrap()).lines();
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let (mut work, _out) = waiting(&["slow-mix"]);
     let json = t.path("slow.json");
     let (tracer, err) = attach(
         work.id(),

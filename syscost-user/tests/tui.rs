@@ -383,15 +383,7 @@ fn slow_calls_show_in_the_live_view_with_their_stack() {
     let Some(_t) = root_test("slow_in_tmux") else {
         return;
     };
-    let mut work = Command::new(workload_path())
-        .args(["--wait-stdin", "slow-mix"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = std::io::BufReader::new(work.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
+    let (mut work, _out) = waiting(&["slow-mix"]);
     let pid = work.id();
     let Some(tmux) = session("slow", 130, 40, &format!("attach -p {pid} --slow 1ms")) else {
         return;

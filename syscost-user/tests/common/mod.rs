@@ -164,24 +164,47 @@ pub fn printed(o: &Output, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {key}= in {out:?}"))
 }
 
-/// Starts `syscost attach --no-tui -p PID [extra]` and waits until it traces.
-pub fn attach(
-    pid: u32,
-    extra: &[&str],
-) -> (
-    Reaped,
-    std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
-) {
-    let mut tracer = syscost()
-        .args(["attach", "--no-tui", "-p", &pid.to_string()])
-        .args(extra)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn_reaped();
-    let mut err = std::io::BufReader::new(tracer.stderr.take().unwrap()).lines();
+/// Lines of a child's stderr.
+pub type StderrLines = std::io::Lines<std::io::BufReader<std::process::ChildStderr>>;
+
+/// Starts `cmd` (a syscost command) with stderr piped; its first stderr line (syscost's
+/// "tracing"/"watching"/"serving" line, said once it is ready) and the lines after.
+pub fn started(cmd: &mut Command) -> (Reaped, String, StderrLines) {
+    let mut child = cmd.stderr(std::process::Stdio::piped()).spawn_reaped();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let first = err.next().unwrap().unwrap();
+    (child, first, err)
+}
+
+/// Starts `syscost attach --no-tui -p PID [extra]` and waits until it traces.
+pub fn attach(pid: u32, extra: &[&str]) -> (Reaped, StderrLines) {
+    let (tracer, first, err) = started(
+        syscost()
+            .args(["attach", "--no-tui", "-p", &pid.to_string()])
+            .args(extra)
+            .stdout(std::process::Stdio::piped()),
+    );
     assert!(first.starts_with("syscost: tracing process"), "{first}");
     (tracer, err)
+}
+
+/// The workload in mode `args`, blocked on stdin until told to start (a line on its
+/// stdin), and the lines of its stdout after `ready`.
+pub fn waiting(
+    args: &[&str],
+) -> (
+    Reaped,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
+    let mut w = Command::new(workload_path())
+        .arg("--wait-stdin")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn_reaped();
+    let mut out = std::io::BufReader::new(w.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    (w, out)
 }
 
 /// A child started in a process group of its own; the group is killed when this is

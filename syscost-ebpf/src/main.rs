@@ -176,6 +176,25 @@ static SIGNAL_LIVE_OFFSET: Global<u64> = Global::new(0);
 /// Byte offset of `cs` in `struct pt_regs`: it tells 32-bit user code from 64-bit.
 #[unsafe(no_mangle)]
 static PT_REGS_CS_OFFSET: Global<u64> = Global::new(0);
+/// Where sched_switch learns the previous task's state: 0, its `prev_state` argument
+/// (from 5.18); else the byte offset of `task_struct.__state` (`.state` before 5.14),
+/// read from the task, on kernels whose tracepoint has no such argument.
+#[unsafe(no_mangle)]
+static TASK_STATE_OFFSET: Global<u64> = Global::new(0);
+/// How `--cgroup` finds the current task's ancestor at `CGROUP_LEVEL`: 0, the
+/// `bpf_get_current_ancestor_cgroup_id` helper (tracing programs have it from 5.14);
+/// 1, the task's default-hierarchy cgroup read through the offsets below
+/// (`task->cgroups->dfl_cgrp`, its `level` and `ancestor_ids[]`), as the helper does.
+#[unsafe(no_mangle)]
+static CGROUP_WALK: Global<u32> = Global::new(0);
+#[unsafe(no_mangle)]
+static TASK_CGROUPS_OFFSET: Global<u64> = Global::new(0);
+#[unsafe(no_mangle)]
+static CSS_SET_DFL_CGRP_OFFSET: Global<u64> = Global::new(0);
+#[unsafe(no_mangle)]
+static CGROUP_LEVEL_OFFSET: Global<u64> = Global::new(0);
+#[unsafe(no_mangle)]
+static CGROUP_ANCESTOR_IDS_OFFSET: Global<u64> = Global::new(0);
 
 #[inline(always)]
 fn count(slot: u32, c: u32) {
@@ -313,8 +332,7 @@ fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
 fn auto_add(tgid: u32) -> bool {
     let wanted = tgid != OWN_TGID.load()
         && (AUTO_MODE.load() != auto_mode::CGROUP
-            || unsafe { bpf_get_current_ancestor_cgroup_id(CGROUP_LEVEL.load() as i32) }
-                == CGROUP_ID.load());
+            || current_ancestor_cgroup_id(CGROUP_LEVEL.load()) == CGROUP_ID.load());
     let value = if wanted {
         proc_value::new(0, abi::UNKNOWN)
     } else {
@@ -331,6 +349,38 @@ fn auto_add(tgid: u32) -> bool {
         name_process(tgid);
     }
     wanted
+}
+
+/// The id of the current task's cgroup v2 ancestor at `level` (itself at its own
+/// level), 0 when its cgroup is not that deep: the helper's answer, or the same read
+/// from the task where tracing programs lack the helper (`CGROUP_WALK`).
+#[inline(always)]
+fn current_ancestor_cgroup_id(level: u32) -> u64 {
+    if CGROUP_WALK.load() == 0 {
+        return unsafe { bpf_get_current_ancestor_cgroup_id(level as i32) };
+    }
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let read_ptr = |base: *const u8, offset: u64| unsafe {
+        bpf_probe_read_kernel(base.add(offset as usize) as *const u64)
+            .map(|p| p as *const u8)
+            .ok()
+    };
+    let Some(css_set) = read_ptr(task, TASK_CGROUPS_OFFSET.load()) else {
+        return 0;
+    };
+    let Some(cgrp) = read_ptr(css_set, CSS_SET_DFL_CGRP_OFFSET.load()) else {
+        return 0;
+    };
+    let Ok(own_level) = (unsafe {
+        bpf_probe_read_kernel(cgrp.add(CGROUP_LEVEL_OFFSET.load() as usize) as *const i32)
+    }) else {
+        return 0;
+    };
+    if own_level < 0 || (own_level as u32) < level {
+        return 0;
+    }
+    let at = CGROUP_ANCESTOR_IDS_OFFSET.load() + u64::from(level) * 8;
+    unsafe { bpf_probe_read_kernel(cgrp.add(at as usize) as *const u64) }.unwrap_or(0)
 }
 
 /// Keeps the process's name (its comm now) for userspace.
@@ -740,8 +790,10 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
 
 /// sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 /// unsigned int prev_state), run on every context switch of the machine while off-CPU
-/// accounting is on. `prev` is the current task. A traced thread leaving the CPU inside
-/// a syscall gets its switch-out time; a traced thread coming back adds the time away.
+/// accounting is on (`prev_state` exists from 5.18; before, the state is read from
+/// `prev`, see `TASK_STATE_OFFSET`). `prev` is the current task. A traced thread leaving
+/// the CPU inside a syscall gets its switch-out time; a traced thread coming back adds
+/// the time away.
 #[raw_tracepoint(tracepoint = "sched_switch")]
 pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
     // The clock is read only for a traced thread: this runs on every switch of the machine.
@@ -756,7 +808,7 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
             // thread was not preempted and was no longer runnable; a runnable thread
             // switched out (preempted, or sched_yield) is not blocked.
             let preempt: u64 = ctx.arg(0);
-            let prev_state: u64 = ctx.arg(3);
+            let prev_state = prev_task_state(&ctx);
             if preempt & 0xff == 0 && prev_state as u32 != 0 {
                 slot.voluntary += 1;
                 if KSTACKS_ON.load() != 0 {
@@ -785,6 +837,20 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
         }
     }
     0
+}
+
+/// The state the previous task is switched out in (0: runnable): the tracepoint's
+/// argument where it has one, else the task's own field. The two differ only when a
+/// signal was pending as the task went to sleep (the kernel then counts a voluntary
+/// switch and has already made the task runnable again).
+#[inline(always)]
+fn prev_task_state(ctx: &RawTracePointContext) -> u64 {
+    let offset = TASK_STATE_OFFSET.load();
+    if offset == 0 {
+        return ctx.arg(3);
+    }
+    let prev: *const u8 = ctx.arg(1);
+    unsafe { bpf_probe_read_kernel(prev.add(offset as usize) as *const u32) }.map_or(0, u64::from)
 }
 
 /// Copies the current kernel stack into thread `tid`'s `KSTACK_OF` entry.
@@ -905,6 +971,13 @@ pub fn syscost_cgroup_move(ctx: RawTracePointContext) -> i32 {
         remove_proc(tgid);
     }
     0
+}
+
+/// Loaded (never attached) to learn whether tracing programs may call
+/// `bpf_get_current_ancestor_cgroup_id` on this kernel (from 5.14).
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn probe_ancestor_cgroup(_ctx: RawTracePointContext) -> i32 {
+    black_box(unsafe { bpf_get_current_ancestor_cgroup_id(1) }) as i32
 }
 
 /// The floor for the overhead benchmark: the least any program on these tracepoints can

@@ -309,6 +309,8 @@ impl Snapshot {
             slow_threshold: None,
             slow_calls: Vec::new(),
             slow_dropped: self.counters[counter::DROPPED_SLOW as usize],
+            features: Vec::new(),
+            unavailable: Vec::new(),
         })
     }
 }

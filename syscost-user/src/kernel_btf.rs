@@ -1,6 +1,8 @@
 //! Facts about the running kernel read from its BTF (/sys/kernel/btf/vmlinux): where
 //! `pid`, `tgid` and `signal` sit in `struct task_struct` and `live` in `struct
-//! signal_struct` (the fork and exit hooks read them), and `cs` in `struct pt_regs`.
+//! signal_struct` (the fork and exit hooks read them), `cs` in `struct pt_regs`, and
+//! what differs between kernels: whether sched_switch passes `prev_state`, and where a
+//! task's cgroup ancestry is kept. Features are probed here, not inferred from versions.
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use btf_rs::{Btf, Type};
@@ -23,6 +25,24 @@ pub struct KernelLayout {
     pub pt_regs_arg_offsets: [u64; 6],
     /// The same for 32-bit (compat) calls: bx, cx, dx, si, di, bp.
     pub pt_regs_compat_arg_offsets: [u64; 6],
+    /// Whether the sched_switch tracepoint passes `prev_state` (from 5.18).
+    pub switch_has_prev_state: bool,
+    /// Offset of `task_struct.__state` (`.state` before 5.14), where the switch hook
+    /// reads the state on kernels whose tracepoint lacks `prev_state`.
+    pub task_state_offset: Option<u64>,
+    /// Where a task's default-hierarchy cgroup and its ancestors' ids are, on kernels
+    /// that keep `cgroup.ancestor_ids[]` (before 6.0): `--cgroup` reads them where
+    /// tracing programs lack the cgroup-ancestor helper (before 5.14).
+    pub cgroup_walk: Option<CgroupWalk>,
+}
+
+/// Offsets for following `task->cgroups->dfl_cgrp` to its `level` and `ancestor_ids[]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CgroupWalk {
+    pub task_cgroups: u64,
+    pub css_set_dfl_cgrp: u64,
+    pub cgroup_level: u64,
+    pub cgroup_ancestor_ids: u64,
 }
 
 impl KernelLayout {
@@ -55,15 +75,55 @@ impl KernelLayout {
                 member_offset(&btf, "pt_regs", "di")?,
                 member_offset(&btf, "pt_regs", "bp")?,
             ],
+            switch_has_prev_state: tracepoint_args(&btf, "sched_switch")? >= 4,
+            task_state_offset: member_offset(&btf, "task_struct", "__state")
+                .or_else(|_| member_offset(&btf, "task_struct", "state"))
+                .ok(),
+            cgroup_walk: (|| {
+                Ok::<_, anyhow::Error>(CgroupWalk {
+                    task_cgroups: member_offset(&btf, "task_struct", "cgroups")?,
+                    css_set_dfl_cgrp: member_offset(&btf, "css_set", "dfl_cgrp")?,
+                    cgroup_level: member_offset(&btf, "cgroup", "level")?,
+                    cgroup_ancestor_ids: member_offset(&btf, "cgroup", "ancestor_ids")?,
+                })
+            })()
+            .ok(),
         })
+    }
+
+    /// What the switch hook is told about where the previous task's state is: 0 for the
+    /// tracepoint's argument, else the field's offset; `None` when neither exists.
+    pub fn switch_state_source(&self) -> Option<u64> {
+        if self.switch_has_prev_state {
+            Some(0)
+        } else {
+            self.task_state_offset
+        }
     }
 }
 
+/// The arguments a raw tracepoint passes, from its BTF prototype `btf_trace_NAME` (a
+/// pointer to a function whose first parameter is the probe's private data).
+fn tracepoint_args(btf: &Btf, name: &str) -> Result<usize> {
+    let typedef = format!("btf_trace_{name}");
+    for t in btf.resolve_types_by_name(&typedef)? {
+        let mut t = t;
+        // typedef -> pointer -> function prototype.
+        for _ in 0..4 {
+            t = match t {
+                Type::FuncProto(f) => return Ok(f.parameters.len().saturating_sub(1)),
+                Type::Typedef(x) => btf.resolve_chained_type(&x)?,
+                Type::Ptr(x) => btf.resolve_chained_type(&x)?,
+                _ => break,
+            };
+        }
+    }
+    bail!("kernel BTF has no prototype {typedef}")
+}
+
 /// The oldest kernel syscost runs on (BPF_F_MMAPABLE arrays, `bpf_probe_read_kernel`,
-/// aya-log's ring buffer), and the oldest with the on-CPU split (sched_switch's
-/// `prev_state`).
+/// aya-log's ring buffer).
 pub const KERNEL_FLOOR: (u32, u32) = (5, 8);
-pub const KERNEL_FLOOR_OFFCPU: (u32, u32) = (5, 18);
 
 /// The running kernel's release ("6.18.44-fc-v657").
 pub fn release() -> String {
@@ -84,9 +144,9 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
-/// Fails on a kernel older than syscost needs (with `offcpu`, the on-CPU split).
-pub fn check_kernel(offcpu: bool) -> Result<()> {
-    check_kernel_for(offcpu, false)
+/// Fails on a kernel older than syscost needs.
+pub fn check_kernel() -> Result<()> {
+    check_kernel_for(false)
 }
 
 /// The oldest kernel for the whole machine and cgroups (`top`, `--cgroup`,
@@ -95,7 +155,7 @@ pub fn check_kernel(offcpu: bool) -> Result<()> {
 pub const KERNEL_FLOOR_SCOPE: (u32, u32) = (5, 10);
 
 /// [`check_kernel`], and with `scope` the floor of the automatic modes.
-pub fn check_kernel_for(offcpu: bool, scope: bool) -> Result<()> {
+pub fn check_kernel_for(scope: bool) -> Result<()> {
     let rel = release();
     let Some(v) = kernel_version(&rel) else {
         return Ok(());
@@ -105,9 +165,6 @@ pub fn check_kernel_for(offcpu: bool, scope: bool) -> Result<()> {
     }
     if scope && v < KERNEL_FLOOR_SCOPE {
         bail!("top, --cgroup and --per-process need Linux 5.10 or later; this kernel is {rel}");
-    }
-    if offcpu && v < KERNEL_FLOOR_OFFCPU {
-        bail!("the on-CPU split needs Linux 5.18 or later (this kernel is {rel}): use --no-offcpu");
     }
     Ok(())
 }
@@ -181,6 +238,14 @@ mod tests {
             // r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di: 8 bytes each.
             assert_eq!(l.pt_regs_arg_offsets, [112, 104, 96, 56, 72, 64]);
             assert_eq!(l.pt_regs_compat_arg_offsets, [40, 88, 96, 104, 112, 32]);
+        }
+        // Every kernel has one way or the other to tell the switch hook the state.
+        assert!(l.switch_state_source().is_some());
+        let release = release();
+        // One way only: distribution kernels backport features to older versions.
+        if let Some(v) = kernel_version(&release) {
+            assert!(v < (5, 18) || l.switch_has_prev_state, "{release}");
+            assert!(v >= (5, 14) || l.cgroup_walk.is_some(), "{release}");
         }
     }
 }

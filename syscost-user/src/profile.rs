@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::latency::Bucket;
 
 /// Version of the JSON schema written by this build. Readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The whole measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,6 +44,32 @@ pub struct Profile {
     /// reported one by one), and those received but not kept (beyond 100,000).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub slow_dropped: u64,
+    /// The measurements that were on ("offcpu", "slow", "kernel-stacks", "per-process",
+    /// "cgroup"); empty in files written before version 5.
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Default measurements this kernel could not offer, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<String>,
+}
+
+/// What a load of the kernel programs had on, and the default measurements this kernel
+/// could not offer: copied into every profile taken with them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// Names as [`Profile::features`] lists them.
+    pub on: Vec<&'static str>,
+    /// One line each, as [`Profile::unavailable`] has them.
+    pub unavailable: Vec<String>,
+}
+
+impl Profile {
+    /// This profile with the features of the programs that measured it.
+    pub fn with_features(mut self, f: &Features) -> Self {
+        self.features = f.on.iter().map(|s| s.to_string()).collect();
+        self.unavailable = f.unavailable.clone();
+        self
+    }
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -186,6 +186,7 @@ pub struct Sampler {
     tracer: Option<Tracer>,
     slots: u32,
     offcpu: bool,
+    features: crate::profile::Features,
     /// The last consistent copy of each entry (cpu, position), for an entry that could
     /// not be copied consistently within `COPY_TRIES` (then its figures trail).
     last: HashMap<(u32, u32), Box<StatsEntry>>,
@@ -209,6 +210,7 @@ impl Sampler {
         Self {
             slots: tracer.slots(),
             offcpu: tracer.offcpu_tracked(),
+            features: tracer.features().clone(),
             tracer: Some(tracer),
             last: HashMap::new(),
             frozen: None,
@@ -230,6 +232,11 @@ impl Sampler {
     /// Whether the off-CPU split is measured.
     pub fn offcpu_tracked(&self) -> bool {
         self.offcpu
+    }
+
+    /// The features the programs have on, and the default ones this kernel lacks.
+    pub fn features(&self) -> &crate::profile::Features {
+        &self.features
     }
 
     /// Cumulative snapshots of every slot, made of consistent entries.

@@ -22,7 +22,9 @@ use syscost_common::{
     proc_value,
 };
 
-use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process};
+use crate::{
+    kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process, profile::Features,
+};
 
 /// The compiled kernel programs (syscost-ebpf), built by this crate's build script.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/syscost"));
@@ -67,6 +69,7 @@ pub enum Auto {
 pub struct Tracer {
     ebpf: Ebpf,
     logger: Option<EbpfLogger<&'static dyn log::Log>>,
+    features: Features,
     offcpu: bool,
     top: bool,
     slots: u32,
@@ -153,7 +156,9 @@ fn programs(offcpu: bool, auto: Auto) -> Vec<(&'static str, &'static str)> {
 
 impl Tracer {
     /// Loads and attaches the programs. Nothing is traced until [`Tracer::trace_process`].
-    pub fn load(options: TracerOptions) -> Result<Self> {
+    /// A default feature this kernel cannot offer (the on-CPU split) is left off and
+    /// named in [`Tracer::features`]; one asked for explicitly is refused.
+    pub fn load(mut options: TracerOptions) -> Result<Self> {
         if options.kernel_stacks && options.slow.is_none() {
             anyhow::bail!("--kernel-stacks goes with --slow: give --slow DURATION");
         }
@@ -162,10 +167,24 @@ impl Tracer {
                 "--kernel-stacks takes the stack at the switch-out, which the on-CPU split follows: drop --no-offcpu"
             );
         }
-        crate::kernel_btf::check_kernel_for(
-            options.offcpu,
-            options.auto != Auto::Off || options.top,
-        )?;
+        crate::kernel_btf::check_kernel_for(options.auto != Auto::Off || options.top)?;
+        privileges::check()?;
+        process::check_pid_namespace()?;
+        let layout = KernelLayout::read()?;
+        let mut features = Features::default();
+        if options.offcpu
+            && let Some(why) = offcpu_unavailable(&layout)
+        {
+            if options.kernel_stacks {
+                anyhow::bail!("--kernel-stacks needs the on-CPU split, and {why}");
+            }
+            options.offcpu = false;
+            features.unavailable.push(format!("no on-CPU split: {why}"));
+        }
+        let cgroup_walk = match options.auto {
+            Auto::Cgroup { .. } => cgroup_filter(&layout)?,
+            _ => None,
+        };
         let slots = options.slots.max(1);
         let mut sizes = TableSizes::for_slots(slots);
         if options.top {
@@ -174,7 +193,7 @@ impl Tracer {
         if let Ok(spec) = std::env::var("SYSCOST_TABLE_SIZES") {
             sizes = sizes.with_overrides(&spec)?;
         }
-        let (mut ebpf, layout) = load_object(&options, slots, &sizes)?;
+        let mut ebpf = load_object(&options, &layout, cgroup_walk, slots, &sizes)?;
         if let Some(spec) = &options.slow {
             let (keys, _) = spec.thresholds()?;
             let mut thresholds: Array<&mut MapData, u64> =
@@ -190,12 +209,18 @@ impl Tracer {
                 None
             }
         };
-        if options.offcpu && layout.task_tgid_offset != layout.task_pid_offset + 4 {
-            anyhow::bail!(
-                "off-CPU accounting reads task_struct.pid and .tgid together, and this kernel does not keep them adjacent: use --no-offcpu"
-            );
-        }
         attach(&mut ebpf, &programs(options.offcpu, options.auto))?;
+        for (on, name) in [
+            (options.offcpu, "offcpu"),
+            (options.slow.is_some(), "slow"),
+            (options.kernel_stacks, "kernel-stacks"),
+            (options.top, "per-process"),
+            (matches!(options.auto, Auto::Cgroup { .. }), "cgroup"),
+        ] {
+            if on {
+                features.on.push(name);
+            }
+        }
         let cpus = possible_cpus()?;
         let pool = Mapped::new(
             map_data(&ebpf, "POOL")?,
@@ -208,6 +233,7 @@ impl Tracer {
         Ok(Self {
             ebpf,
             logger,
+            features,
             offcpu: options.offcpu,
             top: options.top,
             slots,
@@ -221,6 +247,11 @@ impl Tracer {
     /// Whether the off-CPU split is measured.
     pub fn offcpu_tracked(&self) -> bool {
         self.offcpu
+    }
+
+    /// The features on, and the default ones this kernel lacks.
+    pub fn features(&self) -> &Features {
+        &self.features
     }
 
     /// `syscost top`'s drill-down: process `tgid`'s calls also go to the pool (slot
@@ -271,8 +302,7 @@ impl Tracer {
                 anyhow::bail!("no benchmark variant '{other}' (floor, clock, hist, filter, btf)")
             }
         };
-        let sizes = TableSizes::for_slots(1);
-        let (mut ebpf, _) = load_object(&TracerOptions::default(), 1, &sizes)?;
+        let mut ebpf = load_default_object()?;
         attach(&mut ebpf, programs)?;
         if variant == "btf" {
             let btf = aya::Btf::from_sys_fs()?;
@@ -294,8 +324,7 @@ impl Tracer {
 
     /// Whether an fentry program loads here (loaded, never attached, then dropped).
     pub fn fentry_loads() -> Result<()> {
-        let sizes = TableSizes::for_slots(1);
-        let (mut ebpf, _) = load_object(&TracerOptions::default(), 1, &sizes)?;
+        let mut ebpf = load_default_object()?;
         let btf = aya::Btf::from_sys_fs().context("cannot read the kernel's BTF")?;
         let prog: &mut aya::programs::FEntry = ebpf
             .program_mut("doctor_fentry")
@@ -533,21 +562,102 @@ impl RunTimeStats {
 }
 
 /// Names of the programs syscost loads, as the kernel lists them (16-byte names).
-pub const PROGRAM_NAME_PREFIXES: [&str; 4] = ["syscost_", "floor_sys_", "cand_", "doctor_"];
+pub const PROGRAM_NAME_PREFIXES: [&str; 5] =
+    ["syscost_", "floor_sys_", "cand_", "doctor_", "probe_"];
 
-/// Checks privileges and the PID namespace, reads the kernel's layout and loads the
-/// object with its tables sized by `sizes` for `slots` processes; nothing is attached
-/// yet.
-fn load_object(
-    options: &TracerOptions,
-    slots: u32,
-    sizes: &TableSizes,
-) -> Result<(Ebpf, KernelLayout)> {
+/// Why this kernel cannot split syscall time into on-CPU and switched out, if it cannot.
+pub fn offcpu_unavailable(layout: &KernelLayout) -> Option<String> {
+    if layout.switch_state_source().is_none() {
+        return Some(
+            "this kernel's sched_switch passes no prev_state and its BTF has no task_struct state"
+                .to_string(),
+        );
+    }
+    // The switch hook reads the next task's pid and tgid in one load.
+    (layout.task_tgid_offset != layout.task_pid_offset + 4)
+        .then(|| "this kernel does not keep task_struct.pid and .tgid adjacent".to_string())
+}
+
+/// How `--cgroup` finds a task's ancestor here: `None` for the kernel's helper, else the
+/// offsets to read it from the task; an error when this kernel offers neither.
+fn cgroup_filter(layout: &KernelLayout) -> Result<Option<crate::kernel_btf::CgroupWalk>> {
+    if ancestor_helper_allowed()? {
+        return Ok(None);
+    }
+    match layout.cgroup_walk {
+        Some(walk) => Ok(Some(walk)),
+        None => anyhow::bail!(
+            "--cgroup needs Linux 5.14 or later here: this kernel's tracing programs lack bpf_get_current_ancestor_cgroup_id and its cgroups keep no ancestor_ids"
+        ),
+    }
+}
+
+/// How `--cgroup` would find a task's cgroup here, in words (for `syscost doctor`).
+pub fn cgroup_filter_here() -> Result<&'static str> {
+    let layout = KernelLayout::read()?;
+    Ok(match cgroup_filter(&layout)? {
+        None => "filtered in the kernel with bpf_get_current_ancestor_cgroup_id",
+        Some(_) => {
+            "filtered in the kernel from the task's cgroup ancestry (this kernel's tracing programs lack the cgroup-ancestor helper)"
+        }
+    })
+}
+
+/// Whether tracing programs may call `bpf_get_current_ancestor_cgroup_id` (5.14 on, and
+/// backports): a probe program is loaded, never attached.
+fn ancestor_helper_allowed() -> Result<bool> {
+    let mut ebpf = load_default_object()?;
+    let prog: &mut RawTracePoint = ebpf
+        .program_mut("probe_ancestor_cgroup")
+        .context("program probe_ancestor_cgroup missing from the object")?
+        .try_into()?;
+    match prog.load() {
+        Ok(()) => Ok(true),
+        Err(ProgramError::LoadError { io_error, .. }) if !is_permission_error(&io_error) => {
+            Ok(false)
+        }
+        Err(e) => Err(explain_program_error("probe_ancestor_cgroup", e)),
+    }
+}
+
+/// The object with default options and the smallest tables, for benchmarks and probes.
+fn load_default_object() -> Result<Ebpf> {
     privileges::check()?;
     process::check_pid_namespace()?;
-    raise_memlock_limit();
     let layout = KernelLayout::read()?;
+    load_object(
+        &TracerOptions::default(),
+        &layout,
+        None,
+        1,
+        &TableSizes::for_slots(1),
+    )
+}
+
+/// Loads the object for this kernel's `layout` with its tables sized by `sizes` for
+/// `slots` processes; nothing is attached yet. `cgroup_walk`: read the cgroup ancestry
+/// from the task instead of calling the helper.
+fn load_object(
+    options: &TracerOptions,
+    layout: &KernelLayout,
+    cgroup_walk: Option<crate::kernel_btf::CgroupWalk>,
+    slots: u32,
+    sizes: &TableSizes,
+) -> Result<Ebpf> {
+    raise_memlock_limit();
     let cpus = possible_cpus()?;
+    let task_state_offset = if options.offcpu {
+        layout.switch_state_source().unwrap_or(0)
+    } else {
+        0
+    };
+    let walk = cgroup_walk.unwrap_or(crate::kernel_btf::CgroupWalk {
+        task_cgroups: 0,
+        css_set_dfl_cgrp: 0,
+        cgroup_level: 0,
+        cgroup_ancestor_ids: 0,
+    });
+    let walk_on = u32::from(cgroup_walk.is_some());
     let follow = u32::from(options.follow_forks);
     let (auto_mode, cgroup_id, cgroup_level) = match options.auto {
         Auto::Off => (syscost_common::auto_mode::OFF, 0u64, 0u32),
@@ -573,6 +683,16 @@ fn load_object(
         .override_global("TASK_SIGNAL_OFFSET", &layout.task_signal_offset, true)
         .override_global("SIGNAL_LIVE_OFFSET", &layout.signal_live_offset, true)
         .override_global("PT_REGS_CS_OFFSET", &layout.pt_regs_cs_offset, true)
+        .override_global("TASK_STATE_OFFSET", &task_state_offset, true)
+        .override_global("CGROUP_WALK", &walk_on, true)
+        .override_global("TASK_CGROUPS_OFFSET", &walk.task_cgroups, true)
+        .override_global("CSS_SET_DFL_CGRP_OFFSET", &walk.css_set_dfl_cgrp, true)
+        .override_global("CGROUP_LEVEL_OFFSET", &walk.cgroup_level, true)
+        .override_global(
+            "CGROUP_ANCESTOR_IDS_OFFSET",
+            &walk.cgroup_ancestor_ids,
+            true,
+        )
         .override_global("AUTO_MODE", &auto_mode, true)
         .override_global("CGROUP_ID", &cgroup_id, true)
         .override_global("CGROUP_LEVEL", &cgroup_level, true)
@@ -617,7 +737,7 @@ fn load_object(
         )
         .load(OBJECT)
         .map_err(explain_load_error)?;
-    Ok((ebpf, layout))
+    Ok(ebpf)
 }
 
 /// Loads and attaches `(program, raw tracepoint)` pairs, in order.

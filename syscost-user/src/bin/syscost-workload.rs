@@ -18,7 +18,7 @@
 //!                      `syscost_test_slow_sleep`; 50 reads of a pipe from
 //!                      `syscost_test_slow_read`, each blocked about 20 ms until a
 //!                      forked child (asked through another pipe) writes a byte;
-//!                      then spins 0.5 s and calls exit_group
+//!                      then spins 0.5 s and calls exit_group (with --hold: waits)
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
 //!   exit CODE          exits with CODE
 //!   mixed-forever K    K threads calling close(-1) and getppid in a loop until killed
@@ -34,7 +34,7 @@
 //! ```
 //! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work;
 //! with `--hold` (after `--wait-stdin`, if both) it prints `done` after the work and waits
-//! for another line (or the end of stdin) before it exits.
+//! (in poll) for another line (or the end of stdin) before it exits.
 
 use std::{
     io::{BufRead as _, Write as _},
@@ -108,6 +108,9 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// `--hold` was given: the work's own end waits for main's.
+static HOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--wait-stdin") {
@@ -120,11 +123,21 @@ fn main() {
     let hold = args.first().map(String::as_str) == Some("--hold");
     if hold {
         args.remove(0);
+        HOLD.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     work(&args);
     if hold {
         println!("done");
         std::io::stdout().flush().unwrap();
+        // Waits in poll, not in read: the read that follows finds the line there, so the
+        // work's own reads are the only slow ones.
+        let mut fd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, no timeout.
+        unsafe { libc::poll(&mut fd, 1, -1) };
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line).unwrap();
     }
@@ -452,6 +465,10 @@ fn slow_mix() {
         // SAFETY: one byte into our pipe.
         unsafe { libc::write(go[1], b"g".as_ptr().cast(), 1) };
         assert_eq!(syscost_test_slow_read(data[0], b.as_mut_ptr()), 1);
+    }
+    // Held (--hold): main waits to be told to go, the process stays as long as asked.
+    if HOLD.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
     }
     // Alive a little longer, without a syscall, so that its fds and maps are still there
     // when the last calls are read.

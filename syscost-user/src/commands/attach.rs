@@ -78,6 +78,8 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         }
     }
     let offcpu = tracer.offcpu_tracked();
+    let features = tracer.features().clone();
+    super::note_unavailable(&features);
     let tui = !args.no_tui && std::io::stdout().is_terminal();
     // The live view owns the terminal: slow calls are kept for the end, not printed.
     let slow = super::slow_reader(
@@ -127,7 +129,9 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         )?
     };
     let elapsed = started.elapsed();
-    let mut profile = last.to_profile(info, elapsed.as_nanos() as u64, offcpu)?;
+    let mut profile = last
+        .to_profile(info, elapsed.as_nanos() as u64, offcpu)?
+        .with_features(&features);
     drop(metrics);
     let (processes, top_dropped) = {
         let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());

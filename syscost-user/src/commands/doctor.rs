@@ -10,7 +10,7 @@ use crate::{
     kernel_btf::{self, KernelLayout},
     map_sizes::TableSizes,
     privileges, process, tracer,
-    tracer::Tracer,
+    tracer::{Auto, Tracer, TracerOptions},
 };
 
 /// How a check came out.
@@ -109,15 +109,7 @@ pub fn checks() -> Vec<Check> {
 
     let rel = kernel_btf::release();
     out.push(match kernel_btf::kernel_version(&rel) {
-        Some(v) if v >= kernel_btf::KERNEL_FLOOR_OFFCPU => {
-            Check::new("kernel", Status::Ok, rel.clone())
-        }
-        Some(v) if v >= kernel_btf::KERNEL_FLOOR => Check::new(
-            "kernel",
-            Status::Limited,
-            format!("{rel}: sched_switch has no prev_state before 5.18"),
-        )
-        .fix("use --no-offcpu"),
+        Some(v) if v >= kernel_btf::KERNEL_FLOOR => Check::new("kernel", Status::Ok, rel.clone()),
         Some(_) => Check::new("kernel", Status::Missing, format!("{rel}: before 5.8"))
             .fix("Linux 5.8 or later"),
         None => Check::new(
@@ -127,7 +119,8 @@ pub fn checks() -> Vec<Check> {
         ),
     });
 
-    out.push(match KernelLayout::read() {
+    let layout = KernelLayout::read();
+    out.push(match &layout {
         Ok(_) => Check::new(
             "BTF",
             Status::Ok,
@@ -136,6 +129,9 @@ pub fn checks() -> Vec<Check> {
         Err(e) => Check::new("BTF", Status::Missing, format!("{e:#}"))
             .fix("a kernel built with CONFIG_DEBUG_INFO_BTF"),
     });
+    if let Ok(layout) = &layout {
+        out.push(offcpu_check(layout));
+    }
 
     out.push(match process::check_pid_namespace() {
         Ok(()) => Check::new("PID namespace", Status::Ok, "the host's"),
@@ -173,6 +169,26 @@ pub fn checks() -> Vec<Check> {
             }
             Err(e) => Check::new("raw tracepoints", Status::Missing, format!("{e:#}"))
                 .fix("a kernel with CONFIG_BPF_SYSCALL and the raw syscall tracepoints (CONFIG_FTRACE_SYSCALLS)"),
+        });
+        // The default commands' own programs, loaded and attached for a moment: the
+        // exit status says whether run, attach and top will work.
+        out.push(defaults_check(
+            "run and attach",
+            TracerOptions {
+                follow_forks: true,
+                offcpu: true,
+                slots: 1,
+                ..Default::default()
+            },
+        ));
+        out.push(defaults_check(
+            "top",
+            super::top::tracer_options(true, Auto::All),
+        ));
+        out.push(match tracer::cgroup_filter_here() {
+            Ok(how) => Check::new("--cgroup", Status::Ok, how),
+            Err(e) => Check::new("--cgroup", Status::Limited, format!("{e:#}"))
+                .fix("Linux 5.14 or later for --cgroup (everything else works here)"),
         });
         out.push(match Tracer::fentry_loads() {
             Ok(()) => Check::new("fentry/fexit", Status::Ok, "programs load"),
@@ -244,6 +260,48 @@ pub fn checks() -> Vec<Check> {
     out
 }
 
+/// Where the on-CPU split learns whether a switched-out thread blocked or was preempted.
+fn offcpu_check(layout: &KernelLayout) -> Check {
+    match (
+        layout.switch_state_source(),
+        tracer::offcpu_unavailable(layout),
+    ) {
+        (_, Some(why)) => Check::new("on-CPU split", Status::Limited, why)
+            .fix("none needed: syscall times are shown whole (as with --no-offcpu)"),
+        (Some(0), None) => Check::new(
+            "on-CPU split",
+            Status::Ok,
+            "sched_switch passes the previous task's state",
+        ),
+        (_, None) => Check::new(
+            "on-CPU split",
+            Status::Ok,
+            "the previous task's state read from the task (this kernel's sched_switch passes none)",
+        ),
+    }
+}
+
+/// Loads and attaches the programs a command loads by default, then unloads them.
+fn defaults_check(what: &'static str, options: TracerOptions) -> Check {
+    match Tracer::load(options) {
+        Ok(t) => {
+            let unavailable = t.features().unavailable.join("; ");
+            drop(t);
+            if unavailable.is_empty() {
+                Check::new(what, Status::Ok, "the programs load and attach")
+            } else {
+                Check::new(
+                    what,
+                    Status::Ok,
+                    format!("the programs load and attach, without: {unavailable}"),
+                )
+            }
+        }
+        Err(e) => Check::new(what, Status::Missing, format!("{e:#}"))
+            .fix("see the error; `syscost doctor` on another kernel tells what differs"),
+    }
+}
+
 /// Other BPF programs on tracepoints: each runs on the events it is attached to, for
 /// every process (when they are on the syscall tracepoints, every syscall pays them).
 fn other_tracers() -> Check {
@@ -262,7 +320,7 @@ fn other_tracers() -> Check {
         let name = p.name_as_str().unwrap_or("?").to_string();
         // doctor's own probe programs (the floor it just tried); another syscost's
         // programs count: they cost every syscall too.
-        let ours = ["floor_sys_", "cand_", "doctor_"]
+        let ours = ["floor_sys_", "cand_", "doctor_", "probe_"]
             .iter()
             .any(|prefix| name.starts_with(prefix));
         if tracing && !ours {

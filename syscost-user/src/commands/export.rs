@@ -67,6 +67,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;
+    super::note_unavailable(tracer.features());
     // No terminal: each slow call is a line on stderr (the service's log).
     let _slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
     let mut sources = Vec::new();
@@ -176,6 +177,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;
+    super::note_unavailable(tracer.features());
     let _slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
     let sampler = Sampler::new(tracer, !args.no_run_stats)
         .without_top_totals()

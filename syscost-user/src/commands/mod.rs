@@ -61,6 +61,13 @@ fn note_own_cost(sampler: &SharedSampler) {
     }
 }
 
+/// Says once, at the start, which default measurements this kernel cannot offer.
+fn note_unavailable(features: &crate::profile::Features) {
+    for why in &features.unavailable {
+        eprintln!("syscost: this kernel: {why}");
+    }
+}
+
 /// The metrics endpoint's socket, bound before anything is loaded.
 fn bind_metrics(addr: Option<std::net::SocketAddr>) -> Result<Option<std::net::TcpListener>> {
     addr.map(MetricsServer::bind).transpose()

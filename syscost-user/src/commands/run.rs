@@ -61,6 +61,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let pid = child.pid;
     tracer.trace_process(pid)?;
     let offcpu = tracer.offcpu_tracked();
+    let features = tracer.features().clone();
+    super::note_unavailable(&features);
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
     let metrics = match super::serve_metrics(
         listener,
@@ -116,7 +118,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         s.unload()?;
         last
     }
-    .to_profile(target, duration_ns, offcpu)?;
+    .to_profile(target, duration_ns, offcpu)?
+    .with_features(&features);
     super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), slow);
     let table = super::finish(profile, &args.view, args.json.as_deref())?;
     match &args.output {

@@ -29,6 +29,19 @@ use crate::{
 /// The slot of the process drilled into.
 const DRILL_SLOT: u32 = 1;
 
+/// The programs `top` loads: every process (or a cgroup's) with per-process figures,
+/// the full statistics only for the process drilled into.
+pub fn tracer_options(offcpu: bool, auto: Auto) -> TracerOptions {
+    TracerOptions {
+        offcpu,
+        slots: DRILL_SLOT + 1,
+        auto,
+        top: true,
+        pool_from_slot: DRILL_SLOT,
+        ..Default::default()
+    }
+}
+
 /// JSON schema of `syscost top --json`.
 pub const TOP_SCHEMA: u32 = 1;
 
@@ -49,14 +62,8 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         }
         None => (Auto::All, "the machine".to_string()),
     };
-    let tracer = Tracer::load(TracerOptions {
-        offcpu: !args.no_offcpu,
-        slots: DRILL_SLOT + 1,
-        auto,
-        top: true,
-        pool_from_slot: DRILL_SLOT,
-        ..Default::default()
-    })?;
+    let tracer = Tracer::load(tracer_options(!args.no_offcpu, auto))?;
+    super::note_unavailable(tracer.features());
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
     let every = seconds(args.interval).unwrap_or(Duration::from_secs(1));
     let duration = seconds(args.duration);

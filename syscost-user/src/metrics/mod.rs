@@ -449,6 +449,7 @@ impl Metrics {
         let mut sampler = self.sampler.lock().unwrap_or_else(|e| e.into_inner());
         let snaps = sampler.snapshots()?;
         let offcpu = sampler.offcpu_tracked();
+        let features = sampler.features().clone();
         let bpf_run = sampler.own_cost().totals();
         let (processes_top, cgroups_top) = match &self.top {
             Some(top) => {
@@ -484,6 +485,7 @@ impl Metrics {
                     .cloned()
                     .unwrap_or_default()
                     .to_profile(target, s.started.elapsed().as_nanos() as u64, offcpu)
+                    .map(|p| p.with_features(&features))
             })
             .collect::<Result<_>>()?;
         let slow = if self.slow {

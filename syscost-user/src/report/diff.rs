@@ -358,6 +358,8 @@ mod tests {
             slow_threshold: None,
             slow_calls: Vec::new(),
             slow_dropped: 0,
+            features: Vec::new(),
+            unavailable: Vec::new(),
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target::default(),

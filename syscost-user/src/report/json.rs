@@ -76,8 +76,9 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             upgrade_from_v2(&mut value);
         }
         2 => upgrade_from_v2(&mut value),
-        // Version 4 only added optional fields (target.cgroup, processes, slow_*).
-        3 => {
+        // Versions 4 and 5 only added optional fields (target.cgroup, processes,
+        // slow_*; features, unavailable).
+        3 | 4 => {
             if let Some(obj) = value.as_object_mut() {
                 obj.insert("version".into(), Value::from(SCHEMA_VERSION));
             }
@@ -181,7 +182,12 @@ mod tests {
             command: Some(vec!["sh".into(), "-c".into(), "true".into()]),
             cgroup: None,
         };
-        snap.to_profile(target, 5_000_000, true).unwrap()
+        snap.to_profile(target, 5_000_000, true)
+            .unwrap()
+            .with_features(&crate::profile::Features {
+                on: vec!["offcpu", "slow"],
+                unavailable: Vec::new(),
+            })
     }
 
     #[test]
@@ -190,12 +196,13 @@ mod tests {
         let text = to_string(&p);
         assert_eq!(parse(text.as_bytes()).unwrap(), p);
         for key in [
-            "\"version\": 4",
+            "\"version\": 5",
             "\"errnos\": {",
             "\"EBADF\": 2",
             "\"lo_ns\": 120",
             "\"p99_ns\"",
             "\"command\"",
+            "\"features\": [",
         ] {
             assert!(text.contains(key), "{key} in {text}");
         }
@@ -232,7 +239,7 @@ mod tests {
         let text = to_string(&snap.to_profile(Target::default(), 1, true).unwrap());
         assert!(text.contains("\"nr\": 64,"), "{text}");
         let v2 = text
-            .replace("\"version\": 4", "\"version\": 2")
+            .replace("\"version\": 5", "\"version\": 2")
             .replace("\"nr\": 64,", "\"nr\": 576,");
         let p = parse(v2.as_bytes()).unwrap();
         assert_eq!((p.version, p.syscalls[0].nr), (SCHEMA_VERSION, 64));
@@ -254,8 +261,21 @@ mod tests {
 
     #[test]
     fn reads_version_3_profiles() {
-        let text = to_string(&sample()).replace("\"version\": 4", "\"version\": 3");
+        let text = to_string(&sample()).replace("\"version\": 5", "\"version\": 3");
         assert_eq!(parse(text.as_bytes()).unwrap(), sample());
+    }
+
+    /// Version 4 had no list of features: read as none known.
+    #[test]
+    fn reads_version_4_profiles() {
+        let mut v: Value = serde_json::from_str(&to_string(&sample())).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.insert("version".into(), Value::from(4));
+        o.remove("features");
+        let p = parse(serde_json::to_string(&v).unwrap().as_bytes()).unwrap();
+        assert_eq!(p.version, SCHEMA_VERSION);
+        assert!(p.features.is_empty());
+        assert_eq!(p.syscalls, sample().syscalls);
     }
 
     #[test]
@@ -270,7 +290,7 @@ mod tests {
             "not a syscost profile: no \"version\" number"
         );
         assert!(
-            err(text.replace("\"version\": 4", "\"version\": 9").as_bytes())
+            err(text.replace("\"version\": 5", "\"version\": 9").as_bytes())
                 .contains("newer than this syscost")
         );
         assert!(

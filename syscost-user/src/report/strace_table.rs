@@ -225,6 +225,9 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
         )),
         None => {}
     }
+    for why in &profile.unavailable {
+        push(format!("syscost: this kernel: {why}"));
+    }
     if profile.unpaired > 0 || profile.dropped > 0 {
         push(format!(
             "syscost: {} syscall exits without a seen enter (in flight when tracing began), {} events dropped",
@@ -298,6 +301,8 @@ mod tests {
             slow_threshold: None,
             slow_calls: Vec::new(),
             slow_dropped: 0,
+            features: Vec::new(),
+            unavailable: Vec::new(),
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target {
@@ -382,6 +387,19 @@ mod tests {
         assert!(text.ends_with(
             "syscost: 2 syscall exits without a seen enter (in flight when tracing began), 0 events dropped\n"
         ));
+    }
+
+    #[test]
+    fn a_measurement_the_kernel_lacks_is_the_last_line() {
+        let mut p = profile();
+        p.offcpu_tracked = false;
+        p.unavailable = vec!["no on-CPU split: no task state here".into()];
+        let text = render(&p, &TableOptions::default());
+        assert_eq!(
+            text.lines().last(),
+            Some("syscost: this kernel: no on-CPU split: no task state here")
+        );
+        assert!(!render(&profile(), &TableOptions::default()).contains("this kernel"));
     }
 
     #[test]

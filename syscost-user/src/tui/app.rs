@@ -419,6 +419,8 @@ pub mod tests {
             slow_threshold: None,
             slow_calls: Vec::new(),
             slow_dropped: 0,
+            features: Vec::new(),
+            unavailable: Vec::new(),
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target {

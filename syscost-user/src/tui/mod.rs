@@ -142,18 +142,21 @@ impl Feed {
             Err(why) => (None, Some(why)),
         };
         let offcpu = s.offcpu_tracked();
+        let features = s.features().clone();
         drop(s);
         let sample = Sample {
-            cumulative: step.cumulative.to_profile(
-                self.target(comm),
-                self.attached.elapsed().as_nanos() as u64,
-                offcpu,
-            )?,
-            interval: step.interval.to_profile(
-                self.target(comm),
-                (step.interval_secs * 1e9) as u64,
-                offcpu,
-            )?,
+            cumulative: step
+                .cumulative
+                .to_profile(
+                    self.target(comm),
+                    self.attached.elapsed().as_nanos() as u64,
+                    offcpu,
+                )?
+                .with_features(&features),
+            interval: step
+                .interval
+                .to_profile(self.target(comm), (step.interval_secs * 1e9) as u64, offcpu)?
+                .with_features(&features),
             interval_secs: step.interval_secs,
             attached_for: self.attached.elapsed(),
             threads,

@@ -126,7 +126,11 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
                 .bold(),
                 None => Line::from(format!(" per {unit}: no {unit} calls yet")),
             },
-            None => Line::from(""),
+            // A default measurement this kernel lacks, said where the view is read.
+            None => match shown.unavailable.first() {
+                Some(why) => Line::from(format!(" this kernel: {why}")),
+                None => Line::from(""),
+            },
         }
     };
     let third_used = app.exited || app.per.is_some();

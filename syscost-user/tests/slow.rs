@@ -13,7 +13,9 @@ fn exactly_the_slow_calls_with_fd_and_function() {
     let Some(t) = root_test("slow_calls") else {
         return;
     };
-    let (mut work, _out) = waiting(&["slow-mix"]);
+    // --hold: the workload stays until told to go, after syscost has printed its slow
+    // calls (they are decoded from the living process's maps and fds).
+    let (mut work, _out) = waiting(&["--hold", "slow-mix"]);
     let json = t.path("slow.json");
     let (tracer, err) = attach(
         work.id(),
@@ -26,35 +28,76 @@ fn exactly_the_slow_calls_with_fd_and_function() {
         ],
     );
     // Read stderr as it comes: 250 calls with their stacks fill a pipe.
-    let lines = std::thread::spawn(move || err.map_while(Result::ok).collect::<Vec<String>>());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in err.map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    let mut lines = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let seen = |lines: &[String], name: &str| {
+        lines
+            .iter()
+            .filter(|l| l.starts_with(&format!("slow: {name}(")))
+            .count()
+    };
+    while seen(&lines, "nanosleep") < 200 || seen(&lines, "read") < 50 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) => lines.push(l),
+            Err(e) => panic!("slow calls not all printed ({e}): {lines:?}"),
+        }
+    }
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     let o = tracer.into_inner().wait_with_output().unwrap();
-    let lines = lines.join().unwrap();
+    lines.extend(rx.iter());
     assert!(o.status.success(), "{lines:?}");
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 20_000);
     let by = |name: &str| p.slow_calls.iter().filter(|c| c.syscall == name).count();
-    assert_eq!(
-        (p.slow_calls.len(), by("nanosleep"), by("read")),
-        (250, 200, 50),
-        "{:#?}",
+    let innermost = |c: &syscost_user::slow::SlowCall| {
+        c.stack
+            .first()
+            .and_then(|f| f.function.clone())
+            .unwrap_or_default()
+    };
+    let made = |name: &str, function: &str| {
         p.slow_calls
             .iter()
-            .filter(|c| c.syscall != "nanosleep" && c.syscall != "read")
-            .collect::<Vec<_>>()
+            .filter(|c| c.syscall == name && innermost(c) == function)
+            .count()
+    };
+    // Exactly the 250 slow calls the workload makes, each with the function that made
+    // it. Any other call reported must have been as slow too: the hold's poll when
+    // syscost printed the calls after the work was done, and any call a VM's or a
+    // loaded host's stall kept for milliseconds (reporting it is right).
+    let others: Vec<_> = p
+        .slow_calls
+        .iter()
+        .filter(|c| {
+            !matches!(
+                (c.syscall.as_str(), innermost(c).as_str()),
+                ("nanosleep", "syscost_test_slow_sleep") | ("read", "syscost_test_slow_read")
+            )
+        })
+        .collect();
+    assert_eq!(
+        (
+            made("nanosleep", "syscost_test_slow_sleep"),
+            made("read", "syscost_test_slow_read")
+        ),
+        (200, 50),
+        "{others:#?}"
     );
     assert_eq!(p.slow_dropped, 0);
     for c in &p.slow_calls {
         assert!(c.latency_ns >= 1_000_000, "{c:?}");
         assert_eq!(c.pid, work.id());
-        let innermost = c.stack.first().and_then(|f| f.function.as_deref());
-        match c.syscall.as_str() {
-            "nanosleep" => {
-                assert_eq!(innermost, Some("syscost_test_slow_sleep"), "{c:?}");
-                assert!(c.latency_ns >= 2_000_000);
-            }
-            _ => {
-                assert_eq!(innermost, Some("syscost_test_slow_read"), "{c:?}");
+        match (c.syscall.as_str(), innermost(c).as_str()) {
+            ("nanosleep", "syscost_test_slow_sleep") => assert!(c.latency_ns >= 2_000_000),
+            ("read", "syscost_test_slow_read") => {
                 assert!(
                     c.fd.as_deref().is_some_and(|f| f.starts_with("pipe:[")),
                     "{c:?}"
@@ -71,13 +114,20 @@ fn exactly_the_slow_calls_with_fd_and_function() {
                     "{c:?}"
                 );
             }
+            _ => {}
         }
     }
     // Printed as they came (--no-tui), and counted in the table.
     let printed = lines.iter().filter(|l| l.starts_with("slow: ")).count();
-    assert_eq!(printed, 250, "{lines:?}");
+    assert_eq!(printed, p.slow_calls.len(), "{lines:?}");
+    let summary = format!(
+        "syscost: {} slow calls (--slow 1.00ms): nanosleep {}",
+        p.slow_calls.len(),
+        by("nanosleep")
+    );
+    assert!(stdout(&o).contains(&summary), "{summary}\n{}", stdout(&o));
     assert!(
-        stdout(&o).contains("syscost: 250 slow calls (--slow 1.00ms): nanosleep 200, read 50"),
+        stdout(&o).contains(&format!(", read {}", by("read"))),
         "{}",
         stdout(&o)
     );
@@ -106,7 +156,7 @@ fn exactly_the_slow_calls_with_fd_and_function() {
         .iter()
         .filter(|e| e["ph"] == "X")
         .count();
-    assert_eq!(slices, 250);
+    assert_eq!(slices, p.slow_calls.len());
 }
 
 #[test]

@@ -6,6 +6,7 @@
 mod bench;
 mod dist;
 mod setup;
+mod vm;
 
 use std::{
     path::{Path, PathBuf},
@@ -58,6 +59,12 @@ enum Task {
         #[arg(long)]
         no_peers: bool,
     },
+    /// Boot each kernel of the matrix (Linux 5.10, 6.1, 6.12) in qemu and run the kernel
+    /// suite of the root tests inside it, as the VM's root; one line per kernel.
+    VmTest {
+        /// Kernels to boot (e.g. 5.10 6.12); all of the matrix when none is given.
+        kernels: Vec<String>,
+    },
     /// Build the Debian package and a release tarball under target/dist (binary with the
     /// kernel programs, manual pages, completions, README).
     Dist {
@@ -80,6 +87,7 @@ fn main() -> Result<()> {
         Task::Setup => Ok(()),
         Task::Build => build(&root),
         Task::Test { args } => test(&root, &args),
+        Task::VmTest { kernels } => vm::vm_test(&root, &kernels),
         Task::Bench {
             rounds,
             calls,
@@ -135,10 +143,13 @@ fn build(root: &Path) -> Result<()> {
 fn test(root: &Path, extra: &[String]) -> Result<()> {
     test_crates(root, extra)?;
     // The package: built, installed, run, removed, nothing left (root only; the whole
-    // suite only, not a filtered run).
+    // suite only, not a filtered run). Then the kernel matrix.
     if setup::is_root() && extra.is_empty() {
         build(root)?;
         dist::dist(root, true)?;
+    }
+    if extra.is_empty() {
+        vm::vm_test(root, &[])?;
     }
     Ok(())
 }

@@ -6,7 +6,9 @@
 //! - strace (for the side-by-side comparisons), tmux (for the terminal UI tests) and
 //!   prometheus (a real scraper for the metrics endpoint's test; the package's service is
 //!   not started here, the test runs its own server on loopback) and libbpf-tools (its
-//!   `syscount`, the peer `cargo xtask bench` measures against), from apt.
+//!   `syscount`, the peer `cargo xtask bench` measures against), from apt;
+//! - for the kernel matrix (`cargo xtask vm-test`): qemu-system-x86, busybox-static and
+//!   binutils from apt (the kernels themselves are fetched by the task).
 
 use std::{
     env,
@@ -23,11 +25,16 @@ use anyhow::{Context as _, Result, bail};
 const BPF_LINKER: &str = "bpf-linker@0.13.0";
 const BPF_LINKER_LLVM_FEATURE: &str = "llvm-22";
 /// Debian packages the tests and the benchmark use, each with the command it provides.
-const APT_PACKAGES: [(&str, &str); 4] = [
+const APT_PACKAGES: [(&str, &str); 7] = [
     ("strace", "strace"),
     ("tmux", "tmux"),
     ("prometheus", "prometheus"),
     ("libbpf-tools", "syscount"),
+    // The kernel matrix: qemu boots the kernels, busybox is the VM's shell and tools,
+    // objcopy strips the test binaries put in its initramfs.
+    ("qemu-system-x86", "qemu-system-x86_64"),
+    ("busybox-static", "busybox"),
+    ("binutils", "objcopy"),
 ];
 
 pub fn setup() -> Result<()> {

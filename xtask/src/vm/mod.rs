@@ -1,0 +1,397 @@
+//! `cargo xtask vm-test [KERNEL...]`: the kernel suite on every kernel of the matrix,
+//! each booted in qemu with an initramfs of the test binaries. One line per kernel,
+//! `kernel 5.10.0-32-cloud-amd64: N passed, 0 failed`; any failure, panic, hang or
+//! missing result fails the task, with the consoles' last lines shown.
+
+mod initramfs;
+mod kernels;
+mod suite;
+
+use std::{
+    collections::BTreeMap,
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::setup::output;
+
+/// The most one kernel may take, boot to power-off (TCG runs the suite in a few minutes).
+const KERNEL_TIMEOUT: Duration = Duration::from_secs(900);
+
+pub fn vm_test(root: &Path, wanted: &[String]) -> Result<()> {
+    let kernels = kernels::select(wanted)?;
+    let started = Instant::now();
+    let built = build_tests(root)?;
+    let vm_dir = root.join("target/vm");
+    fs::create_dir_all(&vm_dir)?;
+    let archive = vm_dir.join("initramfs.cpio");
+    fs::write(&archive, initramfs_for(&built)?.cpio()?)?;
+    let accel = accelerator();
+    let mut failed = Vec::new();
+    let count = kernels.len();
+    for k in kernels {
+        let image = k.vmlinuz()?;
+        let t = Instant::now();
+        let result = boot(&image, &archive, &vm_dir, k.release, accel)?;
+        let secs = t.elapsed().as_secs();
+        match &result {
+            Outcome::Finished(r) if r.failed == 0 && r.problems.is_empty() => {
+                println!(
+                    "kernel {}: {} passed, 0 failed ({secs} s)",
+                    k.release, r.passed
+                );
+            }
+            Outcome::Finished(r) => {
+                println!(
+                    "kernel {}: {} passed, {} failed ({secs} s)",
+                    k.release, r.passed, r.failed
+                );
+                for p in &r.problems {
+                    println!("  {p}");
+                }
+                failed.push(k.release);
+            }
+            Outcome::Unfinished { why } => {
+                println!("kernel {}: no result ({why}, {secs} s)", k.release);
+                failed.push(k.release);
+            }
+        }
+        if !matches!(&result, Outcome::Finished(r) if r.failed == 0 && r.problems.is_empty()) {
+            show_tail(
+                "console",
+                &vm_dir.join(format!("{}.console", k.release)),
+                40,
+            );
+            show_tail("tests", &vm_dir.join(format!("{}.tests", k.release)), 80);
+        }
+    }
+    println!(
+        "vm-test: {count} kernel(s) in {} s ({accel})",
+        started.elapsed().as_secs()
+    );
+    if !failed.is_empty() {
+        bail!("the kernel suite failed on {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+/// The test binaries of syscost-user by name, and the binaries they start.
+struct Built {
+    tests: BTreeMap<String, PathBuf>,
+    programs: Vec<PathBuf>,
+}
+
+/// Builds the integration tests (the same debug build `cargo test` makes) and returns
+/// where cargo put them.
+fn build_tests(root: &Path) -> Result<Built> {
+    let out = output(
+        crate::cargo(root)
+            .args(["test", "--no-run", "-p", "syscost-user", "--tests"])
+            .args(["--message-format", "json-render-diagnostics"])
+            .stderr(Stdio::inherit()),
+    )?;
+    let mut built = Built {
+        tests: BTreeMap::new(),
+        programs: Vec::new(),
+    };
+    for line in out.lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if msg["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let Some(exe) = msg["executable"].as_str() else {
+            continue;
+        };
+        let name = msg["target"]["name"].as_str().unwrap_or_default();
+        let kinds = msg["target"]["kind"].to_string();
+        if msg["profile"]["test"] == true && kinds.contains("\"test\"") {
+            built.tests.insert(name.to_string(), PathBuf::from(exe));
+        } else if kinds.contains("\"bin\"") {
+            built.programs.push(PathBuf::from(exe));
+        }
+    }
+    for (binary, tests) in suite::SUITE {
+        let exe = built
+            .tests
+            .get(*binary)
+            .with_context(|| format!("cargo built no test binary '{binary}'"))?;
+        let listed = output(Command::new(exe).args(["--list", "--format", "terse"]))?;
+        let missing = suite::missing(tests, &listed);
+        if !missing.is_empty() {
+            bail!(
+                "the kernel suite names tests {binary} lacks: {}",
+                missing.join(", ")
+            );
+        }
+    }
+    Ok(built)
+}
+
+/// /init, busybox, the suite's test binaries and syscost's binaries at their build
+/// paths (the tests find syscost there), and the libraries they load.
+fn initramfs_for(built: &Built) -> Result<initramfs::Tree> {
+    let mut t = initramfs::Tree::default();
+    let busybox = Path::new("/bin/busybox");
+    if !busybox.exists() {
+        bail!("/bin/busybox is missing: install busybox-static");
+    }
+    t.copy_from_host(busybox)?;
+    t.symlink("/bin/sh", "busybox");
+    for d in [
+        "/proc", "/sys", "/dev", "/tmp", "/root", "/run", "/usr/bin", "/sbin",
+    ] {
+        t.dir(d);
+    }
+    t.file(
+        Path::new("/etc/passwd"),
+        b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"
+            .to_vec(),
+        false,
+    );
+    t.file(
+        Path::new("/etc/group"),
+        b"root:x:0:\nnogroup:x:65534:\n".to_vec(),
+        false,
+    );
+    let mut binaries: Vec<PathBuf> = built.programs.clone();
+    for (binary, _) in suite::SUITE {
+        binaries.push(built.tests[*binary].clone());
+    }
+    let mut libraries = Vec::new();
+    for b in &binaries {
+        t.file(b, stripped(b)?, true);
+        let ldd = output(Command::new("ldd").arg(b))?;
+        libraries.extend(initramfs::shared_libraries(&ldd));
+    }
+    libraries.sort();
+    libraries.dedup();
+    for l in libraries {
+        t.copy_from_host(&l)?;
+    }
+    t.file(Path::new("/init"), init_script(built).into_bytes(), true);
+    Ok(t)
+}
+
+/// A binary without its debug sections (the symbol table stays: slow-call stacks are
+/// symbolized from it), to keep the initramfs small.
+fn stripped(binary: &Path) -> Result<Vec<u8>> {
+    let tmp = std::env::temp_dir().join(format!(
+        "syscost-vm-{}-{}",
+        std::process::id(),
+        binary.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let ok = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(binary)
+        .arg(&tmp)
+        .status()
+        .is_ok_and(|s| s.success());
+    let data = if ok {
+        fs::read(&tmp)?
+    } else {
+        fs::read(binary)?
+    };
+    let _ = fs::remove_file(&tmp);
+    Ok(data)
+}
+
+/// The VM's init: mounts what syscost and the tests use, runs each test binary of the
+/// suite on the second serial port, and powers off.
+fn init_script(built: &Built) -> String {
+    let mut s = String::from(include_str!("init.sh"));
+    for (binary, tests) in suite::SUITE {
+        s.push_str(&format!(
+            "run_suite {binary} {} {}\n",
+            built.tests[*binary].display(),
+            tests.join(" ")
+        ));
+    }
+    s.push_str("finish\n");
+    s
+}
+
+/// KVM when this machine has it working, TCG otherwise.
+fn accelerator() -> &'static str {
+    let cpu = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let virt = cpu
+        .lines()
+        .filter(|l| l.starts_with("flags"))
+        .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
+    let kvm = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok();
+    if virt && kvm { "kvm" } else { "tcg" }
+}
+
+enum Outcome {
+    Finished(initramfs_results::Results),
+    Unfinished { why: String },
+}
+
+mod initramfs_results {
+    /// What the test binaries said on the VM's second serial port.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    pub struct Results {
+        pub passed: u64,
+        pub failed: u64,
+        /// Failed tests and binaries that did not finish, one line each.
+        pub problems: Vec<String>,
+        /// The init's last line was written.
+        pub done: bool,
+    }
+
+    /// Reads the log: libtest's result lines, its FAILED lines, and the init's own
+    /// `syscost-vm: BINARY exit N` and `syscost-vm: done` lines.
+    pub fn parse(log: &str) -> Results {
+        let mut r = Results::default();
+        let mut summarised = false;
+        for line in log.lines() {
+            let line = line.trim_end_matches('\r');
+            if let Some(rest) = line.strip_prefix("test result: ") {
+                summarised = true;
+                for part in rest.split(';') {
+                    let mut w = part.split_whitespace().rev();
+                    let (what, n) = (w.next(), w.next().and_then(|n| n.parse::<u64>().ok()));
+                    match (what, n) {
+                        (Some("passed"), Some(n)) => r.passed += n,
+                        (Some("failed"), Some(n)) => r.failed += n,
+                        _ => {}
+                    }
+                }
+            } else if let Some(t) = line.strip_prefix("test ")
+                && let Some(name) = t.strip_suffix(" ... FAILED")
+            {
+                r.problems.push(format!("FAILED {name}"));
+            } else if let Some(rest) = line.strip_prefix("syscost-vm: ") {
+                if rest == "done" {
+                    r.done = true;
+                } else if let Some((binary, code)) = rest.split_once(" exit ") {
+                    if code != "0" && !summarised {
+                        r.problems.push(format!(
+                            "{binary} ended with status {code} before its result"
+                        ));
+                    }
+                    summarised = false;
+                }
+            }
+        }
+        r
+    }
+}
+
+/// Boots `image` with the initramfs and waits for it to power off.
+fn boot(image: &Path, archive: &Path, dir: &Path, release: &str, accel: &str) -> Result<Outcome> {
+    let console = dir.join(format!("{release}.console"));
+    let tests = dir.join(format!("{release}.tests"));
+    let _ = fs::remove_file(&console);
+    let _ = fs::remove_file(&tests);
+    let mut cmd = Command::new("qemu-system-x86_64");
+    match accel {
+        "kvm" => cmd.args(["-accel", "kvm", "-cpu", "host"]),
+        // Never -cpu host without KVM; "max" gives TCG's full feature set (rdrand too).
+        _ => cmd.args(["-accel", "tcg,thread=single", "-cpu", "max"]),
+    };
+    cmd.args(["-m", "2048", "-smp", "2", "-nodefaults", "-display", "none"])
+        .args(["-monitor", "none", "-no-reboot", "-kernel"])
+        .arg(image)
+        .arg("-initrd")
+        .arg(archive)
+        .args([
+            "-append",
+            "console=ttyS0 panic=-1 quiet random.trust_cpu=on",
+        ])
+        .arg("-serial")
+        .arg(format!("file:{}", console.display()))
+        .arg("-serial")
+        .arg(format!("file:{}", tests.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().context("cannot start qemu-system-x86_64")?;
+    let deadline = Instant::now() + KERNEL_TIMEOUT;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let log = fs::read_to_string(&tests).unwrap_or_default();
+    let r = initramfs_results::parse(&log);
+    let console_text = fs::read_to_string(&console).unwrap_or_default();
+    Ok(match status {
+        None => Outcome::Unfinished {
+            why: format!("still running after {} s", KERNEL_TIMEOUT.as_secs()),
+        },
+        Some(_) if console_text.contains("Kernel panic") => Outcome::Unfinished {
+            why: "kernel panic".to_string(),
+        },
+        Some(s) if !r.done => {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            Outcome::Unfinished {
+                why: format!("the VM stopped ({s}) before the suite ended {}", err.trim()),
+            }
+        }
+        Some(_) => Outcome::Finished(r),
+    })
+}
+
+fn show_tail(what: &str, path: &Path, lines: usize) {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    let from = all.len().saturating_sub(lines);
+    println!(
+        "--- last {} lines of the {what} ({}):",
+        all.len() - from,
+        path.display()
+    );
+    for l in &all[from..] {
+        println!("{l}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::initramfs_results::parse;
+
+    #[test]
+    fn results_sum_over_binaries_and_name_failures() {
+        let log = "syscost-vm: kernel 5.10.0-32-cloud-amd64\n\
+                   running 2 tests\ntest a ... ok\ntest b ... FAILED\n\
+                   test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 30 filtered out; finished in 2.01s\n\
+                   syscost-vm: engine exit 101\n\
+                   running 1 test\ntest c ... ok\n\
+                   test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 3 filtered out; finished in 0.5s\n\r\n\
+                   syscost-vm: slow exit 0\n\
+                   syscost-vm: done\n";
+        let r = parse(log);
+        assert_eq!((r.passed, r.failed, r.done), (2, 1, true));
+        assert_eq!(r.problems, ["FAILED b"]);
+    }
+
+    #[test]
+    fn a_binary_that_dies_without_a_result_is_a_problem() {
+        let log = "running 1 test\ntest a ... \nsyscost-vm: scope exit 139\n";
+        let r = parse(log);
+        assert_eq!((r.passed, r.failed, r.done), (0, 0, false));
+        assert_eq!(
+            r.problems,
+            ["scope ended with status 139 before its result"]
+        );
+    }
+}

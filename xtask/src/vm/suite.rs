@@ -1,0 +1,83 @@
+//! The kernel suite: the root integration tests that run on every kernel of the matrix.
+//! Each exercises the kernel side (what the verifier accepts, what the hooks see) with a
+//! workload of known syscalls. The tmux, Prometheus-server and package tests stay on the
+//! host: they test userspace, the same on every kernel.
+
+/// (test binary, tests in it).
+pub const SUITE: &[(&str, &[&str])] = &[
+    (
+        "engine",
+        &[
+            "run_counts_getppid_exactly",
+            "blocking_read_is_off_cpu",
+            "run_counts_errors_by_errno",
+            "run_counts_every_thread",
+            "run_follows_forked_children",
+            "nanosleep_latency_matches_the_workloads_own_timing",
+            "attach_misses_nothing_after_attaching",
+            "doctor_says_yes_exactly_when_the_default_commands_work",
+            "compat_syscalls_are_named_from_the_i386_table",
+        ],
+    ),
+    (
+        "datapath",
+        &[
+            "leader_exiting_first_loses_nothing",
+            "exec_from_a_thread_keeps_its_syscall",
+            "numbers_the_tables_lack_are_counted_apart",
+            "switches_agree_with_the_kernels_own_counts",
+        ],
+    ),
+    (
+        "reliability",
+        &["attach_ended_by_any_signal_unloads_and_spares_the_target"],
+    ),
+    (
+        "slow",
+        &[
+            "exactly_the_slow_calls_with_fd_and_function",
+            "a_full_ring_buffer_is_counted",
+        ],
+    ),
+    (
+        "scope",
+        &[
+            "a_cgroup_is_counted_exactly_with_processes_started_and_moved_in",
+            "top_counts_every_process_exactly_but_itself",
+            "top_of_a_cgroup_leaves_the_rest_out",
+        ],
+    ),
+    (
+        "metrics",
+        &["each_process_has_its_own_exact_series_from_one_set_of_programs"],
+    ),
+];
+
+/// The tests of the suite missing from `listed` (a test binary's `--list --format terse`
+/// output), so a renamed test fails the matrix instead of leaving it.
+pub fn missing<'a>(tests: &[&'a str], listed: &str) -> Vec<&'a str> {
+    let names: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .collect();
+    tests
+        .iter()
+        .copied()
+        .filter(|t| !names.contains(t))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_renamed_test_is_missing() {
+        let listed = "run_counts_getppid_exactly: test\nother: test\n";
+        assert_eq!(
+            missing(&["run_counts_getppid_exactly", "gone"], listed),
+            ["gone"]
+        );
+        assert!(missing(&["other"], listed).is_empty());
+    }
+}

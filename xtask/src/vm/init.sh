@@ -7,7 +7,7 @@ export PATH=/bin:/sbin:/usr/bin HOME=/root TMPDIR=/tmp CI=true RUST_BACKTRACE=1
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
+# /tmp stays the initramfs's own (already in memory): the test binaries may sit under it.
 mount -t tmpfs tmpfs /run
 mount -t tracefs tracefs /sys/kernel/tracing
 mount -t debugfs debugfs /sys/kernel/debug

@@ -267,14 +267,75 @@ pub struct BigKey {
     pub nr: u64,
 }
 
-/// Value of `PROC_NAMES`: what a process the automatic modes traced was when first seen
-/// (or exec'd), for the processes that are gone before userspace reads /proc.
+/// Bits of [`ProcRecord::keys`]: one per syscall key of a slot, then `KEY_BIG_NATIVE`
+/// and `KEY_BIG_COMPAT`.
+pub const TOP_KEY_BITS: u32 = KEYS_PER_SLOT + 2;
+/// u64 words of [`ProcRecord::keys`].
+pub const TOP_KEY_WORDS: usize = (TOP_KEY_BITS as usize).div_ceil(64);
+
+/// The bit of a `TOP` key in [`ProcRecord::keys`].
+#[inline(always)]
+pub const fn top_key_bit(key: u32) -> u32 {
+    match key {
+        KEY_BIG_NATIVE => KEYS_PER_SLOT,
+        KEY_BIG_COMPAT => KEYS_PER_SLOT + 1,
+        k => k,
+    }
+}
+
+/// The `TOP` key of bit `bit` of [`ProcRecord::keys`].
+pub const fn top_bit_key(bit: u32) -> u32 {
+    if bit == KEYS_PER_SLOT {
+        KEY_BIG_NATIVE
+    } else if bit == KEYS_PER_SLOT + 1 {
+        KEY_BIG_COMPAT
+    } else {
+        bit
+    }
+}
+
+/// Value of `PROC_INFO`: a process the automatic modes trace, while it lives: its name
+/// and cgroup when first seen (or exec'd), and which keys it has in `TOP`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProcName {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcRecord {
     pub comm: [u8; 16],
     /// Its cgroup v2 id.
     pub cgroup_id: u64,
+    /// Bit [`top_key_bit`] of each of its `TOP` keys, set when the key is added.
+    pub keys: [u64; TOP_KEY_WORDS],
+}
+
+impl ProcRecord {
+    pub const EMPTY: Self = Self {
+        comm: [0; 16],
+        cgroup_id: 0,
+        keys: [0; TOP_KEY_WORDS],
+    };
+
+    /// Its `TOP` keys.
+    pub fn top_keys(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..TOP_KEY_BITS)
+            .filter(|b| self.keys[(b / 64) as usize] & (1 << (b % 64)) != 0)
+            .map(top_bit_key)
+    }
+}
+
+impl Default for ProcRecord {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+/// A traced process's last record, sent through the `EXITS` ring buffer by the exit
+/// hook when its last thread exits (automatic modes with `TOP` only): userspace reads
+/// its `TOP` keys' final figures and frees them at once.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExitRecord {
+    pub tgid: u32,
+    pub _pad: u32,
+    pub info: ProcRecord,
 }
 
 /// User stack frames a slow call carries.
@@ -345,8 +406,11 @@ pub mod counter {
     pub const DROPPED_SLOW: u32 = 6;
     /// Slow calls sent.
     pub const SLOW: u32 = 7;
+    /// Exit records the ring buffer had no room for (no call is lost: those processes'
+    /// figures are read when userspace finds them gone).
+    pub const EXIT_UNSENT: u32 = 8;
     /// Number of counters.
-    pub const COUNT: u32 = 8;
+    pub const COUNT: u32 = 9;
 }
 
 /// Where a slot's counter `c` is in `COUNTERS`.
@@ -367,7 +431,8 @@ mod pod {
     unsafe impl aya::Pod for super::BigKey {}
     unsafe impl aya::Pod for super::TopKey {}
     unsafe impl aya::Pod for super::TopValue {}
-    unsafe impl aya::Pod for super::ProcName {}
+    unsafe impl aya::Pod for super::ProcRecord {}
+    unsafe impl aya::Pod for super::ExitRecord {}
     unsafe impl aya::Pod for super::SlowEvent {}
     unsafe impl aya::Pod for super::BlockedStack {}
 }
@@ -408,11 +473,31 @@ mod tests {
     }
 
     #[test]
+    fn every_top_key_has_a_bit() {
+        assert_eq!(TOP_KEY_WORDS, 25);
+        for key in [0, 1, 600, KEYS_PER_SLOT - 1, KEY_BIG_NATIVE, KEY_BIG_COMPAT] {
+            let bit = top_key_bit(key);
+            assert!(bit < TOP_KEY_BITS, "{key}");
+            assert_eq!(top_bit_key(bit), key);
+        }
+        let mut r = ProcRecord::EMPTY;
+        for key in [3, 64, 1023, KEY_BIG_COMPAT] {
+            let b = top_key_bit(key);
+            r.keys[(b / 64) as usize] |= 1 << (b % 64);
+        }
+        let keys: [u32; 4] = core::array::from_fn(|i| r.top_keys().nth(i).unwrap());
+        assert_eq!(keys, [3, 64, 1023, KEY_BIG_COMPAT]);
+        assert_eq!(r.top_keys().count(), 4);
+    }
+
+    #[test]
     fn shared_layouts_have_no_padding() {
         use core::mem::size_of;
         assert_eq!(size_of::<ProcSlot>(), 8);
         assert_eq!(size_of::<ThreadSlot>(), 64, "one cache line");
         assert_eq!(size_of::<BigKey>(), 16);
+        assert_eq!(size_of::<ProcRecord>(), 16 + 8 + 8 * TOP_KEY_WORDS);
+        assert_eq!(size_of::<ExitRecord>(), 8 + size_of::<ProcRecord>());
         assert_eq!(
             size_of::<StatsEntry>(),
             8 * 11 + 2 * ERRNO_PAIRS + 8 * ERRNO_PAIRS + 8 + 8 * HISTOGRAM_BUCKETS

@@ -23,6 +23,10 @@
 //! processes not drilled into).
 #![no_std]
 #![no_main]
+// atomic_xadd: the BPF target has no atomic types; the intrinsic with an unused result
+// is BPF's fetch-less atomic add, which every kernel has.
+#![allow(internal_features)]
+#![feature(core_intrinsics)]
 
 use core::{
     hint::black_box,
@@ -43,10 +47,11 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::warn;
 use syscost_common::{
-    BigKey, BlockedStack, COMPAT_BASE, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KERNEL_STACK_FRAMES,
-    KEY_BIG_COMPAT, KEY_BIG_NATIVE, KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD, KEYS_PER_SLOT,
-    ProcName, ProcSlot, SLOW_STACK_FRAMES, SlowEvent, StatsEntry, ThreadSlot, TopKey, TopValue,
-    USER32_CS, abi, auto_mode, bucket_index, counter, counter_index, proc_value, syscall_key,
+    BigKey, BlockedStack, COMPAT_BASE, ERRNO_PAIRS, ExitRecord, INDEX_WORDS_PER_SLOT,
+    KERNEL_STACK_FRAMES, KEY_BIG_COMPAT, KEY_BIG_NATIVE, KEY_FORK_CHILD, KEY_NONE,
+    KEYS_PER_INDEX_WORD, KEYS_PER_SLOT, ProcRecord, ProcSlot, SLOW_STACK_FRAMES, SlowEvent,
+    StatsEntry, ThreadSlot, TopKey, TopValue, USER32_CS, abi, auto_mode, bucket_index, counter,
+    counter_index, proc_value, syscall_key, top_key_bit,
 };
 
 /// BPF_F_MMAPABLE: userspace maps these arrays and reads them without syscalls.
@@ -91,14 +96,20 @@ static POOL_NEXT: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
 
 /// Per process and syscall, per CPU: calls, errors, time (`TOP_ON` only). Userspace
-/// deletes the keys of processes that have exited once it has read them.
+/// deletes the keys of a process once it has read their final figures, as soon as the
+/// process's `EXITS` record arrives.
 #[map]
 static TOP: PerCpuHashMap<TopKey, TopValue> = PerCpuHashMap::with_max_entries(1, 0);
 
-/// Names (comm) of the processes the automatic modes traced (`TOP_ON` only), for the
-/// processes that exit before userspace reads /proc.
+/// The processes the automatic modes trace, while they live (`TOP_ON` only): name,
+/// cgroup and their `TOP` keys. Sent through `EXITS` and deleted at their exit.
 #[map]
-static PROC_NAMES: HashMap<u32, ProcName> = HashMap::with_max_entries(1, 0);
+static PROC_INFO: HashMap<u32, ProcRecord> = HashMap::with_max_entries(1, 0);
+
+/// Each traced process's `PROC_INFO` record at its exit (`TOP_ON` only): which `TOP`
+/// keys to read one last time and free.
+#[map]
+static EXITS: RingBuf = RingBuf::with_byte_size(4096, 0);
 
 /// Slow calls (`--slow`), the only per-call traffic, and only with `SLOW_ON`.
 #[map]
@@ -383,15 +394,50 @@ fn current_ancestor_cgroup_id(level: u32) -> u64 {
     unsafe { bpf_probe_read_kernel(cgrp.add(at as usize) as *const u64) }.unwrap_or(0)
 }
 
-/// Keeps the process's name (its comm now) for userspace.
+/// Keeps the process's name (its comm now) and cgroup for userspace, in its
+/// `PROC_INFO` record (made at its first syscall, renamed at exec).
 #[inline(always)]
 fn name_process(tgid: u32) {
-    if let Ok(comm) = bpf_get_current_comm() {
-        let name = ProcName {
-            comm,
-            cgroup_id: unsafe { bpf_get_current_cgroup_id() },
+    let Ok(comm) = bpf_get_current_comm() else {
+        return;
+    };
+    let cgroup_id = unsafe { bpf_get_current_cgroup_id() };
+    if let Some(r) = PROC_INFO.get_ptr_mut(tgid) {
+        unsafe {
+            (*r).comm = comm;
+            (*r).cgroup_id = cgroup_id;
+        }
+        return;
+    }
+    let record = ProcRecord {
+        comm,
+        cgroup_id,
+        ..ProcRecord::EMPTY
+    };
+    // No room: the process's figures are still counted, and read when userspace finds it
+    // gone instead of at its exit.
+    let _ = PROC_INFO.insert(tgid, record, u64::from(BPF_NOEXIST));
+}
+
+/// Marks `key` as one of the process's `TOP` keys. Called once per key (by the insert
+/// that made it), so an atomic add sets the bit even when another CPU sets another
+/// bit of the same word (a fetch-less add: kernels before 5.12 have no atomic or).
+#[inline(always)]
+fn mark_top_key(tgid: u32, key: u32) {
+    let Some(r) = PROC_INFO.get_ptr_mut(tgid) else {
+        return;
+    };
+    let bit = top_key_bit(key);
+    // black_box: the word index itself is bounds-checked (the compiler would otherwise
+    // fold the check into one on the bit, whose byte offset the verifier cannot bound).
+    let w = black_box(bit / 64) as usize;
+    if let Some(word) = unsafe { (*r).keys.get_mut(w) } {
+        unsafe {
+            core::intrinsics::atomic_xadd::<u64, u64, { core::intrinsics::AtomicOrdering::Relaxed }>(
+                word,
+                1 << (bit % 64),
+            )
         };
-        let _ = PROC_NAMES.insert(tgid, name, 0);
     }
 }
 
@@ -703,7 +749,14 @@ fn count_top(tgid: u32, key: u32, stats_slot: u32, ns: u64, off_ns: u64, ret: i6
     let v = match TOP.get_ptr_mut(k) {
         Some(v) => v,
         None => {
-            let _ = TOP.insert(k, TopValue::default(), u64::from(BPF_NOEXIST));
+            // Another thread of the process may add the key on another CPU at the same
+            // moment: only the insert that made it marks it.
+            if TOP
+                .insert(k, TopValue::default(), u64::from(BPF_NOEXIST))
+                .is_ok()
+            {
+                mark_top_key(tgid, key);
+            }
             match TOP.get_ptr_mut(k) {
                 Some(v) => v,
                 None => {
@@ -943,8 +996,8 @@ fn group_dead() -> bool {
 }
 
 /// sched_process_exit, run in the exiting thread. Frees its slot and, when the whole
-/// thread group is gone, takes the process out of PROCS so a new process that reuses
-/// its pid is not traced.
+/// thread group is gone, hands the process's record to userspace (`TOP_ON`) and takes
+/// the process out of PROCS so a new process that reuses its pid is not traced.
 #[raw_tracepoint(tracepoint = "sched_process_exit")]
 pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
@@ -953,9 +1006,35 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     // one may have taken the process out already, and its slot must not outlive it.
     release_thread(pid_tgid as u32);
     if proc_value_ptr(tgid).is_some() && group_dead() {
+        if TOP_ON.load() != 0 {
+            hand_over(tgid);
+        }
         remove_proc(tgid);
     }
     0
+}
+
+/// Sends an exited process's `PROC_INFO` record through `EXITS` and deletes it: its
+/// `TOP` keys hold their final figures (every thread has made its last call), and
+/// userspace frees them as soon as it has read them. Without room in the ring buffer the
+/// record stays (counted), for userspace to find when /proc says the process is gone.
+#[inline(always)]
+fn hand_over(tgid: u32) {
+    let Some(r) = PROC_INFO.get_ptr_mut(tgid) else {
+        return;
+    };
+    let Some(mut entry) = EXITS.reserve::<ExitRecord>(0) else {
+        count(0, counter::EXIT_UNSENT);
+        return;
+    };
+    let e = entry.as_mut_ptr();
+    unsafe {
+        (*e).tgid = tgid;
+        (*e)._pad = 0;
+        (*e).info = *r;
+    }
+    entry.submit(0);
+    let _ = PROC_INFO.remove(tgid);
 }
 
 /// cgroup_attach_task(struct cgroup *dst_cgrp, const char *path, struct task_struct

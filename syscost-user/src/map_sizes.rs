@@ -6,7 +6,7 @@ use std::mem::size_of;
 
 use anyhow::{Result, bail};
 use syscost_common::{
-    INDEX_WORDS_PER_SLOT, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, counter,
+    INDEX_WORDS_PER_SLOT, ProcRecord, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, counter,
 };
 
 /// Table sizes for one load of the programs.
@@ -27,8 +27,11 @@ pub struct TableSizes {
     /// (process, syscall) pairs of the per-process table (`syscost top`, `export --top`,
     /// `--per-process`); 1 when it is not used.
     pub top_entries: u32,
-    /// Names of processes those modes trace; 1 when not used.
+    /// Records (name, cgroup, keys in use) of the processes those modes trace while they
+    /// live; 1 when not used.
     pub names: u32,
+    /// Bytes of the exit records' ring buffer (with the per-process table).
+    pub exit_ring: u32,
     /// Bytes of the slow calls' ring buffer (`--slow`; a power of two, pages).
     pub slow_ring: u32,
 }
@@ -49,17 +52,21 @@ impl TableSizes {
             big_numbers: 256,
             top_entries: 1,
             names: 1,
+            exit_ring: 4096,
             slow_ring: 1 << 20,
         }
     }
 
     /// With the per-process table: 16,384 (process, syscall) pairs, room for about 500
-    /// processes at 30 syscalls each; exited processes are removed once read, and a
-    /// pair that finds no room is counted as dropped.
+    /// live processes at 30 syscalls each (an exited process's pairs are freed as soon as
+    /// its exit record is read); records of 8,192 live processes; 1 MB of exit records
+    /// (about 4,000 processes' exits before userspace reads them). A pair that finds no
+    /// room is counted as dropped.
     pub fn with_top(self) -> Self {
         Self {
             top_entries: 16_384,
-            names: 4096,
+            names: 8192,
+            exit_ring: 1 << 20,
             ..self
         }
     }
@@ -86,6 +93,7 @@ impl TableSizes {
                 "big_numbers" => &mut self.big_numbers,
                 "top_entries" => &mut self.top_entries,
                 "names" => &mut self.names,
+                "exit_ring" => &mut self.exit_ring,
                 "slow_ring" => &mut self.slow_ring,
                 other => bail!("SYSCOST_TABLE_SIZES: no table '{other}'"),
             };
@@ -96,6 +104,9 @@ impl TableSizes {
         }
         if !self.slow_ring.is_power_of_two() || self.slow_ring < 4096 {
             bail!("SYSCOST_TABLE_SIZES: slow_ring must be a power of two of at least 4096");
+        }
+        if !self.exit_ring.is_power_of_two() || self.exit_ring < 4096 {
+            bail!("SYSCOST_TABLE_SIZES: exit_ring must be a power of two of at least 4096");
         }
         if self.pool_per_cpu >= u32::from(u16::MAX) {
             bail!("SYSCOST_TABLE_SIZES: pool_per_cpu must be below 65535");
@@ -129,7 +140,8 @@ impl TableSizes {
         let counters = 8 * cpus * (1 + slots * u64::from(counter::COUNT));
         let top = hash(self.top_entries, size_of::<TopKey>(), 8)
             + u64::from(self.top_entries) * size_of::<TopValue>() as u64 * cpus;
-        let names = hash(self.names, 4, 16);
+        let names = hash(self.names, 4, size_of::<ProcRecord>() as u64);
+        let exits = u64::from(self.exit_ring);
         procs
             + procs_overflow
             + threads
@@ -140,6 +152,7 @@ impl TableSizes {
             + counters
             + top
             + names
+            + exits
             + LOG_AND_SMALL
     }
 }

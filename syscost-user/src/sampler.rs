@@ -17,14 +17,14 @@
 use std::{
     collections::HashMap,
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, Weak,
         atomic::{AtomicU64, Ordering, fence},
     },
     time::{Duration, Instant},
 };
 
 use anyhow::Result;
-use syscost_common::{KEY_FORK_CHILD, KEY_NONE, StatsEntry, ThreadSlot};
+use syscost_common::{ExitRecord, KEY_FORK_CHILD, KEY_NONE, StatsEntry, ThreadSlot};
 
 use crate::{
     collector::{Snapshot, SyscallId},
@@ -184,6 +184,8 @@ impl OwnCost {
 /// programs and keeps the final figures.
 pub struct Sampler {
     tracer: Option<Tracer>,
+    /// The exit records (with the per-process table).
+    exits: Option<aya::maps::RingBuf<aya::maps::MapData>>,
     slots: u32,
     offcpu: bool,
     features: crate::profile::Features,
@@ -206,8 +208,17 @@ pub struct Sampler {
 
 impl Sampler {
     /// A sampler of `tracer`; `run_stats`: measure syscost's own cost.
-    pub fn new(tracer: Tracer, run_stats: bool) -> Self {
+    pub fn new(mut tracer: Tracer, run_stats: bool) -> Self {
+        let exits = if tracer.top_loaded() {
+            tracer
+                .take_exit_ring()
+                .map_err(|e| log::warn!("exit records unavailable: {e:#}"))
+                .ok()
+        } else {
+            None
+        };
         Self {
+            exits,
             slots: tracer.slots(),
             offcpu: tracer.offcpu_tracked(),
             features: tracer.features().clone(),
@@ -224,9 +235,39 @@ impl Sampler {
         }
     }
 
-    /// Shares it between threads.
+    /// Shares it between threads. With the per-process table, a thread of its own reads
+    /// the exit records as they come (see [`Sampler::drain_exits`]).
     pub fn shared(self) -> SharedSampler {
-        Arc::new(Mutex::new(self))
+        let reads_exits = self.exits.is_some();
+        let shared = Arc::new(Mutex::new(self));
+        if reads_exits {
+            read_exits(Arc::downgrade(&shared));
+        }
+        shared
+    }
+
+    /// Exited processes' last figures, from the exit records that have come: each
+    /// record's keys are read one last time (their final figures) and deleted from the
+    /// kernel's table, so the table holds only the processes alive.
+    pub fn drain_exits(&mut self) -> Result<()> {
+        let (Some(tracer), Some(ring)) = (self.tracer.as_mut(), self.exits.as_mut()) else {
+            return Ok(());
+        };
+        while let Some(item) = ring.next() {
+            if item.len() < std::mem::size_of::<ExitRecord>() {
+                continue;
+            }
+            // SAFETY: the kernel wrote a whole ExitRecord; read_unaligned copies it.
+            let r = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<ExitRecord>()) };
+            drop(item);
+            let finals = tracer.take_final(&r)?;
+            let info = ProcInfo::of_record(&r.info, &mut self.cgroup_names);
+            let step = self.machine.exit(r.tgid, info, &finals);
+            if self.steps_wanted {
+                self.pending.merge(step);
+            }
+        }
+        Ok(())
     }
 
     /// Whether the off-CPU split is measured.
@@ -302,6 +343,13 @@ impl Sampler {
         Ok(())
     }
 
+    /// A view takes the per-process steps (`top`, `export --top`): what comes between
+    /// two of its reads (exit records among it) is kept for the next.
+    pub fn with_steps(mut self) -> Self {
+        self.steps_wanted = true;
+        self
+    }
+
     /// No per-process totals since the start (`export --top`, which runs for days and
     /// only needs the steps).
     pub fn without_top_totals(mut self) -> Self {
@@ -350,13 +398,19 @@ impl Sampler {
             top::thread_count,
         );
         tracer.forget_top(&step.forget)?;
+        // A process the step found gone has been reaped, so its exit record is there
+        // (sent as it exited): its last figures, under its own name.
+        if self.steps_wanted {
+            self.pending.merge(step);
+        }
+        self.drain_exits()?;
+        let Some(tracer) = self.tracer.as_mut() else {
+            return Ok(());
+        };
         // Names of processes gone without a call in the table (killed while blocked).
         if self.names_cleaned_at.elapsed() >= Duration::from_secs(10) {
             self.names_cleaned_at = Instant::now();
             tracer.forget_names(|pid| !top::alive(pid))?;
-        }
-        if self.steps_wanted {
-            self.pending.merge(step);
         }
         Ok(())
     }
@@ -410,6 +464,34 @@ impl Sampler {
             .filter_map(|&tid| tracer.thread(tid))
             .map(|t| thread_state(&t, now))
             .collect()
+    }
+}
+
+/// Reads exit records on a thread of its own while the sampler lives and is loaded:
+/// within 10 ms of a process's exit its keys are read and freed (a process-churning
+/// machine makes thousands a second).
+fn read_exits(sampler: Weak<Mutex<Sampler>>) {
+    let spawned = std::thread::Builder::new()
+        .name("syscost-exits".into())
+        .spawn(move || {
+            loop {
+                {
+                    let Some(shared) = sampler.upgrade() else {
+                        return;
+                    };
+                    let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    if !s.loaded() {
+                        return;
+                    }
+                    if let Err(e) = s.drain_exits() {
+                        log::warn!("cannot read exited processes' figures: {e:#}");
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+    if let Err(e) = spawned {
+        log::warn!("cannot start the exit-record reader: {e}");
     }
 }
 

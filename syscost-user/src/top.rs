@@ -5,9 +5,12 @@
 //!
 //! Counting rule: the table holds cumulative figures per process and syscall; each
 //! step takes the difference with the previous copy (never negative: a figure copied
-//! while it changed is one call late at most, and counts only grow). A process whose
-//! /proc entry is gone has made its last syscall: its final difference is counted, then
-//! its keys are deleted from the table, which is how the table stays bounded.
+//! while it changed is one call late at most, and counts only grow). A process's exit
+//! record (sent by the kernel side when its last thread exits) gives the final figures
+//! of its keys, which are then deleted from the table: that is how the table stays
+//! bounded by the processes alive. A process whose record was not sent (no room) is
+//! found gone from /proc at a step, which counts its final difference and deletes its
+//! keys the same way.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -27,6 +30,21 @@ pub struct ProcInfo {
 }
 
 impl ProcInfo {
+    /// What the kernel side kept of an exited process (its comm at its last exec, and
+    /// its cgroup's id).
+    pub fn of_record(
+        r: &syscost_common::ProcRecord,
+        names: &mut crate::cgroup::CgroupNames,
+    ) -> Self {
+        let end = r.comm.iter().position(|&b| b == 0).unwrap_or(r.comm.len());
+        Self {
+            comm: String::from_utf8_lossy(&r.comm[..end]).into_owned(),
+            cgroup: names
+                .path_of(r.cgroup_id)
+                .unwrap_or_else(|| "?".to_string()),
+        }
+    }
+
     /// Reads /proc/PID, falling back on what the kernel side kept (comm and cgroup id
     /// when it was first seen) for a process that has gone.
     pub fn read(
@@ -192,6 +210,8 @@ pub struct Machine {
     live: HashMap<u32, ProcessRow>,
     /// Totals of processes that have exited, in the order they went.
     gone: Vec<ProcessRow>,
+    /// Processes found gone at the last step, whose exit records have not come.
+    dead: std::collections::HashSet<u32>,
 }
 
 impl Machine {
@@ -199,6 +219,11 @@ impl Machine {
     /// process still exists; `info(pid)`: its name and cgroup now (asked for each
     /// process with calls in the step, so an exec or a cgroup move shows);
     /// `threads(pid)`: its thread count now.
+    ///
+    /// A process found gone is left as it is for one step: its exit record (with its
+    /// name, which /proc no longer has) is on its way and [`Machine::exit`] counts it.
+    /// Still in the table at the next step, it had none (no room): its final difference
+    /// is counted then, and its keys are to be deleted.
     pub fn step(
         &mut self,
         table: &[(TopKey, TopValue)],
@@ -206,44 +231,52 @@ impl Machine {
         mut info: impl FnMut(u32) -> ProcInfo,
         threads: impl Fn(u32) -> u32,
     ) -> TopStep {
-        let mut rows: BTreeMap<u32, ProcessRow> = BTreeMap::new();
-        let mut keys_of: HashMap<u32, Vec<TopKey>> = HashMap::new();
+        let mut keys_of: BTreeMap<u32, Vec<(TopKey, TopValue)>> = BTreeMap::new();
         for (k, v) in table {
-            keys_of.entry(k.tgid).or_default().push(*k);
-            let before = self.previous.get(k).copied().unwrap_or_default();
-            let d = delta(v, &before);
-            // What was counted: a part clipped now (errors above calls in a copy made
-            // while the entry changed) is counted once the rest of it is read.
-            self.previous.insert(*k, add(before, &d));
-            if d.calls == 0 && d.total_ns == 0 {
+            keys_of.entry(k.tgid).or_default().push((*k, *v));
+        }
+        let mut rows: BTreeMap<u32, ProcessRow> = BTreeMap::new();
+        let mut forget = Vec::new();
+        let mut exited = Vec::new();
+        let mut dead_now = std::collections::HashSet::new();
+        for (pid, keys) in keys_of {
+            let live = alive(pid);
+            if !live && !self.dead.contains(&pid) {
+                dead_now.insert(pid);
                 continue;
             }
-            let row = rows.entry(k.tgid).or_insert_with(|| {
-                let pi = info(k.tgid);
-                ProcessRow {
-                    pid: k.tgid,
-                    comm: pi.comm,
-                    cgroup: pi.cgroup,
-                    ..Default::default()
+            for (k, v) in &keys {
+                let before = self.previous.get(k).copied().unwrap_or_default();
+                let d = delta(v, &before);
+                // What was counted: a part clipped now (errors above calls in a copy made
+                // while the entry changed) is counted once the rest of it is read.
+                self.previous.insert(*k, add(before, &d));
+                if d.calls == 0 && d.total_ns == 0 {
+                    continue;
                 }
-            });
-            row.add(top_id(k), &d);
-        }
-        if self.keep_totals {
-            for (pid, row) in rows.iter_mut() {
-                let total = self.live.entry(*pid).or_default();
-                total.pid = *pid;
+                let row = rows.entry(pid).or_insert_with(|| {
+                    let pi = info(pid);
+                    ProcessRow {
+                        pid,
+                        comm: pi.comm,
+                        cgroup: pi.cgroup,
+                        ..Default::default()
+                    }
+                });
+                row.add(top_id(k), &d);
+            }
+            if self.keep_totals
+                && let Some(row) = rows.get(&pid)
+            {
+                let total = self.live.entry(pid).or_default();
+                total.pid = pid;
                 total.comm = row.comm.clone();
                 total.cgroup = row.cgroup.clone();
                 for (id, v) in &row.syscalls {
                     total.add(*id, v);
                 }
             }
-        }
-        let mut forget = Vec::new();
-        let mut exited = Vec::new();
-        for (pid, keys) in keys_of {
-            if alive(pid) {
+            if live {
                 let n = threads(pid);
                 if let Some(r) = rows.get_mut(&pid) {
                     r.threads = n;
@@ -253,6 +286,7 @@ impl Machine {
                 }
                 continue;
             }
+            // Gone for a step and no exit record came: this was its last difference.
             if let Some(r) = rows.get_mut(&pid) {
                 r.exited = true;
             }
@@ -261,17 +295,62 @@ impl Machine {
                 r.threads = 0;
                 self.gone.push(r);
             }
-            for k in &keys {
+            for (k, _) in &keys {
                 self.previous.remove(k);
             }
-            forget.extend(keys);
+            forget.extend(keys.iter().map(|(k, _)| *k));
             exited.push(pid);
         }
-        exited.sort_unstable();
+        self.dead = dead_now;
         TopStep {
             interval: rows.into_values().collect(),
             forget,
             exited,
+        }
+    }
+
+    /// The last step of an exited process from its exit record: `finals`, the final
+    /// figures of its keys (which the caller has deleted from the kernel's table).
+    pub fn exit(&mut self, pid: u32, info: ProcInfo, finals: &[(TopKey, TopValue)]) -> TopStep {
+        self.dead.remove(&pid);
+        let mut row = ProcessRow {
+            pid,
+            comm: info.comm,
+            cgroup: info.cgroup,
+            exited: true,
+            ..Default::default()
+        };
+        for (k, v) in finals {
+            let before = self.previous.remove(k).unwrap_or_default();
+            let d = delta(v, &before);
+            if d.calls != 0 || d.total_ns != 0 {
+                row.add(top_id(k), &d);
+            }
+        }
+        if self.keep_totals {
+            let mut total = self.live.remove(&pid).unwrap_or_else(|| ProcessRow {
+                pid,
+                ..Default::default()
+            });
+            if !(total.syscalls.is_empty() && row.syscalls.is_empty()) {
+                total.comm = row.comm.clone();
+                total.cgroup = row.cgroup.clone();
+                for (id, v) in &row.syscalls {
+                    total.add(*id, v);
+                }
+                total.exited = true;
+                total.threads = 0;
+                self.gone.push(total);
+            }
+        }
+        TopStep {
+            interval: if row.syscalls.is_empty() {
+                Vec::new()
+            } else {
+                vec![row]
+            },
+            forget: Vec::new(),
+            exited: vec![pid],
         }
     }
 
@@ -289,6 +368,7 @@ impl Machine {
             previous: HashMap::new(),
             live: HashMap::new(),
             gone: Vec::new(),
+            dead: Default::default(),
         }
     }
 
@@ -518,6 +598,9 @@ mod tests {
         // switched out above the total.
         m.step(&[(k(1, 3), v(4, 5, 40, 50))], |_| true, info, |_| 1);
         let mut later = m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| true, info, |_| 1);
+        // Gone: left for a step (its exit record may come), then counted and forgotten.
+        later.merge(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
+        assert!(later.exited.is_empty());
         later.merge(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
         assert_eq!(later.exited, vec![1]);
         let t = &m.totals()[0];
@@ -541,8 +624,22 @@ mod tests {
         let s = m.step(&t2, |p| p == 1, info, |_| 3);
         assert_eq!(s.interval[0].calls(), 15);
         assert_eq!(s.interval[0].threads, 3);
-        assert_eq!((s.interval[1].calls(), s.interval[1].exited), (1, true));
+        // Process 2 is gone: nothing of it yet, its exit record may be on its way.
+        assert_eq!(s.interval.len(), 1);
+        assert!(s.forget.is_empty());
+        // None came: the next step counts its last difference and forgets it.
+        let s = m.step(&t2, |p| p == 1, info, |_| 3);
+        assert_eq!(s.interval.len(), 1);
+        assert_eq!(
+            (
+                s.interval[0].pid,
+                s.interval[0].calls(),
+                s.interval[0].exited
+            ),
+            (2, 1, true)
+        );
         assert_eq!(s.forget, vec![k(2, 3)]);
+        assert_eq!(s.exited, vec![2]);
         let totals = m.totals();
         assert_eq!(totals.len(), 2);
         assert_eq!((totals[0].pid, totals[0].calls()), (1, 25));
@@ -558,6 +655,48 @@ mod tests {
         assert_eq!(m.totals().len(), 3);
         m.reset();
         assert!(m.totals().is_empty());
+    }
+
+    /// The exit record's final figures count once, under the record's name, whether a
+    /// step saw the process gone before the record came or not.
+    #[test]
+    fn an_exit_record_counts_the_last_calls_under_its_name() {
+        let info = |pid| ProcInfo {
+            comm: format!("p{pid}"),
+            cgroup: "/a".into(),
+        };
+        let record = |pid| ProcInfo {
+            comm: format!("exec{pid}"),
+            cgroup: "/b".into(),
+        };
+        for step_between in [false, true] {
+            let mut m = Machine::new(true);
+            m.step(&[(k(7, 39), v(10, 1, 100, 0))], |_| true, info, |_| 1);
+            if step_between {
+                // Gone from /proc, the record not read yet: nothing counted, nothing lost.
+                let s = m.step(&[(k(7, 39), v(30, 2, 300, 0))], |_| false, info, |_| 0);
+                assert!(s.interval.is_empty() && s.forget.is_empty());
+            }
+            let s = m.exit(
+                7,
+                record(7),
+                &[(k(7, 39), v(30, 2, 300, 0)), (k(7, 3), v(1, 0, 5, 0))],
+            );
+            assert_eq!(s.exited, vec![7]);
+            let r = &s.interval[0];
+            assert_eq!(
+                (r.comm.as_str(), r.calls(), r.errors(), r.exited),
+                ("exec7", 21, 1, true)
+            );
+            let t = m.totals();
+            assert_eq!(t.len(), 1);
+            assert_eq!((t[0].comm.as_str(), t[0].cgroup.as_str()), ("exec7", "/b"));
+            assert_eq!((t[0].calls(), t[0].errors(), t[0].total_ns()), (31, 2, 305));
+            // The keys are deleted by the caller; a later step does not see them.
+            let s = m.step(&[], |_| false, info, |_| 0);
+            assert!(s.interval.is_empty() && s.exited.is_empty());
+            assert_eq!(m.totals().len(), 1);
+        }
     }
 
     #[test]

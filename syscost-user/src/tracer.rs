@@ -18,8 +18,8 @@ use aya::{
 };
 use aya_log::EbpfLogger;
 use syscost_common::{
-    ProcName, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, abi, counter, counter_index,
-    proc_value,
+    ExitRecord, ProcRecord, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, abi, counter,
+    counter_index, proc_value,
 };
 
 use crate::{
@@ -167,7 +167,7 @@ impl Tracer {
                 "--kernel-stacks takes the stack at the switch-out, which the on-CPU split follows: drop --no-offcpu"
             );
         }
-        crate::kernel_btf::check_kernel_for(options.auto != Auto::Off || options.top)?;
+        crate::kernel_btf::check_kernel()?;
         privileges::check()?;
         process::check_pid_namespace()?;
         let layout = KernelLayout::read()?;
@@ -262,6 +262,32 @@ impl Tracer {
             Array::try_from(self.ebpf.map_mut("DRILL").context("DRILL map missing")?)?;
         drill.set(0, tgid, 0)?;
         Ok(())
+    }
+
+    /// The exit records' ring buffer, to be read by one consumer (with `top` only).
+    pub fn take_exit_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
+        let map = self.ebpf.take_map("EXITS").context("EXITS map missing")?;
+        Ok(aya::maps::RingBuf::try_from(map)?)
+    }
+
+    /// The final figures of an exited process's `TOP` keys (summed over CPUs), which are
+    /// then deleted, with what the kernel side kept of it; keys already gone are left out.
+    pub fn take_final(&mut self, record: &ExitRecord) -> Result<Vec<(TopKey, TopValue)>> {
+        let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> =
+            PerCpuHashMap::try_from(self.ebpf.map_mut("TOP").context("TOP map missing")?)?;
+        let mut out = Vec::new();
+        for key in record.info.top_keys() {
+            let k = TopKey {
+                tgid: record.tgid,
+                key,
+            };
+            let Ok(per_cpu) = top.get(&k, 0) else {
+                continue;
+            };
+            out.push((k, sum_cpus(per_cpu.iter())));
+            let _ = top.remove(&k);
+        }
+        Ok(out)
     }
 
     /// The slow calls' ring buffer, to be read by one consumer (`--slow` only).
@@ -450,14 +476,7 @@ impl Tracer {
         let mut out = Vec::new();
         for item in top.iter() {
             let (k, per_cpu) = item.context("cannot read the per-process table")?;
-            let mut v = TopValue::default();
-            for c in per_cpu.iter() {
-                v.calls += c.calls;
-                v.errors += c.errors;
-                v.total_ns += c.total_ns;
-                v.offcpu_ns += c.offcpu_ns;
-            }
-            out.push((k, v));
+            out.push((k, sum_cpus(per_cpu.iter())));
         }
         Ok(out)
     }
@@ -469,10 +488,10 @@ impl Tracer {
         for k in keys {
             let _ = top.remove(k);
         }
-        let mut names: HashMap<&mut MapData, u32, ProcName> = HashMap::try_from(
+        let mut names: HashMap<&mut MapData, u32, ProcRecord> = HashMap::try_from(
             self.ebpf
-                .map_mut("PROC_NAMES")
-                .context("PROC_NAMES map missing")?,
+                .map_mut("PROC_INFO")
+                .context("PROC_INFO map missing")?,
         )?;
         for k in keys {
             let _ = names.remove(&k.tgid);
@@ -487,10 +506,10 @@ impl Tracer {
 
     /// Deletes the kept names of the processes `gone` says are gone.
     pub fn forget_names(&mut self, gone: impl Fn(u32) -> bool) -> Result<()> {
-        let mut names: HashMap<&mut MapData, u32, ProcName> = HashMap::try_from(
+        let mut names: HashMap<&mut MapData, u32, ProcRecord> = HashMap::try_from(
             self.ebpf
-                .map_mut("PROC_NAMES")
-                .context("PROC_NAMES map missing")?,
+                .map_mut("PROC_INFO")
+                .context("PROC_INFO map missing")?,
         )?;
         let dead: Vec<u32> = names
             .keys()
@@ -505,8 +524,8 @@ impl Tracer {
 
     /// The name and cgroup id the kernel side kept for a process it traced by itself.
     pub fn process_name(&self, tgid: u32) -> Option<(String, u64)> {
-        let names: HashMap<&MapData, u32, ProcName> =
-            HashMap::try_from(self.map("PROC_NAMES").ok()?).ok()?;
+        let names: HashMap<&MapData, u32, ProcRecord> =
+            HashMap::try_from(self.map("PROC_INFO").ok()?).ok()?;
         let n = names.get(&tgid, 0).ok()?;
         let end = n.comm.iter().position(|&b| b == 0).unwrap_or(n.comm.len());
         Some((
@@ -520,6 +539,16 @@ impl Tracer {
     pub fn program_run_totals(&self) -> (u64, u64) {
         run_totals(self.ebpf.programs().filter_map(|(_, p)| p.info().ok()))
     }
+}
+
+/// A per-process table value summed over CPUs.
+fn sum_cpus<'a>(per_cpu: impl Iterator<Item = &'a TopValue>) -> TopValue {
+    per_cpu.fold(TopValue::default(), |v, c| TopValue {
+        calls: v.calls + c.calls,
+        errors: v.errors + c.errors,
+        total_ns: v.total_ns + c.total_ns,
+        offcpu_ns: v.offcpu_ns + c.offcpu_ns,
+    })
 }
 
 fn map_data<'a>(ebpf: &'a Ebpf, name: &str) -> Result<&'a MapData> {
@@ -717,7 +746,8 @@ fn load_object(
         .map_max_entries("POOL", cpus * sizes.pool_per_cpu)
         .map_max_entries("COUNTERS", slots * counter::COUNT)
         .map_max_entries("TOP", sizes.top_entries)
-        .map_max_entries("PROC_NAMES", sizes.names)
+        .map_max_entries("PROC_INFO", sizes.names)
+        .map_max_entries("EXITS", if options.top { sizes.exit_ring } else { 4096 })
         .map_max_entries(
             "SLOW_NS",
             if options.slow.is_some() {

@@ -214,6 +214,19 @@ fn map_memory_does_not_grow_with_pid_max() {
         let _ = target.kill();
     }
     assert_eq!(seen[0], seen[1], "the maps' memory depends on pid_max");
+    // `top`: the per-process table, the live processes' records and the exit records on
+    // top, as the formula counts them.
+    let expected = TableSizes::for_slots(2).with_top().memory(cpus, 2);
+    let (top, first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui"])
+            .stdout(std::process::Stdio::null()),
+    );
+    assert!(first.starts_with("syscost: watching"), "{first}");
+    let bytes = map_memory(top.id());
+    let off = (bytes as f64 - expected as f64).abs() / expected as f64;
+    assert!(off < 0.10, "top: {bytes} bytes, formula {expected}");
+    drop(top);
 }
 
 #[test]

@@ -635,38 +635,17 @@ fn compare_runs_every_way_and_counts_exactly() {
 }
 
 /// Builds a static i386 program making `n` getppid calls through `int $0x80`.
-/// A static i386 program that calls getppid (32-bit syscall 64) `n` times through
-/// `int $0x80` and exits 0, written as bytes: no assembler or linker needed, so the test
-/// runs wherever the kernel runs 32-bit programs (the kernel matrix's VMs too).
+/// A static i386 program (written by the workload as bytes: no assembler or linker, so
+/// the test runs wherever the kernel runs 32-bit programs, the matrix's VMs too) that
+/// calls getppid (32-bit syscall 64) `n` times through `int $0x80` and exits 0.
 fn i386_getppid_program(dir: &std::path::Path, n: u32) -> std::path::PathBuf {
-    const BASE: u32 = 0x0804_8000;
-    const HEADERS: u32 = 52 + 32;
-    let mut code = vec![0xbe]; // mov $n, %esi
-    code.extend_from_slice(&n.to_le_bytes());
-    code.extend_from_slice(&[
-        0xb8, 64, 0, 0, 0, // 1: mov $64, %eax (getppid)
-        0xcd, 0x80, // int $0x80
-        0x4e, // dec %esi
-        0x75, 0xf6, // jnz 1b
-        0xb8, 1, 0, 0, 0, // mov $1, %eax (exit)
-        0x31, 0xdb, // xor %ebx, %ebx
-        0xcd, 0x80, // int $0x80
-    ]);
-    let size = HEADERS + code.len() as u32;
-    let mut elf = vec![0x7f, b'E', b'L', b'F', 1, 1, 1, 0];
-    elf.resize(16, 0);
-    let u16s = |v: &mut Vec<u8>, xs: &[u16]| xs.iter().for_each(|x| v.extend(x.to_le_bytes()));
-    let u32s = |v: &mut Vec<u8>, xs: &[u32]| xs.iter().for_each(|x| v.extend(x.to_le_bytes()));
-    u16s(&mut elf, &[2, 3]); // ET_EXEC, EM_386
-    u32s(&mut elf, &[1, BASE + HEADERS, 52, 0, 0]); // version, entry, phoff, shoff, flags
-    u16s(&mut elf, &[52, 32, 1, 0, 0, 0]); // ehsize, phentsize, phnum, no sections
-    // One PT_LOAD of the whole file, read + execute.
-    u32s(&mut elf, &[1, 0, BASE, BASE, size, size, 5, 0x1000]);
-    assert_eq!(elf.len() as u32, HEADERS);
-    elf.extend_from_slice(&code);
     let exe = dir.join("g32");
-    std::fs::write(&exe, elf).unwrap();
-    std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = Command::new(workload_path())
+        .args(["program", "i386", &n.to_string()])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
     exe
 }
 

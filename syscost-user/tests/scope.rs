@@ -276,6 +276,38 @@ fn top_of_a_cgroup_leaves_the_rest_out() {
     );
 }
 
+/// The address in `export`'s "serving ... at http://ADDR/metrics;" line.
+fn served_at(first: &str) -> String {
+    first
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://")?.strip_suffix("/metrics;"))
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string()
+}
+
+/// One scrape of the endpoint at `addr`: the exposition's text.
+fn scrape_body(addr: &str) -> String {
+    use std::io::Read as _;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let body = text.split("\r\n\r\n").nth(1).expect("an HTTP body");
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    body.to_string()
+}
+
+/// The unlabelled sample of a family (`export --top`'s machine-wide counters).
+fn unlabelled(text: &str, family: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(family)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
 /// Samples of one metric family: labels (as text) -> value.
 fn samples(text: &str, family: &str) -> BTreeMap<String, f64> {
     text.lines()
@@ -312,21 +344,8 @@ fn export_top_keeps_its_series_bounded_and_growing() {
             ])
             .stdout(Stdio::null()),
     );
-    let addr = first
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://")?.strip_suffix("/metrics;"))
-        .unwrap_or_else(|| panic!("{first}"))
-        .to_string();
-    let scrape = || {
-        use std::io::Read as _;
-        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
-        write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-        let mut text = String::new();
-        stream.read_to_string(&mut text).unwrap();
-        let body = text.split("\r\n\r\n").nth(1).expect("an HTTP body");
-        assert!(body.ends_with("# EOF\n"), "{body}");
-        body.to_string()
-    };
+    let addr = served_at(&first);
+    let scrape = || scrape_body(&addr);
     let family = "syscost_process_syscalls_total";
     let mut last: BTreeMap<String, f64> = BTreeMap::new();
     for round in 0..10 {
@@ -376,4 +395,216 @@ fn export_top_keeps_its_series_bounded_and_growing() {
     );
     sigint(export.id());
     assert!(export.into_inner().wait().unwrap().success());
+}
+
+/// The churn of a build or a CI runner: 3,000 processes one after the other (about as
+/// fast as this machine starts them), each exec'ing a static program that makes exactly
+/// 100 getppid and ten distinct syscalls in all (30,000 process-syscall pairs, more
+/// than the per-process table holds at once). `top` lists every one of them with its
+/// calls, and drops nothing.
+#[test]
+fn top_keeps_every_call_of_3000_short_lived_processes() {
+    let Some(t) = root_test("top_churn") else {
+        return;
+    };
+    let json = t.path("top.json");
+    let (top, first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "--json"])
+            .arg(&json)
+            .stdout(Stdio::null()),
+    );
+    assert!(
+        first.starts_with("syscost: watching the machine"),
+        "{first}"
+    );
+    run_ok(
+        Command::new(workload_path())
+            .args(["spawn", "3000", "100"])
+            .stdout(Stdio::null()),
+    );
+    sigint(top.id());
+    let o = top.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows: Vec<&serde_json::Value> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["comm"] == "syscost-getppid")
+        .collect();
+    let calls: u64 = rows.iter().map(|r| syscall_calls(r, "getppid")).sum();
+    assert_eq!(
+        (rows.len(), calls),
+        (3000, 300_000),
+        "dropped {}",
+        v["dropped"]
+    );
+    for r in &rows {
+        assert_eq!(syscall_calls(r, "getppid"), 100, "{r}");
+        for once in ["execve", "getpid", "gettid", "getsid"] {
+            assert_eq!(syscall_calls(r, once), 1, "{once}: {r}");
+        }
+        assert_eq!(r["calls"], 109, "{r}");
+        assert_eq!(r["exited"], true, "{r}");
+    }
+    assert_eq!(v["dropped"], 0);
+}
+
+/// The same churn under `export --top`: every getppid in some series (the five busiest
+/// or `other`), per process and per cgroup alike, and `syscost_events_dropped_total`
+/// on every scrape, 0.
+#[test]
+fn export_top_keeps_every_call_of_3000_short_lived_processes() {
+    let Some(_t) = root_test("export_top_churn") else {
+        return;
+    };
+    let (export, first, _err) = started(
+        syscost()
+            .args([
+                "export",
+                "--top",
+                "--top-n",
+                "5",
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ])
+            .stdout(Stdio::null()),
+    );
+    let addr = served_at(&first);
+    let getppid = |text: &str, family: &str| -> f64 {
+        samples(text, family)
+            .iter()
+            .filter(|(l, _)| label(l, "syscall") == "getppid")
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let dropped = |text: &str| {
+        unlabelled(text, "syscost_events_dropped_total")
+            .unwrap_or_else(|| panic!("no syscost_events_dropped_total sample:\n{text}"))
+    };
+    let before = scrape_body(&addr);
+    assert_eq!(dropped(&before), 0.0);
+    let mut work = Command::new(workload_path())
+        .args(["spawn", "3000", "100"])
+        .stdout(Stdio::null())
+        .spawn_reaped();
+    while work.try_wait().unwrap().is_none() {
+        assert_eq!(dropped(&scrape_body(&addr)), 0.0);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(work.wait().unwrap().success());
+    // The series are fed once a second: two seconds after the last exit, all is in.
+    std::thread::sleep(Duration::from_millis(2200));
+    let after = scrape_body(&addr);
+    let family = "syscost_process_syscalls_total";
+    let by_process = getppid(&after, family) - getppid(&before, family);
+    let cgroups = "syscost_cgroup_syscalls_total";
+    let by_cgroup = getppid(&after, cgroups) - getppid(&before, cgroups);
+    assert_eq!((by_process, by_cgroup), (300_000.0, 300_000.0));
+    assert_eq!(dropped(&after), 0.0);
+    sigint(export.id());
+    assert!(export.into_inner().wait().unwrap().success());
+}
+
+/// With a per-process table too small on purpose (8 pairs), the calls it has no room
+/// for are counted: the per-process figures plus `dropped` are exactly the cgroup's
+/// calls, which its statistics (kept apart, with histograms) count in full.
+#[test]
+fn a_shrunken_per_process_table_counts_every_call_it_loses() {
+    let Some(t) = root_test("top_shrunken") else {
+        return;
+    };
+    let cg = TestCgroup::new("shrunken");
+    let json = t.path("cg.json");
+    let (attach, first, _err) = started(
+        syscost()
+            .args([
+                "attach",
+                "--no-tui",
+                "--cgroup",
+                &cg.path,
+                "--per-process",
+                "--json",
+            ])
+            .arg(&json)
+            .env("SYSCOST_TABLE_SIZES", "top_entries=8")
+            .stdout(Stdio::null()),
+    );
+    assert!(first.starts_with("syscost: tracing cgroup"), "{first}");
+    moved_in(&cg, &["spawn", "50", "100"]);
+    sigint(attach.id());
+    let o = attach.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = read_profile(&json);
+    let total: u64 = p.syscalls.iter().map(|s| s.calls).sum();
+    let per_process: u64 = p.processes.iter().map(|r| r.calls).sum();
+    assert!(
+        p.dropped > 0,
+        "the table did not overflow: {per_process} of {total}"
+    );
+    assert_eq!(
+        per_process + p.dropped,
+        total,
+        "{per_process} + {} dropped",
+        p.dropped
+    );
+    assert_eq!(calls(&p, "getppid"), 50 * 100);
+}
+
+/// A shell loop starting /bin/true 3,000 times (each with the dynamic loader's syscalls):
+/// `top` counts the shell and its children exactly what `syscost run` counts of the same
+/// loop (whose count is the same on every run), and drops nothing.
+#[test]
+fn top_counts_a_shell_loop_as_run_does() {
+    let Some(t) = root_test("top_shell_loop") else {
+        return;
+    };
+    let script = "i=0; while [ $i -lt 3000 ]; do /bin/true; i=$((i+1)); done";
+    let json = t.path("run.json");
+    let o = output(
+        syscost()
+            .args(["run", "-o", "/dev/null", "--json"])
+            .arg(&json)
+            .args(["--", "/bin/sh", "-c", script]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = read_profile(&json);
+    assert_eq!(run.dropped, 0);
+    let by_run: u64 = run.syscalls.iter().map(|s| s.calls).sum();
+
+    let top_json = t.path("top.json");
+    let (top, first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "--json"])
+            .arg(&top_json)
+            .stdout(Stdio::null()),
+    );
+    assert!(
+        first.starts_with("syscost: watching the machine"),
+        "{first}"
+    );
+    // Started as `run` starts its command: nothing between the fork and the exec.
+    let o = Command::new(workload_path())
+        .args(["exec", "/bin/sh", "-c", script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shell = printed(&o, "child") as u64;
+    sigint(top.id());
+    let o = top.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&top_json).unwrap()).unwrap();
+    let rows: Vec<&serde_json::Value> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["pid"] == shell || p["comm"] == "true")
+        .collect();
+    let by_top: u64 = rows.iter().map(|r| r["calls"].as_u64().unwrap()).sum();
+    assert_eq!(rows.len(), 3001, "the shell and its 3,000 children");
+    assert_eq!(by_top, by_run, "dropped {}", v["dropped"]);
+    assert_eq!(v["dropped"], 0);
 }

@@ -454,7 +454,96 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         println!("note: {n}");
     }
     refresh_cost(&syscost, &workload)?;
-    switch_cost(&syscost, &workload, rounds, calls / 20)
+    switch_cost(&syscost, &workload, rounds, calls / 20)?;
+    process_start_cost(&syscost, &workload, rounds, peers && have("syscount"))
+}
+
+/// What the whole-machine modes add to a process start: fork, exec of a static program
+/// that only exits, exit, and the parent's wait (4 syscalls, the fork, exec and exit
+/// hooks, the exit record), beside no tracer, the baseline build's `top` when given
+/// (`SYSCOST_BENCH_BASELINE`) and libbpf-tools `syscount -P`.
+fn process_start_cost(
+    syscost: &Path,
+    workload: &Path,
+    rounds: usize,
+    syscount: bool,
+) -> Result<()> {
+    const STARTS: &str = "2000";
+    let baseline = std::env::var_os("SYSCOST_BENCH_BASELINE");
+    let mut ways: Vec<&str> = vec!["untraced", "syscost top"];
+    if baseline.is_some() {
+        ways.push("baseline build's top");
+    }
+    if syscount {
+        ways.push("syscount -P");
+    }
+    let per_process = || -> Result<f64> {
+        let o = Command::new(workload)
+            .args(["spawn", STARTS, "0"])
+            .output()
+            .context("cannot run the workload")?;
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("per_process_ns="))
+            .and_then(|v| v.trim().parse().ok())
+            .context("no per_process_ns from the workload")
+    };
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
+    for round in 1..=rounds {
+        eprintln!("bench: process starts, round {round}/{rounds}");
+        for (i, way) in ways.iter().enumerate() {
+            let r = match *way {
+                "untraced" => per_process(),
+                "syscost top" | "baseline build's top" => {
+                    let bin = if *way == "syscost top" {
+                        syscost.as_os_str().to_owned()
+                    } else {
+                        baseline.clone().unwrap_or_default()
+                    };
+                    let top = start_and_wait(
+                        Command::new(bin).args(["top", "--no-tui", "-i", "1"]),
+                        true,
+                        "watching the machine",
+                    )?;
+                    let r = per_process();
+                    stop(top);
+                    r
+                }
+                _ => {
+                    let tracefs = Tracefs::mount()?;
+                    let sc = start_and_wait(
+                        Command::new("stdbuf").args(["-oL", "syscount", "-P"]),
+                        false,
+                        "Tracing syscalls",
+                    )?;
+                    let r = per_process();
+                    let _ = Command::new("kill")
+                        .args(["-INT", &sc.id().to_string()])
+                        .status();
+                    stop(sc);
+                    drop(tracefs);
+                    r
+                }
+            };
+            samples[i].push(r?);
+        }
+    }
+    let med: Vec<f64> = samples.iter().map(|s| median(s)).collect();
+    println!();
+    println!(
+        "process starts (fork, exec of a static program that exits, wait; 4 syscalls), ns per process: median of {rounds} rounds, {STARTS} processes each"
+    );
+    println!("{:<26} {:>10} {:>10}", "setup", "median", "added");
+    for (i, way) in ways.iter().enumerate() {
+        println!("{way:<26} {:>10.0} {:>10.0}", med[i], med[i] - med[0]);
+    }
+    if let Some(sc) = ways.iter().position(|w| *w == "syscount -P") {
+        println!(
+            "syscost-top-added / syscount-P-added per process start: {:.2}",
+            (med[1] - med[0]) / (med[sc] - med[0]).max(1.0)
+        );
+    }
+    Ok(())
 }
 
 /// What one refresh of the statistics costs syscost, with 50 distinct syscalls in use (a

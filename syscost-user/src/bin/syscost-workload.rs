@@ -31,6 +31,17 @@
 //!   switches N         two threads on CPU 0 each call sched_yield N times, then
 //!                      pass a byte over pipes N times; prints the process's own
 //!                      nvcsw= and nivcsw= (getrusage) at the end
+//!   program ABI N PATH writes a static program (ABI x86_64 or i386) that makes N
+//!                      getppid calls (N may be 0) and exits 0: no loader, no libc;
+//!                      the x86_64 one also makes one each of getpid, gettid, getuid,
+//!                      getgid, geteuid, getegid, getpgrp and getsid before it exits
+//!   exec PROG ARGS...  runs PROG in a child forked with nothing between the fork and
+//!                      the execve (as `syscost run` starts its command); prints
+//!                      child=<pid> and exits with the child's status
+//!   spawn C N          C child processes one after the other, each exec'ing the
+//!                      static x86_64 program `syscost-getppid` making N getppid
+//!                      (ten distinct syscalls in all);
+//!                      prints per_process_ns=<own timing of fork, exec, exit, wait>
 //! ```
 //! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work;
 //! with `--hold` (after `--wait-stdin`, if both) it prints `done` after the work and waits
@@ -103,7 +114,7 @@ fn arg(args: &[String], i: usize) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: syscost-workload [--wait-stdin] getppid N | close-ebadf N | threads K N | fork C N | nanosleep N US | paced RATE SECS | sleep MS | exit CODE"
+        "usage: syscost-workload [--wait-stdin] [--hold] MODE ARGS (the modes are listed at the top of its source)"
     );
     std::process::exit(2)
 }
@@ -143,8 +154,173 @@ fn main() {
     }
 }
 
+/// A static ELF executable for `x86_64` (or i386) whose code makes `n` getppid calls
+/// and exits 0, written as bytes (one loadable segment: the headers and the code).
+fn getppid_program(x86_64: bool, n: u32) -> Vec<u8> {
+    let mut code = Vec::new();
+    if n > 0 {
+        code.push(0xbe); // mov $n, %esi
+        code.extend_from_slice(&n.to_le_bytes());
+        if x86_64 {
+            code.extend_from_slice(&[
+                0xb8, 110, 0, 0, 0, // 1: mov $110, %eax (getppid)
+                0x0f, 0x05, // syscall
+                0xff, 0xce, // dec %esi
+                0x75, 0xf5, // jnz 1b
+            ]);
+        } else {
+            code.extend_from_slice(&[
+                0xb8, 64, 0, 0, 0, // 1: mov $64, %eax (getppid)
+                0xcd, 0x80, // int $0x80
+                0x4e, // dec %esi
+                0x75, 0xf6, // jnz 1b
+            ]);
+        }
+    }
+    if x86_64 {
+        // One each of eight id syscalls (getsid(0) with %edi zeroed): with execve and
+        // getppid, ten distinct syscalls, about what a static C program makes at its start.
+        code.extend_from_slice(&[0x31, 0xff]); // xor %edi, %edi
+        for nr in [39u8, 186, 102, 104, 107, 108, 111, 124] {
+            code.extend_from_slice(&[0xb8, nr, 0, 0, 0, 0x0f, 0x05]); // mov $nr, %eax; syscall
+        }
+        code.extend_from_slice(&[
+            0xb8, 231, 0, 0, 0, // mov $231, %eax (exit_group)
+            0x31, 0xff, // xor %edi, %edi
+            0x0f, 0x05, // syscall
+        ]);
+    } else {
+        code.extend_from_slice(&[
+            0xb8, 1, 0, 0, 0, // mov $1, %eax (exit)
+            0x31, 0xdb, // xor %ebx, %ebx
+            0xcd, 0x80, // int $0x80
+        ]);
+    }
+    let u16s = |v: &mut Vec<u8>, xs: &[u16]| xs.iter().for_each(|x| v.extend(x.to_le_bytes()));
+    let u32s = |v: &mut Vec<u8>, xs: &[u32]| xs.iter().for_each(|x| v.extend(x.to_le_bytes()));
+    let u64s = |v: &mut Vec<u8>, xs: &[u64]| xs.iter().for_each(|x| v.extend(x.to_le_bytes()));
+    let mut elf = vec![0x7f, b'E', b'L', b'F', if x86_64 { 2 } else { 1 }, 1, 1, 0];
+    elf.resize(16, 0);
+    if x86_64 {
+        const BASE: u64 = 0x40_0000;
+        let headers = 64 + 56;
+        let size = headers + code.len() as u64;
+        u16s(&mut elf, &[2, 62]); // ET_EXEC, EM_X86_64
+        u32s(&mut elf, &[1]);
+        u64s(&mut elf, &[BASE + headers, 64, 0]); // entry, phoff, shoff
+        u32s(&mut elf, &[0]);
+        u16s(&mut elf, &[64, 56, 1, 0, 0, 0]); // ehsize, phentsize, phnum, no sections
+        u32s(&mut elf, &[1, 5]); // PT_LOAD, read + execute
+        u64s(&mut elf, &[0, BASE, BASE, size, size, 0x1000]);
+        assert_eq!(elf.len() as u64, headers);
+    } else {
+        const BASE: u32 = 0x0804_8000;
+        let headers = 52 + 32;
+        let size = headers + code.len() as u32;
+        u16s(&mut elf, &[2, 3]); // ET_EXEC, EM_386
+        u32s(&mut elf, &[1, BASE + headers, 52, 0, 0]);
+        u16s(&mut elf, &[52, 32, 1, 0, 0, 0]);
+        u32s(&mut elf, &[1, 0, BASE, BASE, size, size, 5, 0x1000]);
+        assert_eq!(elf.len() as u32, headers);
+    }
+    elf.extend_from_slice(&code);
+    elf
+}
+
+fn write_program(path: &std::path::Path, x86_64: bool, n: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, getppid_program(x86_64, n)).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `c` children one after the other, each exec'ing a static program making `n` getppid:
+/// fork, exec and exit with nothing else in between (raw fork, no loader, no libc in the
+/// child). The time each took, fork to reaped.
+fn spawn(c: u64, n: u32) -> std::time::Duration {
+    let dir = std::env::temp_dir().join(format!("syscost-spawn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("syscost-getppid");
+    write_program(&exe, true, n);
+    let path = std::ffi::CString::new(exe.to_str().unwrap()).unwrap();
+    let argv = [path.as_ptr(), std::ptr::null()];
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    let t = Instant::now();
+    for _ in 0..c {
+        // SAFETY: the child only calls execve and _exit.
+        let pid = unsafe { libc::syscall(libc::SYS_fork) } as i32;
+        if pid == 0 {
+            unsafe {
+                libc::syscall(
+                    libc::SYS_execve,
+                    path.as_ptr(),
+                    argv.as_ptr(),
+                    envp.as_ptr(),
+                );
+                libc::syscall(libc::SYS_exit_group, 127);
+            }
+        }
+        assert!(pid > 0, "fork failed: {}", std::io::Error::last_os_error());
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "child {pid}: status {status:#x}"
+        );
+    }
+    let took = t.elapsed();
+    std::fs::remove_dir_all(&dir).unwrap();
+    took / c.max(1) as u32
+}
+
 fn work(args: &[String]) {
     match args.first().map(String::as_str) {
+        Some("program") => {
+            let x86_64 = match args.get(1).map(String::as_str) {
+                Some("x86_64") => true,
+                Some("i386") => false,
+                _ => usage(),
+            };
+            let path = args.get(3).unwrap_or_else(|| usage());
+            write_program(std::path::Path::new(path), x86_64, arg(args, 2) as u32);
+        }
+        Some("exec") => {
+            let argv: Vec<std::ffi::CString> = args[1..]
+                .iter()
+                .map(|a| std::ffi::CString::new(a.as_str()).unwrap())
+                .collect();
+            if argv.is_empty() {
+                usage();
+            }
+            let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+            ptrs.push(std::ptr::null());
+            unsafe extern "C" {
+                static environ: *const *const libc::c_char;
+            }
+            // SAFETY: the child only calls execve and exit_group.
+            let pid = unsafe { libc::syscall(libc::SYS_fork) } as i32;
+            if pid == 0 {
+                unsafe {
+                    libc::syscall(libc::SYS_execve, ptrs[0], ptrs.as_ptr(), environ);
+                    libc::syscall(libc::SYS_exit_group, 127);
+                }
+            }
+            assert!(pid > 0, "fork failed: {}", std::io::Error::last_os_error());
+            println!("child={pid}");
+            std::io::stdout().flush().unwrap();
+            let mut status = 0;
+            // SAFETY: waits for our own child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            std::process::exit(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            });
+        }
+        Some("spawn") => {
+            let per = spawn(arg(args, 1), arg(args, 2) as u32);
+            println!("per_process_ns={}", per.as_nanos());
+        }
         Some("getppid") => {
             let n = arg(args, 1);
             let t = Instant::now();

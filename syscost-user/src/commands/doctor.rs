@@ -110,8 +110,8 @@ pub fn checks() -> Vec<Check> {
     let rel = kernel_btf::release();
     out.push(match kernel_btf::kernel_version(&rel) {
         Some(v) if v >= kernel_btf::KERNEL_FLOOR => Check::new("kernel", Status::Ok, rel.clone()),
-        Some(_) => Check::new("kernel", Status::Missing, format!("{rel}: before 5.8"))
-            .fix("Linux 5.8 or later"),
+        Some(_) => Check::new("kernel", Status::Missing, format!("{rel}: before 5.10"))
+            .fix("Linux 5.10 or later"),
         None => Check::new(
             "kernel",
             Status::Info,

@@ -181,6 +181,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     let _slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
     let sampler = Sampler::new(tracer, !args.no_run_stats)
         .without_top_totals()
+        .with_steps()
         .shared();
     let sources = match &cgroup {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],

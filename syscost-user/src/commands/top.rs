@@ -64,7 +64,9 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     };
     let tracer = Tracer::load(tracer_options(!args.no_offcpu, auto))?;
     super::note_unavailable(tracer.features());
-    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let sampler = Sampler::new(tracer, !args.no_run_stats)
+        .with_steps()
+        .shared();
     let every = seconds(args.interval).unwrap_or(Duration::from_secs(1));
     let duration = seconds(args.duration);
     let started = Instant::now();

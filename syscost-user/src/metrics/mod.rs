@@ -74,6 +74,9 @@ pub struct Scrape {
     /// With `--slow`: per traced process (or cgroup), slow calls sent and slow calls the
     /// ring buffer had no room for.
     pub slow: Vec<(Target, u64, u64)>,
+    /// `export --top`: the events the whole machine's tables had no room for (served
+    /// without labels on every scrape, 0 included).
+    pub machine_dropped: Option<u64>,
 }
 
 /// The four counter families of a bounded series set: `PREFIX_syscalls_total`,
@@ -286,15 +289,24 @@ impl Collector for Scrape {
                 )?
                 .encode_counter::<NoLabelSet, f64, u64>(&(measured_ns as f64 / 1e9), None)?;
         }
-        self.per_process(
-            &mut encoder,
-            (
+        {
+            let mut family = encoder.encode_descriptor(
                 "syscost_events_dropped",
-                "Events syscost's tables had no room for (a thread, a syscall entry, a followed child), not counted.",
+                "Events syscost's tables had no room for (a thread, a syscall entry, a followed child, a process's per-process figures), not counted.",
                 None,
-            ),
-            |p| p.dropped,
-        )?;
+                MetricType::Counter,
+            )?;
+            for p in &self.processes {
+                family
+                    .encode_family(&process_labels(&p.target))?
+                    .encode_counter::<NoLabelSet, u64, u64>(&p.dropped, None)?;
+            }
+            if let Some(d) = self.machine_dropped {
+                family
+                    .encode_family(&Vec::<(&str, String)>::new())?
+                    .encode_counter::<NoLabelSet, u64, u64>(&d, None)?;
+            }
+        }
         self.per_process(
             &mut encoder,
             (
@@ -511,6 +523,8 @@ impl Metrics {
         } else {
             Vec::new()
         };
+        let machine_dropped = (self.sources.is_empty() && self.top.is_some())
+            .then(|| snaps.first().map_or(0, |s| s.dropped()));
         Ok(Scrape {
             processes,
             bpf_run,
@@ -518,6 +532,7 @@ impl Metrics {
             cgroups_top,
             offcpu_tracked: offcpu,
             slow,
+            machine_dropped,
         })
     }
 }
@@ -737,6 +752,7 @@ mod tests {
             cgroups_top: Vec::new(),
             offcpu_tracked,
             slow: Vec::new(),
+            machine_dropped: Some(3),
         };
         let text = exposition(scrape(true)).unwrap();
         for line in [
@@ -748,6 +764,11 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} missing:\n{text}");
         }
+        // The machine's dropped events, unlabelled, whatever the series.
+        assert!(
+            text.contains("\nsyscost_events_dropped_total 3\n"),
+            "{text}"
+        );
         let text = exposition(scrape(false)).unwrap();
         assert!(!text.contains("syscost_process_syscall_offcpu"), "{text}");
     }
@@ -760,6 +781,7 @@ mod tests {
                 cgroups_top: Vec::new(),
                 offcpu_tracked: true,
                 slow: Vec::new(),
+                machine_dropped: None,
                 processes: vec![server_profile()],
                 bpf_run: Some((1_500_000, 1_000_000_000)),
             })
@@ -776,6 +798,7 @@ mod tests {
             cgroups_top: Vec::new(),
             offcpu_tracked: true,
             slow: Vec::new(),
+            machine_dropped: None,
             processes: vec![p],
             bpf_run: None,
         })
@@ -805,6 +828,7 @@ mod tests {
             cgroups_top: Vec::new(),
             offcpu_tracked: true,
             slow: Vec::new(),
+            machine_dropped: None,
             processes: vec![a, b],
             bpf_run: Some((1, 1_000_000_000)),
         })

@@ -45,6 +45,8 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "a_cgroup_is_counted_exactly_with_processes_started_and_moved_in",
             "top_counts_every_process_exactly_but_itself",
             "top_of_a_cgroup_leaves_the_rest_out",
+            "top_keeps_every_call_of_3000_short_lived_processes",
+            "a_shrunken_per_process_table_counts_every_call_it_loses",
         ],
     ),
     (

@@ -349,15 +349,22 @@ fn auto_add(tgid: u32) -> bool {
     } else {
         proc_value::EXCLUDED
     };
+    // The record first: once the process is in PROCS, another of its threads may make a
+    // call on another CPU, and its key's bit must find the record there.
+    let top = wanted && TOP_ON.load() != 0;
+    if top {
+        name_process(tgid);
+    }
     if !insert_proc(tgid, value) {
         // Another thread of the process may have added it on another CPU just now.
-        if proc_value_ptr(tgid).is_none() && wanted {
+        let traced = proc_value_ptr(tgid).is_some();
+        if !traced && wanted {
             count(0, counter::DROPPED_PROCESS);
+            if top {
+                let _ = PROC_INFO.remove(tgid);
+            }
         }
-        return wanted && proc_value_ptr(tgid).is_some();
-    }
-    if wanted && TOP_ON.load() != 0 {
-        name_process(tgid);
+        return wanted && traced;
     }
     wanted
 }

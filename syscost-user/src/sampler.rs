@@ -199,7 +199,7 @@ pub struct Sampler {
     machine: Machine,
     /// Steps read by [`Sampler::top_tick`] and not yet handed out (only when a view
     /// takes steps: `top`).
-    pending: TopStep,
+    pending: top::PendingSteps,
     steps_wanted: bool,
     top_read_at: Instant,
     names_cleaned_at: Instant,
@@ -227,7 +227,7 @@ impl Sampler {
             frozen: None,
             own_cost: OwnCost::new(run_stats),
             machine: Machine::new(true),
-            pending: TopStep::default(),
+            pending: top::PendingSteps::default(),
             steps_wanted: false,
             top_read_at: Instant::now(),
             names_cleaned_at: Instant::now(),
@@ -264,7 +264,7 @@ impl Sampler {
             let info = ProcInfo::of_record(&r.info, &mut self.cgroup_names);
             let step = self.machine.exit(r.tgid, info, &finals);
             if self.steps_wanted {
-                self.pending.merge(step);
+                self.pending.absorb(step);
             }
         }
         Ok(())
@@ -364,7 +364,15 @@ impl Sampler {
     pub fn top_step(&mut self) -> Result<TopStep> {
         self.steps_wanted = true;
         self.top_refresh()?;
-        Ok(std::mem::take(&mut self.pending))
+        Ok(self.pending.take())
+    }
+
+    /// The last step before the programs are unloaded: a second read of the table right
+    /// after the first, so that a process the first found gone and whose record did not
+    /// come (none could be sent) is counted too, not left for a step that never comes.
+    pub fn top_final_step(&mut self) -> Result<TopStep> {
+        self.top_refresh()?;
+        self.top_step()
     }
 
     /// Reads the per-process table once a second when it is loaded, keeping it clear of
@@ -401,7 +409,7 @@ impl Sampler {
         // A process the step found gone has been reaped, so its exit record is there
         // (sent as it exited): its last figures, under its own name.
         if self.steps_wanted {
-            self.pending.merge(step);
+            self.pending.absorb(step);
         }
         self.drain_exits()?;
         let Some(tracer) = self.tracer.as_mut() else {
@@ -431,7 +439,7 @@ impl Sampler {
         // No steps are kept while drilled (the totals are): the top view takes one
         // afresh when it comes back.
         self.steps_wanted = tgid == 0;
-        self.pending = TopStep::default();
+        self.pending = top::PendingSteps::default();
         match self.tracer.as_mut() {
             Some(t) => t.drill(tgid),
             None => Ok(()),

@@ -170,15 +170,20 @@ pub struct TopStep {
     pub exited: Vec<u32>,
 }
 
-impl TopStep {
-    /// Adds a later step to this one (rows of the same process summed).
-    pub fn merge(&mut self, later: TopStep) {
-        let mut by_pid: BTreeMap<u32, ProcessRow> = std::mem::take(&mut self.interval)
-            .into_iter()
-            .map(|r| (r.pid, r))
-            .collect();
-        for r in later.interval {
-            match by_pid.get_mut(&r.pid) {
+/// Steps not yet taken by the view that takes them, summed as they come (an exit record
+/// is a step of one process: thousands a second on a churning machine, each merged in
+/// O(log n)).
+#[derive(Debug, Default)]
+pub struct PendingSteps {
+    rows: BTreeMap<u32, ProcessRow>,
+    exited: Vec<u32>,
+}
+
+impl PendingSteps {
+    /// Adds a step (rows of the same process summed, the later name and threads kept).
+    pub fn absorb(&mut self, step: TopStep) {
+        for r in step.interval {
+            match self.rows.get_mut(&r.pid) {
                 Some(e) => {
                     for (id, v) in &r.syscalls {
                         e.add(*id, v);
@@ -189,13 +194,22 @@ impl TopStep {
                     e.cgroup = r.cgroup;
                 }
                 None => {
-                    by_pid.insert(r.pid, r);
+                    self.rows.insert(r.pid, r);
                 }
             }
         }
-        self.interval = by_pid.into_values().collect();
-        // (`forget` is applied when read: nothing to keep of it.)
-        self.exited.extend(later.exited);
+        self.exited.extend(step.exited);
+    }
+
+    /// Everything absorbed since the last take, as one step.
+    pub fn take(&mut self) -> TopStep {
+        let mut exited = std::mem::take(&mut self.exited);
+        exited.sort_unstable();
+        TopStep {
+            interval: std::mem::take(&mut self.rows).into_values().collect(),
+            forget: Vec::new(),
+            exited,
+        }
     }
 }
 
@@ -212,6 +226,10 @@ pub struct Machine {
     gone: Vec<ProcessRow>,
     /// Processes found gone at the last step, whose exit records have not come.
     dead: std::collections::HashSet<u32>,
+    /// The name and cgroup /proc last gave for each process seen alive with calls: an
+    /// exit record's (the comm of the thread first seen, the cgroup then) is used only
+    /// for a process never seen so.
+    known: HashMap<u32, ProcInfo>,
 }
 
 impl Machine {
@@ -255,7 +273,11 @@ impl Machine {
                     continue;
                 }
                 let row = rows.entry(pid).or_insert_with(|| {
-                    let pi = info(pid);
+                    let pi = match (live, self.known.get(&pid)) {
+                        // Gone (no record came): its last name, /proc has none now.
+                        (false, Some(known)) => known.clone(),
+                        _ => info(pid),
+                    };
                     ProcessRow {
                         pid,
                         comm: pi.comm,
@@ -264,6 +286,15 @@ impl Machine {
                     }
                 });
                 row.add(top_id(k), &d);
+            }
+            if live && let Some(r) = rows.get(&pid) {
+                self.known.insert(
+                    pid,
+                    ProcInfo {
+                        comm: r.comm.clone(),
+                        cgroup: r.cgroup.clone(),
+                    },
+                );
             }
             if self.keep_totals
                 && let Some(row) = rows.get(&pid)
@@ -298,6 +329,7 @@ impl Machine {
             for (k, _) in &keys {
                 self.previous.remove(k);
             }
+            self.known.remove(&pid);
             forget.extend(keys.iter().map(|(k, _)| *k));
             exited.push(pid);
         }
@@ -313,6 +345,7 @@ impl Machine {
     /// figures of its keys (which the caller has deleted from the kernel's table).
     pub fn exit(&mut self, pid: u32, info: ProcInfo, finals: &[(TopKey, TopValue)]) -> TopStep {
         self.dead.remove(&pid);
+        let info = self.known.remove(&pid).unwrap_or(info);
         let mut row = ProcessRow {
             pid,
             comm: info.comm,
@@ -369,6 +402,7 @@ impl Machine {
             live: HashMap::new(),
             gone: Vec::new(),
             dead: Default::default(),
+            known: HashMap::new(),
         }
     }
 
@@ -597,12 +631,13 @@ mod tests {
         // Errors written before calls: a copy can show one error too many, and time
         // switched out above the total.
         m.step(&[(k(1, 3), v(4, 5, 40, 50))], |_| true, info, |_| 1);
-        let mut later = m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| true, info, |_| 1);
+        let mut later = PendingSteps::default();
+        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| true, info, |_| 1));
         // Gone: left for a step (its exit record may come), then counted and forgotten.
-        later.merge(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
-        assert!(later.exited.is_empty());
-        later.merge(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
-        assert_eq!(later.exited, vec![1]);
+        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
+        assert!(later.take().exited.is_empty());
+        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
+        assert_eq!(later.take().exited, vec![1]);
         let t = &m.totals()[0];
         assert_eq!((t.calls(), t.errors(), t.total_ns()), (5, 5, 50));
         assert_eq!(t.oncpu_ns(), 0);
@@ -657,10 +692,46 @@ mod tests {
         assert!(m.totals().is_empty());
     }
 
-    /// The exit record's final figures count once, under the record's name, whether a
-    /// step saw the process gone before the record came or not.
     #[test]
-    fn an_exit_record_counts_the_last_calls_under_its_name() {
+    fn pending_steps_sum_the_rows_of_a_process() {
+        let row = |pid: u32, calls: u64, exited: bool, comm: &str| {
+            let mut r = ProcessRow {
+                pid,
+                comm: comm.into(),
+                exited,
+                ..Default::default()
+            };
+            r.add(top_id(&k(pid, 39)), &v(calls, 0, calls, 0));
+            r
+        };
+        let mut p = PendingSteps::default();
+        for (r, gone) in [
+            (row(5, 2, false, "a"), vec![]),
+            (row(3, 1, false, "x"), vec![]),
+            (row(5, 4, true, "b"), vec![5]),
+        ] {
+            p.absorb(TopStep {
+                interval: vec![r],
+                forget: Vec::new(),
+                exited: gone,
+            });
+        }
+        let s = p.take();
+        let got: Vec<(u32, u64, bool, &str)> = s
+            .interval
+            .iter()
+            .map(|r| (r.pid, r.calls(), r.exited, r.comm.as_str()))
+            .collect();
+        assert_eq!(got, [(3, 1, false, "x"), (5, 6, true, "b")]);
+        assert_eq!(s.exited, vec![5]);
+        assert!(p.take().interval.is_empty(), "taken once");
+    }
+
+    /// The exit record's final figures count once, whether a step saw the process gone
+    /// before the record came or not; under the name /proc gave while it lived, or the
+    /// record's for a process never seen alive.
+    #[test]
+    fn an_exit_record_counts_the_last_calls_once() {
         let info = |pid| ProcInfo {
             comm: format!("p{pid}"),
             cgroup: "/a".into(),
@@ -669,9 +740,11 @@ mod tests {
             comm: format!("exec{pid}"),
             cgroup: "/b".into(),
         };
-        for step_between in [false, true] {
+        for (seen_alive, step_between) in [(true, false), (true, true), (false, true)] {
             let mut m = Machine::new(true);
-            m.step(&[(k(7, 39), v(10, 1, 100, 0))], |_| true, info, |_| 1);
+            if seen_alive {
+                m.step(&[(k(7, 39), v(10, 1, 100, 0))], |_| true, info, |_| 1);
+            }
             if step_between {
                 // Gone from /proc, the record not read yet: nothing counted, nothing lost.
                 let s = m.step(&[(k(7, 39), v(30, 2, 300, 0))], |_| false, info, |_| 0);
@@ -683,20 +756,45 @@ mod tests {
                 &[(k(7, 39), v(30, 2, 300, 0)), (k(7, 3), v(1, 0, 5, 0))],
             );
             assert_eq!(s.exited, vec![7]);
+            let name = if seen_alive {
+                ("p7", "/a")
+            } else {
+                ("exec7", "/b")
+            };
             let r = &s.interval[0];
-            assert_eq!(
-                (r.comm.as_str(), r.calls(), r.errors(), r.exited),
-                ("exec7", 21, 1, true)
-            );
+            let last = if seen_alive { 21 } else { 31 };
+            assert_eq!((r.comm.as_str(), r.calls(), r.exited), (name.0, last, true));
             let t = m.totals();
             assert_eq!(t.len(), 1);
-            assert_eq!((t[0].comm.as_str(), t[0].cgroup.as_str()), ("exec7", "/b"));
+            assert_eq!((t[0].comm.as_str(), t[0].cgroup.as_str()), name);
             assert_eq!((t[0].calls(), t[0].errors(), t[0].total_ns()), (31, 2, 305));
             // The keys are deleted by the caller; a later step does not see them.
             let s = m.step(&[], |_| false, info, |_| 0);
             assert!(s.interval.is_empty() && s.exited.is_empty());
             assert_eq!(m.totals().len(), 1);
         }
+    }
+
+    /// A process gone without a record (none could be sent) is counted at the next step
+    /// under the name /proc gave while it lived.
+    #[test]
+    fn a_process_gone_without_a_record_keeps_its_name() {
+        let mut m = Machine::new(true);
+        let proc_says = std::cell::Cell::new("app");
+        let info = |_| ProcInfo {
+            comm: proc_says.get().into(),
+            cgroup: "/a".into(),
+        };
+        m.step(&[(k(9, 39), v(5, 0, 50, 0))], |_| true, info, |_| 1);
+        proc_says.set("?");
+        m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| false, info, |_| 0);
+        let s = m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| false, info, |_| 0);
+        assert_eq!(s.forget, vec![k(9, 39)]);
+        assert_eq!(
+            (s.interval[0].comm.as_str(), s.interval[0].calls()),
+            ("app", 3)
+        );
+        assert_eq!(m.totals()[0].comm, "app");
     }
 
     #[test]

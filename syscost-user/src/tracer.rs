@@ -273,8 +273,8 @@ impl Tracer {
     /// The final figures of an exited process's `TOP` keys (summed over CPUs), which are
     /// then deleted, with what the kernel side kept of it; keys already gone are left out.
     pub fn take_final(&mut self, record: &ExitRecord) -> Result<Vec<(TopKey, TopValue)>> {
-        let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> =
-            PerCpuHashMap::try_from(self.ebpf.map_mut("TOP").context("TOP map missing")?)?;
+        let top: PerCpuHashMap<&MapData, TopKey, TopValue> =
+            PerCpuHashMap::try_from(self.map("TOP")?)?;
         let mut out = Vec::new();
         for key in record.info.top_keys() {
             let k = TopKey {
@@ -285,7 +285,17 @@ impl Tracer {
                 continue;
             };
             out.push((k, sum_cpus(per_cpu.iter())));
-            let _ = top.remove(&k);
+        }
+        let keys: Vec<TopKey> = out.iter().map(|(k, _)| *k).collect();
+        // One syscall for all the keys (BPF_MAP_DELETE_BATCH, Linux 5.6), one each if
+        // the kernel refuses it.
+        let fd = map_fd(self.map("TOP")?)?;
+        if delete_batch(fd, &keys).is_err() {
+            let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> =
+                PerCpuHashMap::try_from(self.ebpf.map_mut("TOP").context("TOP map missing")?)?;
+            for k in &keys {
+                let _ = top.remove(k);
+            }
         }
         Ok(out)
     }
@@ -538,6 +548,60 @@ impl Tracer {
     /// BPF run-time statistics are on (see [`RunTimeStats`]).
     pub fn program_run_totals(&self) -> (u64, u64) {
         run_totals(self.ebpf.programs().filter_map(|(_, p)| p.info().ok()))
+    }
+}
+
+/// The fd of a loaded map.
+fn map_fd(map: &Map) -> Result<i32> {
+    let data = match map {
+        Map::PerCpuHashMap(d) | Map::HashMap(d) | Map::Array(d) | Map::PerCpuArray(d) => d,
+        _ => anyhow::bail!("no fd for this kind of map"),
+    };
+    Ok(data.fd().as_fd().as_raw_fd())
+}
+
+/// Deletes `keys` from the hash map `fd` in one `BPF_MAP_DELETE_BATCH`.
+fn delete_batch<K>(fd: i32, keys: &[K]) -> io::Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    /// `union bpf_attr`'s member for the batch commands.
+    #[repr(C)]
+    struct BatchAttr {
+        in_batch: u64,
+        out_batch: u64,
+        keys: u64,
+        values: u64,
+        count: u32,
+        map_fd: u32,
+        elem_flags: u64,
+        flags: u64,
+    }
+    const BPF_MAP_DELETE_BATCH: libc::c_long = 27;
+    let mut attr = BatchAttr {
+        in_batch: 0,
+        out_batch: 0,
+        keys: keys.as_ptr() as u64,
+        values: 0,
+        count: keys.len() as u32,
+        map_fd: fd as u32,
+        elem_flags: 0,
+        flags: 0,
+    };
+    // SAFETY: the attribute points at `keys.len()` keys of the map's key size, alive for
+    // the call; the kernel writes only `count` back.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_DELETE_BATCH,
+            &mut attr as *mut BatchAttr,
+            size_of::<BatchAttr>() as u32,
+        )
+    };
+    if r == 0 && attr.count as usize == keys.len() {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

@@ -452,14 +452,16 @@ fn top_keeps_every_call_of_3000_short_lived_processes() {
     assert_eq!(v["dropped"], 0);
 }
 
-/// The same churn under `export --top`: every getppid in some series (the five busiest
-/// or `other`), per process and per cgroup alike, and `syscost_events_dropped_total`
-/// on every scrape, 0.
+/// The same churn under `export --top`, inside a cgroup of the test's: the cgroup's
+/// series gains exactly its 300,000 getppid, the per-process series (the five busiest
+/// and `other`) add up to the per-cgroup ones, and `syscost_events_dropped_total` is on
+/// every scrape, 0.
 #[test]
 fn export_top_keeps_every_call_of_3000_short_lived_processes() {
     let Some(_t) = root_test("export_top_churn") else {
         return;
     };
+    let cg = TestCgroup::new("churn");
     let (export, first, _err) = started(
         syscost()
             .args([
@@ -473,10 +475,11 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
             .stdout(Stdio::null()),
     );
     let addr = served_at(&first);
-    let getppid = |text: &str, family: &str| -> f64 {
+    let getppid = |text: &str, family: &str, cgroup: Option<&str>| -> f64 {
         samples(text, family)
             .iter()
             .filter(|(l, _)| label(l, "syscall") == "getppid")
+            .filter(|(l, _)| cgroup.is_none_or(|c| label(l, "cgroup") == c))
             .map(|(_, v)| v)
             .sum()
     };
@@ -486,10 +489,9 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
     };
     let before = scrape_body(&addr);
     assert_eq!(dropped(&before), 0.0);
-    let mut work = Command::new(workload_path())
-        .args(["spawn", "3000", "100"])
-        .stdout(Stdio::null())
-        .spawn_reaped();
+    let (mut work, _out) = waiting(&["spawn", "3000", "100"]);
+    cg.enter(work.id());
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
     while work.try_wait().unwrap().is_none() {
         assert_eq!(dropped(&scrape_body(&addr)), 0.0);
         std::thread::sleep(Duration::from_millis(300));
@@ -498,11 +500,14 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
     // The series are fed once a second: two seconds after the last exit, all is in.
     std::thread::sleep(Duration::from_millis(2200));
     let after = scrape_body(&addr);
-    let family = "syscost_process_syscalls_total";
-    let by_process = getppid(&after, family) - getppid(&before, family);
-    let cgroups = "syscost_cgroup_syscalls_total";
-    let by_cgroup = getppid(&after, cgroups) - getppid(&before, cgroups);
-    assert_eq!((by_process, by_cgroup), (300_000.0, 300_000.0));
+    let (processes, cgroups) = (
+        "syscost_process_syscalls_total",
+        "syscost_cgroup_syscalls_total",
+    );
+    let gained =
+        |family, cgroup| getppid(&after, family, cgroup) - getppid(&before, family, cgroup);
+    assert_eq!(gained(cgroups, Some(&cg.path)), 300_000.0);
+    assert_eq!(gained(processes, None), gained(cgroups, None));
     assert_eq!(dropped(&after), 0.0);
     sigint(export.id());
     assert!(export.into_inner().wait().unwrap().success());
@@ -553,9 +558,10 @@ fn a_shrunken_per_process_table_counts_every_call_it_loses() {
     assert_eq!(calls(&p, "getppid"), 50 * 100);
 }
 
-/// A shell loop starting /bin/true 3,000 times (each with the dynamic loader's syscalls):
-/// `top` counts the shell and its children exactly what `syscost run` counts of the same
-/// loop (whose count is the same on every run), and drops nothing.
+/// A shell loop starting /bin/true 3,000 times (each with the dynamic loader's syscalls),
+/// inside a cgroup of the test's: `top --cgroup` counts the shell and its children
+/// exactly what `syscost run` counts of the same loop (whose count is the same on every
+/// run), and drops nothing.
 #[test]
 fn top_counts_a_shell_loop_as_run_does() {
     let Some(t) = root_test("top_shell_loop") else {
@@ -574,24 +580,30 @@ fn top_counts_a_shell_loop_as_run_does() {
     assert_eq!(run.dropped, 0);
     let by_run: u64 = run.syscalls.iter().map(|s| s.calls).sum();
 
+    let cg = TestCgroup::new("loop");
     let top_json = t.path("top.json");
     let (top, first, _err) = started(
         syscost()
-            .args(["top", "--no-tui", "--json"])
+            .args(["top", "--no-tui", "--cgroup", &cg.path, "--json"])
             .arg(&top_json)
             .stdout(Stdio::null()),
     );
-    assert!(
-        first.starts_with("syscost: watching the machine"),
-        "{first}"
-    );
-    // Started as `run` starts its command: nothing between the fork and the exec.
-    let o = Command::new(workload_path())
-        .args(["exec", "/bin/sh", "-c", script])
-        .output()
+    assert!(first.contains(&cg.path), "{first}");
+    // Started as `run` starts its command (nothing between the fork and the exec), by a
+    // launcher moved into the cgroup first.
+    let (mut launcher, mut out) = waiting(&["exec", "/bin/sh", "-c", script]);
+    cg.enter(launcher.id());
+    writeln!(launcher.stdin.as_mut().unwrap()).unwrap();
+    let shell: u64 = out
+        .next()
+        .unwrap()
+        .unwrap()
+        .strip_prefix("child=")
+        .unwrap()
+        .parse()
         .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let shell = printed(&o, "child") as u64;
+    assert!(launcher.wait().unwrap().success());
+    let launcher = launcher.id();
     sigint(top.id());
     let o = top.into_inner().wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -601,10 +613,11 @@ fn top_counts_a_shell_loop_as_run_does() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|p| p["pid"] == shell || p["comm"] == "true")
+        .filter(|p| p["pid"] != launcher)
         .collect();
-    let by_top: u64 = rows.iter().map(|r| r["calls"].as_u64().unwrap()).sum();
     assert_eq!(rows.len(), 3001, "the shell and its 3,000 children");
+    assert!(rows.iter().any(|r| r["pid"] == shell));
+    let by_top: u64 = rows.iter().map(|r| r["calls"].as_u64().unwrap()).sum();
     assert_eq!(by_top, by_run, "dropped {}", v["dropped"]);
     assert_eq!(v["dropped"], 0);
 }

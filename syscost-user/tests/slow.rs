@@ -92,6 +92,27 @@ fn exactly_the_slow_calls_with_fd_and_function() {
         "{others:#?}"
     );
     assert_eq!(p.slow_dropped, 0);
+    // Exactly the calls over the threshold, every syscall alike, against the statistics
+    // (another path of the kernel side): the calls reported lie between those the
+    // histogram puts surely at 1 ms or more and those it may (its bucket holding 1 ms
+    // spans it).
+    for sc in &p.syscalls {
+        let reported = by(&sc.name) as u64;
+        let at_least = |ns: fn(&syscost_user::latency::Bucket) -> u64| -> u64 {
+            sc.histogram
+                .iter()
+                .filter(|b| ns(b) >= 1_000_000)
+                .map(|b| b.count)
+                .sum()
+        };
+        let (surely, maybe) = (at_least(|b| b.lo_ns), at_least(|b| b.hi_ns));
+        assert!(
+            surely <= reported && reported <= maybe,
+            "{}: {reported} slow calls reported, the histogram has {surely} to {maybe}",
+            sc.name
+        );
+    }
+    assert!(p.slow_calls.iter().all(|c| p.syscall(&c.syscall).is_some()));
     for c in &p.slow_calls {
         assert!(c.latency_ns >= 1_000_000, "{c:?}");
         assert_eq!(c.pid, work.id());

@@ -455,95 +455,7 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     }
     refresh_cost(&syscost, &workload)?;
     switch_cost(&syscost, &workload, rounds, calls / 20)?;
-    process_start_cost(&syscost, &workload, rounds, peers && have("syscount"))
-}
-
-/// What the whole-machine modes add to a process start: fork, exec of a static program
-/// that only exits, exit, and the parent's wait (4 syscalls, the fork, exec and exit
-/// hooks, the exit record), beside no tracer, the baseline build's `top` when given
-/// (`SYSCOST_BENCH_BASELINE`) and libbpf-tools `syscount -P`.
-fn process_start_cost(
-    syscost: &Path,
-    workload: &Path,
-    rounds: usize,
-    syscount: bool,
-) -> Result<()> {
-    const STARTS: &str = "2000";
-    let baseline = std::env::var_os("SYSCOST_BENCH_BASELINE");
-    let mut ways: Vec<&str> = vec!["untraced", "syscost top"];
-    if baseline.is_some() {
-        ways.push("baseline build's top");
-    }
-    if syscount {
-        ways.push("syscount -P");
-    }
-    let per_process = || -> Result<f64> {
-        let o = Command::new(workload)
-            .args(["spawn", STARTS, "0"])
-            .output()
-            .context("cannot run the workload")?;
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .find_map(|l| l.strip_prefix("per_process_ns="))
-            .and_then(|v| v.trim().parse().ok())
-            .context("no per_process_ns from the workload")
-    };
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
-    for round in 1..=rounds {
-        eprintln!("bench: process starts, round {round}/{rounds}");
-        for (i, way) in ways.iter().enumerate() {
-            let r = match *way {
-                "untraced" => per_process(),
-                "syscost top" | "baseline build's top" => {
-                    let bin = if *way == "syscost top" {
-                        syscost.as_os_str().to_owned()
-                    } else {
-                        baseline.clone().unwrap_or_default()
-                    };
-                    let top = start_and_wait(
-                        Command::new(bin).args(["top", "--no-tui", "-i", "1"]),
-                        true,
-                        "watching the machine",
-                    )?;
-                    let r = per_process();
-                    stop(top);
-                    r
-                }
-                _ => {
-                    let tracefs = Tracefs::mount()?;
-                    let sc = start_and_wait(
-                        Command::new("stdbuf").args(["-oL", "syscount", "-P"]),
-                        false,
-                        "Tracing syscalls",
-                    )?;
-                    let r = per_process();
-                    let _ = Command::new("kill")
-                        .args(["-INT", &sc.id().to_string()])
-                        .status();
-                    stop(sc);
-                    drop(tracefs);
-                    r
-                }
-            };
-            samples[i].push(r?);
-        }
-    }
-    let med: Vec<f64> = samples.iter().map(|s| median(s)).collect();
-    println!();
-    println!(
-        "process starts (fork, exec of a static program that exits, wait; 4 syscalls), ns per process: median of {rounds} rounds, {STARTS} processes each"
-    );
-    println!("{:<26} {:>10} {:>10}", "setup", "median", "added");
-    for (i, way) in ways.iter().enumerate() {
-        println!("{way:<26} {:>10.0} {:>10.0}", med[i], med[i] - med[0]);
-    }
-    if let Some(sc) = ways.iter().position(|w| *w == "syscount -P") {
-        println!(
-            "syscost-top-added / syscount-P-added per process start: {:.2}",
-            (med[1] - med[0]) / (med[sc] - med[0]).max(1.0)
-        );
-    }
-    Ok(())
+    process_start_cost(&syscost, &workload, rounds, peers)
 }
 
 /// What one refresh of the statistics costs syscost, with 50 distinct syscalls in use (a
@@ -639,4 +551,140 @@ fn switch_cost(syscost: &Path, workload: &Path, rounds: usize, round_trips: u64)
         med[4] - med[3]
     );
     Ok(())
+}
+
+/// What the whole-machine modes add to a process start: fork, exec of a static program
+/// that only exits, exit, and the parent's wait (fork, execve, exit_group and wait4;
+/// the fork, exec and exit hooks; one per-process pair and the exit record), beside no
+/// tracer, the baseline build's `top` when given (`SYSCOST_BENCH_BASELINE`) and
+/// libbpf-tools `syscount -P`. CPU time, not wall time (on a shared VM wall time drifts
+/// more than what is measured): the workload's own and its children's (the kernel
+/// programs run there), plus the tracer's, per process (read 2.5 s after the last
+/// start, so that work deferred to a refresh counts too; the idle tracer's ticks in
+/// that time count as well, alike for every tracer).
+pub fn process_start_cost(
+    syscost: &Path,
+    workload: &Path,
+    rounds: usize,
+    peers: bool,
+) -> Result<()> {
+    const STARTS: u64 = 2000;
+    let syscount = peers && have("syscount");
+    let baseline = std::env::var_os("SYSCOST_BENCH_BASELINE");
+    let mut ways: Vec<&str> = vec!["untraced", "syscost top"];
+    if baseline.is_some() {
+        ways.push("baseline build's top");
+    }
+    if syscount {
+        ways.push("syscount -P");
+    }
+    // (wall ns, workload CPU ns) per process start.
+    let starts = || -> Result<(f64, f64)> {
+        let o = Command::new(workload)
+            .args(["spawn", &STARTS.to_string(), "0"])
+            .output()
+            .context("cannot run the workload")?;
+        let out = String::from_utf8_lossy(&o.stdout);
+        let get = |key: &str| -> Result<f64> {
+            out.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                .and_then(|v| v.trim().parse().ok())
+                .with_context(|| format!("no {key} from the workload: {out}"))
+        };
+        Ok((get("per_process_ns")?, get("cpu_per_process_ns")?))
+    };
+    // (wall, workload CPU, tracer CPU) per process start.
+    let traced = |tracer: Child| -> Result<(f64, f64, f64)> {
+        let before = cpu_of(tracer.id());
+        let r = starts();
+        // The tracer's work for these processes, however deferred (a refresh a second).
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        let after = cpu_of(tracer.id());
+        stop(tracer);
+        let (wall, cpu) = r?;
+        Ok((wall, cpu, (after - before) as f64 / STARTS as f64))
+    };
+    let mut samples: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); ways.len()];
+    for round in 1..=rounds {
+        eprintln!("bench: process starts, round {round}/{rounds}");
+        for (i, way) in ways.iter().enumerate() {
+            let r = match *way {
+                "untraced" => starts().map(|(w, c)| (w, c, 0.0)),
+                "syscost top" | "baseline build's top" => {
+                    let bin = if *way == "syscost top" {
+                        syscost.as_os_str().to_owned()
+                    } else {
+                        baseline.clone().unwrap_or_default()
+                    };
+                    traced(start_and_wait(
+                        Command::new(bin).args(["top", "--no-tui", "-i", "1"]),
+                        true,
+                        "watching the machine",
+                    )?)
+                }
+                _ => {
+                    let tracefs = Tracefs::mount()?;
+                    // stdbuf execs syscount (same pid): its own CPU is what is read.
+                    let sc = start_and_wait(
+                        Command::new("stdbuf").args(["-oL", "syscount", "-P"]),
+                        false,
+                        "Tracing syscalls",
+                    );
+                    let r = sc.and_then(traced);
+                    drop(tracefs);
+                    r
+                }
+            };
+            samples[i].push(r?);
+        }
+    }
+    let med = |i: usize, f: fn(&(f64, f64, f64)) -> f64| {
+        median(&samples[i].iter().map(f).collect::<Vec<_>>())
+    };
+    let base_cpu = med(0, |s| s.1);
+    println!();
+    println!(
+        "process starts (fork, execve of a static program that only exits, wait4: 4 syscalls), ns per process: median of {rounds} rounds, {STARTS} processes each"
+    );
+    println!(
+        "{:<24} {:>10} {:>14} {:>12} {:>12}",
+        "setup", "wall", "workload CPU", "tracer CPU", "CPU added"
+    );
+    let mut added = Vec::new();
+    for (i, way) in ways.iter().enumerate() {
+        let (wall, cpu, tracer) = (med(i, |s| s.0), med(i, |s| s.1), med(i, |s| s.2));
+        let add = cpu - base_cpu + tracer;
+        added.push(add);
+        println!("{way:<24} {wall:>10.0} {cpu:>14.0} {tracer:>12.0} {add:>12.0}");
+    }
+    if let Some(b) = ways.iter().position(|w| *w == "baseline build's top") {
+        println!(
+            "syscost-top CPU added / baseline's per process start: {:.2}",
+            added[1] / added[b].max(1.0)
+        );
+    }
+    if let Some(sc) = ways.iter().position(|w| *w == "syscount -P") {
+        println!(
+            "syscost-top CPU added / syscount-P's per process start: {:.2}",
+            added[1] / added[sc].max(1.0)
+        );
+    }
+    Ok(())
+}
+
+/// CPU time of every thread of process `pid` so far, ns (from schedstat).
+fn cpu_of(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|t| {
+                std::fs::read_to_string(t.ok()?.path().join("schedstat"))
+                    .ok()?
+                    .split_whitespace()
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum()
+        })
+        .unwrap_or(0)
 }

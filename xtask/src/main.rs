@@ -58,6 +58,9 @@ enum Task {
         /// Leave the peers out (strace, syscount, bpftrace): syscost against the floor only.
         #[arg(long)]
         no_peers: bool,
+        /// Only what a process start costs under the whole-machine modes.
+        #[arg(long)]
+        process_starts: bool,
     },
     /// Boot each kernel of the matrix (Linux 5.10, 6.1, 6.12) in qemu and run the kernel
     /// suite of the root tests inside it, as the VM's root; one line per kernel.
@@ -93,8 +96,17 @@ fn main() -> Result<()> {
             calls,
             candidates,
             no_peers,
+            process_starts,
         } => {
             build(&root)?;
+            if process_starts {
+                return bench::process_start_cost(
+                    &root.join("target/release/syscost"),
+                    &root.join("target/release/syscost-workload"),
+                    rounds.max(1),
+                    !no_peers,
+                );
+            }
             bench::bench(&root, rounds.max(1), calls.max(1), candidates, !no_peers)
         }
         Task::Demo { args } => {

@@ -33,15 +33,16 @@
 //!                      nvcsw= and nivcsw= (getrusage) at the end
 //!   program ABI N PATH writes a static program (ABI x86_64 or i386) that makes N
 //!                      getppid calls (N may be 0) and exits 0: no loader, no libc;
-//!                      the x86_64 one also makes one each of getpid, gettid, getuid,
-//!                      getgid, geteuid, getegid, getpgrp and getsid before it exits
+//!                      with N > 0 the x86_64 one also makes one each of getpid,
+//!                      gettid, getuid, getgid, geteuid, getegid, getpgrp and getsid
 //!   exec PROG ARGS...  runs PROG in a child forked with nothing between the fork and
 //!                      the execve (as `syscost run` starts its command); prints
 //!                      child=<pid> and exits with the child's status
 //!   spawn C N          C child processes one after the other, each exec'ing the
 //!                      static x86_64 program `syscost-getppid` making N getppid
-//!                      (ten distinct syscalls in all);
-//!                      prints per_process_ns=<own timing of fork, exec, exit, wait>
+//!                      (ten distinct syscalls in all); prints per_process_ns=<own
+//!                      timing of fork, exec, exit, wait> and cpu_per_process_ns=<its
+//!                      and the children's CPU time per process>
 //! ```
 //! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work;
 //! with `--hold` (after `--wait-stdin`, if both) it prints `done` after the work and waits
@@ -178,11 +179,14 @@ fn getppid_program(x86_64: bool, n: u32) -> Vec<u8> {
         }
     }
     if x86_64 {
-        // One each of eight id syscalls (getsid(0) with %edi zeroed): with execve and
-        // getppid, ten distinct syscalls, about what a static C program makes at its start.
-        code.extend_from_slice(&[0x31, 0xff]); // xor %edi, %edi
-        for nr in [39u8, 186, 102, 104, 107, 108, 111, 124] {
-            code.extend_from_slice(&[0xb8, nr, 0, 0, 0, 0x0f, 0x05]); // mov $nr, %eax; syscall
+        // With N > 0, one each of eight id syscalls (getsid(0) with %edi zeroed): with
+        // execve and getppid, ten distinct syscalls, about what a static C program makes
+        // at its start. With N = 0 only execve and exit_group: a process start alone.
+        if n > 0 {
+            code.extend_from_slice(&[0x31, 0xff]); // xor %edi, %edi
+            for nr in [39u8, 186, 102, 104, 107, 108, 111, 124] {
+                code.extend_from_slice(&[0xb8, nr, 0, 0, 0, 0x0f, 0x05]); // mov $nr, %eax; syscall
+            }
         }
         code.extend_from_slice(&[
             0xb8, 231, 0, 0, 0, // mov $231, %eax (exit_group)
@@ -235,8 +239,9 @@ fn write_program(path: &std::path::Path, x86_64: bool, n: u32) {
 
 /// `c` children one after the other, each exec'ing a static program making `n` getppid:
 /// fork, exec and exit with nothing else in between (raw fork, no loader, no libc in the
-/// child). The time each took, fork to reaped.
-fn spawn(c: u64, n: u32) -> std::time::Duration {
+/// child). The time each took, fork to reaped, and the CPU time each took (this
+/// process's and the child's, ns).
+fn spawn(c: u64, n: u32) -> (std::time::Duration, u64) {
     let dir = std::env::temp_dir().join(format!("syscost-spawn-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("syscost-getppid");
@@ -245,6 +250,7 @@ fn spawn(c: u64, n: u32) -> std::time::Duration {
     let argv = [path.as_ptr(), std::ptr::null()];
     let envp: [*const libc::c_char; 1] = [std::ptr::null()];
     let t = Instant::now();
+    let cpu0 = cpu_ns();
     for _ in 0..c {
         // SAFETY: the child only calls execve and _exit.
         let pid = unsafe { libc::syscall(libc::SYS_fork) } as i32;
@@ -270,7 +276,19 @@ fn spawn(c: u64, n: u32) -> std::time::Duration {
     }
     let took = t.elapsed();
     std::fs::remove_dir_all(&dir).unwrap();
-    took / c.max(1) as u32
+    (took / c.max(1) as u32, (cpu_ns() - cpu0) / c.max(1))
+}
+
+/// CPU time of this process and its reaped children, ns.
+fn cpu_ns() -> u64 {
+    let ns = |who| {
+        // SAFETY: getrusage fills one rusage.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut u) };
+        let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+        tv(u.ru_utime) + tv(u.ru_stime)
+    };
+    ns(libc::RUSAGE_SELF) + ns(libc::RUSAGE_CHILDREN)
 }
 
 fn work(args: &[String]) {
@@ -318,8 +336,9 @@ fn work(args: &[String]) {
             });
         }
         Some("spawn") => {
-            let per = spawn(arg(args, 1), arg(args, 2) as u32);
+            let (per, cpu) = spawn(arg(args, 1), arg(args, 2) as u32);
             println!("per_process_ns={}", per.as_nanos());
+            println!("cpu_per_process_ns={cpu}");
         }
         Some("getppid") => {
             let n = arg(args, 1);

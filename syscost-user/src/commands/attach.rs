@@ -136,7 +136,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let (processes, top_dropped) = {
         let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
         let totals = if args.per_process {
-            s.top_step()?;
+            s.top_final_step()?;
             s.top_totals()
         } else {
             Vec::new()

@@ -77,7 +77,7 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     }
     let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
     // The last syscalls, then the totals.
-    s.top_step()?;
+    s.top_final_step()?;
     let totals = s.top_totals();
     let dropped = s.snapshot(0)?.dropped();
     let offcpu = s.offcpu_tracked();

@@ -225,9 +225,6 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
         )),
         None => {}
     }
-    for why in &profile.unavailable {
-        push(format!("syscost: this kernel: {why}"));
-    }
     if profile.unpaired > 0 || profile.dropped > 0 {
         push(format!(
             "syscost: {} syscall exits without a seen enter (in flight when tracing began), {} events dropped",
@@ -259,6 +256,10 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
                 String::new()
             }
         ));
+    }
+    // Last: what this kernel could not measure, where a reader of the table looks.
+    for why in &profile.unavailable {
+        push(format!("syscost: this kernel: {why}"));
     }
     out
 }
@@ -394,6 +395,7 @@ mod tests {
         let mut p = profile();
         p.offcpu_tracked = false;
         p.unavailable = vec!["no on-CPU split: no task state here".into()];
+        p.unpaired = 1;
         let text = render(&p, &TableOptions::default());
         assert_eq!(
             text.lines().last(),

@@ -91,13 +91,11 @@ fn cache_dir() -> PathBuf {
 }
 
 impl Kernel {
-    /// The kernel image, fetched and checked on first use.
+    /// The kernel image: the package fetched on first use, checked against its sha256
+    /// on every use, and the image taken out of it afresh.
     pub fn vmlinuz(&self) -> Result<PathBuf> {
         let dir = cache_dir();
         let image = dir.join(format!("vmlinuz-{}", self.release));
-        if image.exists() {
-            return Ok(image);
-        }
         fs::create_dir_all(&dir)?;
         let file = Path::new(self.pool_path)
             .file_name()

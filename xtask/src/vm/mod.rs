@@ -320,9 +320,10 @@ fn boot(image: &Path, archive: &Path, dir: &Path, release: &str, accel: &str) ->
         .arg(image)
         .arg("-initrd")
         .arg(archive)
+        // loglevel=5: warnings reach the console, where a splat fails the kernel.
         .args([
             "-append",
-            "console=ttyS0 panic=-1 quiet random.trust_cpu=on",
+            "console=ttyS0 panic=-1 loglevel=5 random.trust_cpu=on",
         ])
         .arg("-serial")
         .arg(format!("file:{}", console.display()))
@@ -354,6 +355,9 @@ fn boot(image: &Path, archive: &Path, dir: &Path, release: &str, accel: &str) ->
         Some(_) if console_text.contains("Kernel panic") => Outcome::Unfinished {
             why: "kernel panic".to_string(),
         },
+        Some(_) if let Some(splat) = kernel_splat(&console_text) => Outcome::Unfinished {
+            why: format!("the kernel complained: {splat}"),
+        },
         Some(s) if !r.done => {
             let mut err = String::new();
             if let Some(mut e) = child.stderr.take() {
@@ -365,6 +369,28 @@ fn boot(image: &Path, archive: &Path, dir: &Path, release: &str, accel: &str) ->
         }
         Some(_) => Outcome::Finished(r),
     })
+}
+
+/// The first line of a kernel warning, oops or BUG in the console, if there is one: the
+/// tests may pass while a hook makes the kernel complain.
+fn kernel_splat(console: &str) -> Option<String> {
+    const MARKS: [&str; 5] = [
+        "------------[ cut here ]------------",
+        "WARNING: CPU:",
+        "BUG: ",
+        "Oops:",
+        "general protection fault",
+    ];
+    let lines: Vec<&str> = console.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| MARKS.iter().any(|m| l.contains(m)))?;
+    // The line that names it follows the "cut here" marker.
+    let named = lines[at..]
+        .iter()
+        .find(|l| !l.contains("cut here"))
+        .unwrap_or(&lines[at]);
+    Some(named.trim().to_string())
 }
 
 fn show_tail(what: &str, path: &Path, lines: usize) {
@@ -398,6 +424,24 @@ mod tests {
         let r = parse(log);
         assert_eq!((r.passed, r.failed, r.done), (2, 1, true));
         assert_eq!(r.problems, ["FAILED b"]);
+    }
+
+    #[test]
+    fn a_kernel_warning_in_the_console_is_found() {
+        let console = "[    1.0] Run /init as init process\n\
+                       [    9.1] ------------[ cut here ]------------\n\
+                       [    9.1] WARNING: CPU: 1 PID: 80 at kernel/bpf/core.c:2200 bpf_x+0x10\n\
+                       [    9.2] Call Trace:\n";
+        assert_eq!(
+            super::kernel_splat(console).as_deref(),
+            Some("[    9.1] WARNING: CPU: 1 PID: 80 at kernel/bpf/core.c:2200 bpf_x+0x10")
+        );
+        assert_eq!(
+            super::kernel_splat(
+                "[    1.0] Run /init as init process\n[    2.0] reboot: Power down\n"
+            ),
+            None
+        );
     }
 
     #[test]

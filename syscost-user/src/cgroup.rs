@@ -156,7 +156,8 @@ impl CgroupNames {
                 continue;
             };
             let rel = dir.strip_prefix(&mount).unwrap_or(Path::new(""));
-            self.by_id.insert(meta.ino(), format!("/{}", rel.display()));
+            let rel = crate::untrusted::decode(rel.as_os_str().as_encoded_bytes());
+            self.by_id.insert(meta.ino(), format!("/{rel}"));
             if let Ok(entries) = std::fs::read_dir(&dir) {
                 stack.extend(
                     entries
@@ -172,7 +173,8 @@ impl CgroupNames {
 
 /// The v2 cgroup path of a process (`/system.slice/ssh.service`), if it is readable.
 pub fn of_process(pid: u32) -> Option<String> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    // Bytes: a cgroup's name is whoever made it's to choose.
+    let text = crate::untrusted::decode(&std::fs::read(format!("/proc/{pid}/cgroup")).ok()?);
     text.lines()
         .find_map(|l| l.strip_prefix("0::"))
         .map(str::to_string)

@@ -29,3 +29,4 @@ pub mod top;
 pub mod tracer;
 pub mod tui;
 pub mod units;
+pub mod untrusted;

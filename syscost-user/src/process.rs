@@ -9,6 +9,8 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::untrusted::{decode, shown};
+
 /// PF_KTHREAD in /proc/<pid>/stat's flags field.
 const PF_KTHREAD: u64 = 0x0020_0000;
 
@@ -26,12 +28,16 @@ pub fn open(pid: u32) -> Result<Process> {
     if pid == 0 {
         bail!("PID 0 is the kernel's idle task, not a process syscost can profile");
     }
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_err(|_| anyhow::anyhow!("no process {pid}"))?;
+    // Bytes, not a String: the comm in it is the process's to choose.
+    let stat =
+        fs::read(format!("/proc/{pid}/stat")).map_err(|_| anyhow::anyhow!("no process {pid}"))?;
     let (comm, flags) =
         parse_stat(&stat).with_context(|| format!("cannot parse /proc/{pid}/stat"))?;
     if flags & PF_KTHREAD != 0 {
-        bail!("process {pid} ({comm}) is a kernel thread: it makes no syscalls to profile");
+        bail!(
+            "process {pid} ({}) is a kernel thread: it makes no syscalls to profile",
+            shown(&comm)
+        );
     }
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
@@ -47,15 +53,15 @@ pub fn open(pid: u32) -> Result<Process> {
     Ok(Process { pid, comm, pidfd })
 }
 
-/// comm and flags of a /proc/<pid>/stat line. comm may contain spaces and ')', so the
-/// fields after it are found from the last ')'.
-pub fn parse_stat(stat: &str) -> Option<(String, u64)> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let comm = stat.get(open + 1..close)?.to_string();
+/// comm ([`decode`]d: any bytes) and flags of a /proc/<pid>/stat line. comm may contain
+/// spaces and ')', so the fields after it are found from the last ')'.
+pub fn parse_stat(stat: &[u8]) -> Option<(String, u64)> {
+    let open = stat.iter().position(|&b| b == b'(')?;
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let comm = decode(stat.get(open + 1..close)?);
     // After ") ": state(3) ppid(4) pgrp(5) session(6) tty_nr(7) tpgid(8) flags(9).
-    let flags = stat
-        .get(close + 2..)?
+    let flags = std::str::from_utf8(stat.get(close + 2..)?)
+        .ok()?
         .split_whitespace()
         .nth(6)?
         .parse()
@@ -72,7 +78,13 @@ pub fn exec_comm(program: &std::path::Path) -> String {
         .file_name()
         .map(|n| n.as_bytes())
         .unwrap_or_default();
-    String::from_utf8_lossy(&name[..name.len().min(15)]).into_owned()
+    decode(&name[..name.len().min(15)])
+}
+
+/// The comm of process or thread `id` now (any bytes, [`decode`]d), if it exists.
+pub fn comm_of(id: u32) -> Option<String> {
+    let bytes = fs::read(format!("/proc/{id}/comm")).ok()?;
+    Some(decode(bytes.strip_suffix(b"\n").unwrap_or(&bytes)))
 }
 
 /// Number of threads of `pid` (0 if it is gone).
@@ -129,10 +141,19 @@ mod tests {
     #[test]
     fn stat_with_odd_comm() {
         let s = "1234 (a) b (c)) S 1 1234 1234 0 -1 4194560 100 0 0 0";
-        assert_eq!(parse_stat(s), Some(("a) b (c)".to_string(), 4194560)));
+        assert_eq!(
+            parse_stat(s.as_bytes()),
+            Some(("a) b (c)".to_string(), 4194560))
+        );
         let k = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0";
-        assert_ne!(parse_stat(k).unwrap().1 & PF_KTHREAD, 0);
-        assert_eq!(parse_stat("garbage"), None);
+        assert_ne!(parse_stat(k.as_bytes()).unwrap().1 & PF_KTHREAD, 0);
+        assert_eq!(parse_stat(b"garbage"), None);
+        // Any bytes in the comm, kept.
+        let odd = b"7 (\x1b]0;x\x07\xff) S 1 7 7 0 -1 4194560 0 0";
+        assert_eq!(
+            parse_stat(odd).map(|(c, _)| crate::untrusted::encode(&c)),
+            Some(b"\x1b]0;x\x07\xff".to_vec())
+        );
     }
 
     #[test]

@@ -14,7 +14,11 @@ use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 use syscost_common::{KEYS_PER_SLOT, SlowEvent};
 
-use crate::{collector::SyscallId, syscall_names};
+use crate::{
+    collector::SyscallId,
+    syscall_names,
+    untrusted::{decode, shown},
+};
 
 /// `--slow`: a default threshold and thresholds per syscall.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -147,12 +151,19 @@ pub struct Frame {
 }
 
 impl Frame {
-    fn label(&self) -> String {
+    /// Function, else module and address, else the address: exact (for JSON).
+    fn raw_label(&self) -> String {
         match (&self.function, &self.module) {
             (Some(f), _) => f.clone(),
             (None, Some(m)) => format!("{m}+{:#x}", self.addr),
             (None, None) => format!("{:#x}", self.addr),
         }
+    }
+
+    /// [`Frame::raw_label`] as text outputs print it (the binary's symbols are the
+    /// traced program's to choose).
+    pub fn label(&self) -> String {
+        shown(&self.raw_label()).into_owned()
     }
 }
 
@@ -297,7 +308,7 @@ impl Decoder {
             end_ns: e.exit_ns,
             pid: e.tgid,
             tid: e.tid,
-            comm: String::from_utf8_lossy(&e.comm[..comm_end]).into_owned(),
+            comm: decode(&e.comm[..comm_end]),
             syscall,
             latency_ns: e.latency_ns,
             offcpu_ns: e.offcpu_ns,
@@ -368,16 +379,14 @@ impl Decoder {
                 Some(Symbolized::Sym(s)) => Frame {
                     addr,
                     function: Some(s.name.to_string()),
-                    location: s
-                        .code_info
-                        .as_ref()
-                        .and_then(|c| c.line.map(|l| format!("{}:{l}", c.file.to_string_lossy()))),
+                    location: s.code_info.as_ref().and_then(|c| {
+                        c.line
+                            .map(|l| format!("{}:{l}", decode(c.file.as_encoded_bytes())))
+                    }),
                     module: s.module.as_ref().map(|m| {
-                        m.to_string_lossy()
-                            .rsplit('/')
-                            .next()
-                            .unwrap_or("")
-                            .to_string()
+                        let path = m.as_encoded_bytes();
+                        let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
+                        decode(name)
                     }),
                 },
                 _ => Frame {
@@ -396,7 +405,7 @@ fn fd_name(pid: u32, fd: i32) -> Option<String> {
     }
     std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
         .ok()
-        .map(|p| p.to_string_lossy().into_owned())
+        .map(|p| decode(p.as_os_str().as_encoded_bytes()))
 }
 
 /// The slow calls received so far, at most `cap` (the oldest dropped first, counted).
@@ -529,7 +538,7 @@ pub fn line(c: &SlowCall) -> String {
         crate::units::human_ns(c.latency_ns),
         crate::units::human_ns(c.offcpu_ns),
         c.tid,
-        c.comm,
+        shown(&c.comm),
     );
     for f in &c.stack {
         let _ = write!(
@@ -539,7 +548,7 @@ pub fn line(c: &SlowCall) -> String {
             f.label(),
             f.location
                 .as_deref()
-                .map(|l| format!(" ({l})"))
+                .map(|l| format!(" ({})", shown(l)))
                 .unwrap_or_default()
         );
     }
@@ -559,7 +568,7 @@ fn args_text(c: &SlowCall) -> String {
         return "...".to_string();
     }
     match &c.fd {
-        Some(name) => format!("{}<{name}>, ...", c.args[0] as i64),
+        Some(name) => format!("{}<{}>, ...", c.args[0] as i64, shown(name)),
         None => format!("{:#x}, {:#x}, {:#x}, ...", c.args[0], c.args[1], c.args[2]),
     }
 }
@@ -573,7 +582,7 @@ pub fn trace_json(calls: &[SlowCall]) -> Result<String> {
         named
             .entry((c.pid, c.tid))
             .or_insert_with(|| c.comm.clone());
-        let frames: Vec<String> = c.stack.iter().map(Frame::label).collect();
+        let frames: Vec<String> = c.stack.iter().map(Frame::raw_label).collect();
         events.push(serde_json::json!({
             "name": c.syscall,
             "cat": "syscall",
@@ -589,7 +598,7 @@ pub fn trace_json(calls: &[SlowCall]) -> Result<String> {
                 "offcpu_us": c.offcpu_ns as f64 / 1e3,
                 "args": c.args.iter().map(|a| format!("{a:#x}")).collect::<Vec<_>>(),
                 "stack": frames,
-                "kernel_stack": c.kernel_stack.iter().map(Frame::label).collect::<Vec<_>>(),
+                "kernel_stack": c.kernel_stack.iter().map(Frame::raw_label).collect::<Vec<_>>(),
             }
         }));
     }
@@ -599,19 +608,22 @@ pub fn trace_json(calls: &[SlowCall]) -> Result<String> {
             "args": { "name": format!("{comm} ({tid})") }
         }));
     }
-    Ok(serde_json::to_string(&serde_json::json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-    }))? + "\n")
+    Ok(
+        crate::untrusted::json_safe(serde_json::to_string(&serde_json::json!({
+            "traceEvents": events,
+            "displayTimeUnit": "ms",
+        }))?)
+            + "\n",
+    )
 }
 
 /// Folded stacks (`comm;outer;...;inner;syscall latency_us`), one line per distinct
 /// stack, weighted by time in the call: what `inferno-flamegraph` and `flamegraph.pl`
-/// take.
+/// take. Names as text outputs print them, `;` (the separator) as `:`.
 pub fn folded(calls: &[SlowCall]) -> String {
     let mut weights: BTreeMap<String, u64> = BTreeMap::new();
     for c in calls {
-        let mut path = vec![c.comm.replace(';', ":")];
+        let mut path = vec![shown(&c.comm).replace(';', ":")];
         path.extend(c.stack.iter().rev().map(|f| f.label().replace(';', ":")));
         path.push(c.syscall.clone());
         *weights.entry(path.join(";")).or_default() += (c.latency_ns / 1000).max(1);
@@ -744,6 +756,67 @@ mod tests {
             "{l}"
         );
         assert!(l.contains("\n    0x1000 reader"), "{l}");
+    }
+
+    /// Names a traced process chose reach no output raw: text outputs escape them, the
+    /// SVG stays well-formed XML with no element of theirs, the trace keeps them exactly.
+    #[test]
+    fn hostile_names_are_escaped_in_every_output() {
+        let comm = "\u{1b}]0;PWNED\u{7}x";
+        let mut c = call(
+            "read",
+            9,
+            5_000_000,
+            &["evil<script>alert(1)</script>", "m\u{9b}2J"],
+        );
+        c.comm = comm.into();
+        c.fd = Some(crate::untrusted::decode(b"/tmp/\x1b[31mred\xff"));
+        c.stack[0].location = Some("/src/\u{1b}[2J.rs:3".into());
+        let clean = |text: &str| {
+            text.chars()
+                .all(|ch| !ch.is_control() || ch == '\n' || ch == '\t')
+        };
+        let l = line(&c);
+        assert!(clean(&l), "{l:?}");
+        assert!(l.contains("tid 9 \\33]0;PWNED\\7x"), "{l}");
+        assert!(l.contains("</tmp/\\33[31mred\\xff>"), "{l}");
+        assert!(
+            l.contains("m\\u{9b}2J") && l.contains("/src/\\33[2J.rs:3"),
+            "{l}"
+        );
+        let f = folded(std::slice::from_ref(&c));
+        assert!(clean(&f) && f.contains("\\33]0:PWNED"), "{f:?}");
+        let svg = String::from_utf8(flame_svg(&f, "slow calls").unwrap()).unwrap();
+        assert!(
+            clean(&svg.replace('\r', "")),
+            "control characters in the SVG"
+        );
+        let mut reader = quick_xml::Reader::from_str(&svg);
+        let mut elements = Vec::new();
+        loop {
+            match reader.read_event() {
+                Ok(quick_xml::events::Event::Eof) => break,
+                Ok(quick_xml::events::Event::Start(e) | quick_xml::events::Event::Empty(e)) => {
+                    elements.push(String::from_utf8_lossy(e.name().as_ref()).into_owned())
+                }
+                Ok(_) => {}
+                Err(e) => panic!("the SVG is not well-formed XML: {e}"),
+            }
+        }
+        assert!(
+            !elements
+                .iter()
+                .any(|e| e == "script" && svg.contains("alert(1)</script"))
+        );
+        assert!(
+            svg.contains("evil&lt;script&gt;"),
+            "the name is there, escaped"
+        );
+        let t: serde_json::Value =
+            serde_json::from_str(&trace_json(&[c.clone()]).unwrap()).unwrap();
+        let ev = t["traceEvents"].as_array().unwrap();
+        assert_eq!(ev[0]["args"]["stack"][0], "evil<script>alert(1)</script>");
+        assert_eq!(ev[1]["args"]["name"], format!("{comm} (9)"));
     }
 
     #[test]

@@ -38,7 +38,7 @@ impl ProcInfo {
     ) -> Self {
         let end = r.comm.iter().position(|&b| b == 0).unwrap_or(r.comm.len());
         Self {
-            comm: String::from_utf8_lossy(&r.comm[..end]).into_owned(),
+            comm: crate::untrusted::decode(&r.comm[..end]),
             cgroup: names
                 .path_of(r.cgroup_id)
                 .unwrap_or_else(|| "?".to_string()),
@@ -52,9 +52,7 @@ impl ProcInfo {
         kernel: Option<(String, u64)>,
         names: &mut crate::cgroup::CgroupNames,
     ) -> Self {
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .map(|s| s.trim_end().to_string())
-            .ok();
+        let comm = crate::process::comm_of(pid);
         let cgroup = crate::cgroup::of_process(pid);
         let (kcomm, kid) = match kernel {
             Some((c, id)) => (Some(c), Some(id)),

@@ -538,10 +538,7 @@ impl Tracer {
             HashMap::try_from(self.map("PROC_INFO").ok()?).ok()?;
         let n = names.get(&tgid, 0).ok()?;
         let end = n.comm.iter().position(|&b| b == 0).unwrap_or(n.comm.len());
-        Some((
-            String::from_utf8_lossy(&n.comm[..end]).into_owned(),
-            n.cgroup_id,
-        ))
+        Some((crate::untrusted::decode(&n.comm[..end]), n.cgroup_id))
     }
 
     /// Run time and run count of syscost's programs, summed. They only advance while

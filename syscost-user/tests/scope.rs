@@ -7,79 +7,11 @@ mod common;
 use std::{
     collections::{BTreeMap, BTreeSet},
     io::{BufRead as _, BufReader, Write as _},
-    path::PathBuf,
     process::{Command, Stdio},
     time::Duration,
 };
 
 use common::*;
-
-/// A cgroup made under the v2 mount for one test, removed when dropped (its processes
-/// are the test's, killed by their `Reaped` guards first).
-struct TestCgroup {
-    dir: PathBuf,
-    /// Its path in the hierarchy, as `--cgroup` takes it.
-    path: String,
-}
-
-impl TestCgroup {
-    fn new(name: &str) -> Self {
-        let mount = syscost_user::cgroup::v2_mount().expect("a cgroup v2 mount");
-        let leaf = format!("syscost-test-{}-{name}", std::process::id());
-        let dir = mount.join(&leaf);
-        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-        Self {
-            dir,
-            path: format!("/{leaf}"),
-        }
-    }
-
-    fn enter(&self, pid: u32) {
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
-            .unwrap_or_else(|e| panic!("cannot move {pid} into {}: {e}", self.dir.display()));
-    }
-
-    /// `sh -c` that moves itself in, then execs the workload.
-    fn run_inside(&self, args: &str) -> Command {
-        let mut c = Command::new("sh");
-        c.arg("-c").arg(format!(
-            "echo $$ > {}/cgroup.procs && exec {} {args}",
-            self.dir.display(),
-            workload_path()
-        ));
-        c
-    }
-}
-
-impl TestCgroup {
-    /// A child cgroup of this one (drop it first).
-    fn child(&self, name: &str) -> TestCgroup {
-        let dir = self.dir.join(name);
-        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-        TestCgroup {
-            path: format!("{}/{name}", self.path),
-            dir,
-        }
-    }
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        // Exited processes leave the cgroup a moment after they are reaped.
-        for _ in 0..250 {
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let msg = format!("cannot remove the test's cgroup {}", self.dir.display());
-        if std::thread::panicking() {
-            eprintln!("{msg}");
-        } else {
-            panic!("{msg}");
-        }
-    }
-}
 
 fn run_ok(c: &mut Command) {
     let o = c.output().unwrap();

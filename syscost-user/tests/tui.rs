@@ -413,3 +413,70 @@ fn slow_calls_show_in_the_live_view_with_their_stack() {
     let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
     assert!(done.contains("slow calls (--slow 1.00ms)"), "{done}");
 }
+
+/// Names a traced process chose show escaped in the live view (ratatui would drop the
+/// control bytes silently), and the pane's title stays as it was: the process that
+/// named itself with an OSC sequence did not set it.
+#[test]
+fn hostile_names_show_escaped_in_the_live_view() {
+    let Some(t) = root_test("hostile_in_tmux") else {
+        return;
+    };
+    use std::{io::BufRead as _, os::unix::ffi::OsStrExt as _};
+    let exe = t
+        .dir
+        .join(std::ffi::OsStr::from_bytes(b"\x1b]0;PWNED\x07x"));
+    std::fs::copy(workload_path(), &exe).unwrap();
+    let mut work = Command::new(&exe)
+        .args(["--wait-stdin", "--hold", "hostile"])
+        .arg(&t.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = std::io::BufReader::new(work.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let pid = work.id();
+    let Some(tmux) = session("hostile", 130, 40, &format!("attach -p {pid} --slow 1ms")) else {
+        return;
+    };
+    let title = || {
+        let o = tmux
+            .cmd()
+            .args(["display-message", "-p", "-t", "t", "#{pane_title}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let before = title();
+    tmux.wait_for("the escaped name in the header", |s| {
+        s.contains(&format!("pid {pid} (\\33]0;PWNED\\7x)"))
+    });
+    {
+        use std::io::Write as _;
+        writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    }
+    tmux.cmd()
+        .args(["send-keys", "-t", "t", "l"])
+        .status()
+        .unwrap();
+    tmux.wait_for(
+        "the FIFO's and the comm's escaped names among the slow calls",
+        |s| {
+            s.contains(" slow calls: ")
+                && s.contains("f\\33[2J\\xff")
+                && s.contains("(\\33[31mEVIL\\7)")
+        },
+    );
+    assert_eq!(title(), before, "the pane's title changed");
+    assert_ne!(title(), "PWNED");
+    {
+        use std::io::Write as _;
+        writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    }
+    tmux.cmd()
+        .args(["send-keys", "-t", "t", "q"])
+        .status()
+        .unwrap();
+    tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
+    assert_eq!(title(), before, "the pane's title changed");
+}

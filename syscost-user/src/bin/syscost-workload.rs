@@ -35,6 +35,12 @@
 //!                      getppid calls (N may be 0) and exits 0: no loader, no libc;
 //!                      with N > 0 the x86_64 one also makes one each of getpid,
 //!                      gettid, getuid, getgid, geteuid, getegid, getpgrp and getsid
+//!   hostile DIR        names chosen to attack a terminal: one getppid under the name
+//!                      it was exec'd by, then comm set to ESC[31mEVIL BEL (prctl),
+//!                      then 10 reads of a FIFO made in DIR under the name
+//!                      "f ESC[2J 0xff" (control bytes and a byte that is not UTF-8),
+//!                      each blocked about 5 ms until a forked child writes a byte
+//!                      (the FIFO stays in DIR, open until the process exits)
 //!   exec PROG ARGS...  runs PROG in a child forked with nothing between the fork and
 //!                      the execve (as `syscost run` starts its command); prints
 //!                      child=<pid> and exits with the child's status
@@ -302,6 +308,7 @@ fn work(args: &[String]) {
             let path = args.get(3).unwrap_or_else(|| usage());
             write_program(std::path::Path::new(path), x86_64, arg(args, 2) as u32);
         }
+        Some("hostile") => hostile(std::path::Path::new(args.get(1).unwrap_or_else(|| usage()))),
         Some("exec") => {
             let argv: Vec<std::ffi::CString> = args[1..]
                 .iter()
@@ -571,6 +578,54 @@ fn work(args: &[String]) {
         Some("exit") => std::process::exit(arg(args, 1) as i32),
         _ => usage(),
     }
+}
+
+/// The comm `hostile` sets, and the name of its FIFO: escape sequences and a byte that
+/// is not UTF-8, for the tests of what syscost prints.
+pub const HOSTILE_COMM: &[u8] = b"\x1b[31mEVIL\x07";
+pub const HOSTILE_FIFO: &[u8] = b"f\x1b[2J\xff";
+
+fn hostile(dir: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt as _;
+    getppid_n(1);
+    let comm = std::ffi::CString::new(HOSTILE_COMM).unwrap();
+    // SAFETY: PR_SET_NAME with a NUL-terminated name.
+    unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
+    let fifo = dir.join(std::ffi::OsStr::from_bytes(HOSTILE_FIFO));
+    let path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(
+        unsafe { libc::mkfifo(path.as_ptr(), 0o600) },
+        0,
+        "mkfifo failed"
+    );
+    // SAFETY: the child only calls open, nanosleep, write and _exit.
+    let writer = unsafe { libc::fork() };
+    if writer == 0 {
+        unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 5_000_000,
+            };
+            for _ in 0..10 {
+                libc::nanosleep(&ts, std::ptr::null_mut());
+                libc::write(fd, b"x".as_ptr().cast(), 1);
+            }
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: opens our FIFO; one byte at a time into a valid buffer.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY) };
+    assert!(fd >= 0, "cannot open the FIFO");
+    let mut b = [0u8; 1];
+    for _ in 0..10 {
+        assert_eq!(unsafe { libc::read(fd, b.as_mut_ptr().cast(), 1) }, 1);
+    }
+    let mut status = 0;
+    // SAFETY: our own child.
+    unsafe { libc::waitpid(writer, &mut status, 0) };
+    // The FIFO stays, open, until the process exits: what syscost reads of the fd.
 }
 
 /// nanosleep from a function of a known name: the `syscall` instruction is in it, so it

@@ -49,11 +49,11 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let (target, label) = match &cgroup {
         Some(cg) => (
             process::open(std::process::id())?,
-            format!("cgroup {}", cg.path),
+            format!("cgroup {}", crate::untrusted::shown(&cg.path)),
         ),
         None => {
             let t = process::open(args.pid.context("give -p PID or --cgroup PATH")?)?;
-            let label = format!("process {} ({})", t.pid, t.comm);
+            let label = format!("process {} ({})", t.pid, crate::untrusted::shown(&t.comm));
             (t, label)
         }
     };

@@ -342,7 +342,12 @@ fn other_tracers() -> Check {
             format!(
                 "{} tracing programs loaded ({}): any attached to sys_enter/sys_exit adds to every syscall of the machine",
                 names.len(),
-                names.join(", ")
+                // Names are whoever loaded the programs' to choose.
+                names
+                    .iter()
+                    .map(|n| crate::untrusted::shown(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )
     }

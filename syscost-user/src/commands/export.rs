@@ -85,7 +85,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     let server = MetricsServer::start(listener, metrics)?;
     let names: Vec<String> = targets
         .iter()
-        .map(|t| format!("{} ({})", t.pid, t.comm))
+        .map(|t| format!("{} ({})", t.pid, crate::untrusted::shown(&t.comm)))
         .collect();
     eprintln!(
         "syscost: serving the syscalls of process {} at http://{}/metrics; Ctrl-C to stop",
@@ -194,7 +194,10 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     }
     let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
     let what = match &cgroup {
-        Some(cg) => format!("the syscalls of cgroup {}", cg.path),
+        Some(cg) => format!(
+            "the syscalls of cgroup {}",
+            crate::untrusted::shown(&cg.path)
+        ),
         None => format!(
             "the syscalls of every process, the {} busiest processes and cgroups apart",
             args.top_n

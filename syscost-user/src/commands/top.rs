@@ -24,6 +24,7 @@ use crate::{
     top::ProcessRow,
     tracer::{Auto, Tracer, TracerOptions},
     tui::{self, LiveOptions, top::TopView},
+    untrusted,
 };
 
 /// The slot of the process drilled into.
@@ -57,7 +58,7 @@ pub fn top(args: &TopArgs) -> Result<i32> {
                     id: cg.id,
                     level: cg.level,
                 },
-                format!("cgroup {}", cg.path),
+                format!("cgroup {}", untrusted::shown(&cg.path)),
             )
         }
         None => (Auto::All, "the machine".to_string()),
@@ -281,8 +282,8 @@ pub fn render_rates(rows: &[ProcessRow], secs: f64, sort: TopSort, n: usize) -> 
         out += &format!(
             "{:>8} {:<16} {:<24} {:>10.1} {:>9.1} {:>9.3} {:>9.3} {:>4}  {}{}\n",
             r.pid,
-            r.comm,
-            cgroup::short(&r.cgroup),
+            untrusted::shown(&r.comm),
+            untrusted::shown(&cgroup::short(&r.cgroup)),
             r.calls() as f64 / secs,
             r.errors() as f64 / secs,
             r.total_ns() as f64 / 1e9 / secs,
@@ -325,8 +326,8 @@ pub fn render_totals(
         out += &format!(
             "{:>8} {:<16} {:<24} {:>12} {:>9} {:>10.3} {:>10.3} {:>4}  {}{}\n",
             r.pid,
-            r.comm,
-            cgroup::short(&r.cgroup),
+            untrusted::shown(&r.comm),
+            untrusted::shown(&cgroup::short(&r.cgroup)),
             r.calls(),
             r.errors(),
             r.total_ns() as f64 / 1e9,
@@ -362,7 +363,7 @@ pub fn to_json(rows: &[ProcessRow], secs: f64, dropped: u64, offcpu: bool) -> Re
         dropped,
         processes: rows.iter().map(ProcessTotals::from).collect(),
     };
-    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+    Ok(crate::untrusted::json_safe(serde_json::to_string_pretty(&doc)?) + "\n")
 }
 
 fn write_json(

@@ -14,7 +14,10 @@ use crate::{
 
 /// The profile as pretty-printed JSON.
 pub fn to_string(profile: &Profile) -> String {
-    let mut s = serde_json::to_string_pretty(profile).expect("a profile always serialises");
+    // Exact names, with C1 controls as escapes (see `untrusted::json_safe`).
+    let mut s = crate::untrusted::json_safe(
+        serde_json::to_string_pretty(profile).expect("a profile always serialises"),
+    );
     s.push('\n');
     s
 }

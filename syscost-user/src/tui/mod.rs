@@ -230,9 +230,7 @@ fn cgroup_threads(dir: &std::path::Path) -> Vec<u32> {
 }
 
 fn thread_comm(tid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{tid}/comm"))
-        .map(|s| s.trim_end().to_string())
-        .unwrap_or_default()
+    crate::process::comm_of(tid).unwrap_or_default()
 }
 
 /// The terminal the live views draw on.

@@ -20,6 +20,7 @@ use crate::{
     collector::SyscallId,
     top::{self, ProcessRow},
     units::human_ns,
+    untrusted::shown,
 };
 
 /// Which table is shown.
@@ -313,7 +314,7 @@ pub fn render(frame: &mut Frame, v: &TopView) {
     let s = v.elapsed.as_secs();
     let mode = match v.mode {
         Mode::Processes => match &v.cgroup_filter {
-            Some(cg) => format!("processes of {cg} (Esc: all)"),
+            Some(cg) => format!("processes of {} (Esc: all)", shown(cg)),
             None => "processes".to_string(),
         },
         Mode::Cgroups => "cgroups".to_string(),
@@ -361,11 +362,11 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         .unwrap_or_default();
                     Row::new(vec![
                         Cell::from(if cg { String::new() } else { r.pid.to_string() }),
-                        Cell::from(r.comm.clone()),
+                        Cell::from(shown(&r.comm).into_owned()),
                         Cell::from(if cg {
-                            r.cgroup.clone()
+                            shown(&r.cgroup).into_owned()
                         } else {
-                            cgroup::short(&r.cgroup)
+                            shown(&cgroup::short(&r.cgroup)).into_owned()
                         }),
                         Cell::from(rate(v.per_sec(r.calls()))),
                         Cell::from(rate(v.per_sec(r.errors()))),
@@ -460,7 +461,7 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                 .map(|(pid, comm, s)| {
                     Row::new(vec![
                         Cell::from(pid.to_string()),
-                        Cell::from(comm),
+                        Cell::from(shown(&comm).into_owned()),
                         Cell::from(rate(v.per_sec(s.calls))),
                         Cell::from(rate(v.per_sec(s.errors))),
                         Cell::from(secs_per_sec(s.total_ns, secs)),

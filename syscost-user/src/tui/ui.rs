@@ -9,7 +9,7 @@ use ratatui::{
 };
 
 use super::app::{App, View};
-use crate::{latency, report::strace_table::per_unit, units::human_ns};
+use crate::{latency, report::strace_table::per_unit, units::human_ns, untrusted::shown};
 
 /// Draws the whole screen.
 pub fn render(frame: &mut Frame, app: &App) {
@@ -64,10 +64,11 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
         Span::from(" syscost ").bold().reversed(),
         Span::from(format!(
             " {} · {} thread{} · attached {} · {view}",
-            app.target
-                .label
-                .clone()
-                .unwrap_or_else(|| format!("pid {} ({})", app.target.pid, app.target.comm)),
+            app.target.label.clone().unwrap_or_else(|| format!(
+                "pid {} ({})",
+                app.target.pid,
+                shown(&app.target.comm)
+            )),
             app.target.threads,
             if app.target.threads == 1 { "" } else { "s" },
             clock(app.attached_for)
@@ -335,7 +336,7 @@ fn render_threads(frame: &mut Frame, app: &App, area: Rect) {
             };
             Row::new(vec![
                 t.tid.to_string(),
-                t.comm.clone(),
+                shown(&t.comm).into_owned(),
                 count(t.calls as f64),
                 format!("{pct:.2}"),
                 t.now.clone(),
@@ -397,7 +398,9 @@ fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
                 human_ns(c.latency_ns),
                 human_ns(c.offcpu_ns),
                 c.syscall.clone(),
-                c.fd.clone().unwrap_or_default(),
+                c.fd.as_deref()
+                    .map(|f| tail(&shown(f), 20))
+                    .unwrap_or_default(),
                 match &c.errno {
                     Some(e) => e.clone(),
                     None => c.ret.to_string(),
@@ -405,7 +408,8 @@ fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
                 c.tid.to_string(),
                 c.stack
                     .first()
-                    .and_then(|f| f.function.clone())
+                    .and_then(|f| f.function.as_deref())
+                    .map(|f| shown(f).into_owned())
                     .unwrap_or_default(),
             ])
         })
@@ -435,6 +439,17 @@ fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_stateful_widget(table, area, &mut state);
 }
 
+/// The last `width` characters of `text` (a path's end names the file), "…" first when
+/// cut.
+fn tail(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    if n <= width {
+        return text.to_string();
+    }
+    let rest: String = text.chars().skip(n - (width - 1)).collect();
+    format!("…{rest}")
+}
+
 /// The selected slow call's user stack.
 fn render_slow_stack(frame: &mut Frame, app: &App, area: Rect) {
     let call = app.slow.as_deref().and_then(|c| c.get(app.selected));
@@ -449,13 +464,10 @@ fn render_slow_stack(frame: &mut Frame, app: &App, area: Rect) {
             Line::from(format!(
                 "{:#014x} {}{}",
                 f.addr,
-                f.function
-                    .clone()
-                    .or_else(|| f.module.clone())
-                    .unwrap_or_else(|| "?".to_string()),
+                shown(f.function.as_deref().or(f.module.as_deref()).unwrap_or("?")),
                 f.location
                     .as_deref()
-                    .map(|l| format!("  {l}"))
+                    .map(|l| format!("  {}", shown(l)))
                     .unwrap_or_default()
             ))
         })
@@ -465,10 +477,9 @@ fn render_slow_stack(frame: &mut Frame, app: &App, area: Rect) {
             .kernel_stack
             .iter()
             .take(6)
-            .map(|f| {
-                f.function
-                    .clone()
-                    .unwrap_or_else(|| format!("{:#x}", f.addr))
+            .map(|f| match &f.function {
+                Some(name) => shown(name).into_owned(),
+                None => format!("{:#x}", f.addr),
             })
             .collect();
         lines.push(Line::from(format!("blocked in: {}", names.join(" <- "))).fg(Color::Yellow));
@@ -477,7 +488,7 @@ fn render_slow_stack(frame: &mut Frame, app: &App, area: Rect) {
         " {} of tid {} ({}): {}, user stack ",
         c.syscall,
         c.tid,
-        c.comm,
+        shown(&c.comm),
         human_ns(c.latency_ns)
     ));
     frame.render_widget(Paragraph::new(lines).block(block), area);
@@ -613,6 +624,12 @@ fn render_help(frame: &mut Frame, area: Rect) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn long_names_keep_their_end() {
+        assert_eq!(super::tail("pipe:[123]", 20), "pipe:[123]");
+        assert_eq!(super::tail("/tmp/a/b/c/d/e/f/g/file.txt", 10), "…/file.txt");
+    }
+
     use super::*;
     use crate::tui::app::tests::{sample_app, syscall};
     use ratatui::{Terminal, backend::TestBackend};

@@ -1,0 +1,243 @@
+//! What a traced process controls never reaches the terminal raw. The workload's
+//! `hostile` mode runs from a file named with an OSC sequence (its first comm), sets its
+//! comm to an ANSI sequence with BEL, and makes slow reads of a FIFO whose name holds
+//! control bytes and a byte that is not UTF-8, inside a cgroup with an OSC sequence in
+//! its name. Every text output holds no control byte but newline and tab and shows the
+//! names escaped; the JSON keeps them exactly; the SVG is well-formed XML. Needs root.
+
+mod common;
+
+use std::{
+    io::{BufRead as _, Write as _},
+    os::unix::ffi::OsStrExt as _,
+    path::PathBuf,
+    process::{Command, Stdio},
+};
+
+use common::*;
+use syscost_user::untrusted::{encode, shown};
+
+/// The name the workload is exec'd by (and so its first comm).
+const EXE: &[u8] = b"\x1b]0;PWNED\x07x";
+/// The comm and FIFO name the workload's `hostile` mode uses (its source has the same).
+const COMM: &str = "\x1b[31mEVIL\x07";
+const FIFO: &[u8] = b"f\x1b[2J\xff";
+
+/// No control byte but newline and tab, and no C1 control (UTF-8 0xc2 0x80..0x9f).
+fn assert_clean(what: &str, bytes: &[u8]) {
+    let bad = bytes
+        .iter()
+        .position(|&b| (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f);
+    let c1 = bytes
+        .windows(2)
+        .position(|w| w[0] == 0xc2 && (0x80..0xa0).contains(&w[1]));
+    assert!(
+        bad.is_none() && c1.is_none(),
+        "{what} holds a control byte at {:?}:\n{}",
+        bad.or(c1),
+        String::from_utf8_lossy(bytes)
+    );
+}
+
+/// The workload's binary copied under the hostile name, in the test's directory.
+fn hostile_exe(t: &RootTest) -> PathBuf {
+    let exe = t.dir.join(std::ffi::OsStr::from_bytes(EXE));
+    std::fs::copy(workload_path(), &exe).unwrap();
+    exe
+}
+
+/// Stderr lines of a syscost run or attach up to its tenth slow read.
+fn until_reads_printed(err: &mut StderrLines) -> Vec<String> {
+    let mut lines = Vec::new();
+    while lines
+        .iter()
+        .filter(|l: &&String| l.starts_with("slow: read("))
+        .count()
+        < 10
+    {
+        match err.next() {
+            Some(Ok(l)) => lines.push(l),
+            _ => panic!("syscost ended before 10 slow reads: {lines:?}"),
+        }
+    }
+    lines
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn run_report_diff_and_flame_escape_what_the_process_chose() {
+    let Some(t) = root_test("escape_run") else {
+        return;
+    };
+    let exe = hostile_exe(&t);
+    let json = t.path("p.json");
+    // The command waits (--hold) until syscost has printed its reads: their fd and
+    // frames are read from the living process.
+    let mut run = syscost()
+        .args(["run", "--slow", "1ms", "--json"])
+        .arg(&json)
+        .arg("--")
+        .arg(&exe)
+        .arg("--hold")
+        .arg("hostile")
+        .arg(&t.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = std::io::BufReader::new(run.stderr.take().unwrap()).lines();
+    let mut lines = until_reads_printed(&mut err);
+    writeln!(run.stdin.as_mut().unwrap()).unwrap();
+    lines.extend(err.map_while(Result::ok));
+    let o = run.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{lines:?}");
+    assert_clean("run's stdout", &o.stdout);
+    let err = lines.join("\n");
+    assert_clean("run's stderr", err.as_bytes());
+    // The slow reads: the comm and the FIFO escaped as strace escapes them.
+    assert!(err.contains("tid "), "{err}");
+    assert!(err.contains(&*shown(COMM)), "{err}");
+    assert!(err.contains("f\\33[2J\\xff>"), "{err}");
+
+    // The JSON keeps the exact bytes.
+    let p = read_profile(&json);
+    assert_eq!(encode(&p.target.comm), EXE);
+    let reads: Vec<_> = p
+        .slow_calls
+        .iter()
+        .filter(|c| c.syscall == "read")
+        .collect();
+    assert_eq!(reads.len(), 10, "{:?}", p.slow_calls);
+    for c in &reads {
+        assert_eq!(c.comm, COMM);
+        let fd = encode(c.fd.as_deref().unwrap_or_default());
+        assert!(fd.ends_with(FIFO), "{:?}", c.fd);
+    }
+
+    for args in [
+        vec!["report"],
+        vec!["report", "-L"],
+        vec!["diff"],
+        vec!["flame"],
+        vec!["trace"],
+    ] {
+        let mut c = syscost();
+        c.args(&args).arg(&json);
+        if args[0] == "diff" {
+            c.arg(&json);
+        }
+        let o = output(&mut c);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        assert_clean(&format!("{args:?}"), &o.stdout);
+        assert_clean(&format!("{args:?} stderr"), &o.stderr);
+        if args[0] == "flame" {
+            assert!(
+                text(&o.stdout).contains("\\33[31mEVIL\\7;"),
+                "{}",
+                text(&o.stdout)
+            );
+        }
+    }
+    // The SVG: well-formed XML, the names in it escaped.
+    let svg = t.path("f.svg");
+    let o = output(syscost().arg("flame").arg(&json).arg("-o").arg(&svg));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let svg = std::fs::read(&svg).unwrap();
+    assert_clean(
+        "the SVG",
+        &svg.iter()
+            .copied()
+            .filter(|&b| b != b'\r')
+            .collect::<Vec<_>>(),
+    );
+    let svg = String::from_utf8(svg).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&svg);
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("the SVG is not well-formed XML: {e}"),
+        }
+    }
+    assert!(svg.contains("\\33[31mEVIL\\7"));
+}
+
+#[test]
+fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
+    let Some(t) = root_test("escape_attach") else {
+        return;
+    };
+    let cg = TestCgroup::new("\x1b]0;CG\x07");
+    let exe = hostile_exe(&t);
+    let mut w = Command::new(&exe)
+        .arg("--wait-stdin")
+        .arg("--hold")
+        .arg("hostile")
+        .arg(&t.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = std::io::BufReader::new(w.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    cg.enter(w.id());
+    let top_json = t.path("top.json");
+    let (top, first_top, _top_err) = started(
+        syscost()
+            .args([
+                "top", "--no-tui", "-i", "0.5", "--cgroup", &cg.path, "--json",
+            ])
+            .arg(&top_json)
+            .stdout(Stdio::piped()),
+    );
+    assert_clean("top's first line", first_top.as_bytes());
+    assert!(first_top.contains("\\33]0;CG\\7"), "{first_top}");
+    let (attach, first, mut err) = started(
+        syscost()
+            .args([
+                "attach",
+                "--no-tui",
+                "--slow",
+                "1ms",
+                "-p",
+                &w.id().to_string(),
+            ])
+            .stdout(Stdio::piped()),
+    );
+    assert_clean("attach's first line", first.as_bytes());
+    assert!(first.contains("(\\33]0;PWNED\\7x)"), "{first}");
+    writeln!(w.stdin.as_mut().unwrap()).unwrap();
+    let mut lines = until_reads_printed(&mut err);
+    writeln!(w.stdin.as_mut().unwrap()).unwrap();
+    assert!(w.wait().unwrap().success());
+    let rest = std::thread::spawn(move || err.map_while(Result::ok).collect::<Vec<String>>());
+    let o = attach.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_clean("attach's table", &o.stdout);
+    lines.extend(rest.join().unwrap());
+    let lines = lines.join("\n");
+    assert_clean("attach's stderr", lines.as_bytes());
+    assert!(lines.contains("f\\33[2J\\xff>"), "{lines}");
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
+    let o = top.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_clean("top's tables", &o.stdout);
+    let tables = text(&o.stdout);
+    assert!(tables.contains("\\33[31mEVIL\\7"), "{tables}");
+    assert!(tables.contains("\\33]0;CG\\7"), "{tables}");
+    // top's JSON: exact.
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&top_json).unwrap()).unwrap();
+    let row = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["pid"] == w.id())
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(row["cgroup"], cg.path.as_str());
+    assert!(row["comm"] == COMM || row["comm"] == text(EXE), "{row}");
+}

@@ -98,7 +98,10 @@ pub fn resolve(arg: &Path) -> Result<Cgroup> {
         .strip_prefix(&mount)
         .with_context(|| format!("{} is outside {}", dir.display(), mount.display()))?;
     let level = rel.components().count() as u32;
-    let path = format!("/{}", rel.display());
+    let path = format!(
+        "/{}",
+        crate::untrusted::decode(rel.as_os_str().as_encoded_bytes())
+    );
     Ok(Cgroup {
         dir,
         path,

@@ -6,17 +6,21 @@
 //! Two rules, one for each end:
 //! - [`decode`] turns the bytes into a `String` without losing any: valid UTF-8 is kept
 //!   as it is, and each byte that is not UTF-8 (0xNN) becomes the code point
-//!   U+10FFNN, from a private-use plane no name uses. The JSON profile holds that string
-//!   (JSON-escaped: exact, control characters included); Prometheus labels as well.
+//!   U+10FFNN, at the end of the last private-use plane. A name holding one of those
+//!   128 code points itself (U+10FF80..U+10FFFF, valid UTF-8) has its four bytes
+//!   mapped the same way, so every string stands for one byte string only. The JSON
+//!   profile holds that string (JSON-escaped: exact, control characters included);
+//!   Prometheus labels as well.
 //! - [`shown`] is what every text output prints (tables, lines on stderr, the live view,
 //!   folded stacks, the flame graph's SVG, error messages): the name with what is not
 //!   printable escaped as strace escapes it. `\` is `\\`; tab, newline, carriage
 //!   return, vertical tab and form feed are `\t`, `\n`, `\r`, `\v`, `\f`; any other C0
 //!   control and DEL in octal (`\33`, `\177`; three digits when an octal digit
-//!   follows); C1 controls and the Unicode formatting characters that reorder or hide
-//!   text (bidirectional overrides and isolates, zero-width characters, line and
-//!   paragraph separators) as `\u{9b}`, `\u{202e}`; a byte that was not UTF-8 as
-//!   `\xff`. Two names that differ only in such characters stay distinguishable.
+//!   follows); C1 controls and every character Unicode classes as a format character or
+//!   a line or paragraph separator (general categories Cf, Zl, Zp: bidirectional
+//!   overrides, isolates and marks, zero-width characters, the soft hyphen, tags) as
+//!   `\u{9b}`, `\u{202e}`; a byte that was not UTF-8 as `\xff`. Two names that differ
+//!   only in such characters stay distinguishable.
 
 use std::borrow::Cow;
 
@@ -26,11 +30,23 @@ const BYTE_BASE: u32 = 0x10_FF00;
 /// The bytes as a `String`, losslessly (see the module's documentation).
 pub fn decode(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
+    let byte = |b: u8| char::from_u32(BYTE_BASE + u32::from(b)).expect("a valid code point");
     for chunk in bytes.utf8_chunks() {
-        out.push_str(chunk.valid());
-        for &b in chunk.invalid() {
-            out.push(char::from_u32(BYTE_BASE + u32::from(b)).expect("a valid code point"));
+        let valid = chunk.valid();
+        if valid.chars().any(|c| byte_of(c).is_some()) {
+            // The code points that stand for bytes, written as text: their bytes.
+            for c in valid.chars() {
+                if byte_of(c).is_some() {
+                    let mut buf = [0; 4];
+                    out.extend(c.encode_utf8(&mut buf).bytes().map(byte));
+                } else {
+                    out.push(c);
+                }
+            }
+        } else {
+            out.push_str(valid);
         }
+        out.extend(chunk.invalid().iter().map(|&b| byte(b)));
     }
     out
 }
@@ -58,20 +74,18 @@ fn byte_of(c: char) -> Option<u8> {
         .then(|| (c - BYTE_BASE) as u8)
 }
 
-/// Whether `c` is shown escaped.
+/// Whether `c` is shown escaped: `\`, controls (C0, DEL, C1), format characters and
+/// line or paragraph separators (they hide or reorder text), and bytes that were not
+/// UTF-8.
 fn needs_escape(c: char) -> bool {
-    matches!(c,
-        '\\'
-        | '\u{0}'..='\u{1f}'
-        | '\u{7f}'..='\u{9f}'
-        // Zero-width and direction marks, separators, bidirectional embeddings,
-        // overrides and isolates, the byte-order mark: they hide or reorder text.
-        | '\u{200b}'..='\u{200f}'
-        | '\u{2028}'..='\u{202e}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{2069}'
-        | '\u{feff}')
-        || byte_of(c).is_some()
+    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory as _};
+    if c.is_ascii() {
+        return c == '\\' || c.is_ascii_control();
+    }
+    matches!(
+        c.general_category(),
+        G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator
+    ) || byte_of(c).is_some()
 }
 
 /// The printable form of a name (see the module's documentation): borrowed when nothing
@@ -110,21 +124,23 @@ pub fn shown(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// JSON text with the C1 controls and the text-reordering characters of its strings
-/// written as `\uXXXX` escapes (serde_json writes them raw, and a terminal reading C1
+/// JSON text with DEL, the C1 controls and the format characters of its strings written
+/// as `\uXXXX` escapes (serde_json escapes only C0 controls, and a terminal reading C1
 /// controls as escapes would act on them): the same JSON value, safe to print.
 pub fn json_safe(json: String) -> String {
-    if !json
-        .chars()
-        .any(|c| needs_escape(c) && u32::from(c) >= 0x80 && byte_of(c).is_none())
-    {
+    // serde_json already escapes `\` and the C0 controls.
+    let raw = |c: char| u32::from(c) >= 0x7f && needs_escape(c) && byte_of(c).is_none();
+    if !json.chars().any(raw) {
         return json;
     }
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
-        if needs_escape(c) && u32::from(c) >= 0x80 && byte_of(c).is_none() {
-            // All of them are in the basic plane: one \u escape each.
-            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        if raw(c) {
+            // Outside the basic plane (tags): a surrogate pair, as JSON writes them.
+            let mut units = [0; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
         } else {
             out.push(c);
         }
@@ -183,10 +199,42 @@ mod tests {
     }
 
     #[test]
+    fn every_format_character_is_escaped() {
+        // Arabic letter mark, soft hyphen, Mongolian vowel separator, an interlinear
+        // annotation character, a tag (outside the basic plane), a paragraph separator.
+        for (c, shown_as) in [
+            ('\u{61c}', "\\u{61c}"),
+            ('\u{ad}', "\\u{ad}"),
+            ('\u{180e}', "\\u{180e}"),
+            ('\u{fff9}', "\\u{fff9}"),
+            ('\u{e0041}', "\\u{e0041}"),
+            ('\u{2029}', "\\u{2029}"),
+        ] {
+            assert_eq!(shown(&format!("a{c}b")), format!("a{shown_as}b"), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_name_holding_the_byte_code_points_is_kept_apart_from_the_bytes() {
+        // U+10FF9B written as valid UTF-8 is not the lone byte 0x9b.
+        let text = "x\u{10ff9b}y".as_bytes().to_vec();
+        let lone = b"x\x9by".to_vec();
+        let (a, b) = (decode(&text), decode(&lone));
+        assert_ne!(a, b);
+        assert_eq!(encode(&a), text);
+        assert_eq!(encode(&b), lone);
+        assert_eq!(shown(&a), "x\\xf4\\x8f\\xbe\\x9by");
+        assert_eq!(shown(&b), "x\\x9by");
+    }
+
+    #[test]
     fn json_prints_c1_controls_as_escapes_and_reads_back_the_same() {
-        let value = serde_json::json!({ "comm": "a\u{9b}2J\u{202e}z\u{1b}" });
+        let value = serde_json::json!({ "comm": "a\u{9b}2J\u{202e}z\u{1b}\u{7f}\u{e0041}" });
         let text = json_safe(serde_json::to_string(&value).unwrap());
-        assert_eq!(text, r#"{"comm":"a\u009b2J\u202ez\u001b"}"#);
+        assert_eq!(
+            text,
+            r#"{"comm":"a\u009b2J\u202ez\u001b\u007f\udb40\udc41"}"#
+        );
         let back: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back, value);
         let plain = r#"{"comm":"nginx"}"#.to_string();

@@ -21,7 +21,12 @@ use syscost_user::untrusted::{encode, shown};
 const EXE: &[u8] = b"\x1b]0;PWNED\x07x";
 /// The comm and FIFO name the workload's `hostile` mode uses (its source has the same).
 const COMM: &str = "\x1b[31mEVIL\x07";
-const FIFO: &[u8] = b"f\x1b[2J\xff";
+const FIFO: &[u8] = b"f\x1b[2J\xff\x7f\xc2\x9b\xe2\x80\xaeZ\xf4\x8f\xbe\x9b";
+/// How the FIFO's name shows.
+const FIFO_SHOWN: &str = "f\\33[2J\\xff\\177\\u{9b}\\u{202e}Z\\xf4\\x8f\\xbe\\x9b";
+/// The cgroup's name: an OSC sequence and the code point that stands for byte 0x9b.
+const CGROUP: &str = "\x1b]0;CG\x07\u{10ff9b}";
+const CGROUP_SHOWN: &str = "\\33]0;CG\\7\\xf4\\x8f\\xbe\\x9b";
 
 /// No control byte but newline and tab, and no C1 control (UTF-8 0xc2 0x80..0x9f).
 fn assert_clean(what: &str, bytes: &[u8]) {
@@ -100,7 +105,7 @@ fn run_report_diff_and_flame_escape_what_the_process_chose() {
     // The slow reads: the comm and the FIFO escaped as strace escapes them.
     assert!(err.contains("tid "), "{err}");
     assert!(err.contains(&*shown(COMM)), "{err}");
-    assert!(err.contains("f\\33[2J\\xff>"), "{err}");
+    assert!(err.contains(&format!("{FIFO_SHOWN}>")), "{err}");
 
     // The JSON keeps the exact bytes.
     let p = read_profile(&json);
@@ -170,7 +175,7 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
     let Some(t) = root_test("escape_attach") else {
         return;
     };
-    let cg = TestCgroup::new("\x1b]0;CG\x07");
+    let cg = TestCgroup::new(CGROUP);
     let exe = hostile_exe(&t);
     let mut w = Command::new(&exe)
         .arg("--wait-stdin")
@@ -193,7 +198,7 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
             .stdout(Stdio::piped()),
     );
     assert_clean("top's first line", first_top.as_bytes());
-    assert!(first_top.contains("\\33]0;CG\\7"), "{first_top}");
+    assert!(first_top.contains(CGROUP_SHOWN), "{first_top}");
     let (attach, first, mut err) = started(
         syscost()
             .args([
@@ -219,7 +224,7 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
     lines.extend(rest.join().unwrap());
     let lines = lines.join("\n");
     assert_clean("attach's stderr", lines.as_bytes());
-    assert!(lines.contains("f\\33[2J\\xff>"), "{lines}");
+    assert!(lines.contains(&format!("{FIFO_SHOWN}>")), "{lines}");
     std::thread::sleep(std::time::Duration::from_millis(1200));
     // SAFETY: signals our own child.
     unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
@@ -228,7 +233,7 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
     assert_clean("top's tables", &o.stdout);
     let tables = text(&o.stdout);
     assert!(tables.contains("\\33[31mEVIL\\7"), "{tables}");
-    assert!(tables.contains("\\33]0;CG\\7"), "{tables}");
+    assert!(tables.contains(CGROUP_SHOWN), "{tables}");
     // top's JSON: exact.
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&top_json).unwrap()).unwrap();
@@ -238,6 +243,7 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
         .iter()
         .find(|r| r["pid"] == w.id())
         .unwrap_or_else(|| panic!("{v}"));
-    assert_eq!(row["cgroup"], cg.path.as_str());
+    // The bytes of the cgroup's path, exactly (the name's U+10FF9B is four bytes).
+    assert_eq!(encode(row["cgroup"].as_str().unwrap()), cg.path.as_bytes());
     assert!(row["comm"] == COMM || row["comm"] == text(EXE), "{row}");
 }

@@ -38,7 +38,9 @@
 //!   hostile DIR        names chosen to attack a terminal: one getppid under the name
 //!                      it was exec'd by, then comm set to ESC[31mEVIL BEL (prctl),
 //!                      then 10 reads of a FIFO made in DIR under the name
-//!                      "f ESC[2J 0xff" (control bytes and a byte that is not UTF-8),
+//!                      "f ESC[2J 0xff DEL U+009B U+202E Z U+10FF9B" (control bytes, a
+//!                      byte that is not UTF-8, a C1 control, a direction override,
+//!                      the code point that stands for byte 0x9b, as UTF-8),
 //!                      each blocked about 5 ms until a forked child writes a byte
 //!                      (the FIFO stays in DIR, open until the process exits)
 //!   exec PROG ARGS...  runs PROG in a child forked with nothing between the fork and
@@ -583,7 +585,7 @@ fn work(args: &[String]) {
 /// The comm `hostile` sets, and the name of its FIFO: escape sequences and a byte that
 /// is not UTF-8, for the tests of what syscost prints.
 pub const HOSTILE_COMM: &[u8] = b"\x1b[31mEVIL\x07";
-pub const HOSTILE_FIFO: &[u8] = b"f\x1b[2J\xff";
+pub const HOSTILE_FIFO: &[u8] = b"f\x1b[2J\xff\x7f\xc2\x9b\xe2\x80\xaeZ\xf4\x8f\xbe\x9b";
 
 fn hostile(dir: &std::path::Path) {
     use std::os::unix::ffi::OsStrExt as _;

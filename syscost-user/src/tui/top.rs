@@ -414,7 +414,7 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                 .map(|(id, s, procs)| {
                     let busiest = procs
                         .first()
-                        .map(|p| format!("{} ({})", p.1, p.0))
+                        .map(|p| format!("{} ({})", crate::untrusted::shown(&p.1), p.0))
                         .unwrap_or_default();
                     Row::new(vec![
                         Cell::from(id.name()),
@@ -650,6 +650,37 @@ mod tests {
         v.handle_key(key(KeyCode::Esc));
         assert_eq!(v.process_rows().len(), 3, "Esc clears it");
         assert_eq!(v.handle_key(key(KeyCode::Char('q'))), Action::Quit);
+    }
+
+    /// A name the process chose shows escaped in every view of it: the process table,
+    /// the busiest process of a syscall, the processes of a syscall, the cgroups.
+    #[test]
+    fn names_the_process_chose_show_escaped_in_every_mode() {
+        let mut v = TopView::new("the machine".into(), TopSort::Time);
+        v.apply(
+            vec![row(
+                7,
+                "\u{1b}[31mEVIL\u{7}",
+                "/\u{1b}]0;CG\u{7}",
+                0,
+                100,
+                5_000,
+            )],
+            1.0,
+        );
+        let expect = |s: &str, what: &str| {
+            assert!(s.contains(what), "{what} missing:\n{s}");
+            assert!(!s.contains('\u{1b}') && !s.contains('\u{7}'), "{s}");
+        };
+        expect(&screen(&v), "\\33[31mEVIL\\7");
+        v.handle_key(key(KeyCode::Char('y')));
+        expect(&screen(&v), "\\33[31mEVIL\\7 (7)");
+        v.handle_key(key(KeyCode::Enter));
+        expect(&screen(&v), "\\33[31mEVIL\\7");
+        v.handle_key(key(KeyCode::Esc));
+        v.handle_key(key(KeyCode::Esc));
+        v.handle_key(key(KeyCode::Char('g')));
+        expect(&screen(&v), "\\33]0;CG\\7");
     }
 
     #[test]

@@ -399,7 +399,7 @@ fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
                 human_ns(c.offcpu_ns),
                 c.syscall.clone(),
                 c.fd.as_deref()
-                    .map(|f| tail(&shown(f), 20))
+                    .map(|f| tail(f, 20))
                     .unwrap_or_default(),
                 match &c.errno {
                     Some(e) => e.clone(),
@@ -439,15 +439,25 @@ fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_stateful_widget(table, area, &mut state);
 }
 
-/// The last `width` characters of `text` (a path's end names the file), "…" first when
-/// cut.
-fn tail(text: &str, width: usize) -> String {
-    let n = text.chars().count();
-    if n <= width {
-        return text.to_string();
+/// The end of a name a traced process chose, shown escaped, in at most `width`
+/// characters (a path's end names the file), "…" first when cut. The cut is made in the
+/// name, not in its escaped form, so no escape is shown in part.
+fn tail(raw: &str, width: usize) -> String {
+    let full = shown(raw);
+    if full.chars().count() <= width {
+        return full.into_owned();
     }
-    let rest: String = text.chars().skip(n - (width - 1)).collect();
-    format!("…{rest}")
+    // An escaped character is at least as wide as itself: the longest end that fits
+    // starts at most width - 1 characters from the end.
+    let starts: Vec<usize> = raw.char_indices().map(|(i, _)| i).collect();
+    let first = starts.len().saturating_sub(width.saturating_sub(1));
+    for &i in &starts[first..] {
+        let end = shown(&raw[i..]);
+        if end.chars().count() < width {
+            return format!("…{end}");
+        }
+    }
+    "…".to_string()
 }
 
 /// The selected slow call's user stack.
@@ -628,6 +638,10 @@ mod tests {
     fn long_names_keep_their_end() {
         assert_eq!(super::tail("pipe:[123]", 20), "pipe:[123]");
         assert_eq!(super::tail("/tmp/a/b/c/d/e/f/g/file.txt", 10), "…/file.txt");
+        // Cut between escapes, never inside one.
+        assert_eq!(super::tail("/tmp/x\u{1b}\u{1b}\u{1b}", 10), "…\\33\\33\\33");
+        assert_eq!(super::tail("/tmp/xy\u{1b}", 8), "…p/xy\\33");
+        assert_eq!(super::tail("\u{1b}\u{1b}\u{1b}\u{1b}", 10), "…\\33\\33\\33");
     }
 
     use super::*;

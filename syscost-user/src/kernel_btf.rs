@@ -210,12 +210,9 @@ mod tests {
     #[test]
     fn reads_this_kernel() {
         if !std::path::Path::new(VMLINUX).exists() {
-            assert_ne!(
-                std::env::var("CI").as_deref(),
-                Ok("true"),
-                "{VMLINUX} missing under CI"
-            );
-            eprintln!("SKIPPED: {VMLINUX} is missing on this machine");
+            let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+            assert!(!ci, "{VMLINUX} missing, and a test may not skip under CI");
+            eprintln!("\n*** SKIPPED reads_this_kernel: {VMLINUX} is missing on this machine ***\n");
             return;
         }
         let l = KernelLayout::read().unwrap();

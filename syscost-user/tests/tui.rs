@@ -11,9 +11,11 @@ use std::{
 
 use common::*;
 
-/// A tmux server of our own (own socket), killed when dropped.
+/// A tmux server of our own (own socket), killed when dropped, and a directory where
+/// the pane's shell saves its terminal's settings before and after syscost.
 struct Tmux {
     socket: String,
+    dir: std::path::PathBuf,
 }
 
 impl Tmux {
@@ -49,9 +51,44 @@ impl Tmux {
     }
 }
 
+impl Tmux {
+    /// A pane variable (`#{...}`) as tmux sees it now.
+    fn pane(&self, format: &str) -> String {
+        let o = self
+            .cmd()
+            .args(["display-message", "-p", "-t", "t", format])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// The pid of syscost, the pane shell's child.
+    fn syscost_pid(&self) -> i32 {
+        let shell: u32 = self.pane("#{pane_pid}").parse().unwrap();
+        first_child(shell).unwrap() as i32
+    }
+
+    /// After syscost ended (`EXIT=` shown): the terminal is as syscost found it. The
+    /// settings are those the shell read (`stty -g`) right after syscost, before anything
+    /// else touched the terminal: raw mode, echo off or output processing off would show;
+    /// and tmux says the alternate screen is left and the cursor is shown again.
+    fn assert_restored(&self, how: &str) {
+        let read = |f: &str| {
+            std::fs::read_to_string(self.dir.join(f))
+                .unwrap_or_else(|e| panic!("{how}: {f}: {e}"))
+        };
+        let (before, after) = (read("tty-before"), read("tty-after"));
+        assert!(before.contains(':'), "{how}: settings before: {before:?}");
+        assert_eq!(after, before, "{how}: the terminal's settings were left changed");
+        assert_eq!(self.pane("#{alternate_on}"), "0", "{how}: alternate screen on");
+        assert_eq!(self.pane("#{cursor_flag}"), "1", "{how}: cursor left hidden");
+    }
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd().arg("kill-server").stderr(Stdio::null()).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -84,24 +121,31 @@ fn live_view_of(name: &str, w: u16, h: u16, busy: Reaped) -> Option<(Tmux, Reape
 /// `syscost ARGS` in a tmux pane of `w` x `h`, followed by `EXIT=<status>`; `None` (with
 /// a loud line) when tmux is missing outside CI.
 fn session(name: &str, w: u16, h: u16, args: &str) -> Option<Tmux> {
+    session_with(name, w, h, "", args)
+}
+
+/// [`session`] with `env` (`NAME=value ...`) in syscost's environment.
+fn session_with(name: &str, w: u16, h: u16, env: &str, args: &str) -> Option<Tmux> {
     if Command::new("tmux").arg("-V").output().is_err() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "tmux missing under CI"
-        );
-        eprintln!(
-            "\n*** SKIPPED live view test: tmux is not installed (cargo xtask setup installs it) ***\n"
+        skip(
+            name,
+            "tmux is not installed (cargo xtask setup installs it)",
         );
         return None;
     }
     let tmux = Tmux {
         socket: format!("syscost-test-{name}-{}", std::process::id()),
+        dir: std::env::temp_dir().join(format!("syscost-tty-{name}-{}", std::process::id())),
     };
+    std::fs::create_dir_all(&tmux.dir).unwrap();
+    let dir = tmux.dir.display();
     let cmd = format!(
-        // After a SIGKILL the terminal is left raw (no CR on LF) with the cursor anywhere:
-        // `stty sane` and a fresh line keep the marker on a line of its own.
-        "{} {args}; rc=$?; stty sane; printf '\\nEXIT=%s\\n' $rc; sleep 60",
+        // The terminal's settings are saved before syscost and right after it. Only after
+        // a SIGKILL (nothing can restore a terminal then) is it left raw (no CR on LF) with
+        // the cursor anywhere: `stty sane` and a fresh line keep the marker on a line of
+        // its own.
+        "stty -g > {dir}/tty-before; {env} {} {args}; rc=$?; stty -g > {dir}/tty-after; \
+         [ $rc = 137 ] && stty sane; printf '\\nEXIT=%s\\n' $rc; sleep 60",
         env!("CARGO_BIN_EXE_syscost"),
     );
     let ok = tmux
@@ -121,6 +165,20 @@ fn session(name: &str, w: u16, h: u16, args: &str) -> Option<Tmux> {
         .unwrap();
     assert!(ok.success());
     Some(tmux)
+}
+
+/// The width of the syscall table's box as drawn: its top line from `┌` to its closing
+/// `┐`, and the bottom line as wide.
+fn box_width(screen: &str) -> Option<usize> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let top = lines.iter().position(|l| l.starts_with("┌ syscalls"))?;
+    let width = |l: &str, end: char| {
+        let l = l.trim_end();
+        l.ends_with(end).then(|| l.chars().count())
+    };
+    let w = width(lines[top], '┐')?;
+    let bottom = lines[top..].iter().find(|l| l.starts_with('└'))?;
+    (width(bottom, '┘')? == w).then_some(w)
 }
 
 /// Calls shown in the table row of `name`, if the row is there.
@@ -185,9 +243,13 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
         .args(["resize-window", "-t", "t", "-x", "80", "-y", "24"])
         .status()
         .unwrap();
+    // tmux clips what a program draws to the pane, so the widths are read off the frame
+    // the view chose: the table's box closes at exactly the last column, and the key line
+    // is the last line.
+    assert_eq!(box_width(&first), Some(120), "{first}");
     let small = tmux.wait_for("the 80x24 layout", |s| {
-        s.lines().all(|l| l.chars().count() <= 80)
-            && s.contains("q quit")
+        box_width(s) == Some(80)
+            && s.lines().nth(23).is_some_and(|l| l.contains("q quit"))
             && row_calls(s, "getppid").is_some()
     });
     assert!(
@@ -206,6 +268,7 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
         "{done}"
     );
     assert!(!done.contains("own cost"), "the live view is gone: {done}");
+    tmux.assert_restored("q");
 
     busy.kill().unwrap();
     busy.wait().unwrap();
@@ -219,19 +282,14 @@ fn signals_restore_the_terminal_and_print_the_table() {
     for (sig, name) in [
         (libc::SIGTERM, "term"),
         (libc::SIGINT, "int"),
+        (libc::SIGHUP, "hup"),
         (libc::SIGKILL, "kill"),
     ] {
         let Some((tmux, mut busy)) = live_view(name, 100, 30) else {
             return;
         };
         tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
-        let o = tmux
-            .cmd()
-            .args(["display", "-p", "-t", "t", "#{pane_pid}"])
-            .output()
-            .unwrap();
-        let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        let syscost_pid = first_child(shell.parse().unwrap()).unwrap() as i32;
+        let syscost_pid = tmux.syscost_pid();
         // SAFETY: signals the syscost process the test started.
         unsafe { libc::kill(syscost_pid, sig) };
         if sig == libc::SIGKILL {
@@ -253,10 +311,92 @@ fn signals_restore_the_terminal_and_print_the_table() {
                 !done.contains("own cost"),
                 "signal {sig}: alternate screen left: {done}"
             );
+            tmux.assert_restored(name);
         }
         busy.kill().unwrap();
         busy.wait().unwrap();
     }
+}
+
+/// An error and a panic after the view opened (`SYSCOST_TEST_FAULT`, 2 s in): the
+/// terminal is restored before the message is printed, and the status says what
+/// happened.
+#[test]
+fn an_error_or_a_panic_in_the_view_restores_the_terminal() {
+    let Some(_t) = root_test("live_view_faults") else {
+        return;
+    };
+    for (fault, status, message) in [
+        ("error", "EXIT=1", "syscost: SYSCOST_TEST_FAULT=error"),
+        ("panic", "EXIT=101", "SYSCOST_TEST_FAULT=panic"),
+    ] {
+        let busy = Command::new(workload_path())
+            .args(["getppid", "100000000000"])
+            .stdout(Stdio::null())
+            .spawn_reaped();
+        let Some(tmux) = session_with(
+            fault,
+            100,
+            30,
+            &format!("SYSCOST_TEST_FAULT={fault}"),
+            &format!("attach -p {}", busy.id()),
+        ) else {
+            return;
+        };
+        tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
+        let done = tmux.wait_for("syscost to fail", |s| s.contains(status));
+        assert!(done.contains(message), "{fault}: {done}");
+        assert!(!done.contains("own cost"), "{fault}: the view is still shown: {done}");
+        tmux.assert_restored(fault);
+    }
+}
+
+/// The terminal goes away (the pane is killed with syscost in it): syscost ends by
+/// itself and its programs leave the kernel.
+#[test]
+fn syscost_ends_when_its_terminal_goes_away() {
+    let Some(t) = root_test("live_view_hangup") else {
+        return;
+    };
+    let Some((tmux, mut busy)) = live_view("gone", 100, 30) else {
+        return;
+    };
+    tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
+    let pid = tmux.syscost_pid();
+    // Should it not end, it is killed when the test fails, not left tracing.
+    struct KillOnDrop(i32);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            // Gone by now when the test passed: only a syscost still there is killed.
+            let comm = std::fs::read_to_string(format!("/proc/{}/comm", self.0));
+            if comm.is_ok_and(|c| c.trim() == "syscost") {
+                // SAFETY: signals the syscost process this test started.
+                unsafe { libc::kill(self.0, libc::SIGKILL) };
+            }
+        }
+    }
+    let _syscost = KillOnDrop(pid);
+    assert!(!loaded_syscost_programs().is_empty());
+    tmux.cmd()
+        .args(["kill-pane", "-t", "t"])
+        .status()
+        .unwrap();
+    wait_until(
+        "syscost to end",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        // Gone, or a zombie nobody has reaped yet (its shell died with the pane).
+        || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) if !stat.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')) => {
+                Err(format!("; still running: {stat}"))
+            }
+            _ => Ok(()),
+        },
+    );
+    assert_eq!(t.wait_for_unload(), Vec::<String>::new());
+    assert!(busy.try_wait().unwrap().is_none(), "the target runs on");
+    busy.kill().unwrap();
+    busy.wait().unwrap();
 }
 
 #[test]
@@ -463,7 +603,8 @@ fn hostile_names_show_escaped_in_the_live_view() {
         "the FIFO's and the comm's escaped names among the slow calls",
         |s| {
             s.contains(" slow calls: ")
-                && s.contains("f\\33[2J\\xff")
+                // The fd column keeps the path's end, cut between two escapes.
+                && s.contains("…Z\\xf4\\x8f\\xbe\\x9b")
                 && s.contains("(\\33[31mEVIL\\7)")
         },
     );

@@ -136,7 +136,7 @@ fn install_check(deb: &Path) -> Result<()> {
         .is_ok_and(|o| o.status.success())
     {
         let msg = "a syscost package is installed on this machine: the package check leaves it alone (remove it with dpkg --purge syscost to run the check)";
-        if std::env::var("CI").as_deref() == Ok("true") {
+        if std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false")) {
             bail!("{msg}");
         }
         eprintln!("\n*** SKIPPED package check: {msg} ***\n");

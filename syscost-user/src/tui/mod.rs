@@ -263,6 +263,35 @@ impl Screen {
     }
 }
 
+/// A failure on purpose, for the tests that the terminal is restored however the view
+/// ends: `SYSCOST_TEST_FAULT=error` or `panic` makes the view fail that way 2 s after it
+/// opened.
+struct TestFault(Option<(String, Instant)>);
+
+impl TestFault {
+    fn from_env() -> Self {
+        Self(
+            std::env::var("SYSCOST_TEST_FAULT")
+                .ok()
+                .map(|how| (how, Instant::now() + Duration::from_secs(2))),
+        )
+    }
+
+    fn fire(&mut self) -> Result<()> {
+        match &self.0 {
+            Some((how, at)) if Instant::now() >= *at => match how.as_str() {
+                "panic" => panic!("SYSCOST_TEST_FAULT=panic"),
+                "error" => anyhow::bail!("SYSCOST_TEST_FAULT=error: the view failed on purpose"),
+                _ => {
+                    self.0 = None;
+                    Ok(())
+                }
+            },
+            _ => Ok(()),
+        }
+    }
+}
+
 /// How a live view ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ended {
@@ -338,11 +367,13 @@ pub fn live_with(
     let mut next_tick = Instant::now() + interval;
     let mut latest = first;
     let mut dirty = true;
+    let mut fault = TestFault::from_env();
     loop {
         if dirty {
             terminal.draw(|f| ui::render(f, &app))?;
             dirty = false;
         }
+        fault.fire()?;
         let now = Instant::now();
         if TERMINATE.load(Ordering::Relaxed)
             || deadline.is_some_and(|d| now >= d)

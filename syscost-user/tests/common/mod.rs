@@ -26,16 +26,30 @@ pub struct RootTest {
     before: Vec<u32>,
 }
 
+/// Whether the tests run under CI: `CI` set to anything but empty, `0` or `false` (CI
+/// services set `CI=true`, some `CI=1`).
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+}
+
+/// A test that cannot run here: under CI the test fails; elsewhere it says so loudly
+/// (libtest shows a passing test's output only with `--nocapture`, so the line is also
+/// the reason a skip must never pass under CI).
+pub fn skip(name: &str, why: &str) {
+    if under_ci() {
+        panic!("{name}: {why}, and a test may not skip under CI");
+    }
+    eprintln!("\n*** SKIPPED {name}: {why} ***\n");
+}
+
 /// `Some` when this process may load BPF programs. Elsewhere it says loudly why the test
-/// is skipped; under CI (`CI=true`) it fails instead.
+/// is skipped; under CI it fails instead.
 pub fn root_test(name: &str) -> Option<RootTest> {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{name}: needs root to load BPF programs, and CI=true forbids skipping");
-        }
-        eprintln!(
-            "\n*** SKIPPED {name}: needs root to load BPF programs (run `sudo cargo xtask test`) ***\n"
+        skip(
+            name,
+            "needs root to load BPF programs (run `sudo cargo xtask test`)",
         );
         return None;
     }

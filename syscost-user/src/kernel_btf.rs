@@ -212,7 +212,9 @@ mod tests {
         if !std::path::Path::new(VMLINUX).exists() {
             let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
             assert!(!ci, "{VMLINUX} missing, and a test may not skip under CI");
-            eprintln!("\n*** SKIPPED reads_this_kernel: {VMLINUX} is missing on this machine ***\n");
+            eprintln!(
+                "\n*** SKIPPED reads_this_kernel: {VMLINUX} is missing on this machine ***\n"
+            );
             return;
         }
         let l = KernelLayout::read().unwrap();

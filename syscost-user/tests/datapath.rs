@@ -229,34 +229,169 @@ fn map_memory_does_not_grow_with_pid_max() {
     drop(top);
 }
 
+/// Calls counted, of every syscall.
+fn counted(p: &syscost_user::profile::Profile) -> u64 {
+    p.syscalls.iter().map(|s| s.calls).sum()
+}
+
+/// `syscost attach --no-tui --json JSON -p PID` with the tables `sizes` (none: the
+/// defaults), traced once it has said so; its stdout (the final table) is piped.
+fn attach_sized(pid: u32, sizes: Option<&str>, json: &std::path::Path) -> (Reaped, StderrLines) {
+    let mut cmd = syscost();
+    if let Some(sizes) = sizes {
+        cmd.env("SYSCOST_TABLE_SIZES", sizes);
+    }
+    let (tracer, first, err) = started(
+        cmd.args(["attach", "--no-tui", "-p", &pid.to_string(), "--json"])
+            .arg(json)
+            .stdout(Stdio::piped()),
+    );
+    assert!(first.starts_with("syscost: tracing process"), "{first}");
+    (tracer, err)
+}
+
+/// The dropped figure of the line under the table ("..., N events dropped").
+fn table_dropped(table: &str) -> Option<u64> {
+    table.lines().find_map(|l| {
+        l.strip_suffix(" events dropped")?
+            .rsplit(' ')
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+/// Tracers with shrunken tables and one with room, attached to the same waiting process
+/// (every thread already blocked, so all see the same calls), which is then let go:
+/// each event a shrunken tracer saw is counted, unpaired or dropped, exactly once, so
+/// its three figures sum to the calls and unpaired exits of the tracer with room; the
+/// table under it, the JSON and the metrics endpoint say the same dropped figure.
+fn every_event_accounted(
+    t: &RootTest,
+    sizes: &str,
+    work: &[&str],
+) -> (
+    Vec<syscost_user::profile::Profile>,
+    syscost_user::profile::Profile,
+) {
+    let (mut w, _out) = if work[0] == "threads-waiting" {
+        let mut w = std::process::Command::new(workload_path())
+            .args(work)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn_reaped();
+        let mut out = std::io::BufReader::new(w.stdout.take().unwrap()).lines();
+        assert_eq!(out.next().unwrap().unwrap(), "ready");
+        (w, out)
+    } else {
+        waiting(work)
+    };
+    let pid = w.id();
+    let (full, _full_err) = attach_sized(pid, None, &t.path("full.json"));
+    let smalls: Vec<_> = (0..2)
+        .map(|i| attach_sized(pid, Some(sizes), &t.path(&format!("small-{i}.json"))))
+        .collect();
+    let mut export = syscost()
+        .env("SYSCOST_TABLE_SIZES", sizes)
+        .args([
+            "export",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "-p",
+            &pid.to_string(),
+        ])
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut export_err = std::io::BufReader::new(export.stderr.take().unwrap()).lines();
+    let addr = export_err
+        .by_ref()
+        .map(Result::unwrap)
+        .find_map(|l| Some(l.split("http://").nth(1)?.split('/').next()?.to_string()))
+        .expect("the endpoint's address");
+    {
+        use std::io::Write as _;
+        writeln!(w.stdin.as_mut().unwrap(), "go").unwrap();
+    }
+    assert!(w.wait().unwrap().success());
+    let finish = |tracer: Reaped| {
+        let o = tracer.into_inner().wait_with_output().unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    finish(full);
+    let full = read_profile(&t.path("full.json"));
+    assert_eq!(full.dropped, 0, "the tracer with room dropped events");
+    let mut shrunk = Vec::new();
+    for (i, (tracer, _err)) in smalls.into_iter().enumerate() {
+        let table = finish(tracer);
+        let p = read_profile(&t.path(&format!("small-{i}.json")));
+        assert!(p.dropped > 0, "{sizes}: nothing dropped");
+        assert_eq!(
+            counted(&p) + p.dropped + p.unpaired,
+            counted(&full) + full.unpaired,
+            "{sizes}: {} counted + {} dropped + {} unpaired, against {} calls and {} unpaired \
+             seen with room",
+            counted(&p),
+            p.dropped,
+            p.unpaired,
+            counted(&full),
+            full.unpaired
+        );
+        assert_eq!(table_dropped(&table), Some(p.dropped), "the table: {table}");
+        shrunk.push(p);
+    }
+    // The endpoint: the final counts of the exited process, the same sum.
+    let m = wait_until(
+        "the endpoint's final counts",
+        Duration::from_secs(5),
+        Duration::from_millis(100),
+        || {
+            let m = scrape(&addr);
+            let sum = |prefix: &str| -> f64 {
+                m.iter()
+                    .filter(|(k, _)| k.starts_with(prefix))
+                    .map(|(_, v)| v)
+                    .sum()
+            };
+            let seen = sum("syscost_syscalls_total{")
+                + sum("syscost_events_dropped_total{")
+                + sum("syscost_events_unpaired_total{");
+            if seen == (counted(&full) + full.unpaired) as f64 {
+                Ok(m)
+            } else {
+                Err(format!(": {seen} events on the endpoint"))
+            }
+        },
+    );
+    let dropped: f64 = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("syscost_events_dropped_total{"))
+        .map(|(_, v)| v)
+        .sum();
+    assert!(dropped > 0.0, "no dropped events on the endpoint");
+    drop(export);
+    (shrunk, full)
+}
+
 #[test]
 fn threads_beyond_the_tables_are_counted_as_dropped() {
     let Some(t) = root_test("threads_beyond_the_tables_are_counted_as_dropped") else {
         return;
     };
-    // One direct slot and two in the overflow map for 8 threads running at once.
-    let json = t.path("small.json");
-    let o = output(
-        syscost()
-            .env("SYSCOST_TABLE_SIZES", "thread_slots=1,thread_overflow=2")
-            .args(["run", "--json"])
-            .arg(&json)
-            .args(["--", workload_path(), "threads", "8", "20000"]),
+    // One direct slot and two in the overflow map for 8 threads of 20,000 getppid each
+    // and the main thread.
+    let (shrunk, full) = every_event_accounted(
+        &t,
+        "thread_slots=1,thread_overflow=2",
+        &["threads-waiting", "8", "20000"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let p = read_profile(&json);
-    let counted = calls(&p, "getppid");
-    assert!(
-        counted < 160_000,
-        "all {counted} counted with 3 thread slots"
-    );
-    assert!(p.dropped > 0, "nothing dropped");
-    assert!(
-        counted + p.dropped >= 160_000,
-        "{counted} counted + {} dropped: calls lost without a trace",
-        p.dropped
-    );
-    assert!(stderr(&o).contains("events dropped"), "{}", stderr(&o));
+    assert_eq!(calls(&full, "getppid"), 160_000);
+    for p in shrunk {
+        assert!(
+            calls(&p, "getppid") < 160_000,
+            "all counted with 3 thread slots"
+        );
+    }
 }
 
 #[test]
@@ -264,27 +399,55 @@ fn syscalls_beyond_the_pool_are_counted_as_dropped() {
     let Some(t) = root_test("syscalls_beyond_the_pool_are_counted_as_dropped") else {
         return;
     };
-    let json = t.path("pool.json");
+    // Two entries a CPU for three raw numbers of 1,000 calls on each of two CPUs, and the
+    // process's other calls.
+    let (shrunk, full) = every_event_accounted(
+        &t,
+        "pool_per_cpu=2",
+        &["numbers", "1000", "600", "1000", "5000"],
+    );
+    assert_eq!(calls(&full, "syscall_0x258"), 1000);
+    let cpus = aya::util::nr_cpus().unwrap();
+    for p in shrunk {
+        assert!(
+            p.syscalls.len() <= 2 * cpus,
+            "{} syscalls in 2 entries per CPU",
+            p.syscalls.len()
+        );
+    }
+}
+
+/// A followed child that finds the process tables full is counted in `dropped`, once,
+/// and none of its calls are: each child is counted whole or not at all.
+#[test]
+fn children_beyond_the_process_tables_are_counted_as_dropped() {
+    let Some(t) = root_test("children_beyond_the_process_tables_are_counted_as_dropped") else {
+        return;
+    };
+    let json = t.path("procs.json");
     let o = output(
         syscost()
-            .env("SYSCOST_TABLE_SIZES", "pool_per_cpu=2")
-            .args(["run", "--no-offcpu", "--json"])
+            .env("SYSCOST_TABLE_SIZES", "proc_slots=1,proc_overflow=1")
+            .args(["run", "--json"])
             .arg(&json)
-            .args(["--", workload_path(), "close-ebadf", "1000"]),
+            .args(["--", workload_path(), "fork", "20", "1000"]),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let p = read_profile(&json);
-    let counted: u64 = p.syscalls.iter().map(|s| s.calls).sum();
-    let cpus = aya::util::nr_cpus().unwrap();
-    assert!(
-        p.syscalls.len() <= 2 * cpus,
-        "{} syscalls in 2 entries per CPU",
-        p.syscalls.len()
-    );
-    assert!(
-        p.dropped > 0 && counted > 0,
-        "{counted} counted, {} dropped",
+    let getppid = calls(&p, "getppid");
+    assert_eq!(getppid % 1000, 0, "a child counted in part: {getppid}");
+    assert!(p.dropped > 0, "every child found room in 2 process entries");
+    assert_eq!(
+        getppid / 1000 + p.dropped,
+        20,
+        "{getppid} getppid counted, {} children dropped",
         p.dropped
+    );
+    assert_eq!(
+        table_dropped(&stderr(&o)),
+        Some(p.dropped),
+        "{}",
+        stderr(&o)
     );
 }
 

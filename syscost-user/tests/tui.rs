@@ -74,14 +74,24 @@ impl Tmux {
     /// and tmux says the alternate screen is left and the cursor is shown again.
     fn assert_restored(&self, how: &str) {
         let read = |f: &str| {
-            std::fs::read_to_string(self.dir.join(f))
-                .unwrap_or_else(|e| panic!("{how}: {f}: {e}"))
+            std::fs::read_to_string(self.dir.join(f)).unwrap_or_else(|e| panic!("{how}: {f}: {e}"))
         };
         let (before, after) = (read("tty-before"), read("tty-after"));
         assert!(before.contains(':'), "{how}: settings before: {before:?}");
-        assert_eq!(after, before, "{how}: the terminal's settings were left changed");
-        assert_eq!(self.pane("#{alternate_on}"), "0", "{how}: alternate screen on");
-        assert_eq!(self.pane("#{cursor_flag}"), "1", "{how}: cursor left hidden");
+        assert_eq!(
+            after, before,
+            "{how}: the terminal's settings were left changed"
+        );
+        assert_eq!(
+            self.pane("#{alternate_on}"),
+            "0",
+            "{how}: alternate screen on"
+        );
+        assert_eq!(
+            self.pane("#{cursor_flag}"),
+            "1",
+            "{how}: cursor left hidden"
+        );
     }
 }
 
@@ -346,7 +356,10 @@ fn an_error_or_a_panic_in_the_view_restores_the_terminal() {
         tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
         let done = tmux.wait_for("syscost to fail", |s| s.contains(status));
         assert!(done.contains(message), "{fault}: {done}");
-        assert!(!done.contains("own cost"), "{fault}: the view is still shown: {done}");
+        assert!(
+            !done.contains("own cost"),
+            "{fault}: the view is still shown: {done}"
+        );
         tmux.assert_restored(fault);
     }
 }
@@ -377,17 +390,18 @@ fn syscost_ends_when_its_terminal_goes_away() {
     }
     let _syscost = KillOnDrop(pid);
     assert!(!loaded_syscost_programs().is_empty());
-    tmux.cmd()
-        .args(["kill-pane", "-t", "t"])
-        .status()
-        .unwrap();
+    tmux.cmd().args(["kill-pane", "-t", "t"]).status().unwrap();
     wait_until(
         "syscost to end",
         Duration::from_secs(10),
         Duration::from_millis(50),
         // Gone, or a zombie nobody has reaped yet (its shell died with the pane).
         || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) if !stat.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')) => {
+            Ok(stat)
+                if !stat
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, r)| r.starts_with('Z')) =>
+            {
                 Err(format!("; still running: {stat}"))
             }
             _ => Ok(()),
@@ -397,6 +411,55 @@ fn syscost_ends_when_its_terminal_goes_away() {
     assert!(busy.try_wait().unwrap().is_none(), "the target runs on");
     busy.kill().unwrap();
     busy.wait().unwrap();
+}
+
+/// With tables too small for the workload's threads, the live view's header, the table
+/// printed on quit and the JSON say the same dropped figure.
+#[test]
+fn the_live_view_shows_the_dropped_figure_the_json_saves() {
+    let Some(t) = root_test("live_view_dropped") else {
+        return;
+    };
+    use std::io::{BufRead as _, Write as _};
+    let mut work = Command::new(workload_path())
+        .args(["threads-waiting", "8", "20000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = std::io::BufReader::new(work.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let pid = work.id();
+    let json = t.path("dropped.json");
+    let Some(tmux) = session_with(
+        "dropped",
+        120,
+        32,
+        "SYSCOST_TABLE_SIZES=thread_slots=1,thread_overflow=2",
+        &format!("attach -p {pid} --json {}", json.display()),
+    ) else {
+        return;
+    };
+    tmux.wait_for("the live view", |s| s.contains(&format!("pid {pid}")));
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(work.wait().unwrap().success());
+    let frozen = tmux.wait_for("the exited banner", |s| s.contains(" exited: view frozen"));
+    let header: u64 = frozen
+        .split(" · dropped ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no dropped figure: {frozen}"));
+    tmux.cmd()
+        .args(["send-keys", "-t", "t", "q"])
+        .status()
+        .unwrap();
+    let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
+    let p = read_profile(&json);
+    assert!(p.dropped > 0, "nothing dropped");
+    assert_eq!(header, p.dropped, "the header against the JSON: {frozen}");
+    assert!(
+        done.contains(&format!(" {} events dropped", p.dropped)),
+        "the table against the JSON: {done}"
+    );
 }
 
 #[test]

@@ -6,6 +6,10 @@
 //!   close-ebadf N      N close(-1) calls, each failing with EBADF
 //!   threads K N        K threads, N getppid calls each
 //!   churn R K N        R rounds of K short-lived threads, N getppid calls each
+//!   threads-waiting K N  K threads started first, each blocked reading a pipe; prints
+//!                      `ready` and waits for a line on stdin, then lets them go: N
+//!                      getppid calls each (every thread exists before a tracer
+//!                      attached to the waiting process)
 //!   pipe-block N MS    N readv calls on a pipe, each blocked until a writer thread
 //!                      writes MS ms later; prints mean_ns=<own timing of the readv>
 //!   pingpong N         two threads pass a byte back and forth N times over pipes
@@ -369,6 +373,52 @@ fn work(args: &[String]) {
             let threads: Vec<_> = (0..arg(args, 1))
                 .map(|_| std::thread::spawn(move || getppid_n(n)))
                 .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
+        Some("threads-waiting") => {
+            let n = arg(args, 2);
+            let k = arg(args, 1);
+            let (r, w) = pipe();
+            let threads: Vec<_> = (0..k)
+                .map(|_| {
+                    std::thread::spawn(move || {
+                        let mut b = 0u8;
+                        // SAFETY: one byte into a valid buffer.
+                        assert_eq!(unsafe { libc::read(r, (&mut b as *mut u8).cast(), 1) }, 1);
+                        getppid_n(n);
+                    })
+                })
+                .collect();
+            // Every thread blocked in its read (syscall 0 in /proc) before `ready`.
+            let me = std::process::id().to_string();
+            let blocked = || {
+                std::fs::read_dir("/proc/self/task")
+                    .unwrap()
+                    .filter_map(|e| {
+                        let e = e.ok()?;
+                        (e.file_name() != me.as_str()).then(|| {
+                            std::fs::read_to_string(e.path().join("syscall"))
+                                .is_ok_and(|s| s.starts_with("0 "))
+                        })
+                    })
+                    .filter(|&b| b)
+                    .count()
+            };
+            while blocked() < k as usize {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            println!("ready");
+            std::io::stdout().flush().unwrap();
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).unwrap();
+            let go = vec![b'x'; k as usize];
+            // SAFETY: k bytes from a valid buffer.
+            assert_eq!(
+                unsafe { libc::write(w, go.as_ptr().cast(), go.len()) },
+                k as isize
+            );
             for t in threads {
                 t.join().unwrap();
             }

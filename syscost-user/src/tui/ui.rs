@@ -398,9 +398,7 @@ fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
                 human_ns(c.latency_ns),
                 human_ns(c.offcpu_ns),
                 c.syscall.clone(),
-                c.fd.as_deref()
-                    .map(|f| tail(f, 20))
-                    .unwrap_or_default(),
+                c.fd.as_deref().map(|f| tail(f, 20)).unwrap_or_default(),
                 match &c.errno {
                     Some(e) => e.clone(),
                     None => c.ret.to_string(),

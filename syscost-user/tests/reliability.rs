@@ -184,23 +184,35 @@ fn threads_with_ids_beyond_the_old_pid_max_are_counted() {
     let Some(t) = root_test("threads_with_high_ids") else {
         return;
     };
-    // The tables do not depend on pid_max: threads whose ids are beyond the pid_max in
-    // force when syscost loaded (raised afterwards, to the 64-bit maximum) are counted
-    // like any other.
-    let (mut work, _out) = waiting_workload(4, 1000);
+    // The tables do not depend on pid_max: syscost loads while pid_max is the old
+    // default (32,768); it is then raised to the 64-bit maximum and the workload's
+    // threads get ids above 4,000,000. They are counted like any other.
+    let (mut work, mut out) = waiting_workload(4, 1000);
     let json = t.path("high.json");
-    let (tracer, _err) = attach(work.id(), &["--json", json.to_str().unwrap()]);
-    {
-        let _max = Sysctl::set("/proc/sys/kernel/pid_max", "4194304");
+    let tids: Vec<u32> = {
+        let _max = Sysctl::set("/proc/sys/kernel/pid_max", "32768");
+        let (tracer, _err) = attach(work.id(), &["--json", json.to_str().unwrap()]);
+        std::fs::write("/proc/sys/kernel/pid_max", "4194304").unwrap();
         std::fs::write("/proc/sys/kernel/ns_last_pid", "4000000").unwrap();
         writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+        let line = out.next().unwrap().unwrap();
         assert!(work.wait().unwrap().success());
-    }
-    let o = tracer.into_inner().wait_with_output().unwrap();
-    assert!(o.status.success());
+        let o = tracer.into_inner().wait_with_output().unwrap();
+        assert!(o.status.success());
+        line.strip_prefix("tids=")
+            .unwrap_or_else(|| panic!("{line}"))
+            .split(',')
+            .map(|t| t.parse().unwrap())
+            .collect()
+    };
+    assert_eq!(tids.len(), 4);
+    assert!(
+        tids.iter().all(|&t| t > 4_000_000),
+        "the threads' ids: {tids:?}"
+    );
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 4000);
-    assert_eq!(p.dropped, 0);
+    assert_eq!((p.dropped, p.unpaired), (0, 1));
 }
 
 #[test]
@@ -316,12 +328,27 @@ fn a_reused_pid_is_not_counted() {
     writeln!(run.stdin.as_mut().unwrap(), "end").unwrap();
     assert!(run.wait().unwrap().success());
     let p = read_profile(&json);
-    // The shell itself asks for its parent's pid once (for $PPID); the 5,000 calls of
-    // the process that reused the pid must not be counted.
-    assert!(
-        calls(&p, "getppid") < 5000,
-        "the process that reused pid {child} was counted ({} getppid)",
-        calls(&p, "getppid")
+    // The shell asks for its parent's pid itself (for $PPID): as many times as in the
+    // same script run where no pid is reused. The process that reused the pid, with its
+    // 5,000 calls, counts for none.
+    let control = t.path("control.json");
+    let o = output(
+        syscost()
+            .args(["run", "-o", "/dev/null", "--json"])
+            .arg(&control)
+            .args(["--", "sh", "-c", &script])
+            .stdin({
+                std::fs::write(t.path("line"), "end\n").unwrap();
+                std::fs::File::open(t.path("line")).unwrap()
+            }),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let expected = calls(&read_profile(&control), "getppid");
+    assert!(expected < 10, "the shell alone: {expected} getppid");
+    assert_eq!(
+        calls(&p, "getppid"),
+        expected,
+        "the process that reused pid {child} was counted"
     );
 }
 

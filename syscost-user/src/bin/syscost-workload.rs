@@ -4,7 +4,8 @@
 //! syscost-workload [--wait-stdin] MODE ARGS...
 //!   getppid N          N getppid calls; prints ns_per_call=<own timing>
 //!   close-ebadf N      N close(-1) calls, each failing with EBADF
-//!   threads K N        K threads, N getppid calls each
+//!   threads K N        K threads, N getppid calls each (and one gettid); prints
+//!                      tids=<the threads' ids>
 //!   churn R K N        R rounds of K short-lived threads, N getppid calls each
 //!   threads-waiting K N  K threads started first, each blocked reading a pipe; prints
 //!                      `ready` and waits for a line on stdin, then lets them go: N
@@ -371,11 +372,19 @@ fn work(args: &[String]) {
         Some("threads") => {
             let n = arg(args, 2);
             let threads: Vec<_> = (0..arg(args, 1))
-                .map(|_| std::thread::spawn(move || getppid_n(n)))
+                .map(|_| {
+                    std::thread::spawn(move || {
+                        getppid_n(n);
+                        // SAFETY: gettid cannot fail.
+                        unsafe { libc::gettid() }
+                    })
+                })
                 .collect();
-            for t in threads {
-                t.join().unwrap();
-            }
+            let tids: Vec<String> = threads
+                .into_iter()
+                .map(|t| t.join().unwrap().to_string())
+                .collect();
+            println!("tids={}", tids.join(","));
         }
         Some("threads-waiting") => {
             let n = arg(args, 2);

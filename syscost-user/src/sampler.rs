@@ -60,6 +60,27 @@ unsafe fn copy_consistent(src: *const StatsEntry) -> Option<StatsEntry> {
     None
 }
 
+/// A consistent copy of the entry at `src`, kept in `last` under `at`; the last one kept
+/// when the entry changed without pause for `COPY_TRIES` tries; `None` when no copy was
+/// ever made (the entry is left out, as if not yet used).
+///
+/// # Safety
+/// As [`copy_consistent`].
+unsafe fn copy_or_last<'a>(
+    last: &'a mut HashMap<(u32, u32), Box<StatsEntry>>,
+    at: (u32, u32),
+    src: *const StatsEntry,
+) -> Option<&'a StatsEntry> {
+    match unsafe { copy_consistent(src) } {
+        Some(e) => {
+            let kept = last.entry(at).or_insert_with(|| Box::new(StatsEntry::ZERO));
+            **kept = e;
+            Some(kept)
+        }
+        None => last.get(&at).map(|e| &**e),
+    }
+}
+
 /// A thread as the kernel keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadState {
@@ -297,19 +318,8 @@ impl Sampler {
                     continue;
                 };
                 // SAFETY: `src` is an element of the tracer's live mapping.
-                let entry: &StatsEntry = match unsafe { copy_consistent(src) } {
-                    Some(e) => {
-                        let kept = self
-                            .last
-                            .entry((cpu, i))
-                            .or_insert_with(|| Box::new(StatsEntry::ZERO));
-                        **kept = e;
-                        kept
-                    }
-                    None => match self.last.get(&(cpu, i)) {
-                        Some(e) => e,
-                        None => continue,
-                    },
+                let Some(entry) = (unsafe { copy_or_last(&mut self.last, (cpu, i), src) }) else {
+                    continue;
                 };
                 if let Some(snap) = snaps.get_mut(entry.slot as usize) {
                     snap.add_entry(entry);
@@ -584,6 +594,112 @@ impl Series {
 mod tests {
     use super::*;
     use syscost_common::syscall_key;
+
+    /// A writer that updates an entry the way the kernel side does (sequence count odd
+    /// while the figures change, each figure written on its own) on another thread,
+    /// without pause, and a reader copying it at the same time: every copy kept is
+    /// whole (its calls are its histogram's sum, its errors its errno counts, its time
+    /// `calls` times the step), and the copies only grow.
+    #[test]
+    fn copies_made_against_a_racing_writer_are_whole() {
+        use std::sync::atomic::AtomicBool;
+        const NS: u64 = 1_000;
+        struct Shared(std::cell::UnsafeCell<StatsEntry>);
+        // SAFETY: the writer writes through volatile stores under the sequence count,
+        // the reader reads through copy_consistent: the protocol under test.
+        unsafe impl Sync for Shared {}
+        let shared = Arc::new(Shared(std::cell::UnsafeCell::new(StatsEntry::ZERO)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let e = shared.0.get();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    // SAFETY: this thread is the entry's only writer.
+                    unsafe {
+                        let seq = std::ptr::addr_of_mut!((*e).seq);
+                        let s = seq.read_volatile();
+                        seq.write_volatile(s + 1);
+                        fence(Ordering::Release);
+                        std::ptr::addr_of_mut!((*e).calls).write_volatile(n);
+                        // Spread the figures out so a torn copy is likely to be seen.
+                        std::hint::spin_loop();
+                        let b = (n % 7) as usize;
+                        let h = std::ptr::addr_of_mut!((*e).hist[b]);
+                        h.write_volatile(h.read_volatile() + 1);
+                        std::ptr::addr_of_mut!((*e).total_ns).write_volatile(n * NS);
+                        if n % 2 == 0 {
+                            std::ptr::addr_of_mut!((*e).errors).write_volatile(n / 2);
+                            std::ptr::addr_of_mut!((*e).errno_counts[0]).write_volatile(n / 2);
+                        }
+                        fence(Ordering::Release);
+                        seq.write_volatile(s + 2);
+                    }
+                }
+                n
+            })
+        };
+        let mut last = HashMap::new();
+        let (mut kept, mut same, mut previous) = (0u64, 0u64, 0u64);
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < deadline || kept < 1000 {
+            // SAFETY: the entry outlives the reads; it is written only under the count.
+            let Some(c) = (unsafe { copy_or_last(&mut last, (0, 0), shared.0.get()) }) else {
+                continue;
+            };
+            let hist: u64 = c.hist.iter().sum();
+            assert_eq!(c.seq % 2, 0, "a copy made during an update");
+            assert_eq!(hist, c.calls, "torn copy: histogram against calls");
+            assert_eq!(c.total_ns, c.calls * NS, "torn copy: time against calls");
+            assert_eq!(c.errors, c.calls / 2, "torn copy: errors against calls");
+            assert_eq!(
+                c.errno_counts[0], c.errors,
+                "torn copy: errnos against errors"
+            );
+            assert!(
+                c.calls >= previous,
+                "went back from {previous} to {}",
+                c.calls
+            );
+            if c.calls == previous {
+                same += 1;
+            }
+            previous = c.calls;
+            kept += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        let written = writer.join().unwrap();
+        assert!(
+            written > 1000 && previous > 0,
+            "{written} updates, last copy {previous}"
+        );
+        // The race was real: the reader saw the figures move between copies.
+        assert!(same < kept, "{kept} copies, all the same");
+    }
+
+    /// An entry whose update never ends (its count stays odd) is read as its last
+    /// consistent copy; one never copied whole is left out.
+    #[test]
+    fn an_entry_that_never_settles_is_read_as_its_last_copy() {
+        let mut last = HashMap::new();
+        let mut e = StatsEntry {
+            calls: 5,
+            seq: 2,
+            ..StatsEntry::ZERO
+        };
+        // SAFETY: a local entry.
+        unsafe {
+            assert_eq!(copy_or_last(&mut last, (1, 3), &e).unwrap().calls, 5);
+            e.seq = 3;
+            e.calls = 6;
+            assert_eq!(copy_or_last(&mut last, (1, 3), &e).unwrap().calls, 5);
+            assert!(copy_or_last(&mut last, (0, 0), &e).is_none());
+            e.seq = 4;
+            assert_eq!(copy_or_last(&mut last, (1, 3), &e).unwrap().calls, 6);
+        }
+    }
 
     #[test]
     fn copies_only_between_updates() {

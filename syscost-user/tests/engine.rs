@@ -694,3 +694,54 @@ fn compat_syscalls_are_named_from_the_i386_table() {
         "the shell's own 64-bit calls keep their names"
     );
 }
+
+/// Calls per syscall in each strace-style table of `text`, in order.
+fn tables(text: &str) -> Vec<std::collections::BTreeMap<String, u64>> {
+    let mut out = Vec::new();
+    let mut rows: Option<std::collections::BTreeMap<String, u64>> = None;
+    for l in text.lines() {
+        if l.starts_with("% time") {
+            rows = Some(Default::default());
+        } else if let Some(r) = rows.as_mut() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.last() == Some(&"total") {
+                out.push(rows.take().unwrap());
+            } else if !l.starts_with("---") && f.len() >= 5 {
+                r.insert(f[f.len() - 1].to_string(), f[3].parse().unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// `attach -i`: the interval tables, the last one up to the target's exit included, add
+/// up to the final table, syscall by syscall, and that is exact.
+#[test]
+fn interval_tables_add_up_to_the_final_table() {
+    let Some(_t) = root_test("interval_tables_add_up") else {
+        return;
+    };
+    // 20,000 getppid a second for 2 s, and the pacing sleeps.
+    let (mut work, _out) = waiting(&["paced", "20000", "2"]);
+    let (tracer, _err) = attach(work.id(), &["-i", "0.2"]);
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(work.wait().unwrap().success());
+    let o = tracer.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success());
+    let text = stdout(&o);
+    let mut t = tables(&text);
+    let last = t.pop().expect("the final table");
+    assert!(t.len() >= 6, "{} interval tables:\n{text}", t.len());
+    assert!(
+        text.contains("--- last interval, ending "),
+        "no last interval:\n{text}"
+    );
+    let mut sum = std::collections::BTreeMap::<String, u64>::new();
+    for table in &t {
+        for (name, calls) in table {
+            *sum.entry(name.clone()).or_default() += calls;
+        }
+    }
+    assert_eq!(sum, last, "the intervals against the final table:\n{text}");
+    assert_eq!(last.get("getppid"), Some(&40_000), "{text}");
+}

@@ -194,7 +194,7 @@ fn text(
         .enable_all()
         .build()
         .context("cannot start the event loop")?;
-    let end = runtime.block_on(async {
+    let (end, last) = runtime.block_on(async {
         let mut sigint = signal(SignalKind::interrupt())?;
         let mut sigterm = signal(SignalKind::terminate())?;
         let mut sighup = signal(SignalKind::hangup())?;
@@ -241,10 +241,21 @@ fn text(
                 }
             }
         };
-        anyhow::Ok(end)
+        let last = snapshot()?;
+        if every.is_some() {
+            // The part after the last full interval: the intervals add up to the total.
+            let step = series.next(last.clone());
+            let profile = step.interval.to_profile(info.clone(), (step.interval_secs * 1e9) as u64, offcpu)?;
+            super::print_out(&format!(
+                "--- last interval, ending {:.1} s after attach ({:.2} s) ---\n",
+                started.elapsed().as_secs_f64(),
+                step.interval_secs
+            ));
+            super::print_out(&super::finish(profile, &args.view, None)?);
+        }
+        anyhow::Ok((end, last))
     })?;
 
-    let last = snapshot()?;
     if end == End::TargetExited {
         eprintln!("syscost: process {} exited", target_pid);
     }

@@ -795,6 +795,75 @@ mod tests {
         assert_eq!(m.totals()[0].comm, "app");
     }
 
+    /// A series without calls keeps its place for IDLE, and then gives it to the next
+    /// busiest; a series whose labels change under the same key (an exec, a pid taken
+    /// by another program) starts again as a new series of its own, and the old
+    /// program's counts are not carried into it.
+    #[test]
+    fn bounded_series_end_when_idle_and_start_again_on_a_new_name() {
+        let t0 = std::time::Instant::now();
+        let at = |s: u64| t0 + std::time::Duration::from_secs(s);
+        let row = |pid: u32, comm: &str, calls: u64| {
+            let mut r = ProcessRow {
+                pid,
+                comm: comm.into(),
+                ..Default::default()
+            };
+            if calls > 0 {
+                r.add(top_id(&k(pid, 39)), &v(calls, 0, calls * 100, 0));
+            }
+            r
+        };
+        let id = |r: &ProcessRow| r.pid.to_string();
+        let labels = |r: &ProcessRow| vec![("pid", r.pid.to_string()), ("comm", r.comm.clone())];
+        let series = |b: &BoundedSeries| -> Vec<(String, String, u64)> {
+            b.series(vec![("pid", "other".into()), ("comm", String::new())])
+                .iter()
+                .map(|s| {
+                    (
+                        s.labels[0].1.clone(),
+                        s.labels[1].1.clone(),
+                        s.syscalls.values().map(|v| v.calls).sum(),
+                    )
+                })
+                .collect()
+        };
+        let mut b = BoundedSeries::new(1);
+        b.add(&[row(1, "app", 10)], id, labels, &[], at(0));
+        // Without calls (no row in the interval) for less than IDLE: kept, and the busy
+        // newcomer goes to other.
+        b.add(&[row(2, "job", 7)], id, labels, &[], at(299));
+        assert_eq!(
+            series(&b),
+            vec![
+                ("1".into(), "app".into(), 10),
+                ("other".into(), String::new(), 7)
+            ]
+        );
+        // IDLE without calls: the place goes to the busiest of the interval.
+        b.add(&[row(2, "job", 3)], id, labels, &[], at(300));
+        assert_eq!(
+            series(&b),
+            vec![
+                ("2".into(), "job".into(), 3),
+                ("other".into(), String::new(), 7)
+            ]
+        );
+        // pid 2 execs another program: a new series under the new name, from zero.
+        b.add(&[row(2, "worker", 4)], id, labels, &[], at(301));
+        assert_eq!(
+            series(&b),
+            vec![
+                ("2".into(), "worker".into(), 4),
+                ("other".into(), String::new(), 7)
+            ]
+        );
+        // Calls keep it: the idle clock starts again at each.
+        b.add(&[row(2, "worker", 1)], id, labels, &[], at(600));
+        b.add(&[row(3, "x", 9)], id, labels, &[], at(899));
+        assert_eq!(series(&b)[0], ("2".into(), "worker".into(), 5));
+    }
+
     #[test]
     fn bounded_series_keep_their_counters_growing() {
         let t0 = std::time::Instant::now();

@@ -259,11 +259,19 @@ fn label<'a>(labels: &'a str, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// `export --top --top-n 5` while 200 short-lived processes run in 8 cgroups of the
+/// test's: at most 5 process and 5 cgroup series of their own (and `other`) in every
+/// scrape, no counter going back, and every call in exactly one series of each family.
+/// The processes make raw syscall 600 (ENOSYS), which nothing else on the machine makes,
+/// so the sums are exact.
 #[test]
 fn export_top_keeps_its_series_bounded_and_growing() {
     let Some(_t) = root_test("export_top") else {
         return;
     };
+    let cgroups: Vec<TestCgroup> = (0..8)
+        .map(|i| TestCgroup::new(&format!("bound-{i}")))
+        .collect();
     let (export, first, _err) = started(
         syscost()
             .args([
@@ -281,10 +289,10 @@ fn export_top_keeps_its_series_bounded_and_growing() {
     let family = "syscost_process_syscalls_total";
     let mut last: BTreeMap<String, f64> = BTreeMap::new();
     for round in 0..10 {
-        for _ in 0..20 {
+        for i in 0..20 {
             run_ok(
-                Command::new(workload_path())
-                    .args(["getppid", "100"])
+                cgroups[(round + i) % cgroups.len()]
+                    .run_inside("numbers 100 600")
                     .stdout(Stdio::null()),
             );
         }
@@ -296,34 +304,42 @@ fn export_top_keeps_its_series_bounded_and_growing() {
             "round {round}: {} process series: {pids:?}",
             pids.len()
         );
-        let cgroups: BTreeSet<String> = samples(&text, "syscost_cgroup_syscalls_total")
+        let by_cgroup = samples(&text, "syscost_cgroup_syscalls_total");
+        let names: BTreeSet<String> = by_cgroup
             .keys()
             .map(|l| label(l, "cgroup").to_string())
             .collect();
-        assert!(cgroups.len() <= 6, "{cgroups:?}");
-        for (k, v) in &now {
+        assert!(names.len() <= 6, "round {round}: {names:?}");
+        for (k, v) in now.iter().chain(&by_cgroup) {
             if let Some(before) = last.get(k) {
                 assert!(v >= before, "{k} went from {before} to {v}");
             }
         }
-        last = now;
+        last = now.into_iter().chain(by_cgroup).collect();
     }
-    // Every getppid of the 200 processes is in some series, and the per-cgroup series
-    // add up to the same.
+    // The series are fed once a second.
+    std::thread::sleep(Duration::from_millis(2200));
     let text = scrape();
-    let getppid = |fam: &str| -> f64 {
+    let made = |fam: &str| -> f64 {
         samples(&text, fam)
             .iter()
-            .filter(|(l, _)| label(l, "syscall") == "getppid")
+            .filter(|(l, _)| label(l, "syscall") == "syscall_0x258")
             .map(|(_, v)| v)
             .sum()
     };
-    let by_process = getppid(family);
-    assert!(by_process >= 200.0 * 100.0, "{by_process}");
-    assert_eq!(by_process, getppid("syscost_cgroup_syscalls_total"));
+    assert_eq!(made(family), 200.0 * 100.0, "{text}");
+    assert_eq!(
+        made("syscost_cgroup_syscalls_total"),
+        200.0 * 100.0,
+        "{text}"
+    );
     assert!(
         text.contains("pid=\"other\""),
         "the short-lived ones went to other"
+    );
+    assert!(
+        text.contains("cgroup=\"other\""),
+        "8 busy cgroups for 5 series: some went to other"
     );
     sigint(export.id());
     assert!(export.into_inner().wait().unwrap().success());

@@ -331,9 +331,9 @@ impl TestCgroup {
     /// `sh -c` that moves itself in, then execs the workload.
     pub fn run_inside(&self, args: &str) -> Command {
         let mut c = Command::new("sh");
+        let dir = self.dir.display().to_string().replace('\'', "'\\''");
         c.arg("-c").arg(format!(
-            "echo $$ > {}/cgroup.procs && exec {} {args}",
-            self.dir.display(),
+            "echo $$ > '{dir}/cgroup.procs' && exec {} {args}",
             workload_path()
         ));
         c

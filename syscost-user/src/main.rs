@@ -1,6 +1,6 @@
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::{Parser as _, error::ErrorKind};
 use syscost_user::{
     cli::{Cli, Command},
     commands,
@@ -8,7 +8,10 @@ use syscost_user::{
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(args),
         Command::Attach(args) => commands::attach::attach(args),
@@ -39,4 +42,44 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Bad arguments in one line, as every other bad input: clap's message and its tip,
+/// without the usage block (`--help` has it); exit status 2. Help and version are
+/// printed as clap prints them.
+fn usage_error(e: clap::Error) -> ExitCode {
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"));
+    let first = lines.next().unwrap_or("bad arguments");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    for more in lines {
+        // The missing arguments, one a line; tips.
+        match more.strip_prefix("tip: ") {
+            Some(tip) => {
+                line.push_str("; ");
+                line.push_str(tip);
+            }
+            None => {
+                if !line.ends_with(':') {
+                    line.push(',');
+                }
+                line.push(' ');
+                line.push_str(more);
+            }
+        }
+    }
+    eprintln!("syscost: {line} (see --help)");
+    ExitCode::from(2)
 }

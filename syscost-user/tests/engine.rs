@@ -428,6 +428,54 @@ fn every_command_works_with_cap_bpf_and_cap_perfmon() {
     ]));
     assert!(o.status.success(), "{}", unprivileged(&o));
     drop(target);
+    // top of the machine: a process of another user counted exactly.
+    let (mut work, _out) = waiting(&["getppid", "3000"]);
+    // Written by nobody.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&_t.dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let json = _t.path("top.json");
+    let (top, first, _err) = started(
+        with_bpf_caps()
+            .args(["top", "--no-tui", "-i", "0.5", "--json"])
+            .arg(&json)
+            .stdout(Stdio::null()),
+    );
+    assert!(first.starts_with("syscost: watching"), "{first}");
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(work.wait().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // SAFETY: signals the top this test started.
+    unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
+    let o = top.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", unprivileged(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let row = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["pid"] == work.id())
+        .unwrap_or_else(|| panic!("{v}"));
+    let getppid = row["syscalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "getppid")
+        .map(|s| s["calls"].as_u64().unwrap());
+    assert_eq!(getppid, Some(3000), "{row}");
+    // The demo (the lab's server and load, the server profiled) and compare.
+    let o = output(with_bpf_caps().args(["demo", "--no-tui", "-d", "1", "--rate", "100"]));
+    assert!(o.status.success(), "{}", unprivileged(&o));
+    assert!(stdout(&o).contains("per accept4: "), "{}", stdout(&o));
+    let o = output(with_bpf_caps().args(["compare", "--rounds", "1", "--reps", "100"]));
+    assert!(o.status.success(), "{}", unprivileged(&o));
+    assert!(
+        stdout(&o)
+            .lines()
+            .any(|l| l.starts_with("getpid() raw syscall")),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -744,4 +792,50 @@ fn interval_tables_add_up_to_the_final_table() {
     }
     assert_eq!(sum, last, "the intervals against the final table:\n{text}");
     assert_eq!(last.get("getppid"), Some(&40_000), "{text}");
+}
+
+/// A kernel thread is refused end to end, in one line, before anything is loaded.
+#[test]
+fn a_kernel_thread_is_refused() {
+    let Some(_t) = root_test("a_kernel_thread_is_refused") else {
+        return;
+    };
+    for args in [
+        &["attach", "--no-tui", "-p", "2"][..],
+        &["export", "--metrics-addr", "127.0.0.1:0", "-p", "2"],
+    ] {
+        let o = output(syscost().args(args));
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            stderr(&o),
+            "syscost: process 2 (kthreadd) is a kernel thread: it makes no syscalls to profile\n",
+            "{args:?}"
+        );
+    }
+}
+
+/// Files syscost writes are created with the user's umask.
+#[test]
+fn files_are_created_with_the_umask() {
+    let Some(t) = root_test("files_are_created_with_the_umask") else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt as _;
+    for (umask, mode) in [("077", 0o600), ("022", 0o644), ("002", 0o664)] {
+        let (json, table) = (
+            t.path(&format!("p{umask}.json")),
+            t.path(&format!("t{umask}.txt")),
+        );
+        let o = output(Command::new("sh").arg("-c").arg(format!(
+            "umask {umask} && exec {} run --json {} -o {} -- true",
+            env!("CARGO_BIN_EXE_syscost"),
+            json.display(),
+            table.display()
+        )));
+        assert!(o.status.success(), "{}", stderr(&o));
+        for f in [&json, &table] {
+            let m = std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
+            assert_eq!(m, mode, "umask {umask}: {} is {m:o}", f.display());
+        }
+    }
 }

@@ -264,3 +264,31 @@ fn demo_runs_and_cleans_up() {
         .collect();
     assert!(left.is_empty(), "helpers left running: {left:?}");
 }
+
+/// The server listens on loopback unless told otherwise: with no `--addr`, the kernel's
+/// socket table has it on 127.0.0.1 only.
+#[test]
+fn the_server_listens_on_loopback_by_default() {
+    let mut server = syscost()
+        .args(["lab", "echo-server", "--duration", "10"])
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let port = port_from(&mut err);
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let tcp6 = std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
+    // Listening sockets (state 0A) on the server's port, by local address.
+    let listening: Vec<String> = tcp
+        .lines()
+        .chain(tcp6.lines())
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (addr, p) = f.get(1)?.split_once(':')?;
+            (f.get(3) == Some(&"0A") && u16::from_str_radix(p, 16).ok() == Some(port))
+                .then(|| addr.to_string())
+        })
+        .collect();
+    assert_eq!(listening, vec!["0100007F".to_string()], "port {port}");
+    let _ = server.kill();
+}

@@ -391,3 +391,90 @@ fn ten_seconds_on_both_cores_counts_exactly_and_stays_light() {
     );
     assert_eq!(calls(&read_profile(&json), "getppid"), 30_000_000);
 }
+
+/// How many times the programs of ids `ids` have run, as the kernel counts them: only
+/// while BPF run-time statistics are on, for any program of the machine.
+fn run_counts(ids: &[u32]) -> u64 {
+    aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .filter(|p| ids.contains(&p.id()))
+        .map(|p| p.run_count())
+        .sum()
+}
+
+/// BPF run-time statistics are on only in the own-cost windows (1 s in every 10 s) and
+/// off once syscost ends. A second tracer of the same busy process, with
+/// `--no-run-stats`, is the witness: the kernel counts its programs' runs only while
+/// statistics are on, so its counts move only in the windows of the endpoint's syscost.
+#[test]
+fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
+    let Some(_t) = root_test("run_time_statistics_windows") else {
+        return;
+    };
+    let busy = Command::new(workload_path())
+        .args(["getppid", "100000000000"])
+        .stdout(Stdio::null())
+        .spawn_reaped();
+    let pid = busy.id().to_string();
+    let before: Vec<u32> = loaded_syscost_programs().iter().map(|p| p.0).collect();
+    let (witness, _werr) = attach(busy.id(), &["--no-run-stats"]);
+    let ids: Vec<u32> = loaded_syscost_programs()
+        .iter()
+        .map(|p| p.0)
+        .filter(|id| !before.contains(id))
+        .collect();
+    assert!(!ids.is_empty());
+    assert_eq!(run_counts(&ids), 0, "statistics were on before the test");
+    let (export, first, _err) = started(
+        syscost()
+            .args(["export", "--metrics-addr", "127.0.0.1:0", "-p", &pid])
+            .stdout(Stdio::null()),
+    );
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    // Scraped every 100 ms for 12 s (the endpoint's scrapes drive its windows): the
+    // witness's count moves for about a second at the start and at 10 s, and not
+    // otherwise.
+    let step = Duration::from_millis(100);
+    let (mut moving, mut still) = (Duration::ZERO, Duration::ZERO);
+    let mut last = run_counts(&ids);
+    let started_at = std::time::Instant::now();
+    while started_at.elapsed() < Duration::from_secs(12) {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        std::io::Read::read_to_end(&mut s, &mut Vec::new()).unwrap();
+        std::thread::sleep(step);
+        let now = run_counts(&ids);
+        if now > last {
+            moving += step;
+        } else {
+            still += step;
+        }
+        last = now;
+    }
+    assert!(
+        moving >= Duration::from_millis(1500) && moving <= Duration::from_millis(3000),
+        "statistics on for {moving:?} of 12 s (two windows of 1 s expected)"
+    );
+    assert!(
+        still >= Duration::from_secs(9),
+        "statistics off for {still:?} of 12 s"
+    );
+    // SAFETY: signals the export this test started.
+    unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
+    assert!(export.into_inner().wait().unwrap().success());
+    // syscost ended: nothing keeps them on.
+    let ended = run_counts(&ids);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        run_counts(&ids),
+        ended,
+        "statistics left on after syscost ended"
+    );
+    drop(witness);
+    drop(busy);
+}

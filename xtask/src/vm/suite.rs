@@ -22,6 +22,8 @@ pub const SUITE: &[(&str, &[&str])] = &[
     (
         "datapath",
         &[
+            "threads_beyond_the_tables_are_counted_as_dropped",
+            "children_beyond_the_process_tables_are_counted_as_dropped",
             "leader_exiting_first_loses_nothing",
             "exec_from_a_thread_keeps_its_syscall",
             "numbers_the_tables_lack_are_counted_apart",

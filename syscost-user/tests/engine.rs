@@ -839,3 +839,20 @@ fn files_are_created_with_the_umask() {
         }
     }
 }
+
+/// A call a seccomp filter refuses never enters (the kernel reports its exit only): it
+/// is counted as unpaired, never as a call or a latency.
+#[test]
+fn calls_seccomp_refuses_are_unpaired() {
+    let Some(t) = root_test("calls_seccomp_refuses_are_unpaired") else {
+        return;
+    };
+    let (_, p) = run_workload(&t, &["seccomp", "700"]);
+    assert_eq!(
+        p.syscall("getppid").map(|s| s.calls),
+        None,
+        "refused calls counted"
+    );
+    assert_eq!(calls(&p, "prctl"), 2);
+    assert_eq!((p.unpaired, p.dropped), (700, 0));
+}

@@ -569,3 +569,40 @@ fn top_counts_a_shell_loop_as_run_does() {
     assert_eq!(by_top, by_run, "dropped {}", v["dropped"]);
     assert_eq!(v["dropped"], 0);
 }
+
+/// In the automatic modes a process is traced from its first syscall after syscost
+/// loaded: that call, in flight, is not counted; a call in flight in another of its
+/// threads, whose exit is the first seen of that thread, is unpaired. A process whose
+/// three threads are all blocked when `attach --cgroup` starts: the main thread's read
+/// returns first (not counted), then each worker's read (unpaired, 2), then their
+/// 100 getppid each (counted).
+#[test]
+fn threads_already_inside_a_call_count_as_unpaired() {
+    let Some(t) = root_test("automatic_unpaired") else {
+        return;
+    };
+    let cg = TestCgroup::new("unpaired");
+    let mut w = Command::new(workload_path())
+        .args(["threads-waiting", "2", "100"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = std::io::BufReader::new(w.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    cg.enter(w.id());
+    let json = t.path("cg.json");
+    let (attach, first, _err) = started(
+        syscost()
+            .args(["attach", "--no-tui", "--cgroup", &cg.path, "--json"])
+            .arg(&json)
+            .stdout(Stdio::null()),
+    );
+    assert!(first.starts_with("syscost: tracing cgroup"), "{first}");
+    writeln!(w.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(w.wait().unwrap().success());
+    sigint(attach.id());
+    assert!(attach.into_inner().wait().unwrap().success());
+    let p = read_profile(&json);
+    assert_eq!(calls(&p, "getppid"), 200);
+    assert_eq!((p.unpaired, p.dropped), (2, 0));
+}

@@ -581,6 +581,79 @@ fn top_shows_a_known_rate_and_drills_into_the_process() {
     drop(work);
 }
 
+/// top's drill-down counts from the moment of the Enter: a process that made 3,000
+/// getppid before it and 3,000 after shows exactly 3,000, not 6,000.
+#[test]
+fn tops_drill_down_counts_from_the_enter() {
+    let Some(_t) = root_test("top_drill_from_enter") else {
+        return;
+    };
+    use std::io::{BufRead as _, Write as _};
+    let mut work = Command::new(workload_path())
+        .args(["per-line", "3000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = std::io::BufReader::new(work.stdout.take().unwrap()).lines();
+    let pid = work.id();
+    let Some(tmux) = session("drill", 150, 40, "top") else {
+        return;
+    };
+    tmux.wait_for("top's table", |s| s.contains(" syscost top "));
+    // Seen by top: its first 3,000 calls.
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    assert_eq!(out.next().unwrap().unwrap(), "done");
+    tmux.wait_for("the workload's row", |s| top_rate(s, pid).is_some());
+    let keys = |k: &[&str]| {
+        tmux.cmd()
+            .args(["send-keys", "-t", "t"])
+            .args(k)
+            .status()
+            .unwrap();
+    };
+    keys(&["/"]);
+    keys(&[&pid.to_string()]);
+    keys(&["Enter"]);
+    keys(&["Enter"]);
+    tmux.wait_for("the drill-down view", |s| {
+        s.contains("from syscost top") && s.contains(&format!("pid {pid}"))
+    });
+    // After the Enter: 3,000 more.
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    assert_eq!(out.next().unwrap().unwrap(), "done");
+    let screen = tmux.wait_for("the calls made since the Enter", |s| {
+        row_calls(s, "getppid").is_some_and(|n| n >= 3000)
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let settled = tmux.capture();
+    assert_eq!(
+        row_calls(&settled, "getppid"),
+        Some(3000),
+        "before:\n{screen}\nnow:\n{settled}"
+    );
+    // Back, and into the same process again: the second drill-down counts from its own
+    // Enter, not from the first's.
+    keys(&["Escape"]);
+    tmux.wait_for("the process table again", |s| {
+        s.contains(" syscost top ") && !s.contains("from syscost top")
+    });
+    keys(&["Enter"]);
+    tmux.wait_for("the drill-down view again", |s| {
+        s.contains("from syscost top") && s.contains(&format!("pid {pid}"))
+    });
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    assert_eq!(out.next().unwrap().unwrap(), "done");
+    tmux.wait_for("the calls since the second Enter", |s| {
+        row_calls(s, "getppid").is_some_and(|n| n >= 3000)
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let again = tmux.capture();
+    assert_eq!(row_calls(&again, "getppid"), Some(3000), "{again}");
+    keys(&["q"]);
+    tmux.wait_for("the totals", |s| s.contains("EXIT=0"));
+    drop(work);
+}
+
 #[test]
 fn slow_calls_show_in_the_live_view_with_their_stack() {
     let Some(_t) = root_test("slow_in_tmux") else {

@@ -24,6 +24,11 @@
 //!                      `syscost_test_slow_read`, each blocked about 20 ms until a
 //!                      forked child (asked through another pipe) writes a byte;
 //!                      then spins 0.5 s and calls exit_group (with --hold: waits)
+//!   seccomp N          installs a seccomp filter that refuses getppid with EPERM,
+//!                      then makes N getppid calls (the kernel skips each: its exit is
+//!                      reported, not its entry)
+//!   per-line N         for each line read on stdin, N getppid calls, then prints
+//!                      `done`; exits at the end of stdin
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
 //!   exit CODE          exits with CODE
 //!   mixed-forever K    K threads calling close(-1) and getppid in a loop until killed
@@ -635,6 +640,61 @@ fn work(args: &[String]) {
             }
         }
         Some("slow-mix") => slow_mix(),
+        Some("per-line") => {
+            let n = arg(args, 1);
+            let mut line = String::new();
+            while std::io::stdin().read_line(&mut line).unwrap() > 0 {
+                getppid_n(n);
+                println!("done");
+                std::io::stdout().flush().unwrap();
+                line.clear();
+            }
+        }
+        Some("seccomp") => {
+            // nr == getppid ? ERRNO(EPERM) : ALLOW, on the syscall number at offset 0.
+            let filter = [
+                libc::sock_filter {
+                    code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+                    jt: 0,
+                    jf: 0,
+                    k: 0,
+                },
+                libc::sock_filter {
+                    code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+                    jt: 0,
+                    jf: 1,
+                    k: libc::SYS_getppid as u32,
+                },
+                libc::sock_filter {
+                    code: (libc::BPF_RET | libc::BPF_K) as u16,
+                    jt: 0,
+                    jf: 0,
+                    k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+                },
+                libc::sock_filter {
+                    code: (libc::BPF_RET | libc::BPF_K) as u16,
+                    jt: 0,
+                    jf: 0,
+                    k: libc::SECCOMP_RET_ALLOW,
+                },
+            ];
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut _,
+            };
+            // SAFETY: a valid filter program that outlives the calls.
+            unsafe {
+                assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+                assert_eq!(
+                    libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog),
+                    0
+                );
+            }
+            for _ in 0..arg(args, 1) {
+                // SAFETY: getppid has no arguments; the filter makes it fail.
+                assert_eq!(unsafe { libc::syscall(libc::SYS_getppid) }, -1);
+            }
+        }
         Some("sleep") => std::thread::sleep(std::time::Duration::from_millis(arg(args, 1))),
         Some("exit") => std::process::exit(arg(args, 1) as i32),
         _ => usage(),

@@ -270,8 +270,9 @@ fn attach_stops_after_duration_and_prints_intervals() {
     assert!(took < Duration::from_secs(10), "{took:?}");
     let out = stdout(&o);
     assert_eq!(out.matches("--- interval ending").count(), 2, "{out}");
-    // Two interval tables and the final one.
-    assert_eq!(out.matches("% time     seconds").count(), 3, "{out}");
+    assert_eq!(out.matches("--- last interval, ending").count(), 1, "{out}");
+    // Two interval tables, the last part (0.2 s), and the final one.
+    assert_eq!(out.matches("% time     seconds").count(), 4, "{out}");
     assert!(stderr(&o).contains("syscost: tracing process"));
 }
 

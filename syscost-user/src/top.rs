@@ -27,6 +27,9 @@ pub struct ProcInfo {
     pub comm: String,
     /// Its cgroup v2 path ("" when unknown).
     pub cgroup: String,
+    /// The name was read from /proc (the process was alive then); otherwise it is what
+    /// the kernel side kept, or "?".
+    pub from_proc: bool,
 }
 
 impl ProcInfo {
@@ -42,6 +45,7 @@ impl ProcInfo {
             cgroup: names
                 .path_of(r.cgroup_id)
                 .unwrap_or_else(|| "?".to_string()),
+            from_proc: false,
         }
     }
 
@@ -59,6 +63,7 @@ impl ProcInfo {
             None => (None, None),
         };
         Self {
+            from_proc: comm.is_some(),
             comm: comm.or(kcomm).unwrap_or_else(|| "?".to_string()),
             cgroup: cgroup
                 .or_else(|| kid.and_then(|id| names.path_of(id)))
@@ -252,6 +257,8 @@ impl Machine {
             keys_of.entry(k.tgid).or_default().push((*k, *v));
         }
         let mut rows: BTreeMap<u32, ProcessRow> = BTreeMap::new();
+        // Processes whose name this step read from /proc.
+        let mut named = std::collections::HashSet::new();
         let mut forget = Vec::new();
         let mut exited = Vec::new();
         let mut dead_now = std::collections::HashSet::new();
@@ -276,6 +283,9 @@ impl Machine {
                         (false, Some(known)) => known.clone(),
                         _ => info(pid),
                     };
+                    if pi.from_proc {
+                        named.insert(pid);
+                    }
                     ProcessRow {
                         pid,
                         comm: pi.comm,
@@ -285,12 +295,18 @@ impl Machine {
                 });
                 row.add(top_id(k), &d);
             }
-            if live && let Some(r) = rows.get(&pid) {
+            // Kept only when /proc gave it: a process that exits between the check that
+            // it is alive and the read of its name takes its record's name instead.
+            if live
+                && named.contains(&pid)
+                && let Some(r) = rows.get(&pid)
+            {
                 self.known.insert(
                     pid,
                     ProcInfo {
                         comm: r.comm.clone(),
                         cgroup: r.cgroup.clone(),
+                        from_proc: true,
                     },
                 );
             }
@@ -648,6 +664,7 @@ mod tests {
         let info = |pid| ProcInfo {
             comm: format!("p{pid}"),
             cgroup: "/a".into(),
+            from_proc: true,
         };
         let t1 = [(k(1, 39), v(10, 0, 1000, 0)), (k(2, 3), v(5, 5, 500, 100))];
         let s = m.step(&t1, |_| true, info, |_| 1);
@@ -733,10 +750,12 @@ mod tests {
         let info = |pid| ProcInfo {
             comm: format!("p{pid}"),
             cgroup: "/a".into(),
+            from_proc: true,
         };
         let record = |pid| ProcInfo {
             comm: format!("exec{pid}"),
             cgroup: "/b".into(),
+            from_proc: false,
         };
         for (seen_alive, step_between) in [(true, false), (true, true), (false, true)] {
             let mut m = Machine::new(true);
@@ -773,6 +792,28 @@ mod tests {
         }
     }
 
+    /// A process that exits between the check that it is alive and the read of its name
+    /// (so /proc gave none) is named from its exit record, not "?".
+    #[test]
+    fn a_name_proc_could_not_give_comes_from_the_record() {
+        let mut m = Machine::new(true);
+        let unread = |_| ProcInfo {
+            comm: "?".into(),
+            cgroup: "?".into(),
+            from_proc: false,
+        };
+        m.step(&[(k(7, 39), v(10, 0, 100, 0))], |_| true, unread, |_| 1);
+        let record = ProcInfo {
+            comm: "syscost-getppid".into(),
+            cgroup: "/b".into(),
+            from_proc: false,
+        };
+        let s = m.exit(7, record, &[(k(7, 39), v(12, 0, 120, 0))]);
+        assert_eq!(s.interval[0].comm, "syscost-getppid");
+        let t = m.totals();
+        assert_eq!((t[0].comm.as_str(), t[0].calls()), ("syscost-getppid", 12));
+    }
+
     /// A process gone without a record (none could be sent) is counted at the next step
     /// under the name /proc gave while it lived.
     #[test]
@@ -782,6 +823,7 @@ mod tests {
         let info = |_| ProcInfo {
             comm: proc_says.get().into(),
             cgroup: "/a".into(),
+            from_proc: true,
         };
         m.step(&[(k(9, 39), v(5, 0, 50, 0))], |_| true, info, |_| 1);
         proc_says.set("?");

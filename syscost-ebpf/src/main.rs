@@ -641,7 +641,7 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             SLOW_DEFAULT_NS.load()
         };
         if ns >= threshold {
-            let off = if off_ns < ns { off_ns } else { ns };
+            let off = off_ns;
             report_slow(
                 &ctx, pid_tgid, stats_slot, key, slot.nr, ns, off, ret, now, start,
             );
@@ -664,8 +664,10 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     let calls = unsafe { read_volatile(&e.calls) };
     unsafe { write_volatile(&mut e.calls, calls + 1) };
     add(&mut e.total_ns, ns);
-    // Switched-out time can only be part of the call's wall time.
-    add(&mut e.offcpu_ns, if off_ns < ns { off_ns } else { ns });
+    // Switched-out time is part of the call's wall time by construction: intervals
+    // from a switch-out after the enter read the clock to the switch-in before this
+    // exit read it, from one clock. Not clamped: user space checks it, and would say.
+    add(&mut e.offcpu_ns, off_ns);
     if voluntary | involuntary != 0 {
         add(&mut e.voluntary, u64::from(voluntary));
         add(&mut e.involuntary, u64::from(involuntary));
@@ -780,7 +782,7 @@ fn count_top(tgid: u32, key: u32, stats_slot: u32, ns: u64, off_ns: u64, ret: i6
         add(&mut v.errors, 1);
     }
     add(&mut v.total_ns, ns);
-    add(&mut v.offcpu_ns, if off_ns < ns { off_ns } else { ns });
+    add(&mut v.offcpu_ns, off_ns);
     add(&mut v.calls, 1);
 }
 

@@ -273,8 +273,8 @@ impl Snapshot {
             // A call's switched-out time is the sum of intervals inside it: each begins at
             // a switch-out after the enter read the clock and ends at the switch-in before
             // the exit read it, all from one clock, so it cannot exceed the call's time
-            // (the kernel's per-call clamp never acts), and consistent copies keep the
-            // sums in step. Should it ever be above, that is a bug, said once, not hidden.
+            // (the kernel side adds it unclamped), and consistent copies keep the sums in
+            // step. Should it ever be above, that is a bug, said once, not hidden.
             if offcpu_tracked && s.offcpu_ns > s.total_ns {
                 static SAID: std::sync::Once = std::sync::Once::new();
                 SAID.call_once(|| {
@@ -361,6 +361,19 @@ mod tests {
             }
         }
         e
+    }
+
+    /// An off-CPU figure above the total (a bug the kernel side cannot make) is shown as
+    /// all of the time off the CPU, and said (on stderr), not passed on as a negative.
+    #[test]
+    fn an_offcpu_figure_above_the_total_is_bounded() {
+        let mut e = entry(SyscallId::native(0), &[(100, None)]);
+        e.offcpu_ns = 150;
+        let mut snap = Snapshot::empty();
+        snap.add_entry(&e);
+        let p = snap.to_profile(Target::default(), 1, true).unwrap();
+        let s = p.syscall("read").unwrap();
+        assert_eq!((s.total_ns, s.offcpu_ns, s.oncpu_ns), (100, 100, 0));
     }
 
     #[test]

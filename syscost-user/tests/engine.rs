@@ -770,10 +770,13 @@ fn interval_tables_add_up_to_the_final_table() {
     let Some(_t) = root_test("interval_tables_add_up") else {
         return;
     };
-    // 20,000 getppid a second for 2 s, and the pacing sleeps.
-    let (mut work, _out) = waiting(&["paced", "20000", "2"]);
+    // A busy getppid loop (a second or two), already running when syscost attaches: the
+    // calls between the load and the first interval are in it too.
+    let mut work = Command::new(workload_path())
+        .args(["getppid", "8000000"])
+        .stdout(Stdio::null())
+        .spawn_reaped();
     let (tracer, _err) = attach(work.id(), &["-i", "0.2"]);
-    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     assert!(work.wait().unwrap().success());
     let o = tracer.into_inner().wait_with_output().unwrap();
     assert!(o.status.success());
@@ -792,7 +795,7 @@ fn interval_tables_add_up_to_the_final_table() {
         }
     }
     assert_eq!(sum, last, "the intervals against the final table:\n{text}");
-    assert_eq!(last.get("getppid"), Some(&40_000), "{text}");
+    assert!(last.get("getppid").is_some_and(|&n| n > 100_000), "{text}");
 }
 
 /// A kernel thread is refused end to end, in one line, before anything is loaded.

@@ -610,9 +610,22 @@ mod tests {
         unsafe impl Sync for Shared {}
         let shared = Arc::new(Shared(std::cell::UnsafeCell::new(StatsEntry::ZERO)));
         let stop = Arc::new(AtomicBool::new(false));
+        // Reader and writer on CPUs of their own where there are two: a real race, not
+        // one thread preempting the other.
+        let pin = |cpu: usize| {
+            if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+                // SAFETY: a zeroed cpu_set_t with one CPU set, for this thread.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+            }
+        };
         let writer = {
             let (shared, stop) = (shared.clone(), stop.clone());
             std::thread::spawn(move || {
+                pin(1);
                 let e = shared.0.get();
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -641,6 +654,7 @@ mod tests {
                 n
             })
         };
+        pin(0);
         let mut last = HashMap::new();
         let (mut kept, mut same, mut previous) = (0u64, 0u64, 0u64);
         let deadline = Instant::now() + Duration::from_millis(300);

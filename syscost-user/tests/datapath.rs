@@ -430,15 +430,15 @@ fn children_beyond_the_process_tables_are_counted_as_dropped() {
             .env("SYSCOST_TABLE_SIZES", "proc_slots=1,proc_overflow=1")
             .args(["run", "--json"])
             .arg(&json)
-            .args(["--", workload_path(), "fork", "20", "1000"]),
+            .args(["--", workload_path(), "fork", "20", "10000"]),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let p = read_profile(&json);
     let getppid = calls(&p, "getppid");
-    assert_eq!(getppid % 1000, 0, "a child counted in part: {getppid}");
+    assert_eq!(getppid % 10_000, 0, "a child counted in part: {getppid}");
     assert!(p.dropped > 0, "every child found room in 2 process entries");
     assert_eq!(
-        getppid / 1000 + p.dropped,
+        getppid / 10_000 + p.dropped,
         20,
         "{getppid} getppid counted, {} children dropped",
         p.dropped

@@ -318,18 +318,37 @@ fn export_top_keeps_its_series_bounded_and_growing() {
         last = now.into_iter().chain(by_cgroup).collect();
     }
     // The series are fed once a second.
-    std::thread::sleep(Duration::from_millis(2200));
-    let text = scrape();
-    let made = |fam: &str| -> f64 {
-        samples(&text, fam)
+    let made = |text: &str, fam: &str| -> f64 {
+        samples(text, fam)
             .iter()
             .filter(|(l, _)| label(l, "syscall") == "syscall_0x258")
             .map(|(_, v)| v)
             .sum()
     };
-    assert_eq!(made(family), 200.0 * 100.0, "{text}");
+    let text = wait_until(
+        "every call of the 200 processes on the endpoint",
+        Duration::from_secs(10),
+        Duration::from_millis(200),
+        || {
+            let text = scrape();
+            let n = made(&text, family);
+            if n >= 200.0 * 100.0 {
+                Ok(text)
+            } else {
+                Err(format!(": {n} so far"))
+            }
+        },
+    );
+    // Let a second more be fed: nothing more comes (nothing counted twice).
+    std::thread::sleep(Duration::from_millis(1200));
+    let text = {
+        let later = scrape();
+        assert_eq!(made(&later, family), made(&text, family));
+        later
+    };
+    assert_eq!(made(&text, family), 200.0 * 100.0, "{text}");
     assert_eq!(
-        made("syscost_cgroup_syscalls_total"),
+        made(&text, "syscost_cgroup_syscalls_total"),
         200.0 * 100.0,
         "{text}"
     );

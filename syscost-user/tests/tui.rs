@@ -154,7 +154,7 @@ fn session_with(name: &str, w: u16, h: u16, env: &str, args: &str) -> Option<Tmu
         // a SIGKILL (nothing can restore a terminal then) is it left raw (no CR on LF) with
         // the cursor anywhere: `stty sane` and a fresh line keep the marker on a line of
         // its own.
-        "stty -g > {dir}/tty-before; {env} {} {args}; rc=$?; stty -g > {dir}/tty-after; \
+        "stty -g > '{dir}/tty-before'; {env} {} {args}; rc=$?; stty -g > '{dir}/tty-after'; \
          [ $rc = 137 ] && stty sane; printf '\\nEXIT=%s\\n' $rc; sleep 60",
         env!("CARGO_BIN_EXE_syscost"),
     );
@@ -328,7 +328,7 @@ fn signals_restore_the_terminal_and_print_the_table() {
     }
 }
 
-/// An error and a panic after the view opened (`SYSCOST_TEST_FAULT`, 2 s in): the
+/// An error and a panic after the view opened (`SYSCOST_TEST_FAULT`, 1 s after its first figures): the
 /// terminal is restored before the message is printed, and the status says what
 /// happened.
 #[test]

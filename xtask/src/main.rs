@@ -169,7 +169,7 @@ fn test(root: &Path, extra: &[String]) -> Result<()> {
 fn test_crates(root: &Path, extra: &[String]) -> Result<()> {
     if !setup::is_root() {
         eprintln!(
-            "\n*** not root: the tests that load BPF programs will be SKIPPED (under CI=true they fail). Run `sudo -E cargo xtask test`. ***\n"
+            "\n*** not root: the tests that load BPF programs will be SKIPPED (under CI they fail). Run `sudo -E cargo xtask test`. ***\n"
         );
     }
     // The default members: the eBPF crate builds only for the BPF target.

@@ -28,7 +28,7 @@
 //!                      then makes N getppid calls (the kernel skips each: its exit is
 //!                      reported, not its entry)
 //!   per-line N         for each line read on stdin, N getppid calls, then prints
-//!                      `done`; exits at the end of stdin
+//!                      `done`; exits at the end of stdin (waits in 50 ms polls)
 //!   sleep MS           sleeps MS milliseconds (one nanosleep)
 //!   exit CODE          exits with CODE
 //!   mixed-forever K    K threads calling close(-1) and getppid in a loop until killed
@@ -643,7 +643,21 @@ fn work(args: &[String]) {
         Some("per-line") => {
             let n = arg(args, 1);
             let mut line = String::new();
-            while std::io::stdin().read_line(&mut line).unwrap() > 0 {
+            loop {
+                // Waits in poll, 50 ms at a time: a poll call every 50 ms keeps the
+                // process among those with calls in any interval.
+                let mut pfd = libc::pollfd {
+                    fd: 0,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                if unsafe { libc::poll(&mut pfd, 1, 50) } == 0 {
+                    continue;
+                }
+                if std::io::stdin().read_line(&mut line).unwrap() == 0 {
+                    break;
+                }
                 getppid_n(n);
                 println!("done");
                 std::io::stdout().flush().unwrap();

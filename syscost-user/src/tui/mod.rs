@@ -264,22 +264,29 @@ impl Screen {
 }
 
 /// A failure on purpose, for the tests that the terminal is restored however the view
-/// ends: `SYSCOST_TEST_FAULT=error` or `panic` makes the view fail that way 2 s after it
-/// opened.
-struct TestFault(Option<(String, Instant)>);
+/// ends: `SYSCOST_TEST_FAULT=error` or `panic` makes the view fail that way 1 s after it
+/// showed its first figures.
+struct TestFault(Option<(String, Option<Instant>)>);
 
 impl TestFault {
     fn from_env() -> Self {
         Self(
             std::env::var("SYSCOST_TEST_FAULT")
                 .ok()
-                .map(|how| (how, Instant::now() + Duration::from_secs(2))),
+                .map(|how| (how, None)),
         )
+    }
+
+    /// The view shows figures: the fault is due a second later.
+    fn arm(&mut self) {
+        if let Some((_, at @ None)) = &mut self.0 {
+            *at = Some(Instant::now() + Duration::from_secs(1));
+        }
     }
 
     fn fire(&mut self) -> Result<()> {
         match &self.0 {
-            Some((how, at)) if Instant::now() >= *at => match how.as_str() {
+            Some((how, Some(at))) if Instant::now() >= *at => match how.as_str() {
                 "panic" => panic!("SYSCOST_TEST_FAULT=panic"),
                 "error" => anyhow::bail!("SYSCOST_TEST_FAULT=error: the view failed on purpose"),
                 _ => {
@@ -422,6 +429,7 @@ pub fn live_with(
                 app.exited = true;
             }
             app.apply(sample);
+            fault.arm();
             app.paused = was_paused && !exited;
             next_tick = Instant::now() + interval;
             dirty = true;

@@ -42,7 +42,7 @@ pub struct Profile {
     pub slow_calls: Vec<crate::slow::SlowCall>,
     /// Slow calls the ring buffer had no room for (counted in the statistics, not
     /// reported one by one), and those received but not kept (beyond 100,000).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub slow_dropped: u64,
     /// The measurements that were on ("offcpu", "slow", "kernel-stacks", "per-process",
     /// "cgroup"); empty in files written before version 5.

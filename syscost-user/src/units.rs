@@ -21,8 +21,21 @@ pub fn human_ns(ns: u64) -> String {
     }
 }
 
+/// `n` and the noun that goes with it: "1 thread", "2 threads", "1 process".
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn counted_says_one_and_many() {
+        assert_eq!(super::counted(1, "thread", "threads"), "1 thread");
+        assert_eq!(super::counted(0, "process", "processes"), "0 processes");
+        assert_eq!(super::counted(3, "process", "processes"), "3 processes");
+    }
+
     use super::human_ns;
 
     #[test]

@@ -159,6 +159,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             crate::cli::TopSort::Time,
             0,
             top_dropped,
+            offcpu,
         );
     }
     super::print_out(&out);
@@ -203,8 +204,8 @@ fn text(
             eprintln!("syscost: tracing {label}; Ctrl-C to stop");
         } else {
             eprintln!(
-                "syscost: tracing {label}, {} threads; Ctrl-C to stop",
-                process::thread_count(target.pid)
+                "syscost: tracing {label}, {}; Ctrl-C to stop",
+                crate::units::counted(process::thread_count(target.pid), "thread", "threads")
             );
         }
         // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.

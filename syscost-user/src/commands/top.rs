@@ -92,6 +92,7 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         args.sort,
         args.rows,
         dropped,
+        offcpu,
     ));
     if let Some(p) = &args.json {
         write_json(p, &totals, elapsed, dropped, offcpu)?;
@@ -113,6 +114,7 @@ fn text(
     started: Instant,
 ) -> Result<()> {
     let stop = crate::signals::Stop::catch()?;
+    let offcpu = lock(sampler).offcpu_tracked();
     eprintln!("syscost: watching {scope}; Ctrl-C to stop");
     let deadline = duration.map(|d| started + d);
     let mut last = Instant::now();
@@ -133,12 +135,18 @@ fn text(
         last = Instant::now();
         next = last + every;
         super::print_out(&format!(
-            "--- {:.1} s: {} processes with syscalls in the last {:.2} s ---\n",
+            "--- {:.1} s: {} with syscalls in the last {:.2} s ---\n",
             started.elapsed().as_secs_f64(),
-            step.interval.len(),
+            crate::units::counted(step.interval.len(), "process", "processes"),
             secs
         ));
-        super::print_out(&render_rates(&step.interval, secs, args.sort, args.rows));
+        super::print_out(&render_rates(
+            &step.interval,
+            secs,
+            args.sort,
+            args.rows,
+            offcpu,
+        ));
     }
     Ok(())
 }
@@ -259,8 +267,25 @@ fn shown(rows: &[ProcessRow], sort: TopSort, n: usize) -> (Vec<ProcessRow>, usiz
     (rows, more)
 }
 
-/// The per-process table of one interval, as rates.
-pub fn render_rates(rows: &[ProcessRow], secs: f64, sort: TopSort, n: usize) -> String {
+/// The on-CPU figure of a column `width` wide, or `-` when it was not measured
+/// (`--no-offcpu`), as the live view shows it.
+fn oncpu_cell(ns: u64, per_secs: f64, offcpu: bool, width: usize) -> String {
+    if offcpu {
+        format!("{:>width$.3}", ns as f64 / 1e9 / per_secs)
+    } else {
+        format!("{:>width$}", "-")
+    }
+}
+
+/// The per-process table of one interval, as rates; `offcpu`: the on-CPU split was
+/// measured.
+pub fn render_rates(
+    rows: &[ProcessRow],
+    secs: f64,
+    sort: TopSort,
+    n: usize,
+    offcpu: bool,
+) -> String {
     let (rows, more) = shown(rows, sort, n);
     let mut out = format!(
         "{:>8} {:<16} {:<24} {:>10} {:>9} {:>9} {:>9} {:>4}  {}\n",
@@ -280,14 +305,14 @@ pub fn render_rates(rows: &[ProcessRow], secs: f64, sort: TopSort, n: usize) -> 
             .map(|(id, ns)| format!("{} {:.3}", id.name(), ns as f64 / 1e9 / secs))
             .unwrap_or_default();
         out += &format!(
-            "{:>8} {:<16} {:<24} {:>10.1} {:>9.1} {:>9.3} {:>9.3} {:>4}  {}{}\n",
+            "{:>8} {:<16} {:<24} {:>10.1} {:>9.1} {:>9.3} {} {:>4}  {}{}\n",
             r.pid,
             untrusted::shown(&r.comm),
             untrusted::shown(&cgroup::short(&r.cgroup)),
             r.calls() as f64 / secs,
             r.errors() as f64 / secs,
             r.total_ns() as f64 / 1e9 / secs,
-            r.oncpu_ns() as f64 / 1e9 / secs,
+            oncpu_cell(r.oncpu_ns(), secs, offcpu, 9),
             r.threads,
             top,
             if r.exited { " (exited)" } else { "" }
@@ -307,12 +332,13 @@ pub fn render_totals(
     sort: TopSort,
     n: usize,
     dropped: u64,
+    offcpu: bool,
 ) -> String {
     let (shown_rows, more) = shown(rows, sort, n);
     let calls: u64 = rows.iter().map(|r| r.calls()).sum();
     let mut out = format!(
-        "{title}: {} processes made {calls} syscalls in {secs:.1} s; dropped {dropped}\n",
-        rows.len()
+        "{title}: {} made {calls} syscalls in {secs:.1} s; dropped {dropped}\n",
+        crate::units::counted(rows.len(), "process", "processes")
     );
     out += &format!(
         "{:>8} {:<16} {:<24} {:>12} {:>9} {:>10} {:>10} {:>4}  {}\n",
@@ -324,14 +350,14 @@ pub fn render_totals(
             .map(|(id, ns)| format!("{} {:.3}", id.name(), ns as f64 / 1e9))
             .unwrap_or_default();
         out += &format!(
-            "{:>8} {:<16} {:<24} {:>12} {:>9} {:>10.3} {:>10.3} {:>4}  {}{}\n",
+            "{:>8} {:<16} {:<24} {:>12} {:>9} {:>10.3} {} {:>4}  {}{}\n",
             r.pid,
             untrusted::shown(&r.comm),
             untrusted::shown(&cgroup::short(&r.cgroup)),
             r.calls(),
             r.errors(),
             r.total_ns() as f64 / 1e9,
-            r.oncpu_ns() as f64 / 1e9,
+            oncpu_cell(r.oncpu_ns(), 1.0, offcpu, 10),
             r.threads,
             top,
             if r.exited { " (exited)" } else { "" }
@@ -405,7 +431,7 @@ mod tests {
     #[test]
     fn text_tables_and_json() {
         let rows = [row(1, "a", 100, 1_000_000), row(2, "b", 300, 5_000_000)];
-        let t = render_rates(&rows, 2.0, TopSort::Time, 1);
+        let t = render_rates(&rows, 2.0, TopSort::Time, 1, true);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 3, "{t}");
         assert!(
@@ -414,8 +440,20 @@ mod tests {
         );
         assert!(lines[1].contains("getpid 0.003"), "{t}");
         assert!(lines[2].starts_with("... 1 more"), "{t}");
-        let t = render_totals("syscost top", &rows, 2.0, TopSort::Pid, 0, 7);
+        let t = render_totals("syscost top", &rows, 2.0, TopSort::Pid, 0, 7, true);
         assert!(t.starts_with("syscost top: 2 processes made 400 syscalls in 2.0 s; dropped 7"));
+        // Without the on-CPU split: `-`, not the wall time again.
+        let t = render_totals("syscost top", &rows[..1], 2.0, TopSort::Pid, 0, 0, false);
+        assert!(
+            t.starts_with("syscost top: 1 process made 100 syscalls"),
+            "{t}"
+        );
+        let row = t.lines().nth(2).unwrap();
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!((cols[5], cols[6]), ("0.001", "-"), "{t}");
+        let t = render_rates(&rows, 2.0, TopSort::Time, 0, false);
+        let cols: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(cols[6], "-", "{t}");
         let j: serde_json::Value =
             serde_json::from_str(&to_json(&rows, 2.0, 7, true).unwrap()).unwrap();
         assert_eq!(j["processes"][1]["calls"], 300);

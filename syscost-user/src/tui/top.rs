@@ -324,9 +324,9 @@ pub fn render(frame: &mut Frame, v: &TopView) {
     let mut first = vec![
         ratatui::text::Span::from(" syscost top ").bold().reversed(),
         ratatui::text::Span::from(format!(
-            " {} · {} processes with syscalls · {:02}:{:02}:{:02} · {mode}",
+            " {} · {} with syscalls · {:02}:{:02}:{:02} · {mode}",
             v.scope,
-            v.rows.len(),
+            crate::units::counted(v.rows.len(), "process", "processes"),
             s / 3600,
             s / 60 % 60,
             s % 60

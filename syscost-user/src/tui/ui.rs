@@ -601,9 +601,10 @@ fn render_help(frame: &mut Frame, area: Rect) {
         ("S", "reverse the sort"),
         ("/", "filter syscalls by name"),
         ("p", "pause the display (collection goes on)"),
-        ("r", "reset the counters"),
+        ("r", "reset the view's counters"),
         ("c", "cumulative / last interval"),
         ("t", "per-thread view"),
+        ("l", "slow calls, with --slow (Esc back)"),
         ("?", "this help (any key closes it)"),
     ];
     let lines: Vec<Line> = keys

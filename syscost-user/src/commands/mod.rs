@@ -22,14 +22,17 @@ use crate::{
 };
 
 /// Saves the full profile as JSON if asked, then renders the table the view asks for.
-fn finish(mut profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result<String> {
+fn finish(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result<String> {
     if let Some(path) = json_path {
         json::write(&profile, path)?;
     }
-    if let Some(names) = view.filter()? {
-        profile.retain_names(&names);
-    }
-    Ok(strace_table::render(&profile, &view.table()))
+    let Some(names) = view.filter()? else {
+        return Ok(strace_table::render(&profile, &view.table()));
+    };
+    let mut shown = profile.clone();
+    shown.retain_names(&names);
+    // The --per figures count every syscall a unit makes, not only the rows shown.
+    Ok(strace_table::render_of(&shown, &profile, &view.table()))
 }
 
 /// Starts the metrics endpoint for one traced process or cgroup on `listener` if there

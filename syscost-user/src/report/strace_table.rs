@@ -133,8 +133,15 @@ fn latency_cols(s: &SyscallProfile, split: bool) -> String {
 
 /// The table, with a line about unpaired and dropped events when there were any.
 pub fn render(profile: &Profile, options: &TableOptions) -> String {
+    render_of(profile, profile, options)
+}
+
+/// The table of `profile`'s rows, some of `all`'s (`-e`): the `--per` figures are of
+/// every syscall of `all`, as a request makes them, and say so when rows are left out.
+pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> String {
     let (calls, errors, total_ns) = profile.totals();
-    let per = options.per.as_deref().map(|u| (u, per_unit(profile, u)));
+    let per = options.per.as_deref().map(|u| (u, per_unit(all, u)));
+    let filtered = all.syscalls.len() != profile.syscalls.len();
     let mut out = String::new();
     let mut push = |s: String| {
         out.push_str(s.trim_end());
@@ -210,7 +217,7 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
     push(extend(total, latency_pad, per_cols(calls, total_ns)));
     match per {
         Some((unit, Some(u))) => push(format!(
-            "per {unit}: {:.2} syscalls, {} in syscalls{} ({} successful {unit} calls)",
+            "per {unit}: {:.2} syscalls, {} in syscalls{} ({} successful {unit} calls){}",
             u.calls,
             human_ns(u.ns.round() as u64),
             if profile.offcpu_tracked {
@@ -218,7 +225,12 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
             } else {
                 String::new()
             },
-            u.units
+            u.units,
+            if filtered {
+                "; of every syscall, the rows -e left out included"
+            } else {
+                ""
+            }
         )),
         Some((unit, None)) => push(format!(
             "per {unit}: no successful {unit} calls, so no per-unit figures"
@@ -441,6 +453,22 @@ per write: 15.00 syscalls, 18.6us in syscalls, 4.65us of it on a CPU (5 successf
         );
         assert!(
             text.ends_with("per accept4: no successful accept4 calls, so no per-unit figures\n")
+        );
+        // With -e: the rows shown, the per-unit figures of every syscall (15 a write, not
+        // the 4.6 close alone makes), and said so.
+        let per_write = TableOptions {
+            per: Some("write".into()),
+            ..TableOptions::default()
+        };
+        let mut shown = p.clone();
+        shown.retain_names(&["close".to_string()]);
+        let text = render_of(&shown, &p, &per_write);
+        assert!(!text.contains(" openat"), "{text}");
+        assert!(
+            text.ends_with(
+                "per write: 15.00 syscalls, 18.6us in syscalls, 4.65us of it on a CPU (5 successful write calls); of every syscall, the rows -e left out included\n"
+            ),
+            "{text}"
         );
     }
 

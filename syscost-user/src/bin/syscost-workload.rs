@@ -133,7 +133,7 @@ fn arg(args: &[String], i: usize) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: syscost-workload [--wait-stdin] [--hold] MODE ARGS (the modes are listed at the top of its source)"
+        "usage: syscost-workload [--wait-stdin] [--hold] MODE ARGS, MODE one of: getppid close-ebadf threads threads-waiting churn pipe-block pingpong fork nanosleep paced slow-mix per-line seccomp sleep exit mixed-forever numbers numbers-forever leader-exit exec-thread switches program hostile exec spawn (their arguments at the top of its source)"
     );
     std::process::exit(2)
 }

@@ -115,7 +115,8 @@ pub struct ViewArgs {
     /// Sort rows by this column (largest first; name alphabetically).
     #[arg(short = 'S', long = "sort", value_enum, default_value_t = SortKey::Time)]
     pub sort: SortKey,
-    /// Add p50, p99 and max latency columns.
+    /// Add p50, p99 and max latency columns, and the average on-CPU and blocked time per
+    /// call.
     #[arg(short = 'L', long = "latency")]
     pub latency: bool,
     /// Add calls and time per call of this syscall, e.g. `--per accept4` for per-request
@@ -376,7 +377,8 @@ pub struct DiffArgs {
 pub struct SlowViewArgs {
     /// A profile written with --slow and --json.
     pub file: PathBuf,
-    /// Write here instead of stdout (`flame`: an SVG when it ends in .svg).
+    /// Write here instead of stdout (`flame`: an SVG flame graph when FILE ends in .svg,
+    /// folded stacks otherwise; `trace`: the trace JSON).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 }

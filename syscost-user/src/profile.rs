@@ -72,10 +72,6 @@ impl Profile {
     }
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// One process's share of a `--cgroup` profile (no histograms: those are the cgroup's).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -66,11 +66,11 @@ unsafe fn copy_consistent(src: *const StatsEntry) -> Option<StatsEntry> {
 ///
 /// # Safety
 /// As [`copy_consistent`].
-unsafe fn copy_or_last<'a>(
-    last: &'a mut HashMap<(u32, u32), Box<StatsEntry>>,
+unsafe fn copy_or_last(
+    last: &mut HashMap<(u32, u32), Box<StatsEntry>>,
     at: (u32, u32),
     src: *const StatsEntry,
-) -> Option<&'a StatsEntry> {
+) -> Option<&StatsEntry> {
     match unsafe { copy_consistent(src) } {
         Some(e) => {
             let kept = last.entry(at).or_insert_with(|| Box::new(StatsEntry::ZERO));
@@ -643,7 +643,7 @@ mod tests {
                         let h = std::ptr::addr_of_mut!((*e).hist[b]);
                         h.write_volatile(h.read_volatile() + 1);
                         std::ptr::addr_of_mut!((*e).total_ns).write_volatile(n * NS);
-                        if n % 2 == 0 {
+                        if n.is_multiple_of(2) {
                             std::ptr::addr_of_mut!((*e).errors).write_volatile(n / 2);
                             std::ptr::addr_of_mut!((*e).errno_counts[0]).write_volatile(n / 2);
                         }

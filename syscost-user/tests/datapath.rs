@@ -6,12 +6,7 @@
 
 mod common;
 
-use std::{
-    collections::BTreeMap,
-    io::{BufRead as _, Read as _},
-    process::Stdio,
-    time::Duration,
-};
+use std::{collections::BTreeMap, io::BufRead as _, process::Stdio, time::Duration};
 
 use common::*;
 use syscost_user::map_sizes::TableSizes;
@@ -83,14 +78,8 @@ fn profiles_saved_from_a_busy_target_are_always_accepted() {
 
 /// One scrape's series: name with labels -> value.
 fn scrape(addr: &str) -> BTreeMap<String, f64> {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    use std::io::Write as _;
-    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    let body = text.split("\r\n\r\n").nth(1).expect("an HTTP body");
-    assert!(body.ends_with("# EOF\n"), "{body}");
-    body.lines()
+    scrape_text(addr)
+        .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
             let (series, value) = l.rsplit_once(' ').unwrap();
@@ -111,13 +100,7 @@ fn scrapes_of_a_busy_target_keep_their_invariants() {
         .stderr(Stdio::piped())
         .spawn_reaped();
     let mut err = std::io::BufReader::new(export.stderr.take().unwrap()).lines();
-    let line = err.next().unwrap().unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line}"))
-        .to_string();
+    let addr = endpoint_in(&err.next().unwrap().unwrap());
     let mut previous: BTreeMap<String, f64> = BTreeMap::new();
     let mut checked = 0;
     for _ in 0..200 {
@@ -275,14 +258,7 @@ fn every_event_accounted(
     syscost_user::profile::Profile,
 ) {
     let (mut w, _out) = if work[0] == "threads-waiting" {
-        let mut w = std::process::Command::new(workload_path())
-            .args(work)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn_reaped();
-        let mut out = std::io::BufReader::new(w.stdout.take().unwrap()).lines();
-        assert_eq!(out.next().unwrap().unwrap(), "ready");
-        (w, out)
+        ready(std::process::Command::new(workload_path()).args(work))
     } else {
         waiting(work)
     };
@@ -303,11 +279,13 @@ fn every_event_accounted(
         .stderr(Stdio::piped())
         .spawn_reaped();
     let mut export_err = std::io::BufReader::new(export.stderr.take().unwrap()).lines();
-    let addr = export_err
-        .by_ref()
-        .map(Result::unwrap)
-        .find_map(|l| Some(l.split("http://").nth(1)?.split('/').next()?.to_string()))
-        .expect("the endpoint's address");
+    let addr = endpoint_in(
+        &export_err
+            .by_ref()
+            .map(Result::unwrap)
+            .find(|l| l.contains("http://"))
+            .expect("the endpoint's address"),
+    );
     {
         use std::io::Write as _;
         writeln!(w.stdin.as_mut().unwrap(), "go").unwrap();

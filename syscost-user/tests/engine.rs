@@ -449,21 +449,9 @@ fn every_command_works_with_cap_bpf_and_cap_perfmon() {
     unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
     let o = top.into_inner().wait_with_output().unwrap();
     assert!(o.status.success(), "{}", unprivileged(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let row = v["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["pid"] == work.id())
-        .unwrap_or_else(|| panic!("{v}"));
-    let getppid = row["syscalls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "getppid")
-        .map(|s| s["calls"].as_u64().unwrap());
-    assert_eq!(getppid, Some(3000), "{row}");
+    let rows = top_json(&json);
+    let row = rows.get(&work.id()).unwrap_or_else(|| panic!("{rows:?}"));
+    assert_eq!(syscall_calls(row, "getppid"), 3000, "{row}");
     // The demo (the lab's server and load, the server profiled) and compare.
     let o = output(with_bpf_caps().args(["demo", "--no-tui", "-d", "1", "--rate", "100"]));
     assert!(o.status.success(), "{}", unprivileged(&o));

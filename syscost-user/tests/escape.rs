@@ -177,24 +177,19 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
     };
     let cg = TestCgroup::new(CGROUP);
     let exe = hostile_exe(&t);
-    let mut w = Command::new(&exe)
-        .arg("--wait-stdin")
-        .arg("--hold")
-        .arg("hostile")
-        .arg(&t.dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = std::io::BufReader::new(w.stdout.take().unwrap()).lines();
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let (mut w, _out) = ready(
+        Command::new(&exe)
+            .args(["--wait-stdin", "--hold", "hostile"])
+            .arg(&t.dir),
+    );
     cg.enter(w.id());
-    let top_json = t.path("top.json");
+    let top_file = t.path("top.json");
     let (top, first_top, _top_err) = started(
         syscost()
             .args([
                 "top", "--no-tui", "-i", "0.5", "--cgroup", &cg.path, "--json",
             ])
-            .arg(&top_json)
+            .arg(&top_file)
             .stdout(Stdio::piped()),
     );
     assert_clean("top's first line", first_top.as_bytes());
@@ -235,14 +230,8 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
     assert!(tables.contains("\\33[31mEVIL\\7"), "{tables}");
     assert!(tables.contains(CGROUP_SHOWN), "{tables}");
     // top's JSON: exact.
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&top_json).unwrap()).unwrap();
-    let row = v["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["pid"] == w.id())
-        .unwrap_or_else(|| panic!("{v}"));
+    let rows = top_json(&top_file);
+    let row = rows.get(&w.id()).unwrap_or_else(|| panic!("{rows:?}"));
     // The bytes of the cgroup's path, exactly (the name's U+10FF9B is four bytes).
     assert_eq!(encode(row["cgroup"].as_str().unwrap()), cg.path.as_bytes());
     assert!(row["comm"] == COMM || row["comm"] == text(EXE), "{row}");

@@ -430,12 +430,7 @@ fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
             .args(["export", "--metrics-addr", "127.0.0.1:0", "-p", &pid])
             .stdout(Stdio::null()),
     );
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("{first}"))
-        .to_string();
+    let addr = endpoint_in(&first);
     // Scraped every 100 ms for 12 s (the endpoint's scrapes drive its windows): the
     // witness's count moves for about a second at the start and at 10 s, and not
     // otherwise.
@@ -444,9 +439,7 @@ fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
     let started_at = std::time::Instant::now();
     let mut at = started_at;
     while started_at.elapsed() < Duration::from_secs(12) {
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        write!(s, "GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-        std::io::Read::read_to_end(&mut s, &mut Vec::new()).unwrap();
+        scrape_text(&addr);
         std::thread::sleep(Duration::from_millis(100));
         let now = run_counts(&ids);
         // The time since the last look, measured (a loaded machine stretches it).

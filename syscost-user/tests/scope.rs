@@ -107,26 +107,6 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
 }
 
 /// `syscost top --no-tui --json` rows, by pid.
-fn top_json(path: &std::path::Path) -> BTreeMap<u32, serde_json::Value> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    v["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| (p["pid"].as_u64().unwrap() as u32, p.clone()))
-        .collect()
-}
-
-fn syscall_calls(row: &serde_json::Value, name: &str) -> u64 {
-    row["syscalls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .map_or(0, |s| s["calls"].as_u64().unwrap())
-}
-
 #[test]
 fn top_counts_every_process_exactly_but_itself() {
     let Some(t) = root_test("top_exact") else {
@@ -203,27 +183,6 @@ fn top_of_a_cgroup_leaves_the_rest_out() {
     );
 }
 
-/// The address in `export`'s "serving ... at http://ADDR/metrics;" line.
-fn served_at(first: &str) -> String {
-    first
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://")?.strip_suffix("/metrics;"))
-        .unwrap_or_else(|| panic!("{first}"))
-        .to_string()
-}
-
-/// One scrape of the endpoint at `addr`: the exposition's text.
-fn scrape_body(addr: &str) -> String {
-    use std::io::Read as _;
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    let body = text.split("\r\n\r\n").nth(1).expect("an HTTP body");
-    assert!(body.ends_with("# EOF\n"), "{body}");
-    body.to_string()
-}
-
 /// The unlabelled sample of a family (`export --top`'s machine-wide counters).
 fn unlabelled(text: &str, family: &str) -> Option<f64> {
     text.lines().find_map(|l| {
@@ -279,8 +238,8 @@ fn export_top_keeps_its_series_bounded_and_growing() {
             ])
             .stdout(Stdio::null()),
     );
-    let addr = served_at(&first);
-    let scrape = || scrape_body(&addr);
+    let addr = endpoint_in(&first);
+    let scrape = || scrape_text(&addr);
     let family = "syscost_process_syscalls_total";
     let mut last: BTreeMap<String, f64> = BTreeMap::new();
     for round in 0..10 {
@@ -444,7 +403,7 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
             ])
             .stdout(Stdio::null()),
     );
-    let addr = served_at(&first);
+    let addr = endpoint_in(&first);
     let getppid = |text: &str, family: &str, cgroup: Option<&str>| -> f64 {
         samples(text, family)
             .iter()
@@ -457,19 +416,19 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
         unlabelled(text, "syscost_events_dropped_total")
             .unwrap_or_else(|| panic!("no syscost_events_dropped_total sample:\n{text}"))
     };
-    let before = scrape_body(&addr);
+    let before = scrape_text(&addr);
     assert_eq!(dropped(&before), 0.0);
     let (mut work, _out) = waiting(&["spawn", "3000", "100"]);
     cg.enter(work.id());
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     while work.try_wait().unwrap().is_none() {
-        assert_eq!(dropped(&scrape_body(&addr)), 0.0);
+        assert_eq!(dropped(&scrape_text(&addr)), 0.0);
         std::thread::sleep(Duration::from_millis(300));
     }
     assert!(work.wait().unwrap().success());
     // The series are fed once a second: two seconds after the last exit, all is in.
     std::thread::sleep(Duration::from_millis(2200));
-    let after = scrape_body(&addr);
+    let after = scrape_text(&addr);
     let (processes, cgroups) = (
         "syscost_process_syscalls_total",
         "syscost_cgroup_syscalls_total",
@@ -604,13 +563,7 @@ fn threads_already_inside_a_call_count_as_unpaired() {
         return;
     };
     let cg = TestCgroup::new("unpaired");
-    let mut w = Command::new(workload_path())
-        .args(["threads-waiting", "2", "100"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = std::io::BufReader::new(w.stdout.take().unwrap()).lines();
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let (mut w, _out) = ready(Command::new(workload_path()).args(["threads-waiting", "2", "100"]));
     cg.enter(w.id());
     let json = t.path("cg.json");
     let (attach, first, _err) = started(

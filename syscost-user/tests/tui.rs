@@ -62,6 +62,17 @@ impl Tmux {
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     }
 
+    /// Types `keys` into the pane (tmux key names: "q", "Enter", "Escape").
+    fn keys(&self, keys: &[&str]) {
+        let ok = self
+            .cmd()
+            .args(["send-keys", "-t", "t"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "send-keys {keys:?}");
+    }
+
     /// The pid of syscost, the pane shell's child.
     fn syscost_pid(&self) -> i32 {
         let shell: u32 = self.pane("#{pane_pid}").parse().unwrap();
@@ -267,10 +278,7 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
         "detail pane: {small}"
     );
 
-    tmux.cmd()
-        .args(["send-keys", "-t", "t", "q"])
-        .status()
-        .unwrap();
+    tmux.keys(&["q"]);
     let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
     assert!(done.contains("% time     seconds  usecs/call"), "{done}");
     assert!(
@@ -420,14 +428,9 @@ fn the_live_view_shows_the_dropped_figure_the_json_saves() {
     let Some(t) = root_test("live_view_dropped") else {
         return;
     };
-    use std::io::{BufRead as _, Write as _};
-    let mut work = Command::new(workload_path())
-        .args(["threads-waiting", "8", "20000"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = std::io::BufReader::new(work.stdout.take().unwrap()).lines();
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    use std::io::Write as _;
+    let (mut work, _out) =
+        ready(Command::new(workload_path()).args(["threads-waiting", "8", "20000"]));
     let pid = work.id();
     let json = t.path("dropped.json");
     let Some(tmux) = session_with(
@@ -448,10 +451,7 @@ fn the_live_view_shows_the_dropped_figure_the_json_saves() {
         .nth(1)
         .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
         .unwrap_or_else(|| panic!("no dropped figure: {frozen}"));
-    tmux.cmd()
-        .args(["send-keys", "-t", "t", "q"])
-        .status()
-        .unwrap();
+    tmux.keys(&["q"]);
     let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
     let p = read_profile(&json);
     assert!(p.dropped > 0, "nothing dropped");
@@ -468,15 +468,7 @@ fn a_call_blocked_now_shows_as_stuck() {
         return;
     };
     // One thread sleeping 8 s in clock_nanosleep, started once the view is up.
-    let mut work = Command::new(workload_path())
-        .args(["--wait-stdin", "sleep", "8000"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = std::io::BufReader::new(work.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
+    let (work, _out) = waiting(&["sleep", "8000"]);
     let pid = work.id();
     let Some((tmux, mut work)) = live_view_of("stuck", 100, 30, work) else {
         return;
@@ -505,10 +497,7 @@ fn a_call_blocked_now_shows_as_stuck() {
         row_calls(&screen, "clock_nanosleep").is_none(),
         "the sleep has not returned: {screen}"
     );
-    tmux.cmd()
-        .args(["send-keys", "-t", "t", "q"])
-        .status()
-        .unwrap();
+    tmux.keys(&["q"]);
     tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
 }
 
@@ -556,26 +545,19 @@ fn top_shows_a_known_rate_and_drills_into_the_process() {
         .unwrap_or_else(|| panic!("top syscall by time: {row}"));
     assert!((0.9..=1.1).contains(&sleep), "{row}");
     // Drill down: filter by its pid, Enter.
-    let keys = |k: &[&str]| {
-        tmux.cmd()
-            .args(["send-keys", "-t", "t"])
-            .args(k)
-            .status()
-            .unwrap();
-    };
-    keys(&["/"]);
-    keys(&[&pid.to_string()]);
-    keys(&["Enter"]);
-    keys(&["Enter"]);
+    tmux.keys(&["/"]);
+    tmux.keys(&[&pid.to_string()]);
+    tmux.keys(&["Enter"]);
+    tmux.keys(&["Enter"]);
     let drilled = tmux.wait_for("the drill-down table", |s| {
         s.contains("from syscost top") && row_calls(s, "getppid").is_some_and(|n| n > 0)
     });
     assert!(drilled.contains(&format!("pid {pid}")), "{drilled}");
-    keys(&["Escape"]);
+    tmux.keys(&["Escape"]);
     tmux.wait_for("the process table again", |s| {
         s.contains(" syscost top ") && top_rate(s, pid).is_some()
     });
-    keys(&["q"]);
+    tmux.keys(&["q"]);
     let done = tmux.wait_for("the totals", |s| s.contains("EXIT=0"));
     assert!(done.contains("syscost top: "), "{done}");
     drop(work);
@@ -604,17 +586,10 @@ fn tops_drill_down_counts_from_the_enter() {
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     assert_eq!(out.next().unwrap().unwrap(), "done");
     tmux.wait_for("the workload's row", |s| top_rate(s, pid).is_some());
-    let keys = |k: &[&str]| {
-        tmux.cmd()
-            .args(["send-keys", "-t", "t"])
-            .args(k)
-            .status()
-            .unwrap();
-    };
-    keys(&["/"]);
-    keys(&[&pid.to_string()]);
-    keys(&["Enter"]);
-    keys(&["Enter"]);
+    tmux.keys(&["/"]);
+    tmux.keys(&[&pid.to_string()]);
+    tmux.keys(&["Enter"]);
+    tmux.keys(&["Enter"]);
     tmux.wait_for("the drill-down view", |s| {
         s.contains("from syscost top") && s.contains(&format!("pid {pid}"))
     });
@@ -633,11 +608,11 @@ fn tops_drill_down_counts_from_the_enter() {
     );
     // Back, and into the same process again: the second drill-down counts from its own
     // Enter, not from the first's.
-    keys(&["Escape"]);
+    tmux.keys(&["Escape"]);
     tmux.wait_for("the process table again", |s| {
         s.contains(" syscost top ") && !s.contains("from syscost top")
     });
-    keys(&["Enter"]);
+    tmux.keys(&["Enter"]);
     tmux.wait_for("the drill-down view again", |s| {
         s.contains("from syscost top") && s.contains(&format!("pid {pid}"))
     });
@@ -649,7 +624,7 @@ fn tops_drill_down_counts_from_the_enter() {
     std::thread::sleep(Duration::from_millis(1500));
     let again = tmux.capture();
     assert_eq!(row_calls(&again, "getppid"), Some(3000), "{again}");
-    keys(&["q"]);
+    tmux.keys(&["q"]);
     tmux.wait_for("the totals", |s| s.contains("EXIT=0"));
     drop(work);
 }
@@ -669,10 +644,7 @@ fn slow_calls_show_in_the_live_view_with_their_stack() {
         use std::io::Write as _;
         writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     }
-    tmux.cmd()
-        .args(["send-keys", "-t", "t", "l"])
-        .status()
-        .unwrap();
+    tmux.keys(&["l"]);
     let screen = tmux.wait_for("slow calls with their function and stack", |s| {
         // Newest first: the pipe reads, blocked about 20 ms each, then the stack of the
         // selected one.
@@ -682,10 +654,7 @@ fn slow_calls_show_in_the_live_view_with_their_stack() {
             && s.contains(", user stack")
     });
     assert!(screen.contains("l slow calls"), "{screen}");
-    tmux.cmd()
-        .args(["send-keys", "-t", "t", "q"])
-        .status()
-        .unwrap();
+    tmux.keys(&["q"]);
     let done = tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
     assert!(done.contains("slow calls (--slow 1.00ms)"), "{done}");
 }
@@ -698,31 +667,21 @@ fn hostile_names_show_escaped_in_the_live_view() {
     let Some(t) = root_test("hostile_in_tmux") else {
         return;
     };
-    use std::{io::BufRead as _, os::unix::ffi::OsStrExt as _};
+    use std::os::unix::ffi::OsStrExt as _;
     let exe = t
         .dir
         .join(std::ffi::OsStr::from_bytes(b"\x1b]0;PWNED\x07x"));
     std::fs::copy(workload_path(), &exe).unwrap();
-    let mut work = Command::new(&exe)
-        .args(["--wait-stdin", "--hold", "hostile"])
-        .arg(&t.dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = std::io::BufReader::new(work.stdout.take().unwrap()).lines();
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let (mut work, _out) = ready(
+        Command::new(&exe)
+            .args(["--wait-stdin", "--hold", "hostile"])
+            .arg(&t.dir),
+    );
     let pid = work.id();
     let Some(tmux) = session("hostile", 130, 40, &format!("attach -p {pid} --slow 1ms")) else {
         return;
     };
-    let title = || {
-        let o = tmux
-            .cmd()
-            .args(["display-message", "-p", "-t", "t", "#{pane_title}"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
-    };
+    let title = || tmux.pane("#{pane_title}");
     let before = title();
     tmux.wait_for("the escaped name in the header", |s| {
         s.contains(&format!("pid {pid} (\\33]0;PWNED\\7x)"))
@@ -731,10 +690,7 @@ fn hostile_names_show_escaped_in_the_live_view() {
         use std::io::Write as _;
         writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     }
-    tmux.cmd()
-        .args(["send-keys", "-t", "t", "l"])
-        .status()
-        .unwrap();
+    tmux.keys(&["l"]);
     tmux.wait_for(
         "the FIFO's and the comm's escaped names among the slow calls",
         |s| {
@@ -750,10 +706,7 @@ fn hostile_names_show_escaped_in_the_live_view() {
         use std::io::Write as _;
         writeln!(work.stdin.as_mut().unwrap()).unwrap();
     }
-    tmux.cmd()
-        .args(["send-keys", "-t", "t", "q"])
-        .status()
-        .unwrap();
+    tmux.keys(&["q"]);
     tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
     assert_eq!(title(), before, "the pane's title changed");
 }

@@ -209,8 +209,9 @@ fn text(
             );
         }
         // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.
-        let exited = unsafe { AsyncFd::register_with_interest(target.pidfd, tokio::io::Interest::READABLE) }
-            .map_err(|e| anyhow::anyhow!("cannot watch the target's pidfd: {e}"))?;
+        let exited =
+            unsafe { AsyncFd::register_with_interest(target.pidfd, tokio::io::Interest::READABLE) }
+                .map_err(|e| anyhow::anyhow!("cannot watch the target's pidfd: {e}"))?;
         let deadline = sleep(duration.unwrap_or(Duration::MAX / 4));
         tokio::pin!(deadline);
         // The per-process table (--per-process) is read once a second, which keeps it
@@ -221,6 +222,22 @@ fn text(
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         // From the load, as the final table: the intervals add up to it.
         let mut series = Series::new(Snapshot::empty());
+        // One interval's table, under "--- {what} N s after attach (D s) ---".
+        let print_interval = |series: &mut Series, now: Snapshot, what: &str| -> Result<()> {
+            let step = series.next(now);
+            let profile = step.interval.to_profile(
+                info.clone(),
+                (step.interval_secs * 1e9) as u64,
+                offcpu,
+            )?;
+            super::print_out(&format!(
+                "--- {what} {:.1} s after attach ({:.2} s) ---\n",
+                started.elapsed().as_secs_f64(),
+                step.interval_secs
+            ));
+            super::print_out(&super::finish(profile, &args.view, None)?);
+            Ok(())
+        };
         let end = loop {
             tokio::select! {
                 _ = sigint.recv() => break End::Interrupted,
@@ -232,28 +249,14 @@ fn text(
                     sampler.lock().unwrap_or_else(|e| e.into_inner()).top_tick();
                 }
                 _ = ticks.tick(), if every.is_some() => {
-                    let step = series.next(snapshot()?);
-                    let profile = step.interval.to_profile(info.clone(), (step.interval_secs * 1e9) as u64, offcpu)?;
-                    super::print_out(&format!(
-                        "--- interval ending {:.1} s after attach ({:.2} s) ---\n",
-                        started.elapsed().as_secs_f64(),
-                        step.interval_secs
-                    ));
-                    super::print_out(&super::finish(profile, &args.view, None)?);
+                    print_interval(&mut series, snapshot()?, "interval ending")?;
                 }
             }
         };
         let last = snapshot()?;
         if every.is_some() {
             // The part after the last full interval: the intervals add up to the total.
-            let step = series.next(last.clone());
-            let profile = step.interval.to_profile(info.clone(), (step.interval_secs * 1e9) as u64, offcpu)?;
-            super::print_out(&format!(
-                "--- last interval, ending {:.1} s after attach ({:.2} s) ---\n",
-                started.elapsed().as_secs_f64(),
-                step.interval_secs
-            ));
-            super::print_out(&super::finish(profile, &args.view, None)?);
+            print_interval(&mut series, last.clone(), "last interval, ending")?;
         }
         anyhow::Ok((end, last))
     })?;

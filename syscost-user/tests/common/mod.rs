@@ -207,23 +207,70 @@ pub fn attach(pid: u32, extra: &[&str]) -> (Reaped, StderrLines) {
     (tracer, err)
 }
 
-/// The workload in mode `args`, blocked on stdin until told to start (a line on its
-/// stdin), and the lines of its stdout after `ready`.
-pub fn waiting(
-    args: &[&str],
-) -> (
-    Reaped,
-    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-) {
-    let mut w = Command::new(workload_path())
-        .arg("--wait-stdin")
-        .args(args)
+/// Lines of a child's stdout.
+pub type StdoutLines = std::io::Lines<std::io::BufReader<std::process::ChildStdout>>;
+
+/// Starts `cmd` (the workload, in a mode that prints `ready` once it is set up) with
+/// stdin and stdout piped, and waits for `ready`; the lines of its stdout after it.
+pub fn ready(cmd: &mut Command) -> (Reaped, StdoutLines) {
+    let mut w = cmd
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn_reaped();
     let mut out = std::io::BufReader::new(w.stdout.take().unwrap()).lines();
     assert_eq!(out.next().unwrap().unwrap(), "ready");
     (w, out)
+}
+
+/// The workload in mode `args`, blocked on stdin until told to start (a line on its
+/// stdin), and the lines of its stdout after `ready`.
+pub fn waiting(args: &[&str]) -> (Reaped, StdoutLines) {
+    ready(Command::new(workload_path()).arg("--wait-stdin").args(args))
+}
+
+/// The endpoint's address in the line syscost printed about it
+/// ("... http://ADDR/metrics ...").
+pub fn endpoint_in(line: &str) -> String {
+    line.split("http://")
+        .nth(1)
+        .and_then(|r| r.split("/metrics").next())
+        .unwrap_or_else(|| panic!("no endpoint in {line:?}"))
+        .to_string()
+}
+
+/// One scrape of the metrics endpoint at `addr`: the exposition's text, which ends in
+/// `# EOF`.
+pub fn scrape_text(addr: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let body = text.split("\r\n\r\n").nth(1).expect("an HTTP body");
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    body.to_string()
+}
+
+/// `syscost top --json` rows, by pid.
+pub fn top_json(path: &Path) -> std::collections::BTreeMap<u32, serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["processes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no processes: {v}"))
+        .iter()
+        .map(|p| (p["pid"].as_u64().unwrap() as u32, p.clone()))
+        .collect()
+}
+
+/// Calls of syscall `name` in a `top --json` row (0 when it made none).
+pub fn syscall_calls(row: &serde_json::Value, name: &str) -> u64 {
+    row["syscalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .map_or(0, |s| s["calls"].as_u64().unwrap())
 }
 
 /// A child started in a process group of its own; the group is killed when this is

@@ -370,6 +370,10 @@ pub struct DiffArgs {
     /// Print the diff as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Compare only this process (a pid, or every process of this command name) of
+    /// files with per-process figures: `top --json`, or `--per-process`.
+    #[arg(long, value_name = "PID|COMM", value_parser = crate::profile::ProcessSelect::parse)]
+    pub process: Option<crate::profile::ProcessSelect>,
 }
 
 /// `syscost flame` and `syscost trace`.
@@ -387,8 +391,12 @@ pub struct SlowViewArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub view: ViewArgs,
-    /// A profile written with --json.
+    /// A file written with --json (by `run`, `attach`, `export` or `top`).
     pub file: PathBuf,
+    /// Only this process (a pid, or every process of this command name) of a file with
+    /// per-process figures: `top --json`, or `--per-process`.
+    #[arg(long, value_name = "PID|COMM", value_parser = crate::profile::ProcessSelect::parse)]
+    pub process: Option<crate::profile::ProcessSelect>,
 }
 
 /// `syscost compare`.

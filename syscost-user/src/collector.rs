@@ -326,6 +326,7 @@ impl Snapshot {
             slow_dropped: self.counters[counter::DROPPED_SLOW as usize],
             features: Vec::new(),
             unavailable: Vec::new(),
+            totals_only: false,
         })
     }
 }

@@ -51,6 +51,11 @@ pub struct Profile {
     /// Default measurements this kernel could not offer, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<String>,
+    /// Whether the syscalls carry calls, errors and time only, summed from `processes`
+    /// (a `top --json` file, or `--process` of a per-process profile): no errno split,
+    /// no latency distribution. Never written.
+    #[serde(skip)]
+    pub totals_only: bool,
 }
 
 /// What a load of the kernel programs had on, and the default measurements this kernel
@@ -161,5 +166,179 @@ impl Profile {
     /// Keeps only the syscalls named in `names`.
     pub fn retain_names(&mut self, names: &[String]) {
         self.syscalls.retain(|s| names.contains(&s.name));
+    }
+
+    /// The profile of the processes `select` picks (all when `None`) from
+    /// `processes`: their syscalls summed, calls, errors and time only.
+    pub fn of_processes(&self, select: Option<&ProcessSelect>) -> anyhow::Result<Profile> {
+        let processes: Vec<ProcessTotals> = self
+            .processes
+            .iter()
+            .filter(|p| select.is_none_or(|s| s.matches(p)))
+            .cloned()
+            .collect();
+        if let (Some(s), true) = (select, processes.is_empty()) {
+            anyhow::bail!(
+                "no process matches --process {s} (of {})",
+                crate::units::counted(self.processes.len(), "process", "processes")
+            );
+        }
+        let mut by: BTreeMap<&str, SyscallProfile> = BTreeMap::new();
+        for ps in processes.iter().flat_map(|p| &p.syscalls) {
+            let e = by.entry(&ps.name).or_insert_with(|| SyscallProfile {
+                name: ps.name.clone(),
+                nr: crate::syscall_names::number(&ps.name).map_or(u64::MAX, |id| id.nr),
+                ..SyscallProfile::empty()
+            });
+            let offcpu = ps.offcpu_ns.min(ps.total_ns);
+            e.calls += ps.calls;
+            e.errors += ps.errors;
+            e.total_ns += ps.total_ns;
+            e.offcpu_ns += offcpu;
+            e.oncpu_ns += ps.total_ns - offcpu;
+        }
+        let syscalls = by
+            .into_values()
+            .map(|mut s| {
+                s.avg_ns = s.total_ns.checked_div(s.calls).unwrap_or(0);
+                s
+            })
+            .collect();
+        let target = match select {
+            Some(_) if processes.len() == 1 => Target {
+                pid: processes[0].pid,
+                comm: processes[0].comm.clone(),
+                ..self.target.clone()
+            },
+            _ => self.target.clone(),
+        };
+        Ok(Profile {
+            target,
+            syscalls,
+            processes,
+            slow_threshold: None,
+            slow_calls: Vec::new(),
+            slow_dropped: 0,
+            totals_only: true,
+            ..self.clone()
+        })
+    }
+}
+
+/// `--process PID|COMM`: the processes of a profile with per-process figures to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcessSelect {
+    Pid(u32),
+    Comm(String),
+}
+
+impl ProcessSelect {
+    /// A number is a pid, anything else a command name (comm, as /proc shows it).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "" => Err("empty: give a pid or a command name".into()),
+            t => Ok(t
+                .parse()
+                .map_or_else(|_| Self::Comm(t.to_string()), Self::Pid)),
+        }
+    }
+
+    pub fn matches(&self, p: &ProcessTotals) -> bool {
+        match self {
+            Self::Pid(pid) => p.pid == *pid,
+            Self::Comm(c) => &p.comm == c,
+        }
+    }
+}
+
+impl std::fmt::Display for ProcessSelect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Pid(p) => write!(f, "{p}"),
+            Self::Comm(c) => f.write_str(&crate::untrusted::shown(c)),
+        }
+    }
+}
+
+impl SyscallProfile {
+    /// No calls yet.
+    pub fn empty() -> Self {
+        Self {
+            name: String::new(),
+            nr: 0,
+            calls: 0,
+            errors: 0,
+            errnos: BTreeMap::new(),
+            total_ns: 0,
+            oncpu_ns: 0,
+            offcpu_ns: 0,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+            avg_ns: 0,
+            min_ns: 0,
+            max_ns: 0,
+            p50_ns: 0,
+            p90_ns: 0,
+            p99_ns: 0,
+            histogram: Vec::new(),
+        }
+    }
+}
+
+/// JSON schema of `syscost top --json`: 1 had no `arch` (x86_64) and no `cgroup`.
+pub const TOP_SCHEMA: u32 = 2;
+
+/// The document `syscost top --json` writes: the totals of every process seen.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopDocument {
+    /// [`TOP_SCHEMA`].
+    pub schema: u32,
+    /// Architecture whose syscall table names the syscalls.
+    #[serde(default = "x86_64")]
+    pub arch: String,
+    /// With `--cgroup`: the cgroup v2 watched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    pub duration_secs: f64,
+    /// Whether `oncpu_ns` and `offcpu_ns` were measured (not with `--no-offcpu`, when
+    /// all the time counts as on a CPU).
+    pub offcpu_tracked: bool,
+    /// Process-syscall pairs the kernel side had no room for.
+    pub dropped: u64,
+    pub processes: Vec<ProcessTotals>,
+}
+
+fn x86_64() -> String {
+    "x86_64".into()
+}
+
+impl TopDocument {
+    /// The machine's (or cgroup's) profile: every process's syscalls summed, with the
+    /// processes kept for `--process` and the per-process table.
+    pub fn to_profile(&self) -> Profile {
+        let whole = Profile {
+            version: SCHEMA_VERSION,
+            arch: self.arch.clone(),
+            target: Target {
+                cgroup: self.cgroup.clone(),
+                ..Target::default()
+            },
+            duration_ns: (self.duration_secs.max(0.0) * 1e9) as u64,
+            offcpu_tracked: self.offcpu_tracked,
+            unpaired: 0,
+            dropped: self.dropped,
+            syscalls: Vec::new(),
+            processes: self.processes.clone(),
+            slow_threshold: None,
+            slow_calls: Vec::new(),
+            slow_dropped: 0,
+            features: vec!["top".into()],
+            unavailable: Vec::new(),
+            totals_only: true,
+        };
+        whole
+            .of_processes(None)
+            .expect("every process is picked without a selection")
     }
 }

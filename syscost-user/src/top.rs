@@ -143,6 +143,35 @@ impl From<&ProcessRow> for ProcessTotals {
     }
 }
 
+impl From<&ProcessTotals> for ProcessRow {
+    /// A row read back from a file (names checked when it was read; an unknown one
+    /// counts under the unknown-number key).
+    fn from(p: &ProcessTotals) -> Self {
+        Self {
+            pid: p.pid,
+            comm: p.comm.clone(),
+            cgroup: p.cgroup.clone(),
+            threads: p.threads,
+            exited: p.exited,
+            syscalls: p
+                .syscalls
+                .iter()
+                .map(|s| {
+                    let id = crate::syscall_names::number(&s.name)
+                        .unwrap_or(SyscallId::native(u64::MAX));
+                    let v = TopValue {
+                        calls: s.calls,
+                        errors: s.errors,
+                        total_ns: s.total_ns,
+                        offcpu_ns: s.offcpu_ns,
+                    };
+                    (id, v)
+                })
+                .collect(),
+        }
+    }
+}
+
 fn add(a: TopValue, b: &TopValue) -> TopValue {
     TopValue {
         calls: a.calls + b.calls,

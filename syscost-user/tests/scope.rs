@@ -146,6 +146,18 @@ fn top_counts_every_process_exactly_but_itself() {
         assert_eq!(row["comm"], "syscost-workloa");
     }
     assert!(!rows.contains_key(&own), "syscost counted itself");
+    // `report` reads the file: one process by pid, exactly.
+    for (pid, n) in &pids {
+        let r = output(
+            syscost()
+                .args(["report", "-e", "getppid", "--process", &pid.to_string()])
+                .arg(&json),
+        );
+        assert!(r.status.success(), "{}", stderr(&r));
+        let text = stdout(&r);
+        assert_eq!(table_calls(&text, "getppid"), Some(*n), "{text}");
+        assert!(text.contains("by process: 1 process made"), "{text}");
+    }
     // The text tables were printed each interval.
     assert!(stdout(&o).matches(" with syscalls in the last").count() >= 2);
 }
@@ -181,6 +193,29 @@ fn top_of_a_cgroup_leaves_the_rest_out() {
         rows.values().all(|r| r["cgroup"] == cg.path.as_str()),
         "only the cgroup's processes: {rows:?}"
     );
+    // The file names its cgroup, and `report` of it sums the cgroup's processes.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["cgroup"], cg.path.as_str());
+    let r = output(syscost().arg("report").arg(&json));
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert_eq!(
+        table_calls(&stdout(&r), "getppid"),
+        Some(1500),
+        "{}",
+        stdout(&r)
+    );
+    // and `diff` of the file with itself (per process) changes nothing.
+    let d = output(
+        syscost()
+            .args(["diff", "--json", "--process", &inside.to_string()])
+            .arg(&json)
+            .arg(&json),
+    );
+    assert!(d.status.success(), "{}", stderr(&d));
+    let d: serde_json::Value = serde_json::from_str(&stdout(&d)).unwrap();
+    assert_eq!(d["total"]["calls"]["before"], d["total"]["calls"]["after"]);
+    assert_eq!(d["errnos_tracked"], false);
 }
 
 /// The unlabelled sample of a family (`export --top`'s machine-wide counters).

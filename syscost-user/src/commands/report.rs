@@ -11,9 +11,41 @@ use crate::{
 
 pub fn report(args: &ReportArgs) -> Result<i32> {
     args.view.filter()?;
-    let profile = json::read(&args.file)?;
-    super::print_out(&super::finish(profile, &args.view, None)?);
+    let profile = read(&args.file, args.process.as_ref())?;
+    let mut out = super::finish(profile.clone(), &args.view, None)?;
+    if !profile.processes.is_empty() {
+        let rows: Vec<crate::top::ProcessRow> = profile.processes.iter().map(Into::into).collect();
+        out += "\n";
+        out += &super::top::render_totals(
+            "by process",
+            &rows,
+            profile.duration_ns as f64 / 1e9,
+            crate::cli::TopSort::Time,
+            0,
+            profile.dropped,
+            profile.offcpu_tracked,
+        );
+    }
+    super::print_out(&out);
     Ok(0)
+}
+
+/// A saved file, narrowed to the processes `--process` picks.
+fn read(
+    path: &std::path::Path,
+    process: Option<&crate::profile::ProcessSelect>,
+) -> Result<crate::profile::Profile> {
+    let profile = json::read(path)?;
+    match process {
+        None => Ok(profile),
+        Some(_) if profile.processes.is_empty() => bail!(
+            "{} has no per-process figures (--process reads files of `top --json` or --per-process)",
+            path.display()
+        ),
+        Some(sel) => profile
+            .of_processes(Some(sel))
+            .map_err(|e| anyhow::anyhow!("{}: {e:#}", path.display())),
+    }
 }
 
 /// `syscost diff BEFORE.json AFTER.json`.
@@ -21,8 +53,8 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
     if let Some(unit) = &args.per {
         syscall_names::number(unit)?;
     }
-    let before = json::read(&args.before)?;
-    let after = json::read(&args.after)?;
+    let before = read(&args.before, args.process.as_ref())?;
+    let after = read(&args.after, args.process.as_ref())?;
     let d = diff::diff(&before, &after, args.per.as_deref(), args.sort)?;
     super::print_out(&if args.json {
         diff::to_json(&d)

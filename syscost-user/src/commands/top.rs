@@ -7,19 +7,17 @@
 
 use std::{
     io::IsTerminal as _,
-    path::Path,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context as _, Result};
 use ratatui::crossterm::event::{Event, KeyEventKind};
-use serde::Serialize;
 
 use crate::{
     cgroup,
     cli::{TopArgs, TopSort, seconds},
     process,
-    profile::ProcessTotals,
+    profile::{ProcessTotals, TOP_SCHEMA, TopDocument},
     sampler::{Sampler, SharedSampler},
     top::ProcessRow,
     tracer::{Auto, Tracer, TracerOptions},
@@ -43,16 +41,15 @@ pub fn tracer_options(offcpu: bool, auto: Auto) -> TracerOptions {
     }
 }
 
-/// JSON schema of `syscost top --json`.
-pub const TOP_SCHEMA: u32 = 1;
-
 pub fn top(args: &TopArgs) -> Result<i32> {
     if let Some(p) = &args.json {
         crate::report::json::check_writable(p)?;
     }
+    let mut cgroup_path = None;
     let (auto, scope) = match &args.cgroup {
         Some(path) => {
             let cg = cgroup::resolve(path)?;
+            cgroup_path = Some(cg.path.clone());
             (
                 Auto::Cgroup {
                     id: cg.id,
@@ -95,7 +92,8 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         offcpu,
     ));
     if let Some(p) = &args.json {
-        write_json(p, &totals, elapsed, dropped, offcpu)?;
+        let json = to_json(&totals, elapsed, dropped, offcpu, cgroup_path.as_deref())?;
+        std::fs::write(p, json).with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(0)
 }
@@ -369,38 +367,24 @@ pub fn render_totals(
     out
 }
 
-#[derive(Serialize)]
-struct JsonTop {
-    schema: u32,
-    duration_secs: f64,
-    /// Whether `oncpu_ns` and `offcpu_ns` were measured (not with `--no-offcpu`, when
-    /// all the time counts as on a CPU).
-    offcpu_tracked: bool,
+/// The totals as JSON ([`TopDocument`]).
+pub fn to_json(
+    rows: &[ProcessRow],
+    secs: f64,
     dropped: u64,
-    processes: Vec<ProcessTotals>,
-}
-
-/// The totals as JSON.
-pub fn to_json(rows: &[ProcessRow], secs: f64, dropped: u64, offcpu: bool) -> Result<String> {
-    let doc = JsonTop {
+    offcpu: bool,
+    cgroup: Option<&str>,
+) -> Result<String> {
+    let doc = TopDocument {
         schema: TOP_SCHEMA,
+        arch: std::env::consts::ARCH.to_string(),
+        cgroup: cgroup.map(str::to_string),
         duration_secs: secs,
         offcpu_tracked: offcpu,
         dropped,
         processes: rows.iter().map(ProcessTotals::from).collect(),
     };
     Ok(crate::untrusted::json_safe(serde_json::to_string_pretty(&doc)?) + "\n")
-}
-
-fn write_json(
-    path: &Path,
-    rows: &[ProcessRow],
-    secs: f64,
-    dropped: u64,
-    offcpu: bool,
-) -> Result<()> {
-    std::fs::write(path, to_json(rows, secs, dropped, offcpu)?)
-        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
@@ -455,7 +439,7 @@ mod tests {
         let cols: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(cols[6], "-", "{t}");
         let j: serde_json::Value =
-            serde_json::from_str(&to_json(&rows, 2.0, 7, true).unwrap()).unwrap();
+            serde_json::from_str(&to_json(&rows, 2.0, 7, true, None).unwrap()).unwrap();
         assert_eq!(j["processes"][1]["calls"], 300);
         assert_eq!(j["processes"][1]["syscalls"][0]["name"], "getpid");
         assert_eq!(j["dropped"], 7);

@@ -75,6 +75,9 @@ pub struct Diff {
     /// Whether both profiles measured the on-CPU split; when one did not (`--no-offcpu`,
     /// or a version 1 file), the on-CPU figures mean nothing and are not shown.
     pub oncpu_tracked: bool,
+    /// Whether both sides split errors by errno; a side read from a `top --json` file
+    /// (or narrowed by `--process`) has errors per syscall only.
+    pub errnos_tracked: bool,
 }
 
 /// Compares two profiles, optionally per successful call of `per` on each side.
@@ -197,6 +200,7 @@ pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort
         total,
         errnos,
         oncpu_tracked: before.offcpu_tracked && after.offcpu_tracked,
+        errnos_tracked: !before.totals_only && !after.totals_only,
     })
 }
 
@@ -318,6 +322,11 @@ pub fn render(d: &Diff) -> String {
         ns(t.total_ns.before),
         ns(t.total_ns.after),
     ));
+    if !d.errnos_tracked {
+        out.push_str(
+            "\nerrno changes not known: a side has errors per syscall only (a top file, or --process)\n",
+        );
+    }
     if !d.errnos.is_empty() {
         out.push_str("\nerrno changes:\n");
         for e in &d.errnos {
@@ -360,6 +369,7 @@ mod tests {
             slow_dropped: 0,
             features: Vec::new(),
             unavailable: Vec::new(),
+            totals_only: false,
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target::default(),

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::{
     latency,
-    profile::{Profile, SCHEMA_VERSION},
+    profile::{Profile, SCHEMA_VERSION, TOP_SCHEMA, TopDocument},
 };
 
 /// The profile as pretty-printed JSON.
@@ -63,6 +63,9 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             anyhow!("not a syscost profile: invalid JSON ({e})")
         }
     })?;
+    if value.get("version").is_none() && value.get("schema").is_some() {
+        return parse_top(value);
+    }
     let version = value
         .get("version")
         .and_then(Value::as_u64)
@@ -95,6 +98,52 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
         serde_json::from_value(value).map_err(|e| anyhow!("not a valid syscost profile: {e}"))?;
     validate(&profile)?;
     Ok(profile)
+}
+
+/// A `syscost top --json` document, as the profile of every process in it summed
+/// (calls, errors and time only; the processes kept).
+fn parse_top(value: Value) -> Result<Profile> {
+    let schema = value
+        .get("schema")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| anyhow!("not a syscost top file: \"schema\" is not a number"))?;
+    if schema > u64::from(TOP_SCHEMA) {
+        bail!(
+            "top file schema {schema} is newer than this syscost reads ({TOP_SCHEMA}): upgrade syscost"
+        );
+    }
+    if schema == 0 {
+        bail!("top file schema 0 is not supported (this syscost reads 1 to {TOP_SCHEMA})");
+    }
+    // Schema 1 had no `arch` (always x86_64: the default) and no `cgroup`.
+    let doc: TopDocument =
+        serde_json::from_value(value).map_err(|e| anyhow!("not a valid syscost top file: {e}"))?;
+    for p in &doc.processes {
+        let bad = |what: &str| anyhow!("corrupt top file: process {}: {what}", p.pid);
+        let (mut calls, mut errors, mut total, mut off) = (0u64, 0u64, 0u64, 0u64);
+        for s in &p.syscalls {
+            if s.errors > s.calls {
+                return Err(bad(&format!("{}: more errors than calls", s.name)));
+            }
+            crate::syscall_names::number(&s.name).map_err(|e| bad(&e.to_string()))?;
+            calls += s.calls;
+            errors += s.errors;
+            total += s.total_ns;
+            off += s.offcpu_ns.min(s.total_ns);
+        }
+        if (calls, errors, total) != (p.calls, p.errors, p.total_ns) {
+            return Err(bad(
+                "calls, errors or total_ns are not the sum of its syscalls'",
+            ));
+        }
+        if p.oncpu_ns != total - off {
+            return Err(bad("oncpu_ns is not total_ns less the syscalls' offcpu_ns"));
+        }
+    }
+    if !doc.duration_secs.is_finite() || doc.duration_secs < 0.0 {
+        bail!("corrupt top file: duration_secs {}", doc.duration_secs);
+    }
+    Ok(doc.to_profile())
 }
 
 /// Version 1 had no on-CPU/off-CPU split: all of a syscall's time counts as on-CPU, and
@@ -339,6 +388,133 @@ mod tests {
                 proptest::prop_assert_eq!(parse(to_string(&p).as_bytes()).unwrap(), p);
             }
         }
+    }
+
+    fn top_doc() -> crate::profile::TopDocument {
+        use crate::profile::{ProcessSyscall, ProcessTotals};
+        let proc_ = |pid: u32, comm: &str, getppid: u64, closes: u64| ProcessTotals {
+            pid,
+            comm: comm.into(),
+            cgroup: "/a".into(),
+            exited: true,
+            threads: 1,
+            calls: getppid + closes,
+            errors: closes,
+            total_ns: getppid * 100 + closes * 1000,
+            oncpu_ns: getppid * 100 + closes * 1000 - 300,
+            syscalls: vec![
+                ProcessSyscall {
+                    name: "getppid".into(),
+                    calls: getppid,
+                    errors: 0,
+                    total_ns: getppid * 100,
+                    offcpu_ns: 0,
+                },
+                ProcessSyscall {
+                    name: "close".into(),
+                    calls: closes,
+                    errors: closes,
+                    total_ns: closes * 1000,
+                    offcpu_ns: 300,
+                },
+            ],
+        };
+        crate::profile::TopDocument {
+            schema: TOP_SCHEMA,
+            arch: "x86_64".into(),
+            cgroup: Some("/a".into()),
+            duration_secs: 2.5,
+            offcpu_tracked: true,
+            dropped: 3,
+            processes: vec![
+                proc_(10, "a", 100, 4),
+                proc_(11, "b", 50, 2),
+                proc_(12, "a", 7, 1),
+            ],
+        }
+    }
+
+    /// `top --json` files read as the sum of their processes, each kept.
+    #[test]
+    fn reads_top_files() {
+        let text = serde_json::to_string(&top_doc()).unwrap();
+        let p = parse(text.as_bytes()).unwrap();
+        assert!(p.totals_only);
+        assert_eq!(
+            (p.dropped, p.duration_ns, p.processes.len()),
+            (3, 2_500_000_000, 3)
+        );
+        assert_eq!(p.target.cgroup.as_deref(), Some("/a"));
+        let close = p.syscall("close").unwrap();
+        assert_eq!((close.calls, close.errors, close.total_ns), (7, 7, 7000));
+        assert_eq!(
+            (close.oncpu_ns, close.offcpu_ns, close.avg_ns),
+            (6100, 900, 1000)
+        );
+        assert_eq!(close.nr, 3);
+        assert_eq!(p.syscall("getppid").unwrap().calls, 157);
+        // By command name: both `a`s; by pid: one.
+        let sel = crate::profile::ProcessSelect::parse("a").unwrap();
+        let a = p.of_processes(Some(&sel)).unwrap();
+        assert_eq!(a.syscall("getppid").unwrap().calls, 107);
+        assert_eq!(a.target.pid, 0, "two processes: no one pid");
+        let sel = crate::profile::ProcessSelect::parse("11").unwrap();
+        let b = p.of_processes(Some(&sel)).unwrap();
+        assert_eq!((b.target.pid, b.target.comm.as_str()), (11, "b"));
+        assert_eq!(b.totals(), (52, 2, 7000));
+        let sel = crate::profile::ProcessSelect::parse("nobody").unwrap();
+        assert_eq!(
+            format!("{:#}", p.of_processes(Some(&sel)).unwrap_err()),
+            "no process matches --process nobody (of 3 processes)"
+        );
+        // Schema 1: no arch (x86_64), no cgroup.
+        let mut v = serde_json::to_value(top_doc()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.insert("schema".into(), Value::from(1));
+        o.remove("arch");
+        o.remove("cgroup");
+        let p1 = parse(serde_json::to_string(&v).unwrap().as_bytes()).unwrap();
+        assert_eq!(
+            (p1.arch.as_str(), p1.target.cgroup.as_deref()),
+            ("x86_64", None)
+        );
+        assert_eq!(p1.syscalls, p.syscalls);
+    }
+
+    #[test]
+    fn refuses_damaged_or_newer_top_files() {
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut v = serde_json::to_value(top_doc()).unwrap();
+            f(&mut v);
+            err(serde_json::to_string(&v).unwrap().as_bytes())
+        };
+        assert_eq!(
+            with(&|v| v["schema"] = Value::from(TOP_SCHEMA + 1)),
+            format!(
+                "top file schema {} is newer than this syscost reads ({TOP_SCHEMA}): upgrade syscost",
+                TOP_SCHEMA + 1
+            )
+        );
+        assert_eq!(
+            with(&|v| v["processes"][1]["calls"] = Value::from(1)),
+            "corrupt top file: process 11: calls, errors or total_ns are not the sum of its syscalls'"
+        );
+        assert_eq!(
+            with(&|v| v["processes"][0]["oncpu_ns"] = Value::from(1)),
+            "corrupt top file: process 10: oncpu_ns is not total_ns less the syscalls' offcpu_ns"
+        );
+        assert!(
+            with(&|v| v["processes"][0]["syscalls"][0]["name"] = Value::from("getppd"))
+                .starts_with("corrupt top file: process 10: unknown syscall 'getppd'"),
+        );
+        assert!(
+            with(&|v| v["processes"][0]["syscalls"][0]["errors"] = Value::from(1000))
+                .contains("getppid: more errors than calls"),
+        );
+        assert!(
+            with(&|v| v["extra"] = Value::from(1))
+                .starts_with("not a valid syscost top file: unknown field `extra`")
+        );
     }
 
     #[test]

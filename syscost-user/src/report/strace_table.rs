@@ -111,9 +111,9 @@ fn line(pct: f64, total_ns: u64, calls: u64, errors: u64, name: &str) -> String 
     )
 }
 
-/// p50, p99 and max, then the average on-CPU and blocked time per call ("-" when the
-/// split was not measured).
-fn latency_cols(s: &SyscallProfile, split: bool) -> String {
+/// p50, p99 and max ("-" for totals without a distribution), then the average on-CPU
+/// and blocked time per call ("-" when the split was not measured).
+fn latency_cols(s: &SyscallProfile, split: bool, distribution: bool) -> String {
     let per_call = |ns: u64| {
         if split {
             human_ns(ns / s.calls.max(1))
@@ -121,11 +121,18 @@ fn latency_cols(s: &SyscallProfile, split: bool) -> String {
             "-".to_string()
         }
     };
+    let of_distribution = |ns: u64| {
+        if distribution {
+            human_ns(ns)
+        } else {
+            "-".to_string()
+        }
+    };
     format!(
         " {:>9} {:>9} {:>9} {:>9} {:>9}",
-        human_ns(s.p50_ns),
-        human_ns(s.p99_ns),
-        human_ns(s.max_ns),
+        of_distribution(s.p50_ns),
+        of_distribution(s.p99_ns),
+        of_distribution(s.max_ns),
         per_call(s.oncpu_ns),
         per_call(s.offcpu_ns)
     )
@@ -200,7 +207,7 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
             100.0 * s.total_ns as f64 / total_ns as f64
         };
         let latency = if options.latency {
-            latency_cols(s, profile.offcpu_tracked)
+            latency_cols(s, profile.offcpu_tracked, !profile.totals_only)
         } else {
             String::new()
         };
@@ -269,6 +276,12 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
             }
         ));
     }
+    if profile.totals_only {
+        push(format!(
+            "syscost: summed over {}: calls, errors and time per syscall, without an errno split or latency distribution",
+            crate::units::counted(all.processes.len(), "process", "processes")
+        ));
+    }
     // Last: what this kernel could not measure, where a reader of the table looks.
     for why in &profile.unavailable {
         push(format!("syscost: this kernel: {why}"));
@@ -316,6 +329,7 @@ mod tests {
             slow_dropped: 0,
             features: Vec::new(),
             unavailable: Vec::new(),
+            totals_only: false,
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target {
@@ -478,5 +492,31 @@ per write: 15.00 syscalls, 18.6us in syscalls, 4.65us of it on a CPU (5 successf
         p.syscalls.clear();
         let text = render(&p, &TableOptions::default());
         assert!(text.ends_with("100.00    0.000000           0         0           total\n"));
+    }
+
+    /// Sums of processes (a top file) have no distribution: `-`, and a line says so.
+    #[test]
+    fn totals_only_rows_show_no_percentiles() {
+        let mut p = profile();
+        p.totals_only = true;
+        let t = render(
+            &p,
+            &TableOptions {
+                latency: true,
+                ..Default::default()
+            },
+        );
+        let close = t
+            .lines()
+            .find(|l| l.contains(" close "))
+            .unwrap_or_else(|| panic!("{t}"));
+        let cols: Vec<&str> = close.split_whitespace().collect();
+        // % time, seconds, usecs/call, calls, close, p50, p99, max, on-cpu, blocked
+        assert_eq!(&cols[5..8], ["-", "-", "-"], "{t}");
+        assert_eq!(cols[8], "750ns", "{t}");
+        assert!(
+            t.contains("syscost: summed over 0 processes: calls, errors and time per syscall"),
+            "{t}"
+        );
     }
 }

@@ -421,6 +421,7 @@ pub mod tests {
             slow_dropped: 0,
             features: Vec::new(),
             unavailable: Vec::new(),
+            totals_only: false,
             version: SCHEMA_VERSION,
             arch: "x86_64".into(),
             target: Target {

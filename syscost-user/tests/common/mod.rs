@@ -273,6 +273,16 @@ pub fn syscall_calls(row: &serde_json::Value, name: &str) -> u64 {
         .map_or(0, |s| s["calls"].as_u64().unwrap())
 }
 
+/// Calls of syscall `name` in a printed `strace -c`-style table (`report`, `run`).
+pub fn table_calls(table: &str, name: &str) -> Option<u64> {
+    table.lines().find_map(|l| {
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        (cols.len() >= 5 && cols[4..].contains(&name) && cols[0].parse::<f64>().is_ok())
+            .then(|| cols[3].parse().ok())
+            .flatten()
+    })
+}
+
 /// A child started in a process group of its own; the group is killed when this is
 /// dropped, so a failing test leaves no workload, tracer or server running (an endless
 /// workload left behind would also hold the test run's output open).

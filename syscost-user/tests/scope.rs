@@ -139,7 +139,7 @@ fn top_counts_every_process_exactly_but_itself() {
     let o = top.into_inner().wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = top_json(&json);
-    for (pid, n) in pids {
+    for &(pid, n) in &pids {
         let row = rows.get(&pid).unwrap_or_else(|| panic!("no row for {pid}"));
         assert_eq!(syscall_calls(row, "getppid"), n, "{row}");
         assert_eq!(row["exited"], true);

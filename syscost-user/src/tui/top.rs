@@ -352,6 +352,13 @@ pub fn render(frame: &mut Frame, v: &TopView) {
     let (head, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row>) = match v.mode {
         Mode::Processes | Mode::Cgroups => {
             let cg = v.mode == Mode::Cgroups;
+            // A cgroup's row: how many of the processes with syscalls are in it.
+            let mut in_cgroup: std::collections::HashMap<&str, usize> = Default::default();
+            if cg {
+                for r in &v.rows {
+                    *in_cgroup.entry(r.cgroup.as_str()).or_default() += 1;
+                }
+            }
             let rows = v
                 .process_rows()
                 .into_iter()
@@ -361,7 +368,15 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         .map(|(id, t)| format!("{} {}", id.name(), secs_per_sec(t, secs)))
                         .unwrap_or_default();
                     Row::new(vec![
-                        Cell::from(if cg { String::new() } else { r.pid.to_string() }),
+                        Cell::from(if cg {
+                            in_cgroup
+                                .get(r.cgroup.as_str())
+                                .copied()
+                                .unwrap_or(0)
+                                .to_string()
+                        } else {
+                            r.pid.to_string()
+                        }),
                         Cell::from(shown(&r.comm).into_owned()),
                         Cell::from(if cg {
                             shown(&r.cgroup).into_owned()
@@ -383,8 +398,8 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                 .collect();
             (
                 vec![
-                    "PID",
-                    "COMM",
+                    if cg { "PROCS" } else { "PID" },
+                    if cg { "NAME" } else { "COMM" },
                     "CGROUP",
                     "CALLS/s",
                     "ERR/s",
@@ -642,7 +657,14 @@ mod tests {
         v.handle_key(key(KeyCode::Esc));
         v.handle_key(key(KeyCode::Char('g')));
         assert_eq!(v.mode, Mode::Cgroups);
-        assert!(screen(&v).contains("/system.slice/nginx.service"));
+        let s = screen(&v);
+        assert!(s.contains("/system.slice/nginx.service"), "{s}");
+        // A cgroup's columns: its processes and name, not a pid and a comm.
+        let head = s.lines().find(|l| l.contains("CGROUP")).unwrap();
+        let cols: Vec<&str> = head.split_whitespace().collect();
+        assert_eq!(&cols[..3], ["PROCS", "NAME", "CGROUP"], "{s}");
+        let nginx = s.lines().find(|l| l.contains("nginx.service")).unwrap();
+        assert_eq!(nginx.split_whitespace().next(), Some("1"), "{s}");
         v.handle_key(key(KeyCode::Enter));
         assert_eq!(v.mode, Mode::Processes);
         assert_eq!(v.process_rows().len(), 1, "Enter on a cgroup filters by it");

@@ -220,6 +220,33 @@ fn render_table(frame: &mut Frame, app: &App, area: Rect) {
         widths.push(Constraint::Fill(1));
     }
     let n_cols = widths.len();
+    // The name column as wide as the longest name shown (`clock_nanosleep`,
+    // `i386:clock_nanosleep_time64`), as far as the other columns leave room: those,
+    // a space between each two, the borders and, when shown, 10 cells of sparkline.
+    let fixed: u16 = widths[1..]
+        .iter()
+        .map(|c| match c {
+            Constraint::Length(n) => *n,
+            _ => 10,
+        })
+        .sum::<u16>()
+        + (n_cols as u16 - 1)
+        + 2;
+    let longest = app
+        .rows()
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0) as u16;
+    let room = area.width.saturating_sub(fixed);
+    // Without the sparkline the name column also takes what the others leave.
+    let name = if wide {
+        longest.max(7)
+    } else {
+        room.max(longest)
+    };
+    let name_width = usize::from(name.min(room.max(14)));
+    widths[0] = Constraint::Length(name_width as u16);
     let spark_width = if wide {
         (area.width as usize).saturating_sub(110).clamp(10, 60)
     } else {
@@ -244,8 +271,15 @@ fn render_table(frame: &mut Frame, app: &App, area: Rect) {
             } else {
                 100.0 * s.total_ns as f64 / total_ns as f64
             };
+            // A name longer than the room left ends in "…", never silently cut.
+            let name = if s.name.chars().count() > name_width {
+                let kept: String = s.name.chars().take(name_width.saturating_sub(1)).collect();
+                kept + "…"
+            } else {
+                s.name.clone()
+            };
             let mut cells = vec![
-                s.name.clone(),
+                name,
                 count(s.calls as f64),
                 count(app.rate(&s.name)),
                 errors,
@@ -523,7 +557,8 @@ fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let [hist_area, err_area] =
-        Layout::horizontal([Constraint::Fill(3), Constraint::Length(22)]).areas(inner);
+        // 24: "on-CPU 100% blocked   0%".
+        Layout::horizontal([Constraint::Fill(3), Constraint::Length(24)]).areas(inner);
     let bars = histogram_bars(s, hist_area.height as usize);
     let max = bars.iter().map(|b| b.1).max().unwrap_or(1).max(1);
     let bar_width = (hist_area.width as usize).saturating_sub(26);
@@ -666,6 +701,67 @@ mod tests {
         app.per = Some("accept4".into());
         app.hint = Some("watch close and epoll_ctl: the per-request cost is in the header".into());
         insta::assert_snapshot!(draw(&app, 80, 24).backend());
+    }
+
+    /// Names are shown whole (the column is as wide as the longest), and the detail
+    /// pane's "blocked NN%" is never cut, at 80 and at 140 columns.
+    #[test]
+    fn long_names_and_the_split_fit() {
+        let mut p = crate::tui::app::tests::server_profile(1);
+        p.syscalls
+            .push(syscall("clock_nanosleep", 230, 10, 0, 1_000_000));
+        p.syscalls
+            .push(syscall("i386:clock_nanosleep_time64", 407, 5, 0, 900_000));
+        let mut app = App::new(
+            crate::tui::app::TargetInfo {
+                pid: 1,
+                comm: "x".into(),
+                threads: 1,
+                label: None,
+            },
+            crate::tui::app::tests::server_profile(0),
+        );
+        app.apply(crate::tui::app::Sample {
+            cumulative: p.clone(),
+            interval: p,
+            interval_secs: 1.0,
+            attached_for: std::time::Duration::from_secs(1),
+            threads: Vec::new(),
+            thread_count: 1,
+            overhead: None,
+            overhead_note: None,
+            stuck: Vec::new(),
+            slow: None,
+            slow_received: 0,
+        });
+        for (w, h) in [(80, 30), (140, 32)] {
+            for selected in [0, 2] {
+                app.selected = selected;
+                let t = draw(&app, w, h);
+                let b = t.backend().buffer();
+                let text: String = (0..b.area.height)
+                    .map(|y| {
+                        (0..b.area.width)
+                            .map(|x| b[(x, y)].symbol())
+                            .collect::<String>()
+                            + "\n"
+                    })
+                    .collect();
+                assert!(text.contains("│clock_nanosleep "), "{w} columns:\n{text}");
+                // At 80 columns the 27 characters do not fit beside the others: cut,
+                // and marked as cut.
+                let long = if w == 80 {
+                    "│i386:clock_nan… "
+                } else {
+                    "│i386:clock_nanosleep_time64 "
+                };
+                assert!(text.contains(long), "{w} columns:\n{text}");
+                assert!(
+                    text.contains("on-CPU 100% blocked   0%"),
+                    "{w} columns:\n{text}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,255 @@
+//! README.md against the program: the command list names every option of every
+//! command and nothing else, and the examples whose output does not depend on the
+//! machine print what the README shows.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use clap::CommandFactory as _;
+use common::*;
+
+fn readme() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap()
+}
+
+/// The lines of the fenced block that follows `heading`'s line.
+fn block_after<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
+    let from = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("README has no {heading:?}"));
+    let rest = &text[from..];
+    let start = rest.find("```text\n").expect("a text block") + "```text\n".len();
+    let end = rest[start..].find("```").expect("the block ends");
+    rest[start..start + end].lines().collect()
+}
+
+/// Options (`-x`, `--long`) written in `line`, outside `[...]` values like `CMD ARGS`.
+fn options_in(line: &str) -> BTreeSet<String> {
+    line.split(|c: char| c.is_whitespace() || "[]|,=".contains(c))
+        .filter(|w| {
+            let w = w.trim_end_matches("...");
+            (w.starts_with("--")
+                && w.len() > 2
+                && w[2..].chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+                || (w.len() == 2 && w.starts_with('-') && w.as_bytes()[1].is_ascii_alphabetic())
+        })
+        .map(|w| w.trim_end_matches("...").to_string())
+        .collect()
+}
+
+/// Every visible command (`lab echo-server` for nested ones) with its options: each
+/// as its short and long spellings.
+fn cli_options() -> BTreeMap<String, Vec<(Option<String>, Option<String>)>> {
+    fn walk(
+        cmd: &clap::Command,
+        prefix: &str,
+        out: &mut BTreeMap<String, Vec<(Option<String>, Option<String>)>>,
+    ) {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let name = format!("{prefix}{}", sub.get_name());
+            if sub.has_subcommands() {
+                walk(sub, &format!("{name} "), out);
+                continue;
+            }
+            let opts = sub
+                .get_arguments()
+                .filter(|a| !a.is_hide_set() && !a.is_positional())
+                .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
+                .map(|a| {
+                    (
+                        a.get_short().map(|c| format!("-{c}")),
+                        a.get_long().map(|l| format!("--{l}")),
+                    )
+                })
+                .collect();
+            out.insert(name, opts);
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&syscost_user::cli::Cli::command(), "", &mut out);
+    out
+}
+
+#[test]
+fn the_command_list_names_every_option_and_no_other() {
+    let text = readme();
+    let lines = block_after(&text, "## Commands");
+    let cli = cli_options();
+    // README lines by command: `syscost lab echo-server ...` is `lab echo-server`.
+    let mut listed: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in &lines {
+        let rest = line
+            .strip_prefix("syscost ")
+            .unwrap_or_else(|| panic!("not a command line: {line}"));
+        let mut words = rest.split_whitespace();
+        let first = words.next().unwrap();
+        let name = if first == "lab" {
+            format!("lab {}", words.next().unwrap())
+        } else {
+            first.to_string()
+        };
+        listed.entry(name).or_default().extend(options_in(rest));
+    }
+    let mut wrong = Vec::new();
+    for (name, opts) in &cli {
+        let Some(readme_opts) = listed.get(name) else {
+            wrong.push(format!("`syscost {name}` is not in the command list"));
+            continue;
+        };
+        for (short, long) in opts {
+            let named = |o: &Option<String>| o.as_ref().is_some_and(|o| readme_opts.contains(o));
+            if !named(short) && !named(long) {
+                wrong.push(format!(
+                    "`syscost {name}`: {} is not in the command list",
+                    long.as_ref().or(short.as_ref()).unwrap()
+                ));
+            }
+        }
+        for o in readme_opts {
+            if !opts
+                .iter()
+                .any(|(s, l)| s.as_ref() == Some(o) || l.as_ref() == Some(o))
+            {
+                wrong.push(format!(
+                    "`syscost {name}`: the command list names {o}, which it does not take"
+                ));
+            }
+        }
+    }
+    for name in listed.keys().filter(|n| !cli.contains_key(*n)) {
+        wrong.push(format!(
+            "the command list names `syscost {name}`, which does not exist"
+        ));
+    }
+    assert!(
+        wrong.is_empty(),
+        "README.md's command list:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The README's `diff` example, of the two profiles under docs/: every line shown is a
+/// line `syscost diff` prints (the README leaves some rows out).
+#[test]
+fn the_diff_example_is_what_diff_prints() {
+    let text = readme();
+    let lines = block_after(&text, "The lab's edge-triggered server before and after");
+    let at = lines
+        .iter()
+        .position(|l| *l == "$ syscost diff et-plain.json et-short.json")
+        .expect("the diff command");
+    let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/");
+    let o = output(
+        syscost()
+            .arg("diff")
+            .arg(format!("{docs}et-plain.json"))
+            .arg(format!("{docs}et-short.json")),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = stdout(&o);
+    let printed: BTreeSet<&str> = printed.lines().collect();
+    let shown: Vec<&str> = lines[at + 1..]
+        .iter()
+        .copied()
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(shown.len() >= 12, "{shown:?}");
+    for l in shown {
+        assert!(
+            printed.contains(l),
+            "README shows a line diff does not print:\n{l}\nprinted:\n{}",
+            stdout(&o)
+        );
+    }
+}
+
+/// The first `run` example: the same rows, counts and columns (times differ by machine).
+#[test]
+fn the_run_example_counts_what_the_readme_shows() {
+    let Some(_t) = root_test("readme_run") else {
+        return;
+    };
+    let text = readme();
+    let lines = block_after(&text, "(`syscost-workload`, in the examples,");
+    let cmd = lines[0]
+        .strip_prefix("$ sudo syscost ")
+        .expect("a command first");
+    let args: Vec<String> = cmd
+        .split_whitespace()
+        .map(|w| {
+            if w == "syscost-workload" {
+                workload_path().to_string()
+            } else {
+                w.to_string()
+            }
+        })
+        .collect();
+    let o = output(syscost().args(&args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stderr(&o);
+    let got: Vec<&str> = table
+        .lines()
+        .filter(|l| !l.starts_with("syscost:"))
+        .collect();
+    let shown = &lines[1..];
+    assert_eq!(got.len(), shown.len(), "rows:\n{table}");
+    for (g, s) in got.iter().zip(shown) {
+        let (g, s): (Vec<&str>, Vec<&str>) = (
+            g.split_whitespace().collect(),
+            s.split_whitespace().collect(),
+        );
+        assert_eq!(g.len(), s.len(), "columns: {g:?} against {s:?}");
+        // Header and dashes whole; in rows the calls, errors (when any) and name.
+        if s[0].starts_with('%') || s[0].starts_with('-') {
+            assert_eq!(g, s);
+        } else {
+            assert_eq!(g[3..5], s[3..5], "calls and name: {g:?} against {s:?}");
+        }
+    }
+}
+
+/// The JSON schema's example: the workload it names makes the counts it shows.
+#[test]
+fn the_json_example_counts_what_the_readme_shows() {
+    let Some(t) = root_test("readme_json") else {
+        return;
+    };
+    let text = readme();
+    let from = text.find("## JSON schema").expect("the schema section");
+    let start = text[from..].find("```json\n").unwrap() + from + "```json\n".len();
+    let end = text[start..].find("```").unwrap() + start;
+    let shown: serde_json::Value =
+        serde_json::from_str(&text[start..end]).expect("the example is JSON");
+    let argv: Vec<&str> = shown["target"]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(argv[0].ends_with("syscost-workload"), "{argv:?}");
+    let (_o, p) = run_workload(&t, &argv[1..]);
+    assert_eq!(p.version as u64, shown["version"].as_u64().unwrap());
+    assert_eq!(p.arch, shown["arch"].as_str().unwrap());
+    assert_eq!(p.target.comm, shown["target"]["comm"].as_str().unwrap());
+    assert_eq!(
+        serde_json::to_value(&p.features).unwrap(),
+        shown["features"],
+        "features"
+    );
+    for s in shown["syscalls"].as_array().unwrap() {
+        let name = s["name"].as_str().unwrap();
+        let got = p.syscall(name).unwrap_or_else(|| panic!("no {name}"));
+        assert_eq!(got.nr, s["nr"].as_u64().unwrap(), "{name}");
+        assert_eq!(got.calls, s["calls"].as_u64().unwrap(), "{name}");
+        assert_eq!(got.errors, s["errors"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            serde_json::to_value(&got.errnos).unwrap(),
+            s["errnos"],
+            "{name}"
+        );
+    }
+}

@@ -391,7 +391,7 @@ pub struct SlowViewArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub view: ViewArgs,
-    /// A file written with --json (by `run`, `attach`, `export` or `top`).
+    /// A file written with --json (by `run`, `attach` or `top`).
     pub file: PathBuf,
     /// Only this process (a pid, or every process of this command name) of a file with
     /// per-process figures: `top --json`, or `--per-process`.

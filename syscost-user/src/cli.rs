@@ -370,8 +370,9 @@ pub struct DiffArgs {
     /// Print the diff as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Compare only this process (a pid, or every process of this command name) of
-    /// files with per-process figures: `top --json`, or `--per-process`.
+    /// Compare only this process (digits: a pid; else every process of this comm, the
+    /// first 15 bytes of its name as /proc shows it) of files with per-process
+    /// figures: `top --json`, or `--per-process`.
     #[arg(long, value_name = "PID|COMM", value_parser = crate::profile::ProcessSelect::parse)]
     pub process: Option<crate::profile::ProcessSelect>,
 }
@@ -393,8 +394,9 @@ pub struct ReportArgs {
     pub view: ViewArgs,
     /// A file written with --json (by `run`, `attach` or `top`).
     pub file: PathBuf,
-    /// Only this process (a pid, or every process of this command name) of a file with
-    /// per-process figures: `top --json`, or `--per-process`.
+    /// Only this process (digits: a pid; else every process of this comm, the first 15
+    /// bytes of its name as /proc shows it) of a file with per-process figures: `top
+    /// --json`, or `--per-process`.
     #[arg(long, value_name = "PID|COMM", value_parser = crate::profile::ProcessSelect::parse)]
     pub process: Option<crate::profile::ProcessSelect>,
 }

@@ -190,12 +190,13 @@ impl Profile {
                 nr: crate::syscall_names::number(&ps.name).map_or(u64::MAX, |id| id.nr),
                 ..SyscallProfile::empty()
             });
-            let offcpu = ps.offcpu_ns.min(ps.total_ns);
+            // Figures of a file read and checked (or of a profile syscost made): no
+            // overflow, off-CPU time at most the total.
             e.calls += ps.calls;
             e.errors += ps.errors;
             e.total_ns += ps.total_ns;
-            e.offcpu_ns += offcpu;
-            e.oncpu_ns += ps.total_ns - offcpu;
+            e.offcpu_ns += ps.offcpu_ns;
+            e.oncpu_ns += ps.total_ns.saturating_sub(ps.offcpu_ns);
         }
         let syscalls = by
             .into_values()
@@ -233,13 +234,16 @@ pub enum ProcessSelect {
 }
 
 impl ProcessSelect {
-    /// A number is a pid, anything else a command name (comm, as /proc shows it).
+    /// Digits are a pid, anything else a command name (comm, as /proc shows it: at
+    /// most 15 bytes).
     pub fn parse(s: &str) -> Result<Self, String> {
         match s.trim() {
             "" => Err("empty: give a pid or a command name".into()),
-            t => Ok(t
+            t if t.bytes().all(|b| b.is_ascii_digit()) => t
                 .parse()
-                .map_or_else(|_| Self::Comm(t.to_string()), Self::Pid)),
+                .map(Self::Pid)
+                .map_err(|_| format!("{t} is not a pid")),
+            t => Ok(Self::Comm(t.to_string())),
         }
     }
 
@@ -303,6 +307,7 @@ pub struct TopDocument {
     pub duration_secs: f64,
     /// Whether `oncpu_ns` and `offcpu_ns` were measured (not with `--no-offcpu`, when
     /// all the time counts as on a CPU).
+    #[serde(default)]
     pub offcpu_tracked: bool,
     /// Process-syscall pairs the kernel side had no room for.
     pub dropped: u64,

@@ -117,7 +117,22 @@ impl ProcessRow {
 }
 
 impl From<&ProcessRow> for ProcessTotals {
+    /// Each syscall's off-CPU time at most its total (an exit record's figures are the
+    /// kernel's as they stand), and the process's on-CPU time the rest of its total, as
+    /// the top file's reader checks.
     fn from(r: &ProcessRow) -> Self {
+        let syscalls: Vec<ProcessSyscall> = r
+            .syscalls
+            .iter()
+            .map(|(id, v)| ProcessSyscall {
+                name: id.name(),
+                calls: v.calls,
+                errors: v.errors,
+                total_ns: v.total_ns,
+                offcpu_ns: v.offcpu_ns.min(v.total_ns),
+            })
+            .collect();
+        let offcpu: u64 = syscalls.iter().map(|s| s.offcpu_ns).sum();
         Self {
             pid: r.pid,
             comm: r.comm.clone(),
@@ -127,48 +142,35 @@ impl From<&ProcessRow> for ProcessTotals {
             calls: r.calls(),
             errors: r.errors(),
             total_ns: r.total_ns(),
-            oncpu_ns: r.oncpu_ns(),
-            syscalls: r
-                .syscalls
-                .iter()
-                .map(|(id, v)| ProcessSyscall {
-                    name: id.name(),
-                    calls: v.calls,
-                    errors: v.errors,
-                    total_ns: v.total_ns,
-                    offcpu_ns: v.offcpu_ns,
-                })
-                .collect(),
+            oncpu_ns: r.total_ns() - offcpu,
+            syscalls,
         }
     }
 }
 
 impl From<&ProcessTotals> for ProcessRow {
-    /// A row read back from a file (names checked when it was read; an unknown one
-    /// counts under the unknown-number key).
+    /// A row read back from a file: a name this build does not know counts under the
+    /// unknown-number key (with every other such name).
     fn from(p: &ProcessTotals) -> Self {
-        Self {
+        let mut row = Self {
             pid: p.pid,
             comm: p.comm.clone(),
             cgroup: p.cgroup.clone(),
             threads: p.threads,
             exited: p.exited,
-            syscalls: p
-                .syscalls
-                .iter()
-                .map(|s| {
-                    let id = crate::syscall_names::number(&s.name)
-                        .unwrap_or(SyscallId::native(u64::MAX));
-                    let v = TopValue {
-                        calls: s.calls,
-                        errors: s.errors,
-                        total_ns: s.total_ns,
-                        offcpu_ns: s.offcpu_ns,
-                    };
-                    (id, v)
-                })
-                .collect(),
+            ..Default::default()
+        };
+        for s in &p.syscalls {
+            let id = crate::syscall_names::number(&s.name).unwrap_or(SyscallId::native(u64::MAX));
+            let v = TopValue {
+                calls: s.calls,
+                errors: s.errors,
+                total_ns: s.total_ns,
+                offcpu_ns: s.offcpu_ns,
+            };
+            row.add(id, &v);
         }
+        row
     }
 }
 

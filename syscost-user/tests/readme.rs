@@ -31,7 +31,9 @@ fn options_in(line: &str) -> BTreeSet<String> {
             let w = w.trim_end_matches("...");
             (w.starts_with("--")
                 && w.len() > 2
-                && w[2..].chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+                && w[2..]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-'))
                 || (w.len() == 2 && w.starts_with('-') && w.as_bytes()[1].is_ascii_alphabetic())
         })
         .map(|w| w.trim_end_matches("...").to_string())
@@ -203,11 +205,20 @@ fn the_run_example_counts_what_the_readme_shows() {
             s.split_whitespace().collect(),
         );
         assert_eq!(g.len(), s.len(), "columns: {g:?} against {s:?}");
-        // Header and dashes whole; in rows the calls, errors (when any) and name.
+        // Header and dashes whole; in rows the calls, errors (when any) and name: the
+        // columns from the fourth to the first that is not a number.
         if s[0].starts_with('%') || s[0].starts_with('-') {
             assert_eq!(g, s);
         } else {
-            assert_eq!(g[3..5], s[3..5], "calls and name: {g:?} against {s:?}");
+            let name = 3 + s[3..]
+                .iter()
+                .position(|c| c.parse::<u64>().is_err())
+                .expect("a name");
+            assert_eq!(
+                g[3..=name],
+                s[3..=name],
+                "calls, errors, name: {g:?} against {s:?}"
+            );
         }
     }
 }
@@ -252,4 +263,17 @@ fn the_json_example_counts_what_the_readme_shows() {
             "{name}"
         );
     }
+}
+
+/// The top file's example reads as a top file: its sums add up.
+#[test]
+fn the_top_file_example_reads() {
+    let text = readme();
+    let from = text.find("### The top file").expect("the top file section");
+    let start = text[from..].find("```json\n").unwrap() + from + "```json\n".len();
+    let end = text[start..].find("```").unwrap() + start;
+    let p = syscost_user::report::json::parse(text[start..end].as_bytes())
+        .unwrap_or_else(|e| panic!("the README's top file: {e:#}"));
+    assert!(p.totals_only);
+    assert_eq!(p.totals(), (1512, 12, 21_111_003));
 }

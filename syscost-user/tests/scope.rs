@@ -104,6 +104,33 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
         stdout(&o).contains("by process: "),
         "per-process table printed"
     );
+    // `report` and `diff` of one process of the file: its calls, not the cgroup's.
+    let r = output(
+        syscost()
+            .args(["report", "-e", "getppid", "--process", &moved.to_string()])
+            .arg(&json),
+    );
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert_eq!(
+        table_calls(&stdout(&r), "getppid"),
+        Some(2000),
+        "{}",
+        stdout(&r)
+    );
+    let d = output(
+        syscost()
+            .args(["diff", "--json", "--process", &moved.to_string()])
+            .arg(&json)
+            .arg(&json),
+    );
+    assert!(d.status.success(), "{}", stderr(&d));
+    let d: serde_json::Value = serde_json::from_str(&stdout(&d)).unwrap();
+    assert_eq!(
+        d["total"]["calls"]["before"].as_f64(),
+        Some(m.calls as f64),
+        "{d}"
+    );
+    assert_eq!(d["errnos_tracked"], false);
 }
 
 /// `syscost top --no-tui --json` rows, by pid.
@@ -205,17 +232,6 @@ fn top_of_a_cgroup_leaves_the_rest_out() {
         "{}",
         stdout(&r)
     );
-    // and `diff` of the file with itself (per process) changes nothing.
-    let d = output(
-        syscost()
-            .args(["diff", "--json", "--process", &inside.to_string()])
-            .arg(&json)
-            .arg(&json),
-    );
-    assert!(d.status.success(), "{}", stderr(&d));
-    let d: serde_json::Value = serde_json::from_str(&stdout(&d)).unwrap();
-    assert_eq!(d["total"]["calls"]["before"], d["total"]["calls"]["after"]);
-    assert_eq!(d["errnos_tracked"], false);
 }
 
 /// The unlabelled sample of a family (`export --top`'s machine-wide counters).

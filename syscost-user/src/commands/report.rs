@@ -13,7 +13,9 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     args.view.filter()?;
     let profile = read(&args.file, args.process.as_ref())?;
     let mut out = super::finish(profile.clone(), &args.view, None)?;
-    if !profile.processes.is_empty() {
+    // A top file's rows as `top` prints them at the end (its `dropped` counts
+    // process-syscall pairs, as there).
+    if profile.features.iter().any(|f| f == "top") {
         let rows: Vec<crate::top::ProcessRow> = profile.processes.iter().map(Into::into).collect();
         out += "\n";
         out += &super::top::render_totals(

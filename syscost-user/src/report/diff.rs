@@ -172,8 +172,10 @@ pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort
             after: avg(at, ac),
         },
     };
+    let errnos_tracked = !before.totals_only && !after.totals_only;
     let mut errnos = Vec::new();
-    for &name in &names {
+    // A side without an errno split has no errnos to compare, not errnos gone.
+    for &name in names.iter().filter(|_| errnos_tracked) {
         let empty = BTreeMap::new();
         let eb = before.syscall(name).map_or(&empty, |s| &s.errnos);
         let ea = after.syscall(name).map_or(&empty, |s| &s.errnos);
@@ -200,7 +202,7 @@ pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort
         total,
         errnos,
         oncpu_tracked: before.offcpu_tracked && after.offcpu_tracked,
-        errnos_tracked: !before.totals_only && !after.totals_only,
+        errnos_tracked,
     })
 }
 
@@ -418,6 +420,22 @@ errno changes:
   read EAGAIN 22000 -> 700
 ";
         assert_eq!(render(&d), expected);
+    }
+
+    /// Against a side without an errno split (a top file), no errno is said to change.
+    #[test]
+    fn no_errno_changes_against_totals_only() {
+        let (b, mut a) = before_after();
+        a.totals_only = true;
+        for s in &mut a.syscalls {
+            s.errnos.clear();
+        }
+        let d = diff(&b, &a, None, DiffSort::Change).unwrap();
+        assert!(!d.errnos_tracked);
+        assert!(d.errnos.is_empty(), "{:?}", d.errnos);
+        let text = render(&d);
+        assert!(text.contains("errno changes not known"), "{text}");
+        assert!(!text.contains("errno changes:"), "{text}");
     }
 
     #[test]

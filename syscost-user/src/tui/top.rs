@@ -665,12 +665,29 @@ mod tests {
         assert_eq!(&cols[..3], ["PROCS", "NAME", "CGROUP"], "{s}");
         let nginx = s.lines().find(|l| l.contains("nginx.service")).unwrap();
         assert_eq!(nginx.split_whitespace().next(), Some("1"), "{s}");
+        // A second nginx worker: its cgroup counts 2.
+        let mut rows = v.rows.clone();
+        rows.push(row(
+            11,
+            "nginx",
+            "/system.slice/nginx.service",
+            232,
+            10,
+            1_000,
+        ));
+        v.apply(rows, 2.0);
+        let s = screen(&v);
+        let nginx = s.lines().find(|l| l.contains("nginx.service")).unwrap();
+        assert_eq!(nginx.split_whitespace().next(), Some("2"), "{s}");
+        let pg = s.lines().find(|l| l.contains("pg.service")).unwrap();
+        assert_eq!(pg.split_whitespace().next(), Some("1"), "{s}");
         v.handle_key(key(KeyCode::Enter));
         assert_eq!(v.mode, Mode::Processes);
-        assert_eq!(v.process_rows().len(), 1, "Enter on a cgroup filters by it");
-        assert_eq!(v.process_rows()[0].pid, 10);
+        let pids: Vec<u32> = v.process_rows().iter().map(|r| r.pid).collect();
+        assert_eq!(pids.len(), 2, "Enter on a cgroup filters by it: {pids:?}");
+        assert!(pids.contains(&10) && pids.contains(&11), "{pids:?}");
         v.handle_key(key(KeyCode::Esc));
-        assert_eq!(v.process_rows().len(), 3, "Esc clears it");
+        assert_eq!(v.process_rows().len(), 4, "Esc clears it");
         assert_eq!(v.handle_key(key(KeyCode::Char('q'))), Action::Quit);
     }
 

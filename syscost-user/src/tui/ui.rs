@@ -245,10 +245,13 @@ fn render_table(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         room.max(longest)
     };
-    let name_width = usize::from(name.min(room.max(14)));
+    let name_width = usize::from(name.min(room.max(7)));
     widths[0] = Constraint::Length(name_width as u16);
+    // The sparkline fills what the name and the fixed columns leave.
     let spark_width = if wide {
-        (area.width as usize).saturating_sub(110).clamp(10, 60)
+        usize::from(area.width.saturating_sub(fixed - 10))
+            .saturating_sub(name_width)
+            .clamp(10, 60)
     } else {
         0
     };

@@ -273,13 +273,14 @@ pub fn syscall_calls(row: &serde_json::Value, name: &str) -> u64 {
         .map_or(0, |s| s["calls"].as_u64().unwrap())
 }
 
-/// Calls of syscall `name` in a printed `strace -c`-style table (`report`, `run`).
+/// Calls of syscall `name` in a printed `strace -c`-style table (`report`, `run`): a
+/// row that starts with a percentage (`99.98`), not a pid.
 pub fn table_calls(table: &str, name: &str) -> Option<u64> {
     table.lines().find_map(|l| {
         let cols: Vec<&str> = l.split_whitespace().collect();
-        (cols.len() >= 5 && cols[4..].contains(&name) && cols[0].parse::<f64>().is_ok())
-            .then(|| cols[3].parse().ok())
-            .flatten()
+        let row = cols.len() >= 5 && cols[0].contains('.') && cols[0].parse::<f64>().is_ok();
+        let named = row && (cols[4] == name || cols.get(5) == Some(&name));
+        named.then(|| cols[3].parse().ok()).flatten()
     })
 }
 

@@ -40,14 +40,12 @@ fn options_in(line: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Every visible command (`lab echo-server` for nested ones) with its options: each
-/// as its short and long spellings.
-fn cli_options() -> BTreeMap<String, Vec<(Option<String>, Option<String>)>> {
-    fn walk(
-        cmd: &clap::Command,
-        prefix: &str,
-        out: &mut BTreeMap<String, Vec<(Option<String>, Option<String>)>>,
-    ) {
+/// An option's short and long spellings (`-p`, `--pid`).
+type Spellings = (Option<String>, Option<String>);
+
+/// Every visible command (`lab echo-server` for nested ones) with its options.
+fn cli_options() -> BTreeMap<String, Vec<Spellings>> {
+    fn walk(cmd: &clap::Command, prefix: &str, out: &mut BTreeMap<String, Vec<Spellings>>) {
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
             if sub.get_name() == "help" {
                 continue;

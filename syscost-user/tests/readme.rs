@@ -270,7 +270,7 @@ fn the_top_file_example_reads() {
     let from = text.find("### The top file").expect("the top file section");
     let start = text[from..].find("```json\n").unwrap() + from + "```json\n".len();
     let end = text[start..].find("```").unwrap() + start;
-    let p = syscost_user::report::json::parse(text[start..end].as_bytes())
+    let p = syscost_user::report::json::parse(&text.as_bytes()[start..end])
         .unwrap_or_else(|e| panic!("the README's top file: {e:#}"));
     assert!(p.totals_only);
     assert_eq!(p.totals(), (1512, 12, 21_111_003));

@@ -6,60 +6,14 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use syscost_common::{
-    COMPAT_BASE, HISTOGRAM_BUCKETS, KEY_BIG_COMPAT, KEY_BIG_NATIVE, StatsEntry, abi, counter,
-    syscall_key,
-};
+use syscost_common::{HISTOGRAM_BUCKETS, StatsEntry, counter};
 
 use crate::{
     errno_name::errno_name,
     latency,
     profile::{Profile, SCHEMA_VERSION, SyscallProfile, Target},
-    syscall_names,
+    syscall_names::SyscallId,
 };
-
-/// A syscall as the kernel side tells them apart: its ABI and number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SyscallId {
-    /// The kernel side's key: the number for native syscalls with a key of their own,
-    /// `COMPAT_BASE + number` for compat ones, `KEY_BIG_*` for the others.
-    pub key: u32,
-    /// The syscall number the program passed.
-    pub nr: u64,
-}
-
-impl SyscallId {
-    /// A 64-bit (native) syscall.
-    pub fn native(nr: u64) -> Self {
-        Self::of(syscall_key(abi::NATIVE, nr), nr)
-    }
-
-    /// A 32-bit (compat) syscall.
-    pub fn compat(nr: u64) -> Self {
-        Self::of(syscall_key(abi::COMPAT, nr), nr)
-    }
-
-    /// The id of an entry's (key, number).
-    pub fn of(key: u32, nr: u64) -> Self {
-        let nr = match key {
-            KEY_BIG_NATIVE | KEY_BIG_COMPAT => nr,
-            k if k >= COMPAT_BASE => u64::from(k - COMPAT_BASE),
-            k => u64::from(k),
-        };
-        Self { key, nr }
-    }
-
-    /// Whether it is a 32-bit (compat) syscall.
-    pub fn is_compat(&self) -> bool {
-        self.key == KEY_BIG_COMPAT || (COMPAT_BASE..KEY_BIG_NATIVE).contains(&self.key)
-    }
-
-    /// Its name: the table's name, `syscall_0x...` for a number the table lacks (as
-    /// strace writes them), with `i386:` before compat ones.
-    pub fn name(&self) -> String {
-        syscall_names::name(self.is_compat(), self.nr)
-    }
-}
 
 /// One syscall's numbers, summed over CPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -335,7 +289,7 @@ impl Snapshot {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use syscost_common::{ERRNO_PAIRS, NATIVE_KEYS, bucket_index};
+    use syscost_common::{ERRNO_PAIRS, bucket_index};
 
     /// A CPU's entry holding these calls (latency, errno).
     fn entry(id: SyscallId, calls: &[(u64, Option<u16>)]) -> StatsEntry {
@@ -389,19 +343,6 @@ mod tests {
         assert_eq!((c.min_ns, c.max_ns), (200, 900));
         assert_eq!(c.hist.iter().sum::<u64>(), 4);
         assert_eq!(c.errnos, BTreeMap::from([(2, 1), (9, 2)]));
-    }
-
-    #[test]
-    fn ids_name_numbers_of_every_kind() {
-        assert_eq!(SyscallId::native(3).name(), "close");
-        assert_eq!(SyscallId::native(600).name(), "syscall_0x258");
-        assert_eq!(SyscallId::native(5000).name(), "syscall_0x1388");
-        assert_eq!(SyscallId::native(5000).key, KEY_BIG_NATIVE);
-        assert_eq!(SyscallId::compat(64).name(), "i386:getppid");
-        assert_eq!(SyscallId::compat(700).name(), "i386:syscall_0x2bc");
-        assert_eq!(SyscallId::of(COMPAT_BASE + 64, 0), SyscallId::compat(64));
-        assert!(SyscallId::compat(700).is_compat() && !SyscallId::native(5000).is_compat());
-        assert!(SyscallId::native(600).key < NATIVE_KEYS);
     }
 
     #[test]

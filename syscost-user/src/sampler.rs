@@ -27,7 +27,8 @@ use anyhow::Result;
 use syscost_common::{ExitRecord, KEY_FORK_CHILD, KEY_NONE, StatsEntry, ThreadSlot};
 
 use crate::{
-    collector::{Snapshot, SyscallId},
+    collector::Snapshot,
+    syscall_names::SyscallId,
     top::{self, Machine, ProcInfo, ProcessRow, TopStep},
     tracer::{RunTimeStats, Tracer},
 };

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use syscost_common::{KEYS_PER_SLOT, SlowEvent};
 
 use crate::{
-    collector::SyscallId,
     syscall_names,
+    syscall_names::SyscallId,
     untrusted::{decode, shown},
 };
 

@@ -1,4 +1,5 @@
-//! Syscall numbers and names, from the `syscalls` crate's tables: the native
+//! Syscalls as the kernel side tells them apart ([`SyscallId`]: ABI and number), and
+//! their numbers and names, from the `syscalls` crate's tables: the native
 //! architecture's, and on x86_64 the i386 table for 32-bit (compat) syscalls, which are
 //! named `i386:NAME`. A number a table lacks is named as strace names it,
 //! `syscall_0x258`.
@@ -6,7 +7,50 @@
 use anyhow::{Result, bail};
 use syscalls::Sysno;
 
-use crate::collector::SyscallId;
+use syscost_common::{COMPAT_BASE, KEY_BIG_COMPAT, KEY_BIG_NATIVE, abi, syscall_key};
+
+/// A syscall as the kernel side tells them apart: its ABI and number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SyscallId {
+    /// The kernel side's key: the number for native syscalls with a key of their own,
+    /// `COMPAT_BASE + number` for compat ones, `KEY_BIG_*` for the others.
+    pub key: u32,
+    /// The syscall number the program passed.
+    pub nr: u64,
+}
+
+impl SyscallId {
+    /// A 64-bit (native) syscall.
+    pub fn native(nr: u64) -> Self {
+        Self::of(syscall_key(abi::NATIVE, nr), nr)
+    }
+
+    /// A 32-bit (compat) syscall.
+    pub fn compat(nr: u64) -> Self {
+        Self::of(syscall_key(abi::COMPAT, nr), nr)
+    }
+
+    /// The id of an entry's (key, number).
+    pub fn of(key: u32, nr: u64) -> Self {
+        let nr = match key {
+            KEY_BIG_NATIVE | KEY_BIG_COMPAT => nr,
+            k if k >= COMPAT_BASE => u64::from(k - COMPAT_BASE),
+            k => u64::from(k),
+        };
+        Self { key, nr }
+    }
+
+    /// Whether it is a 32-bit (compat) syscall.
+    pub fn is_compat(&self) -> bool {
+        self.key == KEY_BIG_COMPAT || (COMPAT_BASE..KEY_BIG_NATIVE).contains(&self.key)
+    }
+
+    /// Its name: the table's name, `syscall_0x...` for a number the table lacks (as
+    /// strace writes them), with `i386:` before compat ones.
+    pub fn name(&self) -> String {
+        name(self.is_compat(), self.nr)
+    }
+}
 
 /// Prefix of the names of 32-bit (compat) syscalls.
 pub const COMPAT_PREFIX: &str = "i386:";
@@ -101,6 +145,19 @@ fn closest(name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_name_numbers_of_every_kind() {
+        assert_eq!(SyscallId::native(3).name(), "close");
+        assert_eq!(SyscallId::native(600).name(), "syscall_0x258");
+        assert_eq!(SyscallId::native(5000).name(), "syscall_0x1388");
+        assert_eq!(SyscallId::native(5000).key, KEY_BIG_NATIVE);
+        assert_eq!(SyscallId::compat(64).name(), "i386:getppid");
+        assert_eq!(SyscallId::compat(700).name(), "i386:syscall_0x2bc");
+        assert_eq!(SyscallId::of(COMPAT_BASE + 64, 0), SyscallId::compat(64));
+        assert!(SyscallId::compat(700).is_compat() && !SyscallId::native(5000).is_compat());
+        assert!(SyscallId::native(600).key < syscost_common::NATIVE_KEYS);
+    }
 
     #[test]
     #[cfg(target_arch = "x86_64")]

@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, HashMap};
 use syscost_common::{TopKey, TopValue};
 
 use crate::{
-    collector::SyscallId,
     profile::{ProcessSyscall, ProcessTotals},
+    syscall_names::SyscallId,
 };
 
 /// What /proc says about a process, read once when it is first seen.

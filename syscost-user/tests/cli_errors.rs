@@ -212,9 +212,7 @@ fn report_rejects_bad_files() {
 #[test]
 fn diff_of_two_saved_profiles() {
     use syscost_user::{
-        collector::{Snapshot, SyscallId},
-        profile::Target,
-        report::json,
+        collector::Snapshot, profile::Target, report::json, syscall_names::SyscallId,
     };
     let profile = |reads: u64, eagain: u64| {
         let mut snap = Snapshot::empty();

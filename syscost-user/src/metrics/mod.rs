@@ -725,7 +725,7 @@ mod tests {
             ..Default::default()
         };
         row.syscalls.insert(
-            crate::collector::SyscallId::native(110),
+            crate::syscall_names::SyscallId::native(110),
             syscost_common::TopValue {
                 calls: 5,
                 errors: 1,

@@ -225,10 +225,7 @@ fn validate(p: &Profile) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        collector::{Snapshot, SyscallId},
-        profile::Target,
-    };
+    use crate::{collector::Snapshot, profile::Target, syscall_names::SyscallId};
 
     fn sample() -> Profile {
         let mut snap = Snapshot::empty();

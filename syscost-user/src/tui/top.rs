@@ -17,7 +17,7 @@ use ratatui::{
 use crate::{
     cgroup,
     cli::TopSort,
-    collector::SyscallId,
+    syscall_names::SyscallId,
     top::{self, ProcessRow},
     units::human_ns,
     untrusted::shown,

@@ -285,8 +285,8 @@ pub struct SlowArgs {
     /// Report each call at least this slow, with its arguments, fd and user stack: a
     /// threshold (`1ms`), thresholds per syscall (`close=50us,read=1ms`), or both
     /// (`1ms,close=50us`). Only those calls leave the kernel.
-    #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::parse_spec)]
-    pub slow: Option<crate::slow::SlowSpec>,
+    #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::spec::parse_spec)]
+    pub slow: Option<crate::slow::spec::SlowSpec>,
     /// With --slow: also the kernel stack where each slow call last blocked (a kernel
     /// stack walk at every blocking switch of a traced thread inside a call; needs the
     /// on-CPU split).

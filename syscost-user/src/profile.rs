@@ -39,7 +39,7 @@ pub struct Profile {
     pub slow_threshold: Option<String>,
     /// With `--slow`: the slow calls, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub slow_calls: Vec<crate::slow::SlowCall>,
+    pub slow_calls: Vec<SlowCall>,
     /// Slow calls the ring buffer had no room for (counted in the statistics, not
     /// reported one by one), and those received but not kept (beyond 100,000).
     #[serde(default)]
@@ -103,6 +103,74 @@ pub struct ProcessSyscall {
     pub total_ns: u64,
     pub offcpu_ns: u64,
 }
+
+/// One frame of a user stack.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Frame {
+    pub addr: u64,
+    /// The function, when the symbolizer found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// `file:line`, from DWARF when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// The binary or library it is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+}
+
+impl Frame {
+    /// Function, else module and address, else the address: exact (for JSON).
+    pub fn raw_label(&self) -> String {
+        match (&self.function, &self.module) {
+            (Some(f), _) => f.clone(),
+            (None, Some(m)) => format!("{m}+{:#x}", self.addr),
+            (None, None) => format!("{:#x}", self.addr),
+        }
+    }
+
+    /// [`Frame::raw_label`] as text outputs print it (the binary's symbols are the
+    /// traced program's to choose).
+    pub fn label(&self) -> String {
+        crate::untrusted::shown(&self.raw_label()).into_owned()
+    }
+}
+
+/// One slow call.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowCall {
+    /// CLOCK_MONOTONIC of the entry and the exit, ns.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub syscall: String,
+    pub latency_ns: u64,
+    /// Of the latency, switched out (blocked or preempted).
+    pub offcpu_ns: u64,
+    /// Return value (`-1` with `errno` on error, like strace).
+    pub ret: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<String>,
+    pub args: [u64; 6],
+    /// What the first argument named when the call was received, for syscalls whose
+    /// first argument is a file descriptor (`pipe:[1234]`, `socket:[99]`, a path): read
+    /// from /proc after the call, so the descriptor may have changed in between.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fd: Option<String>,
+    /// User stack, innermost first.
+    pub stack: Vec<Frame>,
+    /// With `--kernel-stacks`: the kernel stack where the call last blocked (innermost
+    /// first), when it blocked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_stack: Vec<Frame>,
+}
+
+/// Syscalls whose arguments cannot be read at their exit.
+pub const ARGS_UNKNOWN: &[&str] = &["execve", "execveat", "rt_sigreturn", "sigreturn"];
 
 /// The profiled process or command.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -49,7 +49,7 @@ pub struct TracerOptions {
     /// is every process not drilled into).
     pub pool_from_slot: u32,
     /// Send calls at least this slow through the `SLOW` ring buffer (`--slow`).
-    pub slow: Option<crate::slow::SlowSpec>,
+    pub slow: Option<crate::slow::spec::SlowThresholds>,
     /// With `slow`: take the kernel stack at each blocking switch inside a call.
     pub kernel_stacks: bool,
 }
@@ -194,8 +194,8 @@ impl Tracer {
             sizes = sizes.with_overrides(&spec)?;
         }
         let mut ebpf = load_object(&options, &layout, cgroup_walk, slots, &sizes)?;
-        if let Some(spec) = &options.slow {
-            let (keys, _) = spec.thresholds()?;
+        if let Some(slow) = &options.slow {
+            let keys = &slow.per_key;
             let mut thresholds: Array<&mut MapData, u64> =
                 Array::try_from(ebpf.map_mut("SLOW_NS").context("SLOW_NS map missing")?)?;
             for (k, t) in (0..).zip(keys) {
@@ -759,7 +759,7 @@ fn load_object(
     let slow_on = u32::from(options.slow.is_some());
     let kstacks = u32::from(options.slow.is_some() && options.kernel_stacks && options.offcpu);
     let slow_default = match &options.slow {
-        Some(spec) => spec.thresholds()?.1,
+        Some(slow) => slow.default,
         None => u64::MAX,
     };
     let (proc_mask, thread_mask) = (sizes.proc_slots - 1, sizes.thread_slots - 1);

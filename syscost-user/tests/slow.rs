@@ -57,7 +57,7 @@ fn exactly_the_slow_calls_with_fd_and_function() {
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 20_000);
     let by = |name: &str| p.slow_calls.iter().filter(|c| c.syscall == name).count();
-    let innermost = |c: &syscost_user::slow::SlowCall| {
+    let innermost = |c: &syscost_user::profile::SlowCall| {
         c.stack
             .first()
             .and_then(|f| f.function.clone())

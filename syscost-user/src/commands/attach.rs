@@ -67,7 +67,12 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             level: cg.level,
         }),
         top: args.per_process,
-        slow: args.slow_calls.slow.clone(),
+        slow: args
+            .slow_calls
+            .slow
+            .as_ref()
+            .map(crate::slow::spec::SlowSpec::thresholds)
+            .transpose()?,
         kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;
@@ -86,7 +91,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         &mut tracer,
         args.slow_calls.slow.as_ref(),
         !tui,
-        crate::slow::SlowLog::CAP,
+        crate::slow::reader::SlowLog::CAP,
     )?;
     let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
     let source = match &cgroup {

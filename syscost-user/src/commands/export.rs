@@ -63,7 +63,12 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         follow_forks: args.follow_forks,
         offcpu: !args.no_offcpu,
         slots: targets.len() as u32,
-        slow: args.slow_calls.slow.clone(),
+        slow: args
+            .slow_calls
+            .slow
+            .as_ref()
+            .map(crate::slow::spec::SlowSpec::thresholds)
+            .transpose()?,
         kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;
@@ -173,7 +178,12 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         auto,
         top,
         pool_from_slot,
-        slow: args.slow_calls.slow.clone(),
+        slow: args
+            .slow_calls
+            .slow
+            .as_ref()
+            .map(crate::slow::spec::SlowSpec::thresholds)
+            .transpose()?,
         kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;

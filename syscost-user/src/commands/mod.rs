@@ -80,14 +80,14 @@ fn bind_metrics(addr: Option<std::net::SocketAddr>) -> Result<Option<std::net::T
 /// `keep`: calls kept for the end.
 fn slow_reader(
     tracer: &mut crate::tracer::Tracer,
-    spec: Option<&crate::slow::SlowSpec>,
+    spec: Option<&crate::slow::spec::SlowSpec>,
     echo: bool,
     keep: usize,
-) -> Result<Option<crate::slow::Reader>> {
+) -> Result<Option<crate::slow::reader::Reader>> {
     if spec.is_none() {
         return Ok(None);
     }
-    Ok(Some(crate::slow::Reader::spawn(
+    Ok(Some(crate::slow::reader::Reader::spawn(
         tracer.take_slow_ring()?,
         echo,
         keep,
@@ -98,8 +98,8 @@ fn slow_reader(
 /// call sent has been read).
 fn add_slow(
     profile: &mut Profile,
-    spec: Option<&crate::slow::SlowSpec>,
-    reader: Option<crate::slow::Reader>,
+    spec: Option<&crate::slow::spec::SlowSpec>,
+    reader: Option<crate::slow::reader::Reader>,
 ) {
     if let (Some(spec), Some(reader)) = (spec, reader) {
         let (calls, evicted) = reader.finish();

@@ -67,7 +67,7 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
 }
 
 /// The slow calls of a saved profile, refusing a profile saved without `--slow`.
-fn slow_calls(args: &SlowViewArgs) -> Result<Vec<crate::slow::SlowCall>> {
+fn slow_calls(args: &SlowViewArgs) -> Result<Vec<crate::profile::SlowCall>> {
     let profile = json::read(&args.file)?;
     if profile.slow_threshold.is_none() {
         bail!(
@@ -94,7 +94,7 @@ fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
 /// ends in `.svg`.
 pub fn flame(args: &SlowViewArgs) -> Result<i32> {
     let calls = slow_calls(args)?;
-    let folded = crate::slow::folded(&calls);
+    let folded = crate::report::slow::folded(&calls);
     let svg = args
         .output
         .as_ref()
@@ -103,7 +103,7 @@ pub fn flame(args: &SlowViewArgs) -> Result<i32> {
         let title = format!("slow calls of {} (time in us)", args.file.display());
         write_out(
             args.output.as_deref(),
-            &crate::slow::flame_svg(&folded, &title)?,
+            &crate::report::slow::flame_svg(&folded, &title)?,
         )?;
     } else {
         write_out(args.output.as_deref(), folded.as_bytes())?;
@@ -116,7 +116,7 @@ pub fn trace(args: &SlowViewArgs) -> Result<i32> {
     let calls = slow_calls(args)?;
     write_out(
         args.output.as_deref(),
-        crate::slow::trace_json(&calls)?.as_bytes(),
+        crate::report::slow::trace_json(&calls)?.as_bytes(),
     )?;
     Ok(0)
 }

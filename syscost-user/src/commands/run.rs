@@ -32,7 +32,12 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         follow_forks: true,
         offcpu: !args.no_offcpu,
         slots: 1,
-        slow: args.slow_calls.slow.clone(),
+        slow: args
+            .slow_calls
+            .slow
+            .as_ref()
+            .map(crate::slow::spec::SlowSpec::thresholds)
+            .transpose()?,
         kernel_stacks: args.slow_calls.kernel_stacks,
         ..Default::default()
     })?;
@@ -54,7 +59,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         &mut tracer,
         args.slow_calls.slow.as_ref(),
         true,
-        crate::slow::SlowLog::CAP,
+        crate::slow::reader::SlowLog::CAP,
     )?;
     let comm = process::exec_comm(&program);
     let child = spawn_stopped(&program, &args.command)?;

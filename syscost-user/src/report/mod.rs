@@ -2,4 +2,5 @@
 
 pub mod diff;
 pub mod json;
+pub mod slow;
 pub mod strace_table;

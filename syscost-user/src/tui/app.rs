@@ -132,7 +132,7 @@ pub struct Sample {
     /// Calls in progress for longer than [`STUCK_AFTER`], longest first.
     pub stuck: Vec<StuckCall>,
     /// With `--slow`: the latest slow calls, newest first.
-    pub slow: Option<Vec<crate::slow::SlowCall>>,
+    pub slow: Option<Vec<crate::profile::SlowCall>>,
     /// Slow calls received so far.
     pub slow_received: u64,
 }
@@ -178,7 +178,7 @@ pub struct App {
     /// The slow calls' view (`l`, with `--slow`).
     pub show_slow: bool,
     /// The latest slow calls, newest first (`None` without `--slow`).
-    pub slow: Option<Vec<crate::slow::SlowCall>>,
+    pub slow: Option<Vec<crate::profile::SlowCall>>,
     pub slow_received: u64,
     pub exited: bool,
     /// Entered from `syscost top`: Esc goes back to it.

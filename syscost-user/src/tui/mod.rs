@@ -44,7 +44,7 @@ pub struct LiveOptions {
     /// A cgroup's directory: its threads (and its descendants') are the ones shown.
     pub cgroup_dir: Option<std::path::PathBuf>,
     /// With `--slow`: the slow calls received, for the `l` view.
-    pub slow_log: Option<std::sync::Arc<std::sync::Mutex<crate::slow::SlowLog>>>,
+    pub slow_log: Option<std::sync::Arc<std::sync::Mutex<crate::slow::reader::SlowLog>>>,
 }
 
 static TERMINATE: AtomicBool = AtomicBool::new(false);
@@ -66,7 +66,7 @@ impl Drop for TerminalGuard {
 struct Feed {
     pid: u32,
     slot: u32,
-    slow_log: Option<std::sync::Arc<std::sync::Mutex<crate::slow::SlowLog>>>,
+    slow_log: Option<std::sync::Arc<std::sync::Mutex<crate::slow::reader::SlowLog>>>,
     cgroup_dir: Option<std::path::PathBuf>,
     attached: Instant,
     series: Series,

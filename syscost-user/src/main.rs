@@ -24,7 +24,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench(args),
         Command::Floor { variant } => commands::floor(variant),
         Command::RefreshCost { pid, refreshes } => commands::refresh_cost(*pid, *refreshes),
-        Command::Compare(args) => syscost_user::bench::compare::compare(args),
+        Command::Compare(args) => commands::compare(args),
         Command::Lab(lab) => commands::lab::lab(lab),
         Command::Demo(args) => commands::demo::demo(args),
         Command::Doctor => commands::doctor::doctor(),

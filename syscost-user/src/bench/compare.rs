@@ -212,7 +212,8 @@ struct CompareJson {
     latency: Vec<LatencyRow>,
 }
 
-pub fn compare(args: &CompareArgs) -> Result<i32> {
+/// `syscost compare`: the text (or JSON) to print.
+pub fn compare(args: &CompareArgs) -> Result<String> {
     if args.rounds == 0 {
         bail!("--rounds must be at least 1");
     }
@@ -275,8 +276,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
             wall_secs: wall,
             latency,
         };
-        super::super::commands::print_json(&serde_json::to_string_pretty(&j)?);
-        return Ok(0);
+        return Ok(serde_json::to_string_pretty(&j)?);
     }
     let mut out = String::new();
     for s in &skipped {
@@ -307,8 +307,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
             out.push_str(&render_latency(&latency));
         }
     }
-    super::super::commands::print_json(&out);
-    Ok(0)
+    Ok(out)
 }
 
 type RoundsResult = (Vec<CompareRow>, Vec<(Way, f64)>, Vec<LatencyRow>);

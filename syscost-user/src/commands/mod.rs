@@ -145,6 +145,12 @@ pub fn bench(args: &crate::cli::BenchArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// `syscost compare`.
+pub fn compare(args: &crate::cli::CompareArgs) -> Result<i32> {
+    print_json(&crate::bench::compare::compare(args)?);
+    Ok(0)
+}
+
 /// `syscost man DIR`: the manual pages generated from the command-line definitions:
 /// `syscost.1` and `syscost-COMMAND.1` for each visible command.
 pub fn man_pages(dir: &Path) -> Result<i32> {

@@ -134,6 +134,68 @@ pub fn pid_max() -> Result<u32> {
         .context("cannot parse /proc/sys/kernel/pid_max")
 }
 
+/// What /proc says about a process, read once when it is first seen.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcInfo {
+    pub comm: String,
+    /// Its cgroup v2 path ("" when unknown).
+    pub cgroup: String,
+    /// The name was read from /proc (the process was alive then); otherwise it is what
+    /// the kernel side kept, or "?".
+    pub from_proc: bool,
+}
+
+impl ProcInfo {
+    /// What the kernel side kept of an exited process (its comm at its last exec, and
+    /// its cgroup's id).
+    pub fn of_record(
+        r: &syscost_common::ProcRecord,
+        names: &mut crate::cgroup::CgroupNames,
+    ) -> Self {
+        let end = r.comm.iter().position(|&b| b == 0).unwrap_or(r.comm.len());
+        Self {
+            comm: crate::untrusted::decode(&r.comm[..end]),
+            cgroup: names
+                .path_of(r.cgroup_id)
+                .unwrap_or_else(|| "?".to_string()),
+            from_proc: false,
+        }
+    }
+
+    /// Reads /proc/PID, falling back on what the kernel side kept (comm and cgroup id
+    /// when it was first seen) for a process that has gone.
+    pub fn read(
+        pid: u32,
+        kernel: Option<(String, u64)>,
+        names: &mut crate::cgroup::CgroupNames,
+    ) -> Self {
+        let comm = crate::process::comm_of(pid);
+        let cgroup = crate::cgroup::of_process(pid);
+        let (kcomm, kid) = match kernel {
+            Some((c, id)) => (Some(c), Some(id)),
+            None => (None, None),
+        };
+        Self {
+            from_proc: comm.is_some(),
+            comm: comm.or(kcomm).unwrap_or_else(|| "?".to_string()),
+            cgroup: cgroup
+                .or_else(|| kid.and_then(|id| names.path_of(id)))
+                .unwrap_or_else(|| "?".to_string()),
+        }
+    }
+}
+
+/// Whether process `pid` exists (a zombie still does: its last syscall may not be read
+/// yet): /proc/PID is there and is a process, not a thread of another one reusing the
+/// number.
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Tgid:"))
+            .is_some_and(|t| t.trim() == pid.to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

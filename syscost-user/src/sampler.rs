@@ -28,8 +28,9 @@ use syscost_common::{ExitRecord, KEY_FORK_CHILD, KEY_NONE, StatsEntry, ThreadSlo
 
 use crate::{
     collector::Snapshot,
+    process::{self, ProcInfo},
+    process_table::{PendingSteps, ProcessRow, ProcessTable, TopStep},
     syscall_names::SyscallId,
-    top::{self, Machine, ProcInfo, ProcessRow, TopStep},
     tracer::{RunTimeStats, Tracer},
 };
 
@@ -218,10 +219,10 @@ pub struct Sampler {
     frozen: Option<Vec<Snapshot>>,
     own_cost: OwnCost,
     /// The per-process figures (`syscost top`, `export --top`, `--per-process`).
-    machine: Machine,
+    table: ProcessTable,
     /// Steps read by [`Sampler::top_tick`] and not yet handed out (only when a view
     /// takes steps: `top`).
-    pending: top::PendingSteps,
+    pending: PendingSteps,
     steps_wanted: bool,
     top_read_at: Instant,
     names_cleaned_at: Instant,
@@ -248,8 +249,8 @@ impl Sampler {
             last: HashMap::new(),
             frozen: None,
             own_cost: OwnCost::new(run_stats),
-            machine: Machine::new(true),
-            pending: top::PendingSteps::default(),
+            table: ProcessTable::new(true),
+            pending: PendingSteps::default(),
             steps_wanted: false,
             top_read_at: Instant::now(),
             names_cleaned_at: Instant::now(),
@@ -284,7 +285,7 @@ impl Sampler {
             drop(item);
             let finals = tracer.take_final(&r)?;
             let info = ProcInfo::of_record(&r.info, &mut self.cgroup_names);
-            let step = self.machine.exit(r.tgid, info, &finals);
+            let step = self.table.exit(r.tgid, info, &finals);
             if self.steps_wanted {
                 self.pending.absorb(step);
             }
@@ -364,7 +365,7 @@ impl Sampler {
     /// No per-process totals since the start (`export --top`, which runs for days and
     /// only needs the steps).
     pub fn without_top_totals(mut self) -> Self {
-        self.machine = Machine::new(false);
+        self.table = ProcessTable::new(false);
         self
     }
 
@@ -410,11 +411,11 @@ impl Sampler {
         let table = tracer.top_table()?;
         let t = &*tracer;
         let names = &mut self.cgroup_names;
-        let step = self.machine.step(
+        let step = self.table.step(
             &table,
-            top::alive,
+            process::alive,
             |pid| ProcInfo::read(pid, t.process_name(pid), names),
-            top::thread_count,
+            |pid| process::thread_count(pid) as u32,
         );
         tracer.forget_top(&step.forget)?;
         // A process the step found gone has been reaped, so its exit record is there
@@ -429,19 +430,19 @@ impl Sampler {
         // Names of processes gone without a call in the table (killed while blocked).
         if self.names_cleaned_at.elapsed() >= Duration::from_secs(10) {
             self.names_cleaned_at = Instant::now();
-            tracer.forget_names(|pid| !top::alive(pid))?;
+            tracer.forget_names(|pid| !process::alive(pid))?;
         }
         Ok(())
     }
 
     /// Per-process totals since the start (or [`Sampler::reset_top`]).
     pub fn top_totals(&self) -> Vec<ProcessRow> {
-        self.machine.totals()
+        self.table.totals()
     }
 
     /// Starts the per-process totals again.
     pub fn reset_top(&mut self) {
-        self.machine.reset();
+        self.table.reset();
     }
 
     /// `syscost top`'s drill-down: process `tgid`'s calls also get full statistics (in
@@ -450,7 +451,7 @@ impl Sampler {
         // No steps are kept while drilled (the totals are): the top view takes one
         // afresh when it comes back.
         self.steps_wanted = tgid == 0;
-        self.pending = top::PendingSteps::default();
+        self.pending = PendingSteps::default();
         match self.tracer.as_mut() {
             Some(t) => t.drill(tgid),
             None => Ok(()),

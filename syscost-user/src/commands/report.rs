@@ -16,7 +16,8 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     // A top file's rows as `top` prints them at the end (its `dropped` counts
     // process-syscall pairs, as there).
     if profile.features.iter().any(|f| f == "top") {
-        let rows: Vec<crate::top::ProcessRow> = profile.processes.iter().map(Into::into).collect();
+        let rows: Vec<crate::process_table::ProcessRow> =
+            profile.processes.iter().map(Into::into).collect();
         out += "\n";
         out += &super::top::render_totals(
             "by process",

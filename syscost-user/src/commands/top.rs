@@ -17,9 +17,9 @@ use crate::{
     cgroup,
     cli::{TopArgs, TopSort, seconds},
     process,
+    process_table::ProcessRow,
     profile::{ProcessTotals, TOP_SCHEMA, TopDocument},
     sampler::{Sampler, SharedSampler},
-    top::ProcessRow,
     tracer::{Auto, Tracer, TracerOptions},
     tui::{self, LiveOptions, top::TopView},
     untrusted,
@@ -401,7 +401,7 @@ mod tests {
             ..Default::default()
         };
         r.syscalls.insert(
-            crate::top::top_id(&TopKey { tgid: pid, key: 39 }),
+            crate::process_table::top_id(&TopKey { tgid: pid, key: 39 }),
             TopValue {
                 calls,
                 errors: 0,

@@ -6,6 +6,7 @@
 //! buckets at powers of two, where the log-linear edges fall exactly, so every count
 //! lands in the right bucket (see [`classic_buckets`]).
 
+pub mod series;
 pub mod server;
 
 use std::time::Instant;
@@ -20,9 +21,9 @@ use prometheus_client::{
 
 use crate::{
     latency::Bucket,
+    metrics::series::{BoundedSeries, OwnSeries},
     profile::{Profile, SyscallProfile, Target},
     sampler::SharedSampler,
-    top::{BoundedSeries, OwnSeries},
 };
 
 /// The content type of the exposition.
@@ -561,7 +562,7 @@ fn feed(sampler: &mut crate::sampler::Sampler, top: &mut TopSeries) -> Result<()
     );
     if let Some(c) = top.cgroups.as_mut() {
         c.add(
-            &crate::top::by_cgroup(&step.interval),
+            &crate::process_table::sums::by_cgroup(&step.interval),
             |r| r.cgroup.clone(),
             |r| vec![("cgroup", r.cgroup.clone())],
             &[],
@@ -717,8 +718,8 @@ mod tests {
 
     #[test]
     fn bounded_series_in_the_exposition() {
-        let mut b = crate::top::BoundedSeries::new(1);
-        let mut row = crate::top::ProcessRow {
+        let mut b = crate::metrics::series::BoundedSeries::new(1);
+        let mut row = crate::process_table::ProcessRow {
             pid: 42,
             comm: "app".into(),
             cgroup: "/x".into(),
@@ -733,7 +734,7 @@ mod tests {
                 offcpu_ns: 500_000_000,
             },
         );
-        let other = crate::top::ProcessRow {
+        let other = crate::process_table::ProcessRow {
             pid: 43,
             ..row.clone()
         };

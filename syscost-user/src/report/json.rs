@@ -488,7 +488,7 @@ mod tests {
     /// What `top` writes, its reader reads: the same processes, and the sums of them.
     #[test]
     fn top_files_as_written_read_back() {
-        use crate::top::ProcessRow;
+        use crate::process_table::ProcessRow;
         let mut row = ProcessRow {
             pid: 7,
             comm: "w".into(),

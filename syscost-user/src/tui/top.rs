@@ -17,8 +17,8 @@ use ratatui::{
 use crate::{
     cgroup,
     cli::TopSort,
+    process_table::{ProcessRow, sums},
     syscall_names::SyscallId,
-    top::{self, ProcessRow},
     units::human_ns,
     untrusted::shown,
 };
@@ -109,7 +109,7 @@ impl TopView {
     /// The process (or cgroup) rows shown, filtered and sorted.
     pub fn process_rows(&self) -> Vec<ProcessRow> {
         let mut rows = match self.mode {
-            Mode::Cgroups => top::by_cgroup(&self.rows),
+            Mode::Cgroups => sums::by_cgroup(&self.rows),
             _ => self.rows.clone(),
         };
         let f = self.filter.to_lowercase();
@@ -132,9 +132,9 @@ impl TopView {
     }
 
     /// The syscall rows: each syscall summed over processes, with the processes.
-    pub fn syscall_rows(&self) -> Vec<top::SyscallRow> {
+    pub fn syscall_rows(&self) -> Vec<sums::SyscallRow> {
         let f = self.filter.to_lowercase();
-        let mut rows = top::by_syscall(&self.rows);
+        let mut rows = sums::by_syscall(&self.rows);
         rows.retain(|(id, _, _)| f.is_empty() || id.name().contains(&f));
         if self.reverse {
             rows.reverse();
@@ -142,8 +142,8 @@ impl TopView {
         rows
     }
 
-    fn syscall_process_rows(&self, id: SyscallId) -> Vec<top::ProcessShare> {
-        top::by_syscall(&self.rows)
+    fn syscall_process_rows(&self, id: SyscallId) -> Vec<sums::ProcessShare> {
+        sums::by_syscall(&self.rows)
             .into_iter()
             .find(|(i, _, _)| *i == id)
             .map(|(_, _, p)| p)
@@ -536,7 +536,7 @@ mod tests {
             ..Default::default()
         };
         r.syscalls.insert(
-            top::top_id(&TopKey { tgid: pid, key }),
+            crate::process_table::top_id(&TopKey { tgid: pid, key }),
             TopValue {
                 calls,
                 errors: calls / 10,

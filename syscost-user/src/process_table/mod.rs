@@ -1,7 +1,8 @@
 //! The machine's processes as `syscost top`, `export --top` and `--per-process` show
 //! them: the kernel's per-(process, syscall) table turned into per-process intervals and
-//! totals. Pure apart from the /proc reads of [`ProcInfo::read`]; the sampler feeds it
-//! copies of the table and deletes what it says is finished.
+//! totals. Pure: the sampler feeds it copies of the table (and what /proc says of each process,
+//! [`crate::process::ProcInfo`]) and deletes what it says is finished. `sums` adds rows up
+//! by cgroup and by syscall.
 //!
 //! Counting rule: the table holds cumulative figures per process and syscall; each
 //! step takes the difference with the previous copy (never negative: a figure copied
@@ -12,65 +13,17 @@
 //! found gone from /proc at a step, which counts its final difference and deletes its
 //! keys the same way.
 
+pub mod sums;
+
 use std::collections::{BTreeMap, HashMap};
 
 use syscost_common::{TopKey, TopValue};
 
 use crate::{
+    process::ProcInfo,
     profile::{ProcessSyscall, ProcessTotals},
     syscall_names::SyscallId,
 };
-
-/// What /proc says about a process, read once when it is first seen.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProcInfo {
-    pub comm: String,
-    /// Its cgroup v2 path ("" when unknown).
-    pub cgroup: String,
-    /// The name was read from /proc (the process was alive then); otherwise it is what
-    /// the kernel side kept, or "?".
-    pub from_proc: bool,
-}
-
-impl ProcInfo {
-    /// What the kernel side kept of an exited process (its comm at its last exec, and
-    /// its cgroup's id).
-    pub fn of_record(
-        r: &syscost_common::ProcRecord,
-        names: &mut crate::cgroup::CgroupNames,
-    ) -> Self {
-        let end = r.comm.iter().position(|&b| b == 0).unwrap_or(r.comm.len());
-        Self {
-            comm: crate::untrusted::decode(&r.comm[..end]),
-            cgroup: names
-                .path_of(r.cgroup_id)
-                .unwrap_or_else(|| "?".to_string()),
-            from_proc: false,
-        }
-    }
-
-    /// Reads /proc/PID, falling back on what the kernel side kept (comm and cgroup id
-    /// when it was first seen) for a process that has gone.
-    pub fn read(
-        pid: u32,
-        kernel: Option<(String, u64)>,
-        names: &mut crate::cgroup::CgroupNames,
-    ) -> Self {
-        let comm = crate::process::comm_of(pid);
-        let cgroup = crate::cgroup::of_process(pid);
-        let (kcomm, kid) = match kernel {
-            Some((c, id)) => (Some(c), Some(id)),
-            None => (None, None),
-        };
-        Self {
-            from_proc: comm.is_some(),
-            comm: comm.or(kcomm).unwrap_or_else(|| "?".to_string()),
-            cgroup: cgroup
-                .or_else(|| kid.and_then(|id| names.path_of(id)))
-                .unwrap_or_else(|| "?".to_string()),
-        }
-    }
-}
 
 /// One process's figures over some period.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -110,7 +63,8 @@ impl ProcessRow {
             .map(|(id, v)| (*id, v.total_ns))
     }
 
-    fn add(&mut self, id: SyscallId, v: &TopValue) {
+    /// Adds figures of syscall `id`.
+    pub fn add(&mut self, id: SyscallId, v: &TopValue) {
         let e = self.syscalls.entry(id).or_default();
         *e = add(*e, v);
     }
@@ -174,7 +128,8 @@ impl From<&ProcessTotals> for ProcessRow {
     }
 }
 
-fn add(a: TopValue, b: &TopValue) -> TopValue {
+/// The sum of two figures.
+pub fn add(a: TopValue, b: &TopValue) -> TopValue {
     TopValue {
         calls: a.calls + b.calls,
         errors: a.errors + b.errors,
@@ -249,7 +204,7 @@ impl PendingSteps {
 
 /// The per-process state between steps.
 #[derive(Debug)]
-pub struct Machine {
+pub struct ProcessTable {
     /// Keep totals since the start (not for `export --top`, which runs for days and
     /// only needs the steps).
     keep_totals: bool,
@@ -266,7 +221,7 @@ pub struct Machine {
     known: HashMap<u32, ProcInfo>,
 }
 
-impl Machine {
+impl ProcessTable {
     /// The next step from a copy of the kernel's table. `alive(pid)`: whether the
     /// process still exists; `info(pid)`: its name and cgroup now (asked for each
     /// process with calls in the step, so an exec or a cgroup move shows);
@@ -463,187 +418,6 @@ pub fn top_id(k: &TopKey) -> SyscallId {
     SyscallId::of(k.key, u64::MAX)
 }
 
-/// Threads of a process now, from /proc/PID/status.
-pub fn thread_count(pid: u32) -> u32 {
-    crate::process::thread_count(pid) as u32
-}
-
-/// Whether process `pid` exists (a zombie still does: its last syscall may not be read
-/// yet): /proc/PID is there and is a process, not a thread of another one reusing the
-/// number.
-pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Tgid:"))
-            .is_some_and(|t| t.trim() == pid.to_string())
-    })
-}
-
-/// Rows summed by cgroup (the pid of each is 0, the comm the cgroup's short name).
-pub fn by_cgroup(rows: &[ProcessRow]) -> Vec<ProcessRow> {
-    let mut out: BTreeMap<String, ProcessRow> = BTreeMap::new();
-    for r in rows {
-        let g = out.entry(r.cgroup.clone()).or_insert_with(|| ProcessRow {
-            comm: crate::cgroup::short(&r.cgroup),
-            cgroup: r.cgroup.clone(),
-            ..Default::default()
-        });
-        g.threads += r.threads;
-        for (id, v) in &r.syscalls {
-            g.add(*id, v);
-        }
-    }
-    out.into_values().collect()
-}
-
-/// One process's part of a syscall: pid, comm, figures.
-pub type ProcessShare = (u32, String, TopValue);
-/// A syscall summed over processes, with the processes making it.
-pub type SyscallRow = (SyscallId, TopValue, Vec<ProcessShare>);
-
-/// Rows summed by syscall: for each syscall, the processes making it (`syscall ->
-/// processes`), most time first.
-pub fn by_syscall(rows: &[ProcessRow]) -> Vec<SyscallRow> {
-    let mut out: BTreeMap<SyscallId, (TopValue, Vec<ProcessShare>)> = BTreeMap::new();
-    for r in rows {
-        for (id, v) in &r.syscalls {
-            let e = out.entry(*id).or_default();
-            e.0 = add(e.0, v);
-            e.1.push((r.pid, r.comm.clone(), *v));
-        }
-    }
-    let mut v: Vec<_> = out
-        .into_iter()
-        .map(|(id, (sum, mut procs))| {
-            procs.sort_by_key(|p| std::cmp::Reverse(p.2.total_ns));
-            (id, sum, procs)
-        })
-        .collect();
-    v.sort_by_key(|(id, s, _)| (std::cmp::Reverse(s.total_ns), *id));
-    v
-}
-
-/// How long an exited process keeps its series, so that a scrape sees its last counts;
-/// it holds its place among the N meanwhile.
-pub const LINGER: std::time::Duration = std::time::Duration::from_secs(30);
-/// How long a series without calls keeps its place (a cgroup emptied, a process asleep).
-pub const IDLE: std::time::Duration = std::time::Duration::from_secs(300);
-
-/// Counter series of at most `n` processes (or cgroups) plus one `other`, for the
-/// metrics endpoint. Every series only grows: a process gets a series of its own when
-/// it is among the busiest of an interval (by time in syscalls) while fewer than `n`
-/// have one, and counts from that moment; it keeps it while it makes calls, for
-/// [`LINGER`] after it exits, and for [`IDLE`] without calls. Whatever has no series of
-/// its own is added to `other`. A series whose labels change (an exec, a pid taken by
-/// another program) starts again as a new series.
-#[derive(Debug)]
-pub struct BoundedSeries {
-    n: usize,
-    own: BTreeMap<String, OwnSeries>,
-    other: BTreeMap<SyscallId, TopValue>,
-}
-
-/// One series set with its own labels.
-#[derive(Clone, Debug)]
-pub struct OwnSeries {
-    pub labels: Vec<(&'static str, String)>,
-    pub syscalls: BTreeMap<SyscallId, TopValue>,
-    gone_at: Option<std::time::Instant>,
-    active_at: std::time::Instant,
-}
-
-impl BoundedSeries {
-    pub fn new(n: usize) -> Self {
-        Self {
-            n,
-            own: BTreeMap::new(),
-            other: BTreeMap::new(),
-        }
-    }
-
-    /// Adds one interval's rows; `id` names a row (its series key) and `labels` labels
-    /// it; `ended`: keys that will not come back (processes that exited).
-    pub fn add(
-        &mut self,
-        rows: &[ProcessRow],
-        id: impl Fn(&ProcessRow) -> String,
-        labels: impl Fn(&ProcessRow) -> Vec<(&'static str, String)>,
-        ended: &[String],
-        now: std::time::Instant,
-    ) {
-        for key in ended {
-            if let Some(s) = self.own.get_mut(key) {
-                s.gone_at.get_or_insert(now);
-            }
-        }
-        self.own.retain(|_, s| {
-            s.gone_at.is_none_or(|t| now.duration_since(t) < LINGER)
-                && now.duration_since(s.active_at) < IDLE
-        });
-        let mut ranked: Vec<&ProcessRow> = rows.iter().collect();
-        ranked.sort_by_key(|r| (std::cmp::Reverse(r.total_ns()), r.pid, r.cgroup.clone()));
-        for r in ranked {
-            let key = id(r);
-            let gone = ended.contains(&key);
-            let l = labels(r);
-            // At its exit a process's name may come from what the kernel kept: its
-            // series keeps the labels it had.
-            if let Some(s) = self.own.get_mut(&key)
-                && s.labels != l
-                && !gone
-            {
-                // Another program under this key now: a new series.
-                *s = OwnSeries {
-                    labels: l.clone(),
-                    syscalls: BTreeMap::new(),
-                    gone_at: None,
-                    active_at: now,
-                };
-            }
-            if !self.own.contains_key(&key) && self.own.len() < self.n && !gone {
-                self.own.insert(
-                    key.clone(),
-                    OwnSeries {
-                        labels: l,
-                        syscalls: BTreeMap::new(),
-                        gone_at: None,
-                        active_at: now,
-                    },
-                );
-            }
-            let target = match self.own.get_mut(&key) {
-                Some(s) => {
-                    s.active_at = now;
-                    if gone {
-                        s.gone_at.get_or_insert(now);
-                    }
-                    &mut s.syscalls
-                }
-                None => &mut self.other,
-            };
-            for (sid, v) in &r.syscalls {
-                let e = target.entry(*sid).or_default();
-                *e = add(*e, v);
-            }
-        }
-    }
-
-    /// Every series: the own ones, then `other` (labelled `other_labels`) if it counted
-    /// anything.
-    pub fn series(&self, other_labels: Vec<(&'static str, String)>) -> Vec<OwnSeries> {
-        let mut v: Vec<OwnSeries> = self.own.values().cloned().collect();
-        if !self.other.is_empty() {
-            v.push(OwnSeries {
-                labels: other_labels,
-                syscalls: self.other.clone(),
-                gone_at: None,
-                active_at: std::time::Instant::now(),
-            });
-        }
-        v
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -671,7 +445,7 @@ mod tests {
 
     #[test]
     fn a_copy_made_mid_update_loses_nothing() {
-        let mut m = Machine::new(true);
+        let mut m = ProcessTable::new(true);
         let info = |_| ProcInfo::default();
         // Errors written before calls: a copy can show one error too many, and time
         // switched out above the total.
@@ -691,7 +465,7 @@ mod tests {
 
     #[test]
     fn steps_count_each_call_once_and_forget_the_dead() {
-        let mut m = Machine::new(true);
+        let mut m = ProcessTable::new(true);
         let info = |pid| ProcInfo {
             comm: format!("p{pid}"),
             cgroup: "/a".into(),
@@ -789,7 +563,7 @@ mod tests {
             from_proc: false,
         };
         for (seen_alive, step_between) in [(true, false), (true, true), (false, true)] {
-            let mut m = Machine::new(true);
+            let mut m = ProcessTable::new(true);
             if seen_alive {
                 m.step(&[(k(7, 39), v(10, 1, 100, 0))], |_| true, info, |_| 1);
             }
@@ -827,7 +601,7 @@ mod tests {
     /// (so /proc gave none) is named from its exit record, not "?".
     #[test]
     fn a_name_proc_could_not_give_comes_from_the_record() {
-        let mut m = Machine::new(true);
+        let mut m = ProcessTable::new(true);
         let unread = |_| ProcInfo {
             comm: "?".into(),
             cgroup: "?".into(),
@@ -849,7 +623,7 @@ mod tests {
     /// under the name /proc gave while it lived.
     #[test]
     fn a_process_gone_without_a_record_keeps_its_name() {
-        let mut m = Machine::new(true);
+        let mut m = ProcessTable::new(true);
         let proc_says = std::cell::Cell::new("app");
         let info = |_| ProcInfo {
             comm: proc_says.get().into(),
@@ -866,187 +640,5 @@ mod tests {
             ("app", 3)
         );
         assert_eq!(m.totals()[0].comm, "app");
-    }
-
-    /// A series without calls keeps its place for IDLE, and then gives it to the next
-    /// busiest; a series whose labels change under the same key (an exec, a pid taken
-    /// by another program) starts again as a new series of its own, and the old
-    /// program's counts are not carried into it.
-    #[test]
-    fn bounded_series_end_when_idle_and_start_again_on_a_new_name() {
-        let t0 = std::time::Instant::now();
-        let at = |s: u64| t0 + std::time::Duration::from_secs(s);
-        let row = |pid: u32, comm: &str, calls: u64| {
-            let mut r = ProcessRow {
-                pid,
-                comm: comm.into(),
-                ..Default::default()
-            };
-            if calls > 0 {
-                r.add(top_id(&k(pid, 39)), &v(calls, 0, calls * 100, 0));
-            }
-            r
-        };
-        let id = |r: &ProcessRow| r.pid.to_string();
-        let labels = |r: &ProcessRow| vec![("pid", r.pid.to_string()), ("comm", r.comm.clone())];
-        let series = |b: &BoundedSeries| -> Vec<(String, String, u64)> {
-            b.series(vec![("pid", "other".into()), ("comm", String::new())])
-                .iter()
-                .map(|s| {
-                    (
-                        s.labels[0].1.clone(),
-                        s.labels[1].1.clone(),
-                        s.syscalls.values().map(|v| v.calls).sum(),
-                    )
-                })
-                .collect()
-        };
-        let mut b = BoundedSeries::new(1);
-        b.add(&[row(1, "app", 10)], id, labels, &[], at(0));
-        // Without calls (no row in the interval) for less than IDLE: kept, and the busy
-        // newcomer goes to other.
-        b.add(&[row(2, "job", 7)], id, labels, &[], at(299));
-        assert_eq!(
-            series(&b),
-            vec![
-                ("1".into(), "app".into(), 10),
-                ("other".into(), String::new(), 7)
-            ]
-        );
-        // IDLE without calls: the place goes to the busiest of the interval.
-        b.add(&[row(2, "job", 3)], id, labels, &[], at(300));
-        assert_eq!(
-            series(&b),
-            vec![
-                ("2".into(), "job".into(), 3),
-                ("other".into(), String::new(), 7)
-            ]
-        );
-        // pid 2 execs another program: a new series under the new name, from zero.
-        b.add(&[row(2, "worker", 4)], id, labels, &[], at(301));
-        assert_eq!(
-            series(&b),
-            vec![
-                ("2".into(), "worker".into(), 4),
-                ("other".into(), String::new(), 7)
-            ]
-        );
-        // Calls keep it: the idle clock starts again at each.
-        b.add(&[row(2, "worker", 1)], id, labels, &[], at(600));
-        b.add(&[row(3, "x", 9)], id, labels, &[], at(899));
-        assert_eq!(series(&b)[0], ("2".into(), "worker".into(), 5));
-    }
-
-    #[test]
-    fn bounded_series_keep_their_counters_growing() {
-        let t0 = std::time::Instant::now();
-        let row = |pid: u32, calls: u64, exited: bool| {
-            let mut r = ProcessRow {
-                pid,
-                comm: format!("p{pid}"),
-                exited,
-                ..Default::default()
-            };
-            r.add(top_id(&k(pid, 39)), &v(calls, 0, calls * 100, 0));
-            r
-        };
-        let mut b = BoundedSeries::new(2);
-        let id = |r: &ProcessRow| r.pid.to_string();
-        let labels = |r: &ProcessRow| vec![("pid", r.pid.to_string())];
-        let ended = |rows: &[ProcessRow]| -> Vec<String> {
-            rows.iter()
-                .filter(|r| r.exited)
-                .map(|r| r.pid.to_string())
-                .collect()
-        };
-        let total = |b: &BoundedSeries| -> u64 {
-            b.series(vec![("pid", "other".into())])
-                .iter()
-                .flat_map(|s| s.syscalls.values())
-                .map(|v| v.calls)
-                .sum()
-        };
-        // 200 short-lived processes and two busy ones: at most 2 + 1 series, and every
-        // call counted once.
-        let mut expected = 0;
-        let mut previous: HashMap<String, u64> = HashMap::new();
-        for i in 0..200u32 {
-            let rows = [row(1, 50, false), row(2, 40, false), row(1000 + i, 1, true)];
-            expected += 91;
-            b.add(
-                &rows,
-                id,
-                labels,
-                &ended(&rows),
-                t0 + std::time::Duration::from_secs(u64::from(i)),
-            );
-            let series = b.series(vec![("pid", "other".into())]);
-            assert!(series.len() <= 3, "{} series", series.len());
-            assert_eq!(total(&b), expected);
-            for s in series {
-                let n: u64 = s.syscalls.values().map(|v| v.calls).sum();
-                let key = s.labels[0].1.clone();
-                assert!(
-                    n >= previous.get(&key).copied().unwrap_or(0),
-                    "{key} went back"
-                );
-                previous.insert(key, n);
-            }
-        }
-        let names: Vec<String> = b
-            .series(vec![("pid", "other".into())])
-            .iter()
-            .map(|s| s.labels[0].1.clone())
-            .collect();
-        assert_eq!(names, vec!["1", "2", "other"]);
-        // When one exits, its series lingers, then its place goes to the next busiest.
-        let now = t0 + std::time::Duration::from_secs(300);
-        let rows = [row(2, 1, true), row(3, 5, false)];
-        b.add(&rows, id, labels, &ended(&rows), now);
-        assert_eq!(
-            b.series(vec![("pid", "other".into())]).len(),
-            3,
-            "2 lingers, 3 goes to other"
-        );
-        b.add(&[row(3, 5, false)], id, labels, &[], now + LINGER);
-        let names: Vec<String> = b
-            .series(vec![("pid", "other".into())])
-            .iter()
-            .map(|s| s.labels[0].1.clone())
-            .collect();
-        assert_eq!(names, vec!["1", "3", "other"]);
-    }
-
-    #[test]
-    fn rows_by_cgroup_and_by_syscall() {
-        let row = |pid, cg: &str, key, calls, ns| {
-            let mut r = ProcessRow {
-                pid,
-                comm: format!("p{pid}"),
-                cgroup: cg.to_string(),
-                threads: 1,
-                ..Default::default()
-            };
-            r.add(top_id(&k(pid, key)), &v(calls, 0, ns, ns / 2));
-            r
-        };
-        let rows = [
-            row(1, "/a", 202, 10, 900),
-            row(2, "/a", 0, 3, 30),
-            row(3, "/b", 202, 1, 5000),
-        ];
-        let g = by_cgroup(&rows);
-        assert_eq!(g.len(), 2);
-        assert_eq!((g[0].calls(), g[0].total_ns(), g[0].threads), (13, 930, 2));
-        assert_eq!(g[0].oncpu_ns(), 930 - 450 - 15);
-        assert_eq!(g[0].top_syscall().unwrap().0.name(), "futex");
-        let s = by_syscall(&rows);
-        assert_eq!(s[0].0.name(), "futex");
-        assert_eq!(s[0].1.calls, 11);
-        assert_eq!(
-            s[0].2.iter().map(|p| p.0).collect::<Vec<_>>(),
-            vec![3, 1],
-            "most time first"
-        );
     }
 }

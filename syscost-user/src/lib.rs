@@ -23,6 +23,7 @@ pub mod process_table;
 pub mod profile;
 pub mod report;
 pub mod sampler;
+pub mod session;
 pub mod signals;
 pub mod slow;
 pub mod syscall_names;

@@ -19,7 +19,8 @@ use crate::{
     metrics::Source,
     process,
     profile::Target,
-    sampler::{Sampler, Series, SharedSampler},
+    sampler::{Sampler, Series},
+    session::{Session, SessionHandle, SessionOptions, Watch},
     tracer::{Auto, Tracer, TracerOptions},
     tui::{self, LiveOptions},
 };
@@ -93,12 +94,30 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         !tui,
         crate::slow::reader::SlowLog::CAP,
     )?;
-    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let watch = match &cgroup {
+        Some(cg) => Watch::Cgroup(cg.dir.clone()),
+        None => Watch::Process {
+            pid: target.pid,
+            pidfd: target
+                .pidfd
+                .try_clone()
+                .context("cannot watch the target's pidfd")?,
+        },
+    };
+    let session = Session::start(
+        Sampler::new(tracer, !args.no_run_stats),
+        slow,
+        SessionOptions {
+            interval: every.unwrap_or(Duration::from_secs(1)),
+            watch,
+        },
+    );
+    let handle = session.handle();
     let source = match &cgroup {
         Some(cg) => Source::cgroup(cg.path.clone(), 0),
         None => Source::new(target.pid, target.comm.clone(), 0),
     };
-    let metrics = super::serve_metrics(listener, &sampler, source, args.slow_calls.slow.is_some())?;
+    let metrics = super::serve_metrics(listener, &handle, source, args.slow_calls.slow.is_some())?;
     let hint = hint.or_else(|| {
         metrics
             .as_ref()
@@ -124,13 +143,12 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             per: args.view.per.clone(),
             hint,
             label: cgroup.as_ref().map(|_| label.clone()),
-            slow_log: slow.as_ref().map(|r| r.log()),
-            cgroup_dir: cgroup.as_ref().map(|cg| cg.dir.clone()),
+            slow: args.slow_calls.slow.is_some(),
         };
-        tui::run(&sampler, &target, &options)?
+        tui::run(&handle, &target, &options)?
     } else {
         text(
-            &sampler, target, &label, args, duration, every, &info, started,
+            &handle, target, &label, args, duration, every, &info, started,
         )?
     };
     let elapsed = started.elapsed();
@@ -138,22 +156,15 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         .to_profile(info, elapsed.as_nanos() as u64, offcpu)?
         .with_features(&features);
     drop(metrics);
-    let (processes, top_dropped) = {
-        let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
-        let totals = if args.per_process {
-            s.top_final_step()?;
-            s.top_totals()
-        } else {
-            Vec::new()
-        };
-        s.unload()?;
-        (
-            totals,
-            last.counters[syscost_common::counter::DROPPED_TOP as usize],
-        )
+    let finished = session.finish()?;
+    let processes = if args.per_process {
+        finished.top_totals
+    } else {
+        Vec::new()
     };
+    let top_dropped = last.counters[syscost_common::counter::DROPPED_TOP as usize];
     profile.processes = processes.iter().map(Into::into).collect();
-    super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), slow);
+    super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), finished.slow);
     let mut out = super::finish(profile, &args.view, args.json.as_deref())?;
     if args.per_process {
         out += "\n";
@@ -175,7 +186,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
 /// target's exit; the last snapshot.
 #[allow(clippy::too_many_arguments)]
 fn text(
-    sampler: &SharedSampler,
+    session: &SessionHandle,
     target: process::Process,
     label: &str,
     args: &AttachArgs,
@@ -184,16 +195,8 @@ fn text(
     info: &Target,
     started: Instant,
 ) -> Result<Snapshot> {
-    let snapshot = || {
-        sampler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .snapshot(0)
-    };
-    let offcpu = sampler
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .offcpu_tracked();
+    let snapshot = || session.sample_now().map(|s| s.snapshot(0));
+    let offcpu = session.offcpu_tracked();
 
     let target_pid = target.pid;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -219,9 +222,6 @@ fn text(
                 .map_err(|e| anyhow::anyhow!("cannot watch the target's pidfd: {e}"))?;
         let deadline = sleep(duration.unwrap_or(Duration::MAX / 4));
         tokio::pin!(deadline);
-        // The per-process table (--per-process) is read once a second, which keeps it
-        // clear of exited processes.
-        let mut housekeeping = tokio::time::interval(Duration::from_secs(1));
         let period = every.unwrap_or(Duration::from_secs(3600));
         let mut ticks = interval_at(tokio::time::Instant::now() + period, period);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -250,9 +250,6 @@ fn text(
                 _ = sighup.recv() => break End::Interrupted,
                 _ = &mut deadline, if duration.is_some() => break End::Duration,
                 _ = exited.readable() => break End::TargetExited,
-                _ = housekeeping.tick() => {
-                    sampler.lock().unwrap_or_else(|e| e.into_inner()).top_tick();
-                }
                 _ = ticks.tick(), if every.is_some() => {
                     print_interval(&mut series, snapshot()?, "interval ending")?;
                 }

@@ -22,6 +22,7 @@ use crate::{
     metrics::{Metrics, Source, server::MetricsServer},
     process,
     sampler::Sampler,
+    session::{Session, SessionOptions, Watch},
     tracer::{Auto, Tracer, TracerOptions},
 };
 
@@ -74,7 +75,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     })?;
     super::note_unavailable(tracer.features());
     // No terminal: each slow call is a line on stderr (the service's log).
-    let _slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
+    let slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
     let mut sources = Vec::new();
     for (slot, t) in (0..).zip(&targets) {
         tracer.trace_process_in(t.pid, slot)?;
@@ -83,9 +84,17 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         }
         sources.push(Source::new(t.pid, t.comm.clone(), slot));
     }
-    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let session = Session::start(
+        Sampler::new(tracer, !args.no_run_stats),
+        slow,
+        SessionOptions {
+            interval: Duration::from_secs(1),
+            watch: Watch::Nothing,
+        },
+    );
+    let handle = session.handle();
     let metrics = std::sync::Arc::new(
-        Metrics::new(sampler.clone(), sources).with_slow(args.slow_calls.slow.is_some()),
+        Metrics::new(handle.clone(), sources).with_slow(args.slow_calls.slow.is_some()),
     );
     let server = MetricsServer::start(listener, metrics)?;
     let names: Vec<String> = targets
@@ -97,7 +106,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         names.join(", "),
         server.local_addr()
     );
-    super::note_own_cost(&sampler);
+    super::note_own_cost(&handle);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -134,9 +143,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
                     running -= 1;
                     // With nothing left to trace (children may live on under -f) the
                     // programs would only cost every syscall of the machine.
-                    let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
-                    if running == 0 && !args.follow_forks && s.loaded() {
-                        s.unload()?;
+                    if running == 0 && !args.follow_forks && handle.unload()? {
                         eprintln!("syscost: every process exited; programs unloaded, serving the final counts until stopped");
                     }
                 }
@@ -145,7 +152,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         anyhow::Ok(())
     })?;
     drop(server);
-    sampler.lock().unwrap_or_else(|e| e.into_inner()).unload()?;
+    session.finish()?;
     Ok(0)
 }
 
@@ -188,17 +195,24 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         ..Default::default()
     })?;
     super::note_unavailable(tracer.features());
-    let _slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
-    let sampler = Sampler::new(tracer, !args.no_run_stats)
-        .without_top_totals()
-        .with_steps()
-        .shared();
+    let slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
+    let session = Session::start(
+        Sampler::new(tracer, !args.no_run_stats)
+            .without_top_totals()
+            .with_steps(),
+        slow,
+        SessionOptions {
+            interval: Duration::from_secs(1),
+            watch: Watch::Nothing,
+        },
+    );
+    let handle = session.handle();
     let sources = match &cgroup {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],
         None => Vec::new(),
     };
     let mut metrics =
-        Metrics::new(sampler.clone(), sources).with_slow(args.slow_calls.slow.is_some());
+        Metrics::new(handle.clone(), sources).with_slow(args.slow_calls.slow.is_some());
     if top {
         metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
     }
@@ -217,7 +231,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         "syscost: serving {what} at http://{}/metrics; Ctrl-C to stop",
         server.local_addr()
     );
-    super::note_own_cost(&sampler);
+    super::note_own_cost(&handle);
     let stop = crate::signals::Stop::catch()?;
     let deadline = duration.map(|d| std::time::Instant::now() + d);
     stop.wait_until(
@@ -226,6 +240,6 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         }),
     );
     drop(server);
-    sampler.lock().unwrap_or_else(|e| e.into_inner()).unload()?;
+    session.finish()?;
     Ok(0)
 }

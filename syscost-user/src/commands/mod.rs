@@ -18,7 +18,7 @@ use crate::{
     metrics::{Metrics, Source, server::MetricsServer},
     profile::Profile,
     report::{json, strace_table},
-    sampler::SharedSampler,
+    session::SessionHandle,
 };
 
 /// Saves the full profile as JSON if asked, then renders the table the view asks for.
@@ -39,25 +39,24 @@ fn finish(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result
 /// is one.
 fn serve_metrics(
     listener: Option<std::net::TcpListener>,
-    sampler: &SharedSampler,
+    session: &SessionHandle,
     source: Source,
     slow: bool,
 ) -> Result<Option<MetricsServer>> {
     let Some(listener) = listener else {
         return Ok(None);
     };
-    let metrics = Metrics::new(sampler.clone(), vec![source]).with_slow(slow);
+    let metrics = Metrics::new(session.clone(), vec![source]).with_slow(slow);
     let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
     eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
-    note_own_cost(sampler);
+    note_own_cost(session);
     Ok(Some(server))
 }
 
 /// Says in one line why the own-cost series is left out, when it is for lack of a
 /// privilege (not when `--no-run-stats` asked for it).
-fn note_own_cost(sampler: &SharedSampler) {
-    let s = sampler.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = s.own_cost().unavailable()
+fn note_own_cost(session: &SessionHandle) {
+    if let Some(why) = session.own_cost_unavailable()
         && why.starts_with("n/a")
     {
         eprintln!("syscost: own cost {why}: syscost_bpf_run_seconds_total is left out");
@@ -99,10 +98,9 @@ fn slow_reader(
 fn add_slow(
     profile: &mut Profile,
     spec: Option<&crate::slow::spec::SlowSpec>,
-    reader: Option<crate::slow::reader::Reader>,
+    slow: Option<(Vec<crate::profile::SlowCall>, u64)>,
 ) {
-    if let (Some(spec), Some(reader)) = (spec, reader) {
-        let (calls, evicted) = reader.finish();
+    if let (Some(spec), Some((calls, evicted))) = (spec, slow) {
         profile.slow_threshold = Some(spec.describe());
         profile.slow_calls = calls;
         profile.slow_dropped += evicted;

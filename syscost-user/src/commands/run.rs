@@ -20,6 +20,7 @@ use crate::{
     process,
     profile::Target,
     sampler::Sampler,
+    session::{Session, SessionOptions, Watch},
     tracer::{Tracer, TracerOptions},
 };
 
@@ -68,10 +69,17 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let offcpu = tracer.offcpu_tracked();
     let features = tracer.features().clone();
     super::note_unavailable(&features);
-    let sampler = Sampler::new(tracer, !args.no_run_stats).shared();
+    let session = Session::start(
+        Sampler::new(tracer, !args.no_run_stats),
+        slow,
+        SessionOptions {
+            interval: std::time::Duration::from_secs(1),
+            watch: Watch::Nothing,
+        },
+    );
     let metrics = match super::serve_metrics(
         listener,
-        &sampler,
+        &session.handle(),
         crate::metrics::Source::new(pid, comm.clone(), 0),
         args.slow_calls.slow.is_some(),
     ) {
@@ -117,15 +125,12 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         command: Some(args.command.clone()),
         cgroup: None,
     };
-    let mut profile = {
-        let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
-        let last = s.snapshot(0)?;
-        s.unload()?;
-        last
-    }
-    .to_profile(target, duration_ns, offcpu)?
-    .with_features(&features);
-    super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), slow);
+    let finished = session.finish()?;
+    let mut profile = finished
+        .snapshot(0)
+        .to_profile(target, duration_ns, offcpu)?
+        .with_features(&features);
+    super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), finished.slow);
     let table = super::finish(profile, &args.view, args.json.as_deref())?;
     match &args.output {
         Some(path) => {

@@ -19,7 +19,8 @@ use crate::{
     process,
     process_table::ProcessRow,
     profile::{ProcessTotals, TOP_SCHEMA, TopDocument},
-    sampler::{Sampler, SharedSampler},
+    sampler::Sampler,
+    session::{Session, SessionHandle, SessionOptions, Watch},
     tracer::{Auto, Tracer, TracerOptions},
     tui::{self, LiveOptions, top::TopView},
     untrusted,
@@ -62,25 +63,28 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     };
     let tracer = Tracer::load(tracer_options(!args.no_offcpu, auto))?;
     super::note_unavailable(tracer.features());
-    let sampler = Sampler::new(tracer, !args.no_run_stats)
-        .with_steps()
-        .shared();
     let every = seconds(args.interval).unwrap_or(Duration::from_secs(1));
+    let session = Session::start(
+        Sampler::new(tracer, !args.no_run_stats).with_steps(),
+        None,
+        SessionOptions {
+            interval: every,
+            watch: Watch::Nothing,
+        },
+    );
+    let handle = session.handle();
     let duration = seconds(args.duration);
     let started = Instant::now();
     if !args.no_tui && std::io::stdout().is_terminal() {
-        live(&sampler, args, scope, every, duration)?;
+        live(&handle, args, scope, every, duration)?;
     } else {
-        text(&sampler, args, &scope, every, duration, started)?;
+        text(&handle, args, &scope, duration, started)?;
     }
-    let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
+    let offcpu = handle.offcpu_tracked();
     // The last syscalls, then the totals.
-    s.top_final_step()?;
-    let totals = s.top_totals();
-    let dropped = s.snapshot(0)?.dropped();
-    let offcpu = s.offcpu_tracked();
-    s.unload()?;
-    drop(s);
+    let finished = session.finish()?;
+    let totals = finished.top_totals;
+    let dropped = finished.snapshots.first().map_or(0, |s| s.dropped());
     let elapsed = started.elapsed().as_secs_f64();
     super::print_out(&render_totals(
         "syscost top",
@@ -98,60 +102,53 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn lock(s: &SharedSampler) -> std::sync::MutexGuard<'_, Sampler> {
-    s.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The text mode: a table every interval until a signal or `-d`.
+/// The text mode: a table every interval (each sample's step) until a signal or `-d`.
 fn text(
-    sampler: &SharedSampler,
+    session: &SessionHandle,
     args: &TopArgs,
     scope: &str,
-    every: Duration,
     duration: Option<Duration>,
     started: Instant,
 ) -> Result<()> {
+    let samples = session.subscribe();
     let stop = crate::signals::Stop::catch()?;
-    let offcpu = lock(sampler).offcpu_tracked();
+    let offcpu = session.offcpu_tracked();
     eprintln!("syscost: watching {scope}; Ctrl-C to stop");
     let deadline = duration.map(|d| started + d);
-    let mut last = Instant::now();
-    let mut next = last + every;
+    let mut last = session.latest().taken;
     loop {
-        let until = deadline.map_or(next, |d| d.min(next));
-        if stop.wait_until(until) {
+        let until = Instant::now() + Duration::from_millis(50);
+        if stop.wait_until(deadline.map_or(until, |d| d.min(until))) {
             break;
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        if Instant::now() < next {
-            continue;
+        while let Ok(sample) = samples.try_recv() {
+            let secs = sample.taken.duration_since(last).as_secs_f64().max(1e-3);
+            last = sample.taken;
+            let step = &sample.top;
+            super::print_out(&format!(
+                "--- {:.1} s: {} with syscalls in the last {:.2} s ---\n",
+                started.elapsed().as_secs_f64(),
+                crate::units::counted(step.interval.len(), "process", "processes"),
+                secs
+            ));
+            super::print_out(&render_rates(
+                &step.interval,
+                secs,
+                args.sort,
+                args.rows,
+                offcpu,
+            ));
         }
-        let step = lock(sampler).top_step()?;
-        let secs = last.elapsed().as_secs_f64().max(1e-3);
-        last = Instant::now();
-        next = last + every;
-        super::print_out(&format!(
-            "--- {:.1} s: {} with syscalls in the last {:.2} s ---\n",
-            started.elapsed().as_secs_f64(),
-            crate::units::counted(step.interval.len(), "process", "processes"),
-            secs
-        ));
-        super::print_out(&render_rates(
-            &step.interval,
-            secs,
-            args.sort,
-            args.rows,
-            offcpu,
-        ));
     }
     Ok(())
 }
 
 /// The live view: the process table, and the per-syscall view of a process on Enter.
 fn live(
-    sampler: &SharedSampler,
+    session: &SessionHandle,
     args: &TopArgs,
     scope: String,
     every: Duration,
@@ -159,11 +156,11 @@ fn live(
 ) -> Result<()> {
     let mut screen = tui::Screen::open()?;
     let mut view = TopView::new(scope, args.sort);
-    view.offcpu = lock(sampler).offcpu_tracked();
+    view.offcpu = session.offcpu_tracked();
+    let mut samples = session.subscribe();
     let started = Instant::now();
     let deadline = duration.map(|d| started + d);
-    let mut last = Instant::now();
-    let mut next = last + every;
+    let mut last = session.latest().taken;
     let mut dirty = true;
     loop {
         if dirty {
@@ -174,24 +171,20 @@ fn live(
         if screen.terminated() || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        let wait = next
-            .saturating_duration_since(Instant::now())
-            .min(Duration::from_millis(200));
-        match screen.input.recv_timeout(wait) {
+        match screen.input.recv_timeout(Duration::from_millis(50)) {
             Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
                 match view.handle_key(k) {
                     tui::top::Action::Quit => break,
                     tui::top::Action::Drill { pid, threads } => {
-                        if drill(&mut screen, sampler, pid, threads, every, deadline)?
+                        if drill(&mut screen, session, pid, threads, every, deadline)?
                             == tui::Ended::Quit
                         {
                             break;
                         }
-                        // What happened while drilled is in the totals; the view's
+                        // The samples taken while drilled carry no steps; the view's
                         // rates start again from now.
-                        lock(sampler).top_step()?;
+                        samples = session.subscribe();
                         last = Instant::now();
-                        next = last + every;
                     }
                     tui::top::Action::Continue => {}
                 }
@@ -201,21 +194,16 @@ fn live(
             Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        lock(sampler).tick();
-        if Instant::now() >= next {
-            let mut s = lock(sampler);
-            let step = s.top_step()?;
-            view.dropped = s.snapshot(0)?.dropped();
-            view.own_cost = match s.own_cost().reading() {
+        while let Ok(sample) = samples.try_recv() {
+            view.dropped = sample.snapshot(0).dropped();
+            view.own_cost = match &sample.own_cost {
                 Ok(Some(r)) => format!("{:.0} ns/event, {:.2}% CPU", r.ns_per_run, r.cpu_percent),
                 Ok(None) => "measuring".to_string(),
-                Err(why) => why,
+                Err(why) => why.clone(),
             };
-            drop(s);
-            let secs = last.elapsed().as_secs_f64();
-            last = Instant::now();
-            next = last + every;
-            view.apply(step.interval, secs);
+            let secs = sample.taken.duration_since(last).as_secs_f64();
+            last = sample.taken;
+            view.apply(sample.top.interval.clone(), secs);
             dirty = true;
         }
     }
@@ -226,7 +214,7 @@ fn live(
 /// shown) until Esc or quit.
 fn drill(
     screen: &mut tui::Screen,
-    sampler: &SharedSampler,
+    session: &SessionHandle,
     pid: u32,
     threads: bool,
     every: Duration,
@@ -236,7 +224,13 @@ fn drill(
         // Gone since the last refresh: nothing to show.
         return Ok(tui::Ended::Back);
     };
-    lock(sampler).drill(pid)?;
+    session.watch(Watch::Process {
+        pid,
+        pidfd: target.pidfd.try_clone()?,
+    });
+    session.drill(pid)?;
+    // A sample of the drilled process's threads before the view starts.
+    session.sample_now()?;
     let options = LiveOptions {
         interval: every,
         duration: deadline.map(|d| d.saturating_duration_since(Instant::now())),
@@ -245,10 +239,11 @@ fn drill(
         ..Default::default()
     };
     let result = tui::live_with(
-        screen, sampler, &target, DRILL_SLOT, true, threads, &options,
+        screen, session, &target, DRILL_SLOT, true, threads, &options,
     );
     // Back to the per-process figures only, whatever happened.
-    lock(sampler).drill(0)?;
+    session.drill(0)?;
+    session.watch(Watch::Nothing);
     Ok(result?.1)
 }
 

@@ -23,7 +23,7 @@ use crate::{
     latency::Bucket,
     metrics::series::{BoundedSeries, OwnSeries},
     profile::{Profile, SyscallProfile, Target},
-    sampler::SharedSampler,
+    session::{Sample, SessionHandle},
 };
 
 /// The content type of the exposition.
@@ -392,32 +392,42 @@ impl Source {
             ..Self::new(0, String::new(), slot)
         }
     }
+
+    /// What its series are labelled with.
+    pub fn target(&self) -> Target {
+        Target {
+            pid: self.pid,
+            comm: self.comm.clone(),
+            command: None,
+            cgroup: self.cgroup.clone(),
+        }
+    }
 }
 
-/// What the endpoint serves: the traced processes and the programs' own cost, read from
-/// the sampler on every scrape. After the programs are unloaded the sampler keeps the
-/// final figures, so a process that exited keeps its final counts.
+/// What the endpoint serves: the traced processes and the programs' own cost, from a
+/// sample the session takes at each scrape. After the programs are unloaded the session
+/// keeps the final figures, so a process that exited keeps its final counts.
 pub struct Metrics {
-    sampler: SharedSampler,
+    session: SessionHandle,
     sources: Vec<Source>,
     /// Serve the slow-call counters (`--slow`).
     slow: bool,
-    /// Bounded per-process (and per-cgroup) series, fed from the sampler's per-process
-    /// figures at every tick.
+    /// Bounded per-process (and per-cgroup) series, fed from every sample's
+    /// per-process step.
     top: Option<std::sync::Mutex<TopSeries>>,
 }
 
-/// The bounded series sets and when they were last fed.
+/// The bounded series sets and the samples they are fed from.
 struct TopSeries {
     processes: BoundedSeries,
     cgroups: Option<BoundedSeries>,
-    fed: Instant,
+    samples: std::sync::mpsc::Receiver<std::sync::Arc<Sample>>,
 }
 
 impl Metrics {
-    pub fn new(sampler: SharedSampler, sources: Vec<Source>) -> Self {
+    pub fn new(session: SessionHandle, sources: Vec<Source>) -> Self {
         Self {
-            sampler,
+            session,
             sources,
             slow: false,
             top: None,
@@ -436,38 +446,30 @@ impl Metrics {
         self.top = Some(std::sync::Mutex::new(TopSeries {
             processes: BoundedSeries::new(n),
             cgroups: cgroups.then(|| BoundedSeries::new(n)),
-            fed: Instant::now(),
+            samples: self.session.subscribe(),
         }));
         self
     }
 
-    /// Opens or closes the own-cost measurement window when due, and feeds the
-    /// per-process series once a second (which also keeps the kernel's per-process
-    /// table clear of exited processes).
+    /// Feeds the per-process series the samples published since the last call (call
+    /// it a few times a second: the samples wait in a queue until then).
     pub fn tick(&self) {
-        let mut sampler = self.sampler.lock().unwrap_or_else(|e| e.into_inner());
-        sampler.tick();
         if let Some(top) = &self.top {
-            let mut top = top.lock().unwrap_or_else(|e| e.into_inner());
-            if top.fed.elapsed() >= std::time::Duration::from_secs(1)
-                && let Err(e) = feed(&mut sampler, &mut top)
-            {
-                log::warn!("cannot read the per-process figures: {e:#}");
-            }
+            feed(&mut crate::session::lock(top));
         }
     }
 
-    /// Everything, read now.
+    /// Everything, as a sample taken now says.
     pub fn scrape(&self) -> Result<Scrape> {
-        let mut sampler = self.sampler.lock().unwrap_or_else(|e| e.into_inner());
-        let snaps = sampler.snapshots()?;
-        let offcpu = sampler.offcpu_tracked();
-        let features = sampler.features().clone();
-        let bpf_run = sampler.own_cost().totals();
+        let sample = self.session.sample_now()?;
+        let snaps = &sample.snapshots;
+        let offcpu = self.session.offcpu_tracked();
+        let features = self.session.features().clone();
+        let bpf_run = sample.own_cost_totals;
         let (processes_top, cgroups_top) = match &self.top {
             Some(top) => {
-                let mut top = top.lock().unwrap_or_else(|e| e.into_inner());
-                feed(&mut sampler, &mut top)?;
+                let mut top = crate::session::lock(top);
+                feed(&mut top);
                 (
                     top.processes.series(vec![
                         ("pid", "other".into()),
@@ -482,22 +484,15 @@ impl Metrics {
             }
             None => (Vec::new(), Vec::new()),
         };
-        drop(sampler);
         let processes = self
             .sources
             .iter()
             .map(|s| {
-                let target = Target {
-                    pid: s.pid,
-                    comm: s.comm.clone(),
-                    command: None,
-                    cgroup: s.cgroup.clone(),
-                };
                 snaps
                     .get(s.slot as usize)
                     .cloned()
                     .unwrap_or_default()
-                    .to_profile(target, s.started.elapsed().as_nanos() as u64, offcpu)
+                    .to_profile(s.target(), s.started.elapsed().as_nanos() as u64, offcpu)
                     .map(|p| p.with_features(&features))
             })
             .collect::<Result<_>>()?;
@@ -510,12 +505,7 @@ impl Metrics {
                         .map(|x| x.counters)
                         .unwrap_or_default();
                     (
-                        Target {
-                            pid: s.pid,
-                            comm: s.comm.clone(),
-                            command: None,
-                            cgroup: s.cgroup.clone(),
-                        },
+                        s.target(),
                         c[syscost_common::counter::SLOW as usize],
                         c[syscost_common::counter::DROPPED_SLOW as usize],
                     )
@@ -538,38 +528,38 @@ impl Metrics {
     }
 }
 
-/// One step of the per-process figures into the bounded series.
-fn feed(sampler: &mut crate::sampler::Sampler, top: &mut TopSeries) -> Result<()> {
-    let step = sampler.top_step()?;
-    let now = Instant::now();
-    top.fed = now;
-    top.processes.add(
-        &step.interval,
-        |r| r.pid.to_string(),
-        |r| {
-            vec![
-                ("pid", r.pid.to_string()),
-                ("comm", r.comm.clone()),
-                ("cgroup", r.cgroup.clone()),
-            ]
-        },
-        &step
-            .exited
-            .iter()
-            .map(|p| p.to_string())
-            .collect::<Vec<_>>(),
-        now,
-    );
-    if let Some(c) = top.cgroups.as_mut() {
-        c.add(
-            &crate::process_table::sums::by_cgroup(&step.interval),
-            |r| r.cgroup.clone(),
-            |r| vec![("cgroup", r.cgroup.clone())],
-            &[],
+/// Every sample's per-process step, in order, into the bounded series.
+fn feed(top: &mut TopSeries) {
+    while let Ok(sample) = top.samples.try_recv() {
+        let step = &sample.top;
+        let now = sample.taken;
+        top.processes.add(
+            &step.interval,
+            |r| r.pid.to_string(),
+            |r| {
+                vec![
+                    ("pid", r.pid.to_string()),
+                    ("comm", r.comm.clone()),
+                    ("cgroup", r.cgroup.clone()),
+                ]
+            },
+            &step
+                .exited
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>(),
             now,
         );
+        if let Some(c) = top.cgroups.as_mut() {
+            c.add(
+                &crate::process_table::sums::by_cgroup(&step.interval),
+                |r| r.cgroup.clone(),
+                |r| vec![("cgroup", r.cgroup.clone())],
+                &[],
+                now,
+            );
+        }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The live terminal view of `syscost attach` (and `syscost demo`).
 //!
 //! `app` holds the state, `handler` maps keys to changes, `ui` draws; this module owns
-//! the terminal and feeds the view the sampler's snapshots every interval.
+//! the terminal and feeds the view the session's samples (see [`crate::session`]).
 
 pub mod app;
 pub mod handler;
@@ -22,9 +22,10 @@ use ratatui::crossterm::event::{self, Event, KeyEventKind};
 use self::app::{App, Overhead, STUCK_AFTER, Sample, StuckCall, TargetInfo, ThreadRow};
 use crate::{
     collector::Snapshot,
-    process::{self, Process},
-    profile::Target,
-    sampler::{Series, SharedSampler},
+    process::Process,
+    profile::{Features, Target},
+    sampler::Series,
+    session::{self, SessionHandle},
     units,
 };
 
@@ -41,10 +42,8 @@ pub struct LiveOptions {
     pub hint: Option<String>,
     /// What the header names instead of the process (`cgroup /x`).
     pub label: Option<String>,
-    /// A cgroup's directory: its threads (and its descendants') are the ones shown.
-    pub cgroup_dir: Option<std::path::PathBuf>,
-    /// With `--slow`: the slow calls received, for the `l` view.
-    pub slow_log: Option<std::sync::Arc<std::sync::Mutex<crate::slow::reader::SlowLog>>>,
+    /// With `--slow`: the `l` view of the slow calls the samples bring.
+    pub slow: bool,
 }
 
 static TERMINATE: AtomicBool = AtomicBool::new(false);
@@ -62,14 +61,15 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Turns the sampler's snapshots into samples for the view.
+/// Turns the session's samples into the view's: the interval since the last one shown,
+/// the threads' rows, the stuck calls. Pure: everything comes in the sample.
 struct Feed {
     pid: u32,
     slot: u32,
-    slow_log: Option<std::sync::Arc<std::sync::Mutex<crate::slow::reader::SlowLog>>>,
-    cgroup_dir: Option<std::path::PathBuf>,
     attached: Instant,
     series: Series,
+    offcpu: bool,
+    features: Features,
 }
 
 impl Feed {
@@ -82,44 +82,40 @@ impl Feed {
         }
     }
 
-    /// The next sample; the threads' rows only when they are shown (reading every
-    /// thread's name costs a file read each).
+    /// The view's sample of session sample `s`; the threads' rows only when they are
+    /// shown.
     fn sample(
         &mut self,
-        sampler: &SharedSampler,
+        s: &session::Sample,
         comm: &str,
         with_threads: bool,
     ) -> Result<(Snapshot, Sample)> {
-        let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
-        let now = s.snapshot(self.slot)?;
+        let now = s.snapshot(self.slot);
         let step = self.series.next(now.clone());
-        let tids = match &self.cgroup_dir {
-            Some(dir) => cgroup_threads(dir),
-            None => task_ids(self.pid),
-        };
-        let states = s.threads(&tids);
-        let mut stuck: Vec<StuckCall> = states
+        let mut stuck: Vec<StuckCall> = s
+            .threads
             .iter()
             .filter_map(|t| {
-                let (id, elapsed) = t.in_syscall?;
+                let (id, elapsed) = t.state.in_syscall?;
                 (elapsed >= STUCK_AFTER).then(|| StuckCall {
-                    tid: t.tid,
+                    tid: t.state.tid,
                     syscall: id.name(),
                     elapsed,
-                    blocked: t.switched_out,
+                    blocked: t.state.switched_out,
                 })
             })
             .collect();
         stuck.sort_by_key(|c| std::cmp::Reverse(c.elapsed));
         let threads = if with_threads {
-            states
-                .into_iter()
+            s.threads
+                .iter()
                 .map(|t| ThreadRow {
-                    tid: t.tid,
-                    comm: thread_comm(t.tid),
-                    calls: t.calls,
-                    total_ns: t.total_ns,
+                    tid: t.state.tid,
+                    comm: t.comm.clone(),
+                    calls: t.state.calls,
+                    total_ns: t.state.total_ns,
                     now: t
+                        .state
                         .in_syscall
                         .map(|(id, d)| {
                             format!("{} for {}", id.name(), units::human_ns(d.as_nanos() as u64))
@@ -130,7 +126,7 @@ impl Feed {
         } else {
             Vec::new()
         };
-        let (overhead, overhead_note) = match s.own_cost().reading() {
+        let (overhead, overhead_note) = match &s.own_cost {
             Ok(Some(r)) => (
                 Some(Overhead {
                     ns_per_run: r.ns_per_run,
@@ -139,11 +135,9 @@ impl Feed {
                 None,
             ),
             Ok(None) => (None, Some("measuring".to_string())),
-            Err(why) => (None, Some(why)),
+            Err(why) => (None, Some(why.clone())),
         };
-        let offcpu = s.offcpu_tracked();
-        let features = s.features().clone();
-        drop(s);
+        let offcpu = self.offcpu;
         let sample = Sample {
             cumulative: step
                 .cumulative
@@ -152,23 +146,17 @@ impl Feed {
                     self.attached.elapsed().as_nanos() as u64,
                     offcpu,
                 )?
-                .with_features(&features),
+                .with_features(&self.features),
             interval: step
                 .interval
                 .to_profile(self.target(comm), (step.interval_secs * 1e9) as u64, offcpu)?
-                .with_features(&features),
+                .with_features(&self.features),
             interval_secs: step.interval_secs,
             attached_for: self.attached.elapsed(),
             threads,
-            thread_count: tids.len(),
-            slow: self.slow_log.as_ref().map(|log| {
-                let log = log.lock().unwrap_or_else(|e| e.into_inner());
-                log.calls.iter().rev().take(200).cloned().collect()
-            }),
-            slow_received: self.slow_log.as_ref().map_or(0, |log| {
-                let log = log.lock().unwrap_or_else(|e| e.into_inner());
-                log.calls.len() as u64 + log.evicted
-            }),
+            thread_count: s.thread_count,
+            slow: s.slow.as_ref().map(|(calls, _)| calls.clone()),
+            slow_received: s.slow.as_ref().map_or(0, |(_, n)| *n),
             overhead,
             overhead_note,
             stuck,
@@ -203,34 +191,6 @@ fn terminal_hung_up() -> bool {
     // SAFETY: one valid pollfd, zero timeout.
     let n = unsafe { libc::poll(&mut pfd, 1, 0) };
     n > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
-}
-
-fn task_ids(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The threads of a cgroup and its descendants.
-fn cgroup_threads(dir: &std::path::Path) -> Vec<u32> {
-    let mut tids: Vec<u32> = std::fs::read_to_string(dir.join("cgroup.threads"))
-        .map(|s| s.lines().filter_map(|l| l.parse().ok()).collect())
-        .unwrap_or_default();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                tids.extend(cgroup_threads(&e.path()));
-            }
-        }
-    }
-    tids
-}
-
-fn thread_comm(tid: u32) -> String {
-    crate::process::comm_of(tid).unwrap_or_default()
 }
 
 /// The terminal the live views draw on.
@@ -309,37 +269,37 @@ pub enum Ended {
 }
 
 /// Runs the live view until the user quits, SIGTERM/SIGHUP, or `duration`. Returns the
-/// last snapshot (cumulative since load) for the final table.
-pub fn run(sampler: &SharedSampler, target: &Process, options: &LiveOptions) -> Result<Snapshot> {
+/// last snapshot shown (cumulative since load).
+pub fn run(session: &SessionHandle, target: &Process, options: &LiveOptions) -> Result<Snapshot> {
     let mut screen = Screen::open()?;
-    let (last, _) = live_with(&mut screen, sampler, target, 0, false, false, options)?;
+    let (last, _) = live_with(&mut screen, session, target, 0, false, false, options)?;
     Ok(last)
 }
 
 /// The per-syscall view of process `target`, whose statistics are in `slot`, on an open
-/// screen. `drilled`: entered from `syscost top`, so Esc goes back and the figures start
-/// from now (the slot may hold an earlier drill-down's); `threads`: start on the thread
-/// list.
+/// screen, fed by the session's samples (which watch its threads). `drilled`: entered
+/// from `syscost top`, so Esc goes back and the figures start from now (the slot may
+/// hold an earlier drill-down's); `threads`: start on the thread list.
 pub fn live_with(
     screen: &mut Screen,
-    sampler: &SharedSampler,
+    session: &SessionHandle,
     target: &Process,
     slot: u32,
     drilled: bool,
     threads: bool,
     options: &LiveOptions,
 ) -> Result<(Snapshot, Ended)> {
-    let (first, offcpu) = {
-        let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
-        (s.snapshot(slot)?, s.offcpu_tracked())
-    };
+    let samples = session.subscribe();
+    let latest = session.latest();
+    let first = latest.snapshot(slot);
+    let offcpu = session.offcpu_tracked();
     let mut feed = Feed {
         pid: target.pid,
         slot,
-        slow_log: options.slow_log.clone(),
-        cgroup_dir: options.cgroup_dir.clone(),
         attached: Instant::now(),
         series: Series::new(first.clone()),
+        offcpu,
+        features: session.features().clone(),
     };
     if drilled {
         feed.series.reset();
@@ -352,10 +312,7 @@ pub fn live_with(
     let info = TargetInfo {
         pid: target.pid,
         comm: target.comm.clone(),
-        threads: match &options.cgroup_dir {
-            Some(dir) => cgroup_threads(dir).len(),
-            None => process::thread_count(target.pid),
-        },
+        threads: latest.thread_count,
         label: options.label.clone(),
     };
     let mut app = App::new(info, empty);
@@ -364,7 +321,7 @@ pub fn live_with(
     app.drilled = drilled;
     app.show_threads = threads;
     // The slow calls' view is there from the start with --slow, empty until calls come.
-    app.slow = options.slow_log.as_ref().map(|_| Vec::new());
+    app.slow = options.slow.then(Vec::new);
 
     let terminal = &mut screen.terminal;
     let input = &screen.input;
@@ -388,10 +345,7 @@ pub fn live_with(
         {
             break;
         }
-        let wait = next_tick
-            .saturating_duration_since(now)
-            .min(Duration::from_millis(200));
-        match input.recv_timeout(wait) {
+        match input.recv_timeout(Duration::from_millis(50)) {
             Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
                 match handler::handle_key(&mut app, k) {
                     handler::Action::Quit => break,
@@ -413,35 +367,34 @@ pub fn live_with(
             feed.series.reset();
             app.clear_history();
         }
-        {
-            let mut s = sampler.lock().unwrap_or_else(|e| e.into_inner());
-            s.tick();
-            s.top_tick();
+        // The newest sample that is due: one per interval, and the one that says the
+        // target exited at once (samples taken for others, a scrape's, wait their turn).
+        let mut due = None;
+        while let Ok(s) = samples.try_recv() {
+            if !app.exited && (s.exited || s.taken + interval / 2 >= next_tick) {
+                due = Some(s);
+            }
         }
-        let exited = !app.exited && process::has_exited(&target.pidfd);
-        if !app.exited && (exited || Instant::now() >= next_tick) {
-            let (snap, sample) = feed.sample(sampler, &target.comm, app.show_threads)?;
+        if let Some(s) = due {
+            let (snap, sample) = feed.sample(&s, &target.comm, app.show_threads)?;
             latest = snap;
             let was_paused = app.paused;
-            if exited {
+            if s.exited {
                 // The last sample is shown even when paused: the view freezes on it.
                 app.paused = false;
                 app.exited = true;
             }
             app.apply(sample);
             fault.arm();
-            app.paused = was_paused && !exited;
-            next_tick = Instant::now() + interval;
+            app.paused = was_paused && !s.exited;
+            next_tick = s.taken + interval;
             dirty = true;
         }
     }
     let last = if app.exited {
         latest
     } else {
-        sampler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .snapshot(slot)?
+        session.sample_now()?.snapshot(slot)
     };
     Ok((last, ended))
 }

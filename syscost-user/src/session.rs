@@ -1,0 +1,425 @@
+//! A session owns time. It holds the sampler (and through it the tracer) and the
+//! slow-call reader, ticks on a clock of its own (the own-cost windows, the per-process
+//! table's housekeeping), and publishes an immutable [`Sample`] every interval: every
+//! slot's cumulative snapshot, the watched threads, the own cost, the per-process step
+//! since the last sample, the latest slow calls. Views subscribe and render what they
+//! receive; none of them reads a map or /proc for the data it shows, and two
+//! subscribers see the same samples.
+
+use std::{
+    os::fd::OwnedFd,
+    path::PathBuf,
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicBool, Ordering},
+        mpsc,
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+
+use crate::{
+    collector::Snapshot,
+    process_table::{ProcessRow, TopStep},
+    profile::{Features, SlowCall},
+    sampler::{OwnCostReading, Sampler, SharedSampler, ThreadState},
+    slow::reader::{Reader, SlowLog},
+};
+
+/// A poisoned lock (a panicking holder) still guards whole data here: every writer
+/// leaves it consistent between statements, so the guard is taken as it is.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whose threads the samples describe.
+#[derive(Debug, Default)]
+pub enum Watch {
+    /// Nobody's (`top`, `export`).
+    #[default]
+    Nothing,
+    /// A process: its threads, and whether it has exited (through its pidfd).
+    Process { pid: u32, pidfd: OwnedFd },
+    /// A cgroup's directory: the threads in it and in its descendants.
+    Cgroup(PathBuf),
+}
+
+/// A thread of the watched process (or cgroup) as the kernel keeps it, with its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadInfo {
+    pub state: ThreadState,
+    pub comm: String,
+}
+
+/// What the session saw at one moment. Immutable once published.
+#[derive(Debug)]
+pub struct Sample {
+    /// 1 for the first sample, one more for each after it.
+    pub seq: u64,
+    pub taken: Instant,
+    /// Every slot's figures since the programs were loaded.
+    pub snapshots: Vec<Snapshot>,
+    /// The watched threads the kernel has a slot for, and how many threads there are.
+    pub threads: Vec<ThreadInfo>,
+    pub thread_count: usize,
+    /// The watched process has exited.
+    pub exited: bool,
+    /// syscost's own cost: the latest figure, or why there is none; and the program run
+    /// time measured so far with the wall time it was measured over, ns.
+    pub own_cost: Result<Option<OwnCostReading>, String>,
+    pub own_cost_totals: Option<(u64, u64)>,
+    /// The per-process figures since the previous sample (empty without the table, and
+    /// while a process is drilled into).
+    pub top: TopStep,
+    /// With `--slow`: the newest slow calls (at most 200, newest first) and how many
+    /// have been received.
+    pub slow: Option<(Vec<SlowCall>, u64)>,
+    /// The programs are still loaded.
+    pub loaded: bool,
+}
+
+impl Sample {
+    /// The snapshot of `slot` (empty when there is no such slot).
+    pub fn snapshot(&self, slot: u32) -> Snapshot {
+        self.snapshots
+            .get(slot as usize)
+            .cloned()
+            .unwrap_or_else(Snapshot::empty)
+    }
+}
+
+/// How a session runs.
+#[derive(Debug, Default)]
+pub struct SessionOptions {
+    /// How often a sample is published.
+    pub interval: Duration,
+    pub watch: Watch,
+}
+
+/// The figures when the session ended: the last snapshots, the per-process totals and
+/// the slow calls.
+#[derive(Debug)]
+pub struct Finished {
+    pub snapshots: Vec<Snapshot>,
+    pub top_totals: Vec<ProcessRow>,
+    /// Slow calls kept, and those received but not kept; `None` without `--slow`.
+    pub slow: Option<(Vec<SlowCall>, u64)>,
+}
+
+impl Finished {
+    pub fn snapshot(&self, slot: u32) -> Snapshot {
+        self.snapshots
+            .get(slot as usize)
+            .cloned()
+            .unwrap_or_else(Snapshot::empty)
+    }
+}
+
+struct Shared {
+    sampler: SharedSampler,
+    slow_log: Option<Arc<Mutex<SlowLog>>>,
+    watch: Mutex<Watch>,
+    interval: Duration,
+    latest: Mutex<Arc<Sample>>,
+    subscribers: Mutex<Vec<mpsc::Sender<Arc<Sample>>>>,
+    /// Held while a sample is taken and sent, so samples go out in order.
+    publishing: Mutex<u64>,
+    /// A process drilled into (`top`): no per-process steps meanwhile.
+    drilled: AtomicBool,
+    stop: AtomicBool,
+    offcpu: bool,
+    features: Features,
+}
+
+/// The owner of the sampler, the slow-call reader and the clock.
+pub struct Session {
+    shared: Arc<Shared>,
+    clock: Option<JoinHandle<()>>,
+    slow: Option<Reader>,
+}
+
+/// What a view holds of a session: samples and requests, nothing that ends it.
+#[derive(Clone)]
+pub struct SessionHandle {
+    shared: Arc<Shared>,
+}
+
+impl Session {
+    /// Starts the clock; the first sample is published at once.
+    pub fn start(sampler: Sampler, slow: Option<Reader>, options: SessionOptions) -> Self {
+        let offcpu = sampler.offcpu_tracked();
+        let features = sampler.features().clone();
+        let sampler = sampler.shared();
+        let empty = Arc::new(Sample {
+            seq: 0,
+            taken: Instant::now(),
+            snapshots: Vec::new(),
+            threads: Vec::new(),
+            thread_count: 0,
+            exited: false,
+            own_cost: Ok(None),
+            own_cost_totals: None,
+            top: TopStep::default(),
+            slow: None,
+            loaded: true,
+        });
+        let shared = Arc::new(Shared {
+            sampler,
+            slow_log: slow.as_ref().map(Reader::log),
+            watch: Mutex::new(options.watch),
+            interval: options.interval.max(Duration::from_millis(100)),
+            latest: Mutex::new(empty),
+            subscribers: Mutex::new(Vec::new()),
+            publishing: Mutex::new(0),
+            drilled: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            offcpu,
+            features,
+        });
+        if let Err(e) = shared.publish() {
+            log::warn!("cannot take the first sample: {e:#}");
+        }
+        let clock = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("syscost-session".into())
+                .spawn(move || shared.run_clock())
+                .map_err(|e| log::warn!("cannot start the session's clock: {e}"))
+                .ok()
+        };
+        Self {
+            shared,
+            clock,
+            slow,
+        }
+    }
+
+    /// A handle for views and the metrics endpoint.
+    pub fn handle(&self) -> SessionHandle {
+        SessionHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Stops the clock, takes the last per-process step and the final snapshots, unloads
+    /// the programs, and drains the slow calls still in the ring.
+    pub fn finish(mut self) -> Result<Finished> {
+        self.stop_clock();
+        let (snapshots, top_totals) = {
+            let mut s = lock(&self.shared.sampler);
+            s.top_final_step()?;
+            let totals = s.top_totals();
+            s.unload()?;
+            (s.snapshots()?, totals)
+        };
+        // A last sample for views still holding a handle (the metrics endpoint serves
+        // the final figures until syscost stops).
+        self.shared.publish()?;
+        Ok(Finished {
+            snapshots,
+            top_totals,
+            slow: self.slow.take().map(Reader::finish),
+        })
+    }
+
+    fn stop_clock(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(c) = self.clock.take() {
+            let _ = c.join();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop_clock();
+    }
+}
+
+impl SessionHandle {
+    /// Every sample published from now on, in order.
+    pub fn subscribe(&self) -> mpsc::Receiver<Arc<Sample>> {
+        let (tx, rx) = mpsc::channel();
+        lock(&self.shared.subscribers).push(tx);
+        rx
+    }
+
+    /// The latest sample published.
+    pub fn latest(&self) -> Arc<Sample> {
+        lock(&self.shared.latest).clone()
+    }
+
+    /// A sample taken now, published to every subscriber like the clock's (a scrape,
+    /// a text table at its own interval, the end of a view).
+    pub fn sample_now(&self) -> Result<Arc<Sample>> {
+        self.shared.publish()
+    }
+
+    /// The interval samples are published at.
+    pub fn interval(&self) -> Duration {
+        self.shared.interval
+    }
+
+    pub fn offcpu_tracked(&self) -> bool {
+        self.shared.offcpu
+    }
+
+    pub fn features(&self) -> &Features {
+        &self.shared.features
+    }
+
+    /// Why there is no own-cost figure and will be none, if so.
+    pub fn own_cost_unavailable(&self) -> Option<String> {
+        lock(&self.shared.sampler)
+            .own_cost()
+            .unavailable()
+            .map(str::to_string)
+    }
+
+    /// Samples describe these threads from now on.
+    pub fn watch(&self, watch: Watch) {
+        *lock(&self.shared.watch) = watch;
+    }
+
+    /// `top`'s drill-down: process `tgid`'s calls also get full statistics (in the
+    /// drill-down slot) from now on; 0 stops, and the per-process steps start again
+    /// from that moment.
+    pub fn drill(&self, tgid: u32) -> Result<()> {
+        let mut s = lock(&self.shared.sampler);
+        s.drill(tgid)?;
+        self.shared.drilled.store(tgid != 0, Ordering::Release);
+        if tgid == 0 {
+            // What happened while drilled is in the totals; the steps start from now.
+            s.top_step()?;
+        }
+        Ok(())
+    }
+
+    /// Unloads the programs now (nothing is left to trace), keeping the final figures
+    /// for the samples that follow; whether they were still loaded.
+    pub fn unload(&self) -> Result<bool> {
+        let loaded = {
+            let mut s = lock(&self.shared.sampler);
+            let loaded = s.loaded();
+            s.unload()?;
+            loaded
+        };
+        self.shared.publish()?;
+        Ok(loaded)
+    }
+
+    /// Starts the per-process totals again.
+    pub fn reset_top(&self) {
+        lock(&self.shared.sampler).reset_top();
+    }
+}
+
+impl Shared {
+    fn run_clock(&self) {
+        let mut next = Instant::now() + self.interval;
+        while !self.stop.load(Ordering::Acquire) {
+            {
+                let mut s = lock(&self.sampler);
+                s.tick();
+                s.top_tick();
+            }
+            let exited_now = match &*lock(&self.watch) {
+                Watch::Process { pidfd, .. } => crate::process::has_exited(pidfd),
+                _ => false,
+            };
+            let exit_seen = lock(&self.latest).exited;
+            if Instant::now() >= next || (exited_now && !exit_seen) {
+                if let Err(e) = self.publish() {
+                    log::warn!("cannot take a sample: {e:#}");
+                }
+                next = Instant::now() + self.interval;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Takes a sample, keeps it as the latest and sends it to every subscriber.
+    fn publish(&self) -> Result<Arc<Sample>> {
+        let mut seq = lock(&self.publishing);
+        let (tids, exited) = match &*lock(&self.watch) {
+            Watch::Nothing => (Vec::new(), false),
+            Watch::Process { pid, pidfd } => (task_ids(*pid), crate::process::has_exited(pidfd)),
+            Watch::Cgroup(dir) => (cgroup_threads(dir), false),
+        };
+        let (snapshots, states, own_cost, own_cost_totals, top, loaded) = {
+            let mut s = lock(&self.sampler);
+            let snapshots = s.snapshots()?;
+            let top = if s.loaded() && !self.drilled.load(Ordering::Acquire) {
+                s.top_step()?
+            } else {
+                TopStep::default()
+            };
+            (
+                snapshots,
+                s.threads(&tids),
+                s.own_cost().reading(),
+                s.own_cost().totals(),
+                top,
+                s.loaded(),
+            )
+        };
+        let threads = states
+            .into_iter()
+            .map(|state| ThreadInfo {
+                comm: crate::process::comm_of(state.tid).unwrap_or_default(),
+                state,
+            })
+            .collect();
+        let slow = self.slow_log.as_ref().map(|log| {
+            let log = lock(log);
+            (
+                log.calls.iter().rev().take(200).cloned().collect(),
+                log.calls.len() as u64 + log.evicted,
+            )
+        });
+        *seq += 1;
+        let sample = Arc::new(Sample {
+            seq: *seq,
+            taken: Instant::now(),
+            snapshots,
+            threads,
+            thread_count: tids.len(),
+            exited,
+            own_cost,
+            own_cost_totals,
+            top,
+            slow,
+            loaded,
+        });
+        *lock(&self.latest) = sample.clone();
+        lock(&self.subscribers).retain(|tx| tx.send(sample.clone()).is_ok());
+        Ok(sample)
+    }
+}
+
+/// The threads of process `pid` now.
+fn task_ids(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The threads of a cgroup and its descendants.
+pub fn cgroup_threads(dir: &std::path::Path) -> Vec<u32> {
+    let mut tids: Vec<u32> = std::fs::read_to_string(dir.join("cgroup.threads"))
+        .map(|s| s.lines().filter_map(|l| l.parse().ok()).collect())
+        .unwrap_or_default();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                tids.extend(cgroup_threads(&e.path()));
+            }
+        }
+    }
+    tids
+}

@@ -39,7 +39,7 @@ fn busy_target() -> Reaped {
 
 #[test]
 fn profiles_saved_from_a_busy_target_are_always_accepted() {
-    let Some(t) = root_test("profiles_saved_from_a_busy_target_are_always_accepted") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let target = busy_target();
@@ -90,7 +90,7 @@ fn scrape(addr: &str) -> BTreeMap<String, f64> {
 
 #[test]
 fn scrapes_of_a_busy_target_keep_their_invariants() {
-    let Some(_t) = root_test("scrapes_of_a_busy_target_keep_their_invariants") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let target = busy_target();
@@ -169,7 +169,7 @@ impl Drop for PidMax {
 
 #[test]
 fn map_memory_does_not_grow_with_pid_max() {
-    let Some(_t) = root_test("map_memory_does_not_grow_with_pid_max") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let cpus = aya::util::nr_cpus().unwrap() as u64;
@@ -353,7 +353,7 @@ fn every_event_accounted(
 
 #[test]
 fn threads_beyond_the_tables_are_counted_as_dropped() {
-    let Some(t) = root_test("threads_beyond_the_tables_are_counted_as_dropped") else {
+    let Some(t) = root_test!() else {
         return;
     };
     // One direct slot and two in the overflow map for 8 threads of 20,000 getppid each
@@ -374,7 +374,7 @@ fn threads_beyond_the_tables_are_counted_as_dropped() {
 
 #[test]
 fn syscalls_beyond_the_pool_are_counted_as_dropped() {
-    let Some(t) = root_test("syscalls_beyond_the_pool_are_counted_as_dropped") else {
+    let Some(t) = root_test!() else {
         return;
     };
     // Two entries a CPU for three raw numbers of 1,000 calls on each of two CPUs, and the
@@ -399,7 +399,7 @@ fn syscalls_beyond_the_pool_are_counted_as_dropped() {
 /// and none of its calls are: each child is counted whole or not at all.
 #[test]
 fn children_beyond_the_process_tables_are_counted_as_dropped() {
-    let Some(t) = root_test("children_beyond_the_process_tables_are_counted_as_dropped") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let json = t.path("procs.json");
@@ -431,7 +431,7 @@ fn children_beyond_the_process_tables_are_counted_as_dropped() {
 
 #[test]
 fn numbers_the_tables_lack_are_counted_apart() {
-    let Some(t) = root_test("numbers_the_tables_lack_are_counted_apart") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (_, p) = run_workload(&t, &["numbers", "1000", "600", "1000", "5000"]);
@@ -449,7 +449,7 @@ fn numbers_the_tables_lack_are_counted_apart() {
 
 #[test]
 fn leader_exiting_first_loses_nothing() {
-    let Some(t) = root_test("leader_exiting_first_loses_nothing") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (o, p) = run_workload(&t, &["leader-exit", "50000"]);
@@ -460,7 +460,7 @@ fn leader_exiting_first_loses_nothing() {
 
 #[test]
 fn exec_from_a_thread_keeps_its_syscall() {
-    let Some(t) = root_test("exec_from_a_thread_keeps_its_syscall") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (o, p) = run_workload(&t, &["exec-thread", "20000"]);
@@ -472,7 +472,7 @@ fn exec_from_a_thread_keeps_its_syscall() {
 
 #[test]
 fn switches_agree_with_the_kernels_own_counts() {
-    let Some(t) = root_test("switches_agree_with_the_kernels_own_counts") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (o, p) = run_workload(&t, &["switches", "20000"]);

@@ -29,7 +29,7 @@ fn assert_plausible_getppid(p: &syscost_user::profile::Profile) {
 
 #[test]
 fn run_counts_getppid_exactly() {
-    let Some(t) = root_test("run_counts_getppid_exactly") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (_, p) = run_workload(&t, &["getppid", "100000"]);
@@ -54,7 +54,7 @@ fn run_counts_getppid_exactly() {
 
 #[test]
 fn blocking_read_is_off_cpu() {
-    let Some(t) = root_test("blocking_read_is_off_cpu") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (o, p) = run_workload(&t, &["pipe-block", "50", "20"]);
@@ -100,7 +100,7 @@ fn blocking_read_is_off_cpu() {
 
 #[test]
 fn run_counts_errors_by_errno() {
-    let Some(t) = root_test("run_counts_errors_by_errno") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (_, p) = run_workload(&t, &["close-ebadf", "5000"]);
@@ -113,7 +113,7 @@ fn run_counts_errors_by_errno() {
 
 #[test]
 fn run_counts_every_thread() {
-    let Some(t) = root_test("run_counts_every_thread") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (_, p) = run_workload(&t, &["threads", "8", "10000"]);
@@ -126,7 +126,7 @@ fn run_counts_every_thread() {
 
 #[test]
 fn run_follows_forked_children() {
-    let Some(t) = root_test("run_follows_forked_children") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (_, p) = run_workload(&t, &["fork", "4", "10000"]);
@@ -137,7 +137,7 @@ fn run_follows_forked_children() {
 
 #[test]
 fn nanosleep_latency_matches_the_workloads_own_timing() {
-    let Some(t) = root_test("nanosleep_latency_matches") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (o, p) = run_workload(&t, &["nanosleep", "100", "1000"]);
@@ -155,7 +155,7 @@ fn nanosleep_latency_matches_the_workloads_own_timing() {
 
 #[test]
 fn run_returns_the_commands_exit_status() {
-    let Some(_t) = root_test("run_returns_exit_status") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let o = output(syscost().args(["run", "--", workload_path(), "exit", "7"]));
@@ -171,7 +171,7 @@ fn run_returns_the_commands_exit_status() {
 
 #[test]
 fn json_round_trips_through_report() {
-    let Some(t) = root_test("json_round_trips_through_report") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let json_path = t.path("p.json");
@@ -209,7 +209,7 @@ fn json_round_trips_through_report() {
 /// it did after the attach was missed.
 #[test]
 fn attach_misses_nothing_after_attaching() {
-    let Some(t) = root_test("attach_misses_nothing") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let mut work = Command::new(workload_path())
@@ -247,7 +247,7 @@ fn attach_misses_nothing_after_attaching() {
 
 #[test]
 fn attach_stops_after_duration_and_prints_intervals() {
-    let Some(_t) = root_test("attach_duration") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let mut sleeper = Command::new(workload_path())
@@ -278,7 +278,7 @@ fn attach_stops_after_duration_and_prints_intervals() {
 
 #[test]
 fn sigterm_ends_attach_cleanly() {
-    let Some(_t) = root_test("sigterm_ends_attach") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let mut busy = Command::new(workload_path())
@@ -301,7 +301,7 @@ fn sigterm_ends_attach_cleanly() {
 
 #[test]
 fn not_root_is_one_clear_line() {
-    let Some(_t) = root_test("not_root_is_one_clear_line") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let o = output(without_caps().args(["run", "--", "true"]));
@@ -314,7 +314,7 @@ fn not_root_is_one_clear_line() {
 
 #[test]
 fn a_pid_namespace_of_its_own_is_refused_in_one_line() {
-    let Some(_t) = root_test("a_pid_namespace_of_its_own_is_refused_in_one_line") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let expected = "syscost: syscost runs in a PID namespace of its own (a container without the host's PID namespace), where the kernel's process ids cannot be seen: run it in the host's PID namespace (docker run --pid=host, or nsenter -t 1 -p)\n";
@@ -371,7 +371,7 @@ fn with_bpf_caps() -> Command {
 
 #[test]
 fn every_command_works_with_cap_bpf_and_cap_perfmon() {
-    let Some(_t) = root_test("every_command_works_with_cap_bpf_and_cap_perfmon") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let unprivileged = |o: &std::process::Output| {
@@ -469,7 +469,7 @@ fn every_command_works_with_cap_bpf_and_cap_perfmon() {
 
 #[test]
 fn doctor_agrees_with_what_the_commands_manage() {
-    let Some(_t) = root_test("doctor_agrees_with_what_the_commands_manage") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let line = |out: &str, tag: &str, what: &str| {
@@ -513,7 +513,7 @@ fn doctor_agrees_with_what_the_commands_manage() {
 /// says this kernel has is on in the profiles those commands save.
 #[test]
 fn doctor_says_yes_exactly_when_the_default_commands_work() {
-    let Some(t) = root_test("doctor_says_yes_exactly_when_the_default_commands_work") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let o = output(syscost().arg("doctor"));
@@ -619,7 +619,7 @@ fn version_names_the_commit_and_the_kernel_programs() {
 
 #[test]
 fn compare_runs_every_way_and_counts_exactly() {
-    let Some(_t) = root_test("compare_runs_every_way") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let tracefs_before = std::fs::read_to_string("/proc/self/mounts")
@@ -691,7 +691,7 @@ fn i386_getppid_program(dir: &std::path::Path, n: u32) -> std::path::PathBuf {
 
 #[test]
 fn compat_syscalls_are_named_from_the_i386_table() {
-    let Some(t) = root_test("compat_syscalls") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let exe = i386_getppid_program(&t.dir, 1000);
@@ -755,7 +755,7 @@ fn tables(text: &str) -> Vec<std::collections::BTreeMap<String, u64>> {
 /// up to the final table, syscall by syscall, and that is exact.
 #[test]
 fn interval_tables_add_up_to_the_final_table() {
-    let Some(_t) = root_test("interval_tables_add_up") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     // A busy getppid loop (a second or two), already running when syscost attaches: the
@@ -789,7 +789,7 @@ fn interval_tables_add_up_to_the_final_table() {
 /// A kernel thread is refused end to end, in one line, before anything is loaded.
 #[test]
 fn a_kernel_thread_is_refused() {
-    let Some(_t) = root_test("a_kernel_thread_is_refused") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     for args in [
@@ -809,7 +809,7 @@ fn a_kernel_thread_is_refused() {
 /// Files syscost writes are created with the user's umask.
 #[test]
 fn files_are_created_with_the_umask() {
-    let Some(t) = root_test("files_are_created_with_the_umask") else {
+    let Some(t) = root_test!() else {
         return;
     };
     use std::os::unix::fs::PermissionsExt as _;
@@ -836,7 +836,7 @@ fn files_are_created_with_the_umask() {
 /// is counted as unpaired, never as a call or a latency.
 #[test]
 fn calls_seccomp_refuses_are_unpaired() {
-    let Some(t) = root_test("calls_seccomp_refuses_are_unpaired") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let (_, p) = run_workload(&t, &["seccomp", "700"]);

@@ -74,7 +74,7 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn run_report_diff_and_flame_escape_what_the_process_chose() {
-    let Some(t) = root_test("escape_run") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let exe = hostile_exe(&t);
@@ -172,7 +172,7 @@ fn run_report_diff_and_flame_escape_what_the_process_chose() {
 
 #[test]
 fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
-    let Some(t) = root_test("escape_attach") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let cg = TestCgroup::new(CGROUP);

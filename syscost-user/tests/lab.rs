@@ -161,7 +161,7 @@ fn profile_server(
 
 #[test]
 fn per_request_attribution_of_the_server() {
-    let Some(t) = root_test("per_request_attribution") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let n = 300;
@@ -201,7 +201,7 @@ fn per_request_attribution_of_the_server() {
 
 #[test]
 fn stopping_on_short_reads_saves_the_failing_read() {
-    let Some(t) = root_test("stop_on_short_read") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let eagain = |p: &syscost_user::profile::Profile| {
@@ -239,7 +239,7 @@ fn stopping_on_short_reads_saves_the_failing_read() {
 
 #[test]
 fn demo_runs_and_cleans_up() {
-    let Some(_t) = root_test("demo_runs_and_cleans_up") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     // The demo's helpers inherit this mark: processes of other tests do not have it.

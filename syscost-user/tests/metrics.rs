@@ -109,7 +109,7 @@ fn listening_port(pid: u32) -> Option<u16> {
 
 #[test]
 fn prometheus_scrapes_the_exact_count() {
-    let Some(t) = root_test("prometheus_scrape") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let Ok(prometheus_bin) = which::which("prometheus") else {
@@ -257,7 +257,7 @@ fn start_export(pids: &str, extra: &[&str]) -> (Reaped, String) {
 
 #[test]
 fn each_process_has_its_own_exact_series_from_one_set_of_programs() {
-    let Some(_t) = root_test("export_two_processes") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let counts = [1_001u64, 2_345];
@@ -346,7 +346,7 @@ fn scrape_while_held(
 
 #[test]
 fn run_and_attach_serve_while_they_trace() {
-    let Some(_t) = root_test("metrics_run_attach") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let n = 4_321;

@@ -170,7 +170,7 @@ fn the_diff_example_is_what_diff_prints() {
 /// The first `run` example: the same rows, counts and columns (times differ by machine).
 #[test]
 fn the_run_example_counts_what_the_readme_shows() {
-    let Some(_t) = root_test("readme_run") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let text = readme();
@@ -224,7 +224,7 @@ fn the_run_example_counts_what_the_readme_shows() {
 /// The JSON schema's example: the workload it names makes the counts it shows.
 #[test]
 fn the_json_example_counts_what_the_readme_shows() {
-    let Some(t) = root_test("readme_json") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let text = readme();

@@ -28,7 +28,7 @@ fn waiting_workload(
 
 #[test]
 fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
-    let Some(t) = root_test("attach_ended_by_signals") else {
+    let Some(t) = root_test!() else {
         return;
     };
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
@@ -72,7 +72,7 @@ fn wait_for_child(parent: &Child, comm: &str) {
 
 #[test]
 fn run_ended_by_signals_leaves_the_command_running() {
-    let Some(t) = root_test("run_ended_by_signals") else {
+    let Some(t) = root_test!() else {
         return;
     };
     // SIGINT sent to syscost alone: it keeps waiting for the command, then reports.
@@ -132,7 +132,7 @@ fn run_ended_by_signals_leaves_the_command_running() {
 
 #[test]
 fn thread_churn_and_2000_threads_count_exactly() {
-    let Some(t) = root_test("thread_churn") else {
+    let Some(t) = root_test!() else {
         return;
     };
     // Churn while attached: 50 rounds of 20 threads that live for 200 calls each.
@@ -181,7 +181,7 @@ impl Drop for Sysctl {
 
 #[test]
 fn threads_with_ids_beyond_the_old_pid_max_are_counted() {
-    let Some(t) = root_test("threads_with_high_ids") else {
+    let Some(t) = root_test!() else {
         return;
     };
     // The tables do not depend on pid_max: syscost loads while pid_max is the old
@@ -217,7 +217,7 @@ fn threads_with_ids_beyond_the_old_pid_max_are_counted() {
 
 #[test]
 fn attach_and_detach_50_times_leaks_nothing() {
-    let Some(t) = root_test("attach_detach_50") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let mut busy = Command::new(workload_path())
@@ -250,7 +250,7 @@ fn attach_and_detach_50_times_leaks_nothing() {
 
 #[test]
 fn missing_btf_is_one_clear_line() {
-    let Some(_t) = root_test("missing_btf") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     // A private mount namespace hides the kernel's BTF from syscost alone.
@@ -270,7 +270,7 @@ fn missing_btf_is_one_clear_line() {
 
 #[test]
 fn a_reused_pid_is_not_counted() {
-    let Some(t) = root_test("reused_pid") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let json = t.path("reuse.json");
@@ -354,7 +354,7 @@ fn a_reused_pid_is_not_counted() {
 
 #[test]
 fn ten_seconds_on_both_cores_counts_exactly_and_stays_light() {
-    let Some(t) = root_test("ten_seconds_busy") else {
+    let Some(t) = root_test!() else {
         return;
     };
     // Two threads as fast as they can, about 10 s here, tallying 2 x 15,000,000 calls.
@@ -408,7 +408,7 @@ fn run_counts(ids: &[u32]) -> u64 {
 /// statistics are on, so its counts move only in the windows of the endpoint's syscost.
 #[test]
 fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
-    let Some(_t) = root_test("run_time_statistics_windows") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let busy = Command::new(workload_path())

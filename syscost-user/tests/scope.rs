@@ -35,7 +35,7 @@ fn sigint(pid: u32) {
 
 #[test]
 fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
-    let Some(t) = root_test("cgroup_exact") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let cg = TestCgroup::new("exact");
@@ -136,7 +136,7 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
 /// `syscost top --no-tui --json` rows, by pid.
 #[test]
 fn top_counts_every_process_exactly_but_itself() {
-    let Some(t) = root_test("top_exact") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let json = t.path("top.json");
@@ -191,7 +191,7 @@ fn top_counts_every_process_exactly_but_itself() {
 
 #[test]
 fn top_of_a_cgroup_leaves_the_rest_out() {
-    let Some(t) = root_test("top_cgroup") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let cg = TestCgroup::new("top");
@@ -271,7 +271,7 @@ fn label<'a>(labels: &'a str, name: &str) -> &'a str {
 /// so the sums are exact.
 #[test]
 fn export_top_keeps_its_series_bounded_and_growing() {
-    let Some(_t) = root_test("export_top") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let cgroups: Vec<TestCgroup> = (0..8)
@@ -376,7 +376,7 @@ fn export_top_keeps_its_series_bounded_and_growing() {
 /// calls, and drops nothing.
 #[test]
 fn top_keeps_every_call_of_3000_short_lived_processes() {
-    let Some(t) = root_test("top_churn") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let json = t.path("top.json");
@@ -438,7 +438,7 @@ fn top_keeps_every_call_of_3000_short_lived_processes() {
 /// every scrape, 0.
 #[test]
 fn export_top_keeps_every_call_of_3000_short_lived_processes() {
-    let Some(_t) = root_test("export_top_churn") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let cg = TestCgroup::new("churn");
@@ -498,7 +498,7 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
 /// calls, which its statistics (kept apart, with histograms) count in full.
 #[test]
 fn a_shrunken_per_process_table_counts_every_call_it_loses() {
-    let Some(t) = root_test("top_shrunken") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let cg = TestCgroup::new("shrunken");
@@ -544,7 +544,7 @@ fn a_shrunken_per_process_table_counts_every_call_it_loses() {
 /// run), and drops nothing.
 #[test]
 fn top_counts_a_shell_loop_as_run_does() {
-    let Some(t) = root_test("top_shell_loop") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let script = "i=0; while [ $i -lt 3000 ]; do /bin/true; i=$((i+1)); done";
@@ -610,7 +610,7 @@ fn top_counts_a_shell_loop_as_run_does() {
 /// 100 getppid each (counted).
 #[test]
 fn threads_already_inside_a_call_count_as_unpaired() {
-    let Some(t) = root_test("automatic_unpaired") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let cg = TestCgroup::new("unpaired");

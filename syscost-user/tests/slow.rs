@@ -10,7 +10,7 @@ use common::*;
 
 #[test]
 fn exactly_the_slow_calls_with_fd_and_function() {
-    let Some(t) = root_test("slow_calls") else {
+    let Some(t) = root_test!() else {
         return;
     };
     // --hold: the workload stays until told to go, after syscost has printed its slow
@@ -182,7 +182,7 @@ fn exactly_the_slow_calls_with_fd_and_function() {
 
 #[test]
 fn a_full_ring_buffer_is_counted() {
-    let Some(t) = root_test("slow_overflow") else {
+    let Some(t) = root_test!() else {
         return;
     };
     // Every call is slow (0 ns), and the ring buffer holds about seven of them.
@@ -212,7 +212,7 @@ fn a_full_ring_buffer_is_counted() {
 
 #[test]
 fn a_threshold_of_one_syscall_reports_only_it() {
-    let Some(t) = root_test("slow_one_syscall") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let json = t.path("reads.json");

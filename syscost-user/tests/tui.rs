@@ -225,7 +225,7 @@ fn row_rate(screen: &str, name: &str) -> Option<u64> {
 
 #[test]
 fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
-    let Some(_t) = root_test("live_view_in_tmux") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let Some((tmux, mut busy)) = live_view("main", 120, 32) else {
@@ -294,7 +294,7 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
 
 #[test]
 fn signals_restore_the_terminal_and_print_the_table() {
-    let Some(t) = root_test("live_view_signals") else {
+    let Some(t) = root_test!() else {
         return;
     };
     for (sig, name) in [
@@ -341,7 +341,7 @@ fn signals_restore_the_terminal_and_print_the_table() {
 /// happened.
 #[test]
 fn an_error_or_a_panic_in_the_view_restores_the_terminal() {
-    let Some(_t) = root_test("live_view_faults") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     for (fault, status, message) in [
@@ -376,7 +376,7 @@ fn an_error_or_a_panic_in_the_view_restores_the_terminal() {
 /// itself and its programs leave the kernel.
 #[test]
 fn syscost_ends_when_its_terminal_goes_away() {
-    let Some(t) = root_test("live_view_hangup") else {
+    let Some(t) = root_test!() else {
         return;
     };
     let Some((tmux, mut busy)) = live_view("gone", 100, 30) else {
@@ -425,7 +425,7 @@ fn syscost_ends_when_its_terminal_goes_away() {
 /// printed on quit and the JSON say the same dropped figure.
 #[test]
 fn the_live_view_shows_the_dropped_figure_the_json_saves() {
-    let Some(t) = root_test("live_view_dropped") else {
+    let Some(t) = root_test!() else {
         return;
     };
     use std::io::Write as _;
@@ -464,7 +464,7 @@ fn the_live_view_shows_the_dropped_figure_the_json_saves() {
 
 #[test]
 fn a_call_blocked_now_shows_as_stuck() {
-    let Some(_t) = root_test("a_call_blocked_now_shows_as_stuck") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     // One thread sleeping 8 s in clock_nanosleep, started once the view is up.
@@ -513,7 +513,7 @@ fn top_rate(screen: &str, pid: u32) -> Option<u64> {
 
 #[test]
 fn top_shows_a_known_rate_and_drills_into_the_process() {
-    let Some(_t) = root_test("top_in_tmux") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     // 10,000 getppid and 100 clock_nanosleep a second, paced by the clock.
@@ -567,7 +567,7 @@ fn top_shows_a_known_rate_and_drills_into_the_process() {
 /// getppid before it and 3,000 after shows exactly 3,000, not 6,000.
 #[test]
 fn tops_drill_down_counts_from_the_enter() {
-    let Some(_t) = root_test("top_drill_from_enter") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     use std::io::{BufRead as _, Write as _};
@@ -631,7 +631,7 @@ fn tops_drill_down_counts_from_the_enter() {
 
 #[test]
 fn slow_calls_show_in_the_live_view_with_their_stack() {
-    let Some(_t) = root_test("slow_in_tmux") else {
+    let Some(_t) = root_test!() else {
         return;
     };
     let (mut work, _out) = waiting(&["slow-mix"]);
@@ -664,7 +664,7 @@ fn slow_calls_show_in_the_live_view_with_their_stack() {
 /// named itself with an OSC sequence did not set it.
 #[test]
 fn hostile_names_show_escaped_in_the_live_view() {
-    let Some(t) = root_test("hostile_in_tmux") else {
+    let Some(t) = root_test!() else {
         return;
     };
     use std::os::unix::ffi::OsStrExt as _;

@@ -42,9 +42,24 @@ pub fn skip(name: &str, why: &str) {
     eprintln!("\n*** SKIPPED {name}: {why} ***\n");
 }
 
+/// [`root_test_named`] labelled with the name of the test function it is called in.
+#[allow(unused_macros)] // not every test binary has root tests
+macro_rules! root_test {
+    () => {
+        $crate::common::root_test_named({
+            fn here() {}
+            let path = std::any::type_name_of_val(&here);
+            let path = path.strip_suffix("::here").unwrap_or(path);
+            path.rsplit("::").next().unwrap_or(path)
+        })
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use root_test;
+
 /// `Some` when this process may load BPF programs. Elsewhere it says loudly why the test
 /// is skipped; under CI it fails instead.
-pub fn root_test(name: &str) -> Option<RootTest> {
+pub fn root_test_named(name: &str) -> Option<RootTest> {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         skip(

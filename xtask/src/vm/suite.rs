@@ -55,6 +55,13 @@ pub const SUITE: &[(&str, &[&str])] = &[
         "metrics",
         &["each_process_has_its_own_exact_series_from_one_set_of_programs"],
     ),
+    (
+        "kernel",
+        &[
+            "a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samples",
+            "samples_only_grow_while_calls_are_made",
+        ],
+    ),
 ];
 
 /// The tests of the suite missing from `listed` (a test binary's `--list --format terse`

@@ -9,10 +9,7 @@ use std::{
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::{
-    report::strace_table::{SortKey, TableOptions},
-    syscall_names,
-};
+use crate::{profile::SortKey, report::strace_table::TableOptions, syscall_names};
 
 /// `syscost --version`: the version, the commit it was built from and a build id of the
 /// kernel programs it carries (a hash of the object, set by the build script).

@@ -15,6 +15,7 @@ pub mod errno_name;
 pub mod kernel_btf;
 pub mod lab;
 pub mod latency;
+pub mod locks;
 pub mod map_sizes;
 pub mod metrics;
 pub mod privileges;

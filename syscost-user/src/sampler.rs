@@ -499,7 +499,7 @@ fn read_exits(sampler: Weak<Mutex<Sampler>>) {
                     let Some(shared) = sampler.upgrade() else {
                         return;
                     };
-                    let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut s = crate::locks::lock(&shared);
                     if !s.loaded() {
                         return;
                     }

@@ -10,7 +10,7 @@ use std::{
     os::fd::OwnedFd,
     path::PathBuf,
     sync::{
-        Arc, Mutex, MutexGuard,
+        Arc, Mutex,
         atomic::{AtomicBool, Ordering},
         mpsc,
     },
@@ -22,17 +22,12 @@ use anyhow::Result;
 
 use crate::{
     collector::Snapshot,
+    locks::lock,
     process_table::{ProcessRow, TopStep},
     profile::{Features, SlowCall},
     sampler::{OwnCostReading, Sampler, SharedSampler, ThreadState},
     slow::reader::{Reader, SlowLog},
 };
-
-/// A poisoned lock (a panicking holder) still guards whole data here: every writer
-/// leaves it consistent between statements, so the guard is taken as it is.
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Whose threads the samples describe.
 #[derive(Debug, Default)]

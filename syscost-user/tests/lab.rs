@@ -9,7 +9,7 @@ use std::{
 };
 
 use common::*;
-use syscost_user::report::strace_table::per_unit;
+use syscost_user::profile::per_unit;
 
 /// Reads lines until the server says where it listens; its port.
 fn port_from(stderr: &mut impl BufRead) -> u16 {

@@ -12,7 +12,7 @@ use anyhow::{Context as _, Result, bail};
 use crate::{
     cli::{AttachArgs, ViewArgs},
     cli::{DemoArgs, Mode},
-    report::strace_table::SortKey,
+    profile::SortKey,
 };
 
 /// The demo's helper processes, stopped (SIGTERM, then SIGKILL) when dropped.

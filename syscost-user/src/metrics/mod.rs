@@ -455,7 +455,7 @@ impl Metrics {
     /// it a few times a second: the samples wait in a queue until then).
     pub fn tick(&self) {
         if let Some(top) = &self.top {
-            feed(&mut crate::session::lock(top));
+            feed(&mut crate::locks::lock(top));
         }
     }
 
@@ -468,7 +468,7 @@ impl Metrics {
         let bpf_run = sample.own_cost_totals;
         let (processes_top, cgroups_top) = match &self.top {
             Some(top) => {
-                let mut top = crate::session::lock(top);
+                let mut top = crate::locks::lock(top);
                 feed(&mut top);
                 (
                     top.processes.series(vec![

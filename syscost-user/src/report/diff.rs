@@ -7,7 +7,10 @@ use anyhow::{Result, bail};
 use clap::ValueEnum;
 use serde::Serialize;
 
-use crate::{profile::Profile, report::strace_table::per_unit, units::human_ns};
+use crate::{
+    profile::{Profile, per_unit},
+    units::human_ns,
+};
 
 /// Sort order of `syscost diff`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

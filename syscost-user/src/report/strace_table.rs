@@ -8,33 +8,10 @@
 //!
 //! With `-L` the columns p50, p99 and max follow the syscall name.
 
-use std::cmp::Reverse;
-
-use clap::ValueEnum;
-
 use crate::{
-    profile::{Profile, SyscallProfile},
+    profile::{Profile, SortKey, SyscallProfile, per_unit},
     units::human_ns,
 };
-
-/// Sort order of the rows (like strace's `-S`); each but `name` sorts largest first.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum SortKey {
-    /// Total time in the syscall.
-    #[default]
-    Time,
-    Calls,
-    Errors,
-    /// Average latency.
-    Avg,
-    /// 99th percentile latency.
-    P99,
-    /// Time on a CPU inside the syscall.
-    Oncpu,
-    /// Time switched out (blocked or preempted) inside the syscall.
-    Offcpu,
-    Name,
-}
 
 /// How to print the table.
 #[derive(Clone, Debug, Default)]
@@ -46,57 +23,9 @@ pub struct TableOptions {
     pub per: Option<String>,
 }
 
-/// Per-unit figures: the unit is one call of a chosen syscall (one accepted connection).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PerUnit {
-    /// Calls of the unit syscall.
-    pub units: u64,
-    /// All syscalls per unit.
-    pub calls: f64,
-    /// Syscall time per unit, ns.
-    pub ns: f64,
-    /// Of it, on-CPU time per unit, ns.
-    pub oncpu_ns: f64,
-}
-
-/// Totals of `profile` per successful call of syscall `unit` (an `accept4` that failed
-/// with EAGAIN accepted no connection); `None` when it never succeeded.
-pub fn per_unit(profile: &Profile, unit: &str) -> Option<PerUnit> {
-    let units = profile.syscall(unit).map_or(0, |s| s.calls - s.errors);
-    if units == 0 {
-        return None;
-    }
-    let (calls, _, total_ns) = profile.totals();
-    let oncpu: u64 = profile.syscalls.iter().map(|s| s.oncpu_ns).sum();
-    Some(PerUnit {
-        units,
-        calls: calls as f64 / units as f64,
-        ns: total_ns as f64 / units as f64,
-        oncpu_ns: oncpu as f64 / units as f64,
-    })
-}
-
 const DASHES: &str = "------ ----------- ----------- --------- --------- ----------------";
 const LATENCY_DASHES: &str = " --------- --------- --------- --------- ---------";
 const PER_DASHES: &str = " ---------- ----------";
-
-/// Rows in display order.
-pub fn sorted(profile: &Profile, key: SortKey) -> Vec<&SyscallProfile> {
-    let mut rows: Vec<&SyscallProfile> = profile.syscalls.iter().collect();
-    // Ties keep syscall-number order, as strace does.
-    rows.sort_by_key(|s| s.nr);
-    match key {
-        SortKey::Time => rows.sort_by_key(|s| Reverse(s.total_ns)),
-        SortKey::Calls => rows.sort_by_key(|s| Reverse(s.calls)),
-        SortKey::Errors => rows.sort_by_key(|s| Reverse(s.errors)),
-        SortKey::Avg => rows.sort_by_key(|s| Reverse(s.avg_ns)),
-        SortKey::P99 => rows.sort_by_key(|s| Reverse(s.p99_ns)),
-        SortKey::Oncpu => rows.sort_by_key(|s| Reverse(s.oncpu_ns)),
-        SortKey::Offcpu => rows.sort_by_key(|s| Reverse(s.offcpu_ns)),
-        SortKey::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
-    }
-    rows
-}
 
 fn line(pct: f64, total_ns: u64, calls: u64, errors: u64, name: &str) -> String {
     let usecs_per_call = (total_ns / 1000).checked_div(calls).unwrap_or(0);
@@ -200,7 +129,7 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
         Some((_, None)) => format!(" {:>10} {:>10}", "-", "-"),
         None => String::new(),
     };
-    for s in sorted(profile, options.sort) {
+    for s in profile.sorted(options.sort) {
         let pct = if total_ns == 0 {
             0.0
         } else {
@@ -392,7 +321,7 @@ mod tests {
     fn sort_keys() {
         let p = profile();
         let names = |k| {
-            sorted(&p, k)
+            p.sorted(k)
                 .iter()
                 .map(|s| s.name.clone())
                 .collect::<Vec<_>>()

@@ -81,7 +81,7 @@ impl Reader {
                     if echo {
                         eprintln!("{}", crate::report::slow::line(&c));
                     }
-                    l.lock().unwrap_or_else(|e| e.into_inner()).push(c);
+                    crate::locks::lock(&l).push(c);
                 }
                 if stopping && !got {
                     return;
@@ -110,7 +110,7 @@ impl Reader {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
-        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let mut log = crate::locks::lock(&self.log);
         let evicted = log.evicted;
         (std::mem::take(&mut log.calls).into(), evicted)
     }

@@ -7,7 +7,7 @@ use std::{
     time::Duration,
 };
 
-use crate::profile::{Profile, SyscallProfile};
+use crate::profile::{Profile, SortKey, SyscallProfile};
 
 /// Intervals of rate history kept for the sparklines.
 pub const HISTORY: usize = 60;
@@ -61,6 +61,23 @@ impl SortColumn {
         Self::Blocked,
         Self::Name,
     ];
+
+    /// The profile's sort key of the column; `None` for the rate, the view's own.
+    pub fn key(self) -> Option<SortKey> {
+        Some(match self {
+            Self::Calls => SortKey::Calls,
+            Self::Rate => return None,
+            Self::Errors => SortKey::Errors,
+            Self::Time => SortKey::Time,
+            Self::Avg => SortKey::Avg,
+            Self::P50 => SortKey::P50,
+            Self::P99 => SortKey::P99,
+            Self::Max => SortKey::Max,
+            Self::OnCpu => SortKey::Oncpu,
+            Self::Blocked => SortKey::Offcpu,
+            Self::Name => SortKey::Name,
+        })
+    }
 
     pub fn next(self) -> Self {
         let i = Self::ALL.iter().position(|&c| c == self).unwrap_or(0);
@@ -293,26 +310,13 @@ impl App {
             .iter()
             .filter(|s| self.filter.is_empty() || s.name.contains(self.filter.as_str()))
             .collect();
-        rows.sort_by_key(|s| s.nr);
-        let key = |s: &SyscallProfile| -> u64 {
-            match self.sort {
-                SortColumn::Calls => s.calls,
-                SortColumn::Rate => (self.rate(&s.name) * 1000.0) as u64,
-                SortColumn::Errors => s.errors,
-                SortColumn::Time => s.total_ns,
-                SortColumn::Avg => s.avg_ns,
-                SortColumn::P50 => s.p50_ns,
-                SortColumn::P99 => s.p99_ns,
-                SortColumn::Max => s.max_ns,
-                SortColumn::OnCpu => s.oncpu_ns,
-                SortColumn::Blocked => s.offcpu_ns,
-                SortColumn::Name => 0,
+        match self.sort.key() {
+            Some(key) => crate::profile::sort_syscalls(&mut rows, key),
+            // The rate over the last interval is the view's own column.
+            None => {
+                rows.sort_by_key(|s| s.nr);
+                rows.sort_by_key(|s| std::cmp::Reverse((self.rate(&s.name) * 1000.0) as u64));
             }
-        };
-        if self.sort == SortColumn::Name {
-            rows.sort_by(|a, b| a.name.cmp(&b.name));
-        } else {
-            rows.sort_by_key(|s| std::cmp::Reverse(key(s)));
         }
         if self.reverse {
             rows.reverse();

@@ -9,7 +9,7 @@ use ratatui::{
 };
 
 use super::app::{App, View};
-use crate::{latency, report::strace_table::per_unit, units::human_ns, untrusted::shown};
+use crate::{latency, profile::per_unit, units::human_ns, untrusted::shown};
 
 /// Draws the whole screen.
 pub fn render(frame: &mut Frame, app: &App) {

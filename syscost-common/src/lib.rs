@@ -16,6 +16,17 @@ pub mod latency_bucket;
 
 pub use latency_bucket::{GROUPING_POWER, HISTOGRAM_BUCKETS, MAX_VALUE_POWER, bucket_index};
 
+/// The median of `v` (the upper one of an even count; 0 for none), as every benchmark
+/// of syscost reports it. Reorders `v`. (Userspace only: the kernel side has no floats.)
+#[cfg(not(target_arch = "bpf"))]
+pub fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mid = v.len() / 2;
+    *v.select_nth_unstable_by(mid, f64::total_cmp).1
+}
+
 /// Native syscall numbers below this have a key of their own in `INDEX`.
 pub const NATIVE_KEYS: u32 = 1024;
 /// 32-bit (compat) syscall numbers below this have a key of their own, after the native ones.
@@ -503,5 +514,16 @@ mod tests {
             8 * 11 + 2 * ERRNO_PAIRS + 8 * ERRNO_PAIRS + 8 + 8 * HISTOGRAM_BUCKETS
         );
         assert_eq!(size_of::<StatsEntry>() % 8, 0);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(super::median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(
+            super::median(&mut [4.0, 1.0, 3.0, 2.0]),
+            3.0,
+            "the upper of two"
+        );
+        assert_eq!(super::median(&mut []), 0.0);
     }
 }

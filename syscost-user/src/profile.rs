@@ -188,6 +188,33 @@ pub struct Target {
     pub cgroup: Option<String>,
 }
 
+impl Target {
+    /// A process.
+    pub fn process(pid: u32, comm: &str) -> Self {
+        Self {
+            pid,
+            comm: comm.to_string(),
+            ..Self::default()
+        }
+    }
+
+    /// A command run from its first syscall (`run`).
+    pub fn command(pid: u32, comm: &str, argv: &[String]) -> Self {
+        Self {
+            command: Some(argv.to_vec()),
+            ..Self::process(pid, comm)
+        }
+    }
+
+    /// A cgroup v2 profiled as one (`pid` 0, `comm` empty).
+    pub fn cgroup(path: &str) -> Self {
+        Self {
+            cgroup: Some(path.to_string()),
+            ..Self::default()
+        }
+    }
+}
+
 /// One syscall's numbers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

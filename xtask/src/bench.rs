@@ -83,9 +83,7 @@ fn ns_per_call(cmd: &mut Command) -> Result<f64> {
 }
 
 fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[s.len() / 2]
+    syscost_common::median(&mut v.to_vec())
 }
 
 /// Starts `cmd` and waits for a line of its output containing `ready`.

@@ -34,11 +34,9 @@ impl Way {
     }
 }
 
-/// Median of a non-empty sample.
-pub fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    if s.is_empty() { 0.0 } else { s[s.len() / 2] }
+/// Median of a sample (0 for none).
+fn median(v: &[f64]) -> f64 {
+    syscost_common::median(&mut v.to_vec())
 }
 
 /// One micro-benchmark row: median ns per call for each way that ran.

@@ -124,16 +124,8 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             .map(|m| format!("metrics at http://{}/metrics", m.local_addr()))
     });
     let info = match &cgroup {
-        Some(cg) => Target {
-            cgroup: Some(cg.path.clone()),
-            ..Target::default()
-        },
-        None => Target {
-            pid: target.pid,
-            comm: target.comm.clone(),
-            command: None,
-            cgroup: None,
-        },
+        Some(cg) => Target::cgroup(&cg.path),
+        None => Target::process(target.pid, &target.comm),
     };
     let started = Instant::now();
     let last = if tui {

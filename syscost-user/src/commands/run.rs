@@ -119,12 +119,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let duration_ns = started.elapsed().as_nanos() as u64;
     drop(metrics);
 
-    let target = Target {
-        pid,
-        comm,
-        command: Some(args.command.clone()),
-        cgroup: None,
-    };
+    let target = Target::command(pid, &comm, &args.command);
     let finished = session.finish()?;
     let mut profile = finished
         .snapshot(0)

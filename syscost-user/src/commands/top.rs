@@ -197,7 +197,7 @@ fn live(
         while let Ok(sample) = samples.try_recv() {
             view.dropped = sample.snapshot(0).dropped();
             view.own_cost = match &sample.own_cost {
-                Ok(Some(r)) => format!("{:.0} ns/event, {:.2}% CPU", r.ns_per_run, r.cpu_percent),
+                Ok(Some(r)) => r.to_string(),
                 Ok(None) => "measuring".to_string(),
                 Err(why) => why.clone(),
             };

@@ -395,11 +395,9 @@ impl Source {
 
     /// What its series are labelled with.
     pub fn target(&self) -> Target {
-        Target {
-            pid: self.pid,
-            comm: self.comm.clone(),
-            command: None,
-            cgroup: self.cgroup.clone(),
+        match &self.cgroup {
+            Some(path) => Target::cgroup(path),
+            None => Target::process(self.pid, &self.comm),
         }
     }
 }

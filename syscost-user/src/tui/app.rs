@@ -7,7 +7,10 @@ use std::{
     time::Duration,
 };
 
-use crate::profile::{Profile, SortKey, SyscallProfile};
+use crate::{
+    profile::{Profile, SortKey, SyscallProfile},
+    sampler::OwnCostReading,
+};
 
 /// Intervals of rate history kept for the sparklines.
 pub const HISTORY: usize = 60;
@@ -101,15 +104,6 @@ impl SortColumn {
     }
 }
 
-/// syscost's own cost, from the kernel's BPF run-time statistics.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Overhead {
-    /// Average run time of one program run, ns.
-    pub ns_per_run: f64,
-    /// Share of one CPU spent in syscost's programs, percent.
-    pub cpu_percent: f64,
-}
-
 /// One thread in the per-thread view.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThreadRow {
@@ -143,7 +137,7 @@ pub struct Sample {
     pub attached_for: Duration,
     pub threads: Vec<ThreadRow>,
     pub thread_count: usize,
-    pub overhead: Option<Overhead>,
+    pub overhead: Option<OwnCostReading>,
     /// Why there is no own-cost figure yet ("measuring", no privilege for it, off).
     pub overhead_note: Option<String>,
     /// Calls in progress for longer than [`STUCK_AFTER`], longest first.
@@ -174,7 +168,7 @@ pub struct App {
     pub interval_secs: f64,
     /// Syscall name -> calls per second, oldest first.
     pub rates: BTreeMap<String, VecDeque<u64>>,
-    pub overhead: Option<Overhead>,
+    pub overhead: Option<OwnCostReading>,
     pub overhead_note: Option<String>,
     pub stuck: Vec<StuckCall>,
     pub threads: Vec<ThreadRow>,
@@ -473,7 +467,7 @@ pub mod tests {
                     now: "epoll_wait for 1.20ms".into(),
                 }],
                 thread_count: 1,
-                overhead: Some(Overhead {
+                overhead: Some(OwnCostReading {
                     ns_per_run: 95.0,
                     cpu_percent: 0.4,
                 }),

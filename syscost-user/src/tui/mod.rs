@@ -19,7 +19,7 @@ use std::{
 use anyhow::{Context as _, Result};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
-use self::app::{App, Overhead, STUCK_AFTER, Sample, StuckCall, TargetInfo, ThreadRow};
+use self::app::{App, STUCK_AFTER, Sample, StuckCall, TargetInfo, ThreadRow};
 use crate::{
     collector::Snapshot,
     process::Process,
@@ -74,12 +74,7 @@ struct Feed {
 
 impl Feed {
     fn target(&self, comm: &str) -> Target {
-        Target {
-            pid: self.pid,
-            comm: comm.to_string(),
-            command: None,
-            cgroup: None,
-        }
+        Target::process(self.pid, comm)
     }
 
     /// The view's sample of session sample `s`; the threads' rows only when they are
@@ -127,13 +122,7 @@ impl Feed {
             Vec::new()
         };
         let (overhead, overhead_note) = match &s.own_cost {
-            Ok(Some(r)) => (
-                Some(Overhead {
-                    ns_per_run: r.ns_per_run,
-                    cpu_percent: r.cpu_percent,
-                }),
-                None,
-            ),
+            Ok(Some(r)) => (Some(*r), None),
             Ok(None) => (None, Some("measuring".to_string())),
             Err(why) => (None, Some(why.clone())),
         };

@@ -79,10 +79,7 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
     }
     let shown = app.shown();
     let own = match (app.overhead, &app.overhead_note) {
-        (Some(o), _) => format!(
-            "own cost {:.0} ns/event, {:.2}% CPU",
-            o.ns_per_run, o.cpu_percent
-        ),
+        (Some(o), _) => format!("own cost {o}"),
         (None, Some(note)) => format!("own cost: {note}"),
         (None, None) => "own cost: n/a".to_string(),
     };

@@ -16,7 +16,10 @@ use hyper::{Method, Request, Response, StatusCode, body::Incoming, header, servi
 use hyper_util::rt::TokioIo;
 use tokio::sync::oneshot;
 
-use super::{CONTENT_TYPE, Metrics, exposition};
+use super::{
+    Metrics,
+    encode::{CONTENT_TYPE, exposition},
+};
 
 /// A running endpoint; dropping it stops the server and waits for its thread.
 pub struct MetricsServer {

@@ -27,7 +27,7 @@ pub struct Profile {
     pub offcpu_tracked: bool,
     /// Exits whose enter was not seen (syscalls in flight at attach time).
     pub unpaired: u64,
-    /// Events that could not be recorded (see the README); 0 in a complete profile.
+    /// Events that could not be recorded (see docs/design.md); 0 in a complete profile.
     pub dropped: u64,
     /// One entry per syscall seen.
     pub syscalls: Vec<SyscallProfile>,

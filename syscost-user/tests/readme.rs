@@ -1,6 +1,6 @@
-//! README.md against the program: the command list names every option of every
-//! command and nothing else, and the examples whose output does not depend on the
-//! machine print what the README shows.
+//! README.md and docs/ against the program: the command list names every option of
+//! every command and nothing else, the examples whose output does not depend on the
+//! machine print what they show, and every test the docs name exists.
 
 mod common;
 
@@ -9,8 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use clap::CommandFactory as _;
 use common::*;
 
-fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap()
+/// A file of the repository, by its path from the top (`README.md`, `docs/usage.md`).
+fn doc(path: &str) -> String {
+    let full = format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
 }
 
 /// The lines of the fenced block that follows `heading`'s line.
@@ -76,7 +78,7 @@ fn cli_options() -> BTreeMap<String, Vec<Spellings>> {
 
 #[test]
 fn the_command_list_names_every_option_and_no_other() {
-    let text = readme();
+    let text = doc("docs/usage.md");
     let lines = block_after(&text, "## Commands");
     let cli = cli_options();
     // README lines by command: `syscost lab echo-server ...` is `lab echo-server`.
@@ -136,7 +138,7 @@ fn the_command_list_names_every_option_and_no_other() {
 /// line `syscost diff` prints (the README leaves some rows out).
 #[test]
 fn the_diff_example_is_what_diff_prints() {
-    let text = readme();
+    let text = doc("docs/usage.md");
     let lines = block_after(&text, "The lab's edge-triggered server before and after");
     let at = lines
         .iter()
@@ -173,7 +175,7 @@ fn the_run_example_counts_what_the_readme_shows() {
     let Some(_t) = root_test!() else {
         return;
     };
-    let text = readme();
+    let text = doc("docs/usage.md");
     let lines = block_after(&text, "(`syscost-workload`, in the examples,");
     let cmd = lines[0]
         .strip_prefix("$ sudo syscost ")
@@ -227,7 +229,7 @@ fn the_json_example_counts_what_the_readme_shows() {
     let Some(t) = root_test!() else {
         return;
     };
-    let text = readme();
+    let text = doc("docs/json.md");
     let from = text.find("## JSON schema").expect("the schema section");
     let start = text[from..].find("```json\n").unwrap() + from + "```json\n".len();
     let end = text[start..].find("```").unwrap() + start;
@@ -266,7 +268,7 @@ fn the_json_example_counts_what_the_readme_shows() {
 /// The top file's example reads as a top file: its sums add up.
 #[test]
 fn the_top_file_example_reads() {
-    let text = readme();
+    let text = doc("docs/json.md");
     let from = text.find("### The top file").expect("the top file section");
     let start = text[from..].find("```json\n").unwrap() + from + "```json\n".len();
     let end = text[start..].find("```").unwrap() + start;
@@ -274,4 +276,57 @@ fn the_top_file_example_reads() {
         .unwrap_or_else(|e| panic!("the README's top file: {e:#}"));
     assert!(p.totals_only);
     assert_eq!(p.totals(), (1512, 12, 21_111_003));
+}
+
+/// The README's tour shows the same `run` table as docs/usage.md (one example, kept in
+/// one state).
+#[test]
+fn the_readme_tour_shows_the_tested_run_example() {
+    let usage = doc("docs/usage.md");
+    let tested = block_after(&usage, "(`syscost-workload`, in the examples,");
+    let readme = doc("README.md");
+    let tour = block_after(&readme, "**`syscost run -- CMD`**");
+    assert_eq!(tour, tested);
+}
+
+/// Every test the README and docs name (`file::test`, as a guarantee's "Held by") is a
+/// test of that file.
+#[test]
+fn every_test_the_docs_name_exists() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+    let mut named = 0;
+    let mut missing = Vec::new();
+    for path in [
+        "README.md",
+        "CONTRIBUTING.md",
+        "docs/design.md",
+        "docs/usage.md",
+    ] {
+        let text = doc(path);
+        for span in text.split('`').skip(1).step_by(2) {
+            let Some((file, test)) = span.split_once("::") else {
+                continue;
+            };
+            let source = format!("{dir}/{file}.rs");
+            let Ok(code) = std::fs::read_to_string(&source) else {
+                continue;
+            };
+            if !test
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
+            {
+                continue;
+            }
+            named += 1;
+            if !code.contains(&format!("fn {test}()")) {
+                missing.push(format!("{path}: {file}::{test}"));
+            }
+        }
+    }
+    assert!(named >= 20, "the docs name {named} tests");
+    assert!(
+        missing.is_empty(),
+        "named but not there:\n{}",
+        missing.join("\n")
+    );
 }

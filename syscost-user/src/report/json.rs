@@ -1,4 +1,4 @@
-//! Saved profiles: JSON in the schema documented in the README. Reading checks the
+//! Saved profiles: JSON in the schema documented in docs/json.md. Reading checks the
 //! version and the profile's own arithmetic, so a damaged file is an error that names
 //! the file and what is wrong, never a wrong table.
 

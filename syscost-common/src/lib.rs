@@ -50,6 +50,19 @@ pub const KEYS_PER_INDEX_WORD: u32 = 4;
 /// u64 words of `INDEX` per process slot.
 pub const INDEX_WORDS_PER_SLOT: u32 = KEYS_PER_SLOT / KEYS_PER_INDEX_WORD;
 
+/// Whether a syscall key is a 32-bit (compat) syscall's.
+#[inline(always)]
+pub const fn key_is_compat(key: u32) -> bool {
+    key == KEY_BIG_COMPAT || (key >= COMPAT_BASE && key < KEY_BIG_NATIVE)
+}
+
+/// Whether a syscall's return value is an error: -4095..=-1, the kernel's
+/// `IS_ERR_VALUE` range (the errno is its negation).
+#[inline(always)]
+pub const fn is_error_return(ret: i64) -> bool {
+    ret >= -4095 && ret < 0
+}
+
 /// The key of syscall `nr` made by a process of ABI `abi` (see [`abi`]).
 #[inline(always)]
 pub const fn syscall_key(abi: u32, nr: u64) -> u32 {
@@ -525,5 +538,15 @@ mod tests {
             "the upper of two"
         );
         assert_eq!(super::median(&mut []), 0.0);
+    }
+
+    #[test]
+    fn compat_keys_and_error_returns() {
+        assert!(!key_is_compat(0) && !key_is_compat(COMPAT_BASE - 1));
+        assert!(key_is_compat(COMPAT_BASE) && key_is_compat(COMPAT_BASE + 511));
+        assert!(key_is_compat(KEY_BIG_COMPAT) && !key_is_compat(KEY_BIG_NATIVE));
+        assert!(!key_is_compat(KEY_NONE) && !key_is_compat(KEY_FORK_CHILD));
+        assert!(is_error_return(-1) && is_error_return(-4095));
+        assert!(!is_error_return(-4096) && !is_error_return(0) && !is_error_return(1));
     }
 }

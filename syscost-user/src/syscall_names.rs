@@ -42,7 +42,7 @@ impl SyscallId {
 
     /// Whether it is a 32-bit (compat) syscall.
     pub fn is_compat(&self) -> bool {
-        self.key == KEY_BIG_COMPAT || (COMPAT_BASE..KEY_BIG_NATIVE).contains(&self.key)
+        syscost_common::key_is_compat(self.key)
     }
 
     /// Its name: the table's name, `syscall_0x...` for a number the table lacks (as

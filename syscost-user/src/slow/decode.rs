@@ -80,7 +80,7 @@ impl Decoder {
         let id = SyscallId::of(e.key, e.nr);
         let syscall = id.name();
         let comm_end = e.comm.iter().position(|&b| b == 0).unwrap_or(e.comm.len());
-        let (ret, errno) = if (-4095..0).contains(&e.ret) {
+        let (ret, errno) = if syscost_common::is_error_return(e.ret) {
             (-1, Some(crate::errno_name::errno_name((-e.ret) as u32)))
         } else {
             (e.ret, None)

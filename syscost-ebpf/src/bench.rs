@@ -1,0 +1,109 @@
+//! Programs that are not the tracer: the benchmark's floor and candidates, and the
+//! probes of `doctor` and the loader. Loaded only by name, never with the tracer.
+
+use super::*;
+
+/// Loaded (never attached) to learn whether tracing programs may call
+/// `bpf_get_current_ancestor_cgroup_id` on this kernel (from 5.14).
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn probe_ancestor_cgroup(_ctx: RawTracePointContext) -> i32 {
+    black_box(unsafe { bpf_get_current_ancestor_cgroup_id(1) }) as i32
+}
+
+/// The floor for the overhead benchmark: the least any program on these tracepoints can
+/// cost (no helpers, no maps).
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn floor_sys_enter(_ctx: RawTracePointContext) -> i32 {
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn floor_sys_exit(_ctx: RawTracePointContext) -> i32 {
+    0
+}
+
+/// Candidates for the overhead benchmark, between the floor and syscost: what the clock
+/// reads alone cost, and the clock with a histogram update. They run for every process
+/// (no filter) and keep their figures in `CANDIDATE`, per CPU.
+#[map]
+static CANDIDATE: PerCpuArray<StatsEntry> = PerCpuArray::with_max_entries(1, 0);
+
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn cand_clock_enter(_ctx: RawTracePointContext) -> i32 {
+    if let Some(e) = CANDIDATE.get_ptr_mut(0) {
+        unsafe { (*e).nr = bpf_ktime_get_ns() };
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn cand_clock_exit(_ctx: RawTracePointContext) -> i32 {
+    if let Some(e) = CANDIDATE.get_ptr_mut(0) {
+        let e = unsafe { &mut *e };
+        e.total_ns += unsafe { bpf_ktime_get_ns() } - e.nr;
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn cand_hist_exit(_ctx: RawTracePointContext) -> i32 {
+    if let Some(e) = CANDIDATE.get_ptr_mut(0) {
+        let e = unsafe { &mut *e };
+        let ns = unsafe { bpf_ktime_get_ns() } - e.nr;
+        e.calls += 1;
+        e.total_ns += ns;
+        if let Some(b) = e.hist.get_mut(bucket_index(ns)) {
+            *b += 1;
+        }
+    }
+    0
+}
+
+/// Candidate filter: the same test as syscost's, with the tgid read from the current
+/// task through its BTF pointer instead of the `bpf_get_current_pid_tgid` helper.
+#[inline(always)]
+fn btf_filter() -> u32 {
+    let task = unsafe { aya_ebpf::helpers::bpf_get_current_task_btf() } as *const u8;
+    let tgid = unsafe { *(task.add(TASK_TGID_OFFSET.load() as usize) as *const u32) };
+    proc_of(tgid)
+}
+
+#[aya_ebpf::macros::btf_tracepoint(function = "sys_enter")]
+pub fn cand_btf_enter(_ctx: aya_ebpf::programs::BtfTracePointContext) -> i32 {
+    if btf_filter() != 0 {
+        return 1;
+    }
+    0
+}
+
+#[aya_ebpf::macros::btf_tracepoint(function = "sys_exit")]
+pub fn cand_btf_exit(_ctx: aya_ebpf::programs::BtfTracePointContext) -> i32 {
+    if btf_filter() != 0 {
+        return 1;
+    }
+    0
+}
+
+/// The raw-tracepoint filter alone, for comparison.
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn cand_filter_enter(_ctx: RawTracePointContext) -> i32 {
+    if proc_of((bpf_get_current_pid_tgid() >> 32) as u32) != 0 {
+        return 1;
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn cand_filter_exit(_ctx: RawTracePointContext) -> i32 {
+    if proc_of((bpf_get_current_pid_tgid() >> 32) as u32) != 0 {
+        return 1;
+    }
+    0
+}
+
+/// `syscost doctor` tries to load this to tell whether fentry/fexit programs may load
+/// on this host (never attached).
+#[aya_ebpf::macros::fentry(function = "do_exit")]
+pub fn doctor_fentry(_ctx: aya_ebpf::programs::FEntryContext) -> u32 {
+    0
+}

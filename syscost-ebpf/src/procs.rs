@@ -1,0 +1,238 @@
+//! The traced set (`PROCS`, `PROCS_OVERFLOW`): which processes are traced, in which
+//! statistics slot and with which ABI; the automatic modes' first look at a process;
+//! whether an exiting thread was its group's last.
+
+use super::*;
+
+/// The direct `PROCS` slot of a tgid, read as one word: (tag, value).
+#[inline(always)]
+pub(crate) fn proc_slot(tgid: u32) -> Option<*mut ProcSlot> {
+    PROCS.get_ptr_mut(tgid & PROC_MASK.load())
+}
+
+/// A pointer to the `proc_value` of a traced process (in its direct slot, whose value
+/// may carry the overflow flag, or in the overflow map), `None` when it is not traced.
+#[inline(always)]
+pub(crate) fn proc_value_ptr(tgid: u32) -> Option<*mut u32> {
+    let p = proc_slot(tgid)?;
+    // One 8-byte load: tag and value together. black_box: the program wrappers ignore
+    // our return value, and without it the compiler may fold the compare into the
+    // paths that follow and lose the early return.
+    let word = black_box(unsafe { read_volatile(p as *const u64) });
+    if word as u32 == tgid {
+        return Some(unsafe { &raw mut (*p).value });
+    }
+    if (word >> 32) as u32 & ProcSlot::OVERFLOW == 0 {
+        return None;
+    }
+    PROCS_OVERFLOW.get_ptr_mut(tgid)
+}
+
+/// The `proc_value` of this tgid, 0 when it is not traced. The first test on every
+/// syscall of every process.
+#[inline(always)]
+pub(crate) fn proc_of(tgid: u32) -> u32 {
+    match proc_value_ptr(tgid) {
+        Some(v) => traced((unsafe { *v }) & !ProcSlot::OVERFLOW),
+        None => 0,
+    }
+}
+
+/// A PROCS value as the programs use it: 0 for an excluded process.
+#[inline(always)]
+pub(crate) fn traced(value: u32) -> u32 {
+    if value == proc_value::EXCLUDED {
+        0
+    } else {
+        value
+    }
+}
+
+/// Adds a process to the traced set (a followed child); false when there is no room.
+#[inline(always)]
+pub(crate) fn insert_proc(tgid: u32, value: u32) -> bool {
+    let Some(p) = proc_slot(tgid) else {
+        return false;
+    };
+    let s = unsafe { &mut *p };
+    if s.tgid == 0 {
+        // Tag and value in one store. No other CPU races for this slot: pids are
+        // allocated in sequence, so processes created at the same moment do not share
+        // the low bits of their ids.
+        let word = u64::from(tgid) | (u64::from(value | (s.value & ProcSlot::OVERFLOW)) << 32);
+        unsafe { write_volatile(p as *mut u64, word) };
+        return true;
+    }
+    if PROCS_OVERFLOW
+        .insert(tgid, value, u64::from(BPF_NOEXIST))
+        .is_err()
+    {
+        // Already there (another thread of it on another CPU, or an entry a lost flag
+        // hid, which may be stale): this value, and a flag that leads to it.
+        match PROCS_OVERFLOW.get_ptr_mut(tgid) {
+            Some(v) => unsafe { *v = value },
+            None => return false,
+        }
+    }
+    s.value |= ProcSlot::OVERFLOW;
+    true
+}
+
+/// Takes a process out of the traced set (its whole thread group has exited).
+#[inline(always)]
+pub(crate) fn remove_proc(tgid: u32) {
+    if let Some(p) = proc_slot(tgid) {
+        let s = unsafe { &mut *p };
+        if s.tgid == tgid {
+            let word = u64::from(s.value & ProcSlot::OVERFLOW) << 32;
+            unsafe { write_volatile(p as *mut u64, word) };
+            return;
+        }
+    }
+    let _ = PROCS_OVERFLOW.remove(tgid);
+}
+
+/// The `proc_value` of a traced process with its ABI known (0 when not traced): the ABI
+/// is learnt from the code segment of its first syscall after it was traced or exec'd
+/// and kept in PROCS, one kernel read per process, not per call.
+#[inline(always)]
+pub(crate) fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
+    let v = match proc_value_ptr(tgid) {
+        Some(v) => v,
+        None => {
+            if AUTO_MODE.load() == auto_mode::OFF || !auto_add(tgid) {
+                return 0;
+            }
+            let Some(v) = proc_value_ptr(tgid) else {
+                return 0;
+            };
+            v
+        }
+    };
+    let v = unsafe { &mut *v };
+    let known = *v;
+    let value = known & !ProcSlot::OVERFLOW;
+    if proc_value::abi(value) != abi::UNKNOWN {
+        return traced(value);
+    }
+    let regs: *const u8 = ctx.arg(0);
+    let cs =
+        unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_CS_OFFSET.load() as usize) as *const u64) };
+    let abi = match cs {
+        Ok(cs) if cs & 0xffff == USER32_CS => abi::COMPAT,
+        _ => abi::NATIVE,
+    };
+    let value = proc_value::with_abi(value, abi);
+    *v = value | (known & ProcSlot::OVERFLOW);
+    value
+}
+
+/// A process not seen before by an automatic mode: adds it to PROCS, traced (slot 0) or
+/// excluded (syscost itself, or outside the cgroup). Whether it is traced.
+#[inline(always)]
+pub(crate) fn auto_add(tgid: u32) -> bool {
+    let wanted = tgid != OWN_TGID.load()
+        && (AUTO_MODE.load() != auto_mode::CGROUP
+            || current_ancestor_cgroup_id(CGROUP_LEVEL.load()) == CGROUP_ID.load());
+    let value = if wanted {
+        proc_value::new(0, abi::UNKNOWN)
+    } else {
+        proc_value::EXCLUDED
+    };
+    // The record first: once the process is in PROCS, another of its threads may make a
+    // call on another CPU, and its key's bit must find the record there.
+    let top = wanted && TOP_ON.load() != 0;
+    if top {
+        name_process(tgid);
+    }
+    if !insert_proc(tgid, value) {
+        // Another thread of the process may have added it on another CPU just now.
+        let traced = proc_value_ptr(tgid).is_some();
+        if !traced && wanted {
+            count(0, counter::DROPPED_PROCESS);
+            if top {
+                let _ = PROC_INFO.remove(tgid);
+            }
+        }
+        return wanted && traced;
+    }
+    wanted
+}
+
+/// The id of the current task's cgroup v2 ancestor at `level` (itself at its own
+/// level), 0 when its cgroup is not that deep: the helper's answer, or the same read
+/// from the task where tracing programs lack the helper (`CGROUP_WALK`).
+#[inline(always)]
+pub(crate) fn current_ancestor_cgroup_id(level: u32) -> u64 {
+    if CGROUP_WALK.load() == 0 {
+        return unsafe { bpf_get_current_ancestor_cgroup_id(level as i32) };
+    }
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let read_ptr = |base: *const u8, offset: u64| unsafe {
+        bpf_probe_read_kernel(base.add(offset as usize) as *const u64)
+            .map(|p| p as *const u8)
+            .ok()
+    };
+    let Some(css_set) = read_ptr(task, TASK_CGROUPS_OFFSET.load()) else {
+        return 0;
+    };
+    let Some(cgrp) = read_ptr(css_set, CSS_SET_DFL_CGRP_OFFSET.load()) else {
+        return 0;
+    };
+    let Ok(own_level) = (unsafe {
+        bpf_probe_read_kernel(cgrp.add(CGROUP_LEVEL_OFFSET.load() as usize) as *const i32)
+    }) else {
+        return 0;
+    };
+    if own_level < 0 || (own_level as u32) < level {
+        return 0;
+    }
+    let at = CGROUP_ANCESTOR_IDS_OFFSET.load() + u64::from(level) * 8;
+    unsafe { bpf_probe_read_kernel(cgrp.add(at as usize) as *const u64) }.unwrap_or(0)
+}
+
+/// Keeps the process's name (its comm now) and cgroup for userspace, in its
+/// `PROC_INFO` record (made at its first syscall, renamed at exec).
+#[inline(always)]
+pub(crate) fn name_process(tgid: u32) {
+    let Ok(comm) = bpf_get_current_comm() else {
+        return;
+    };
+    let cgroup_id = unsafe { bpf_get_current_cgroup_id() };
+    if let Some(r) = PROC_INFO.get_ptr_mut(tgid) {
+        unsafe {
+            (*r).comm = comm;
+            (*r).cgroup_id = cgroup_id;
+        }
+        return;
+    }
+    let record = ProcRecord {
+        comm,
+        cgroup_id,
+        ..ProcRecord::EMPTY
+    };
+    // No room: the process's figures are still counted, and read when userspace finds it
+    // gone instead of at its exit.
+    let _ = PROC_INFO.insert(tgid, record, u64::from(BPF_NOEXIST));
+}
+
+/// Whether the thread group of the current (exiting) task has no live thread left:
+/// `current->signal->live`, which do_exit decrements before this tracepoint, is 0. The
+/// same rule on every kernel, whatever order the threads exit in (the tracepoint's own
+/// group_dead argument exists only from 6.16 on).
+#[inline(always)]
+pub(crate) fn group_dead() -> bool {
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let Ok(signal) = (unsafe {
+        bpf_probe_read_kernel(task.add(TASK_SIGNAL_OFFSET.load() as usize) as *const u64)
+    }) else {
+        return false;
+    };
+    let signal = signal as *const u8;
+    matches!(
+        unsafe {
+            bpf_probe_read_kernel(signal.add(SIGNAL_LIVE_OFFSET.load() as usize) as *const i32)
+        },
+        Ok(0)
+    )
+}

@@ -1,0 +1,51 @@
+//! Each traced thread's state (`THREADS`, `THREADS_OVERFLOW`): the syscall in flight and
+//! the thread's totals.
+
+use super::*;
+
+/// The slot of thread `tid`, if it has one.
+#[inline(always)]
+pub(crate) fn thread_slot(tid: u32) -> Option<*mut ThreadSlot> {
+    let p = THREADS.get_ptr_mut(tid & THREAD_MASK.load())?;
+    if unsafe { (*p).tid } == tid {
+        return Some(p);
+    }
+    THREADS_OVERFLOW.get_ptr_mut(tid)
+}
+
+/// Gives thread `tid` a slot: its direct one when free, else one in the overflow map;
+/// `None` when both are full.
+#[inline(always)]
+pub(crate) fn claim_thread(tid: u32) -> Option<*mut ThreadSlot> {
+    let p = THREADS.get_ptr_mut(tid & THREAD_MASK.load())?;
+    let fresh = ThreadSlot {
+        tid,
+        ..ThreadSlot::EMPTY
+    };
+    if unsafe { (*p).tid } == 0 {
+        // Threads created at the same moment have ids in sequence, so they do not race
+        // for one direct slot.
+        unsafe { *p = fresh };
+        return Some(p);
+    }
+    THREADS_OVERFLOW
+        .insert(tid, fresh, u64::from(BPF_NOEXIST))
+        .ok()?;
+    THREADS_OVERFLOW.get_ptr_mut(tid)
+}
+
+/// Frees the slot of an exiting thread: a reused tid must not inherit a stale enter
+/// time or another thread's totals.
+#[inline(always)]
+pub(crate) fn release_thread(tid: u32) {
+    if KSTACKS_ON.load() != 0 {
+        let _ = KSTACK_OF.remove(tid);
+    }
+    if let Some(p) = THREADS.get_ptr_mut(tid & THREAD_MASK.load())
+        && unsafe { (*p).tid } == tid
+    {
+        unsafe { *p = ThreadSlot::EMPTY };
+        return;
+    }
+    let _ = THREADS_OVERFLOW.remove(tid);
+}

@@ -133,7 +133,8 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
         return 0;
     }
     let now = unsafe { bpf_ktime_get_ns() };
-    let stats_slot = stats_slot_of(process, tgid);
+    let pool_from = POOL_FROM_SLOT.load();
+    let stats_slot = stats_slot_of(process, tgid, pool_from);
     let Some(call) = end_call(pid_tgid as u32, stats_slot, now) else {
         return 0;
     };
@@ -144,18 +145,17 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     if TOP_ON.load() != 0 {
         count_top(tgid, stats_slot, &call, ret);
     }
-    if stats_slot >= POOL_FROM_SLOT.load() {
+    if stats_slot >= pool_from {
         record(stats_slot, &call, ret);
     }
     0
 }
 
-/// The statistics slot of a call: the process's, or the drill-down's when `top` shows
-/// this process (`DRILL`).
+/// The statistics slot of a call: the process's, or the drill-down's (`pool_from`)
+/// when `top` shows this process (`DRILL`).
 #[inline(always)]
-fn stats_slot_of(process: u32, tgid: u32) -> u32 {
+fn stats_slot_of(process: u32, tgid: u32, pool_from: u32) -> u32 {
     let slot = proc_value::slot(process);
-    let pool_from = POOL_FROM_SLOT.load();
     if slot < pool_from && DRILL.get(0).is_some_and(|&t| t != 0 && t == tgid) {
         return pool_from;
     }

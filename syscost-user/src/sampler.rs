@@ -366,8 +366,8 @@ impl Sampler {
         Ok(())
     }
 
-    /// A view takes the per-process steps (`top`, `export --top`): what comes between
-    /// two of its reads (exit records among it) is kept for the next.
+    /// The per-process steps are taken (by the session, every sample): what comes
+    /// between two of them (exit records among it) is kept for the next.
     pub fn with_steps(mut self) -> Self {
         self.steps_wanted = true;
         self

@@ -19,9 +19,9 @@ use crate::{
     metrics::Source,
     process,
     profile::Target,
-    sampler::{Sampler, Series},
-    session::{Session, SessionHandle, SessionOptions, Watch},
-    tracer::{Auto, Tracer, TracerOptions},
+    sampler::Series,
+    session::{SessionHandle, Watch},
+    tracer::{Auto, TracerOptions},
     tui::{self, LiveOptions},
 };
 
@@ -59,24 +59,20 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         }
     };
     let listener = super::bind_metrics(args.metrics_addr)?;
-    let mut tracer = Tracer::load(TracerOptions {
-        follow_forks: args.follow_forks,
-        offcpu: !args.no_offcpu,
-        slots: 1,
-        auto: cgroup.as_ref().map_or(Auto::Off, |cg| Auto::Cgroup {
-            id: cg.id,
-            level: cg.level,
-        }),
-        top: args.per_process,
-        slow: args
-            .slow_calls
-            .slow
-            .as_ref()
-            .map(crate::slow::spec::SlowSpec::thresholds)
-            .transpose()?,
-        kernel_stacks: args.slow_calls.kernel_stacks,
-        ..Default::default()
-    })?;
+    let mut tracer = super::load_tracer(
+        TracerOptions {
+            follow_forks: args.follow_forks,
+            offcpu: !args.no_offcpu,
+            slots: 1,
+            auto: cgroup.as_ref().map_or(Auto::Off, |cg| Auto::Cgroup {
+                id: cg.id,
+                level: cg.level,
+            }),
+            top: args.per_process,
+            ..Default::default()
+        },
+        &args.slow_calls,
+    )?;
     if cgroup.is_none() {
         tracer.trace_process(target.pid)?;
         if process::has_exited(&target.pidfd) {
@@ -85,15 +81,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     }
     let offcpu = tracer.offcpu_tracked();
     let features = tracer.features().clone();
-    super::note_unavailable(&features);
     let tui = !args.no_tui && std::io::stdout().is_terminal();
-    // The live view owns the terminal: slow calls are kept for the end, not printed.
-    let slow = super::slow_reader(
-        &mut tracer,
-        args.slow_calls.slow.as_ref(),
-        !tui,
-        crate::slow::reader::SlowLog::CAP,
-    )?;
     let watch = match &cgroup {
         Some(cg) => Watch::Cgroup(cg.dir.clone()),
         None => Watch::Process {
@@ -104,14 +92,19 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
                 .context("cannot watch the target's pidfd")?,
         },
     };
-    let session = Session::start(
-        Sampler::new(tracer, !args.no_run_stats),
-        slow,
-        SessionOptions {
+    let session = super::start_session(
+        tracer,
+        &args.slow_calls,
+        super::SessionSetup {
             interval: every.unwrap_or(Duration::from_secs(1)),
             watch,
+            run_stats: !args.no_run_stats,
+            // The live view owns the terminal: slow calls are kept for the end, not printed.
+            echo_slow: !tui,
+            keep_slow: crate::slow::reader::SlowLog::CAP,
+            top_totals: true,
         },
-    );
+    )?;
     let handle = session.handle();
     let source = match &cgroup {
         Some(cg) => Source::cgroup(cg.path.clone(), 0),

@@ -21,9 +21,8 @@ use crate::{
     cli::{ExportArgs, seconds},
     metrics::{Metrics, Source, server::MetricsServer},
     process,
-    sampler::Sampler,
-    session::{Session, SessionOptions, Watch},
-    tracer::{Auto, Tracer, TracerOptions},
+    session::Watch,
+    tracer::{Auto, TracerOptions},
 };
 
 /// Processes one export keeps apart: each costs 170 KB of statistics per CPU, and the
@@ -60,22 +59,15 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .collect::<Result<Vec<_>>>()?;
 
     let listener = MetricsServer::bind(args.metrics_addr)?;
-    let mut tracer = Tracer::load(TracerOptions {
-        follow_forks: args.follow_forks,
-        offcpu: !args.no_offcpu,
-        slots: targets.len() as u32,
-        slow: args
-            .slow_calls
-            .slow
-            .as_ref()
-            .map(crate::slow::spec::SlowSpec::thresholds)
-            .transpose()?,
-        kernel_stacks: args.slow_calls.kernel_stacks,
-        ..Default::default()
-    })?;
-    super::note_unavailable(tracer.features());
-    // No terminal: each slow call is a line on stderr (the service's log).
-    let slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
+    let mut tracer = super::load_tracer(
+        TracerOptions {
+            follow_forks: args.follow_forks,
+            offcpu: !args.no_offcpu,
+            slots: targets.len() as u32,
+            ..Default::default()
+        },
+        &args.slow_calls,
+    )?;
     let mut sources = Vec::new();
     for (slot, t) in (0..).zip(&targets) {
         tracer.trace_process_in(t.pid, slot)?;
@@ -84,14 +76,19 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         }
         sources.push(Source::new(t.pid, t.comm.clone(), slot));
     }
-    let session = Session::start(
-        Sampler::new(tracer, !args.no_run_stats),
-        slow,
-        SessionOptions {
+    let session = super::start_session(
+        tracer,
+        &args.slow_calls,
+        super::SessionSetup {
             interval: Duration::from_secs(1),
             watch: Watch::Nothing,
+            run_stats: !args.no_run_stats,
+            // No terminal: each slow call is a line on stderr (the service's log).
+            echo_slow: true,
+            keep_slow: 0,
+            top_totals: true,
         },
-    );
+    )?;
     let handle = session.handle();
     let metrics = std::sync::Arc::new(
         Metrics::new(handle.clone(), sources).with_slow(args.slow_calls.slow.is_some()),
@@ -179,33 +176,30 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         // The whole machine keeps no histograms: per-process figures only.
         None => (Auto::All, true, 1),
     };
-    let mut tracer = Tracer::load(TracerOptions {
-        offcpu: !args.no_offcpu,
-        slots: 1,
-        auto,
-        top,
-        pool_from_slot,
-        slow: args
-            .slow_calls
-            .slow
-            .as_ref()
-            .map(crate::slow::spec::SlowSpec::thresholds)
-            .transpose()?,
-        kernel_stacks: args.slow_calls.kernel_stacks,
-        ..Default::default()
-    })?;
-    super::note_unavailable(tracer.features());
-    let slow = super::slow_reader(&mut tracer, args.slow_calls.slow.as_ref(), true, 0)?;
-    let session = Session::start(
-        Sampler::new(tracer, !args.no_run_stats)
-            .without_top_totals()
-            .with_steps(),
-        slow,
-        SessionOptions {
+    let tracer = super::load_tracer(
+        TracerOptions {
+            offcpu: !args.no_offcpu,
+            slots: 1,
+            auto,
+            top,
+            pool_from_slot,
+            ..Default::default()
+        },
+        &args.slow_calls,
+    )?;
+    let session = super::start_session(
+        tracer,
+        &args.slow_calls,
+        super::SessionSetup {
             interval: Duration::from_secs(1),
             watch: Watch::Nothing,
+            run_stats: !args.no_run_stats,
+            echo_slow: true,
+            keep_slow: 0,
+            // Runs for days and serves steps only.
+            top_totals: false,
         },
-    );
+    )?;
     let handle = session.handle();
     let sources = match &cgroup {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],

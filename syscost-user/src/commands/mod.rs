@@ -75,22 +75,70 @@ fn bind_metrics(addr: Option<std::net::SocketAddr>) -> Result<Option<std::net::T
     addr.map(MetricsServer::bind).transpose()
 }
 
-/// Starts reading slow calls when `--slow` was given; `echo`: print each to stderr;
-/// `keep`: calls kept for the end.
-fn slow_reader(
-    tracer: &mut crate::tracer::Tracer,
-    spec: Option<&crate::slow::spec::SlowSpec>,
-    echo: bool,
-    keep: usize,
-) -> Result<Option<crate::slow::reader::Reader>> {
-    if spec.is_none() {
-        return Ok(None);
+/// Loads the programs with `options` and the `--slow` and `--kernel-stacks` of `slow`,
+/// and says once which default measurements this kernel cannot offer: how every tracing
+/// command starts.
+fn load_tracer(
+    options: crate::tracer::TracerOptions,
+    slow: &crate::cli::SlowArgs,
+) -> Result<crate::tracer::Tracer> {
+    let tracer = crate::tracer::Tracer::load(crate::tracer::TracerOptions {
+        slow: slow
+            .slow
+            .as_ref()
+            .map(crate::slow::spec::SlowSpec::thresholds)
+            .transpose()?,
+        kernel_stacks: slow.kernel_stacks,
+        ..options
+    })?;
+    note_unavailable(tracer.features());
+    Ok(tracer)
+}
+
+/// How a command's session runs.
+struct SessionSetup {
+    interval: std::time::Duration,
+    watch: crate::session::Watch,
+    /// Measure syscost's own cost (not `--no-run-stats`).
+    run_stats: bool,
+    /// Print each slow call on stderr as it comes (no live view owns the terminal).
+    echo_slow: bool,
+    /// Slow calls kept for the end (0 for a service that only prints them).
+    keep_slow: usize,
+    /// Keep per-process totals since the start (not `export --top`, which runs for days
+    /// and serves steps only).
+    top_totals: bool,
+}
+
+/// The session of a loaded tracer: the slow-call reader when `--slow` was given, the
+/// sampler, the clock.
+fn start_session(
+    mut tracer: crate::tracer::Tracer,
+    slow: &crate::cli::SlowArgs,
+    setup: SessionSetup,
+) -> Result<crate::session::Session> {
+    let reader = match &slow.slow {
+        Some(_) => Some(crate::slow::reader::Reader::spawn(
+            tracer.take_slow_ring()?,
+            setup.echo_slow,
+            setup.keep_slow,
+        )),
+        None => None,
+    };
+    // The session takes every per-process step (each sample carries one), exit records
+    // read before its first sample included.
+    let mut sampler = crate::sampler::Sampler::new(tracer, setup.run_stats).with_steps();
+    if !setup.top_totals {
+        sampler = sampler.without_top_totals();
     }
-    Ok(Some(crate::slow::reader::Reader::spawn(
-        tracer.take_slow_ring()?,
-        echo,
-        keep,
-    )))
+    Ok(crate::session::Session::start(
+        sampler,
+        reader,
+        crate::session::SessionOptions {
+            interval: setup.interval,
+            watch: setup.watch,
+        },
+    ))
 }
 
 /// Puts the slow calls into the profile (after the programs are unloaded, so every

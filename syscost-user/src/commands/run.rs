@@ -15,33 +15,22 @@ use std::{
 use anyhow::{Context as _, Result, anyhow, bail};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::{
-    cli::RunArgs,
-    process,
-    profile::Target,
-    sampler::Sampler,
-    session::{Session, SessionOptions, Watch},
-    tracer::{Tracer, TracerOptions},
-};
+use crate::{cli::RunArgs, process, profile::Target, session::Watch, tracer::TracerOptions};
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref(), args.output.as_deref()])?;
     let program = which::which(&args.command[0])
         .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
     let listener = super::bind_metrics(args.metrics_addr)?;
-    let mut tracer = Tracer::load(TracerOptions {
-        follow_forks: true,
-        offcpu: !args.no_offcpu,
-        slots: 1,
-        slow: args
-            .slow_calls
-            .slow
-            .as_ref()
-            .map(crate::slow::spec::SlowSpec::thresholds)
-            .transpose()?,
-        kernel_stacks: args.slow_calls.kernel_stacks,
-        ..Default::default()
-    })?;
+    let mut tracer = super::load_tracer(
+        TracerOptions {
+            follow_forks: true,
+            offcpu: !args.no_offcpu,
+            slots: 1,
+            ..Default::default()
+        },
+        &args.slow_calls,
+    )?;
 
     // Signal handlers are in place before the command starts, so there is no moment in
     // which a Ctrl-C meant for the command ends syscost instead. (Caught signals are
@@ -56,41 +45,39 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let mut sighup = signal(SignalKind::hangup())?;
     drop(entered);
 
-    let slow = super::slow_reader(
-        &mut tracer,
-        args.slow_calls.slow.as_ref(),
-        true,
-        crate::slow::reader::SlowLog::CAP,
-    )?;
     let comm = process::exec_comm(&program);
     let child = spawn_stopped(&program, &args.command)?;
     let pid = child.pid;
-    tracer.trace_process(pid)?;
+    // Until it is continued the child has run nothing: whatever fails before ends it.
+    let abandon = |e: anyhow::Error| {
+        // SAFETY: ends our own stopped child, which never ran the command.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let _ = wait(pid);
+        e
+    };
+    tracer.trace_process(pid).map_err(abandon)?;
     let offcpu = tracer.offcpu_tracked();
     let features = tracer.features().clone();
-    super::note_unavailable(&features);
-    let session = Session::start(
-        Sampler::new(tracer, !args.no_run_stats),
-        slow,
-        SessionOptions {
+    let session = super::start_session(
+        tracer,
+        &args.slow_calls,
+        super::SessionSetup {
             interval: std::time::Duration::from_secs(1),
             watch: Watch::Nothing,
+            run_stats: !args.no_run_stats,
+            echo_slow: true,
+            keep_slow: crate::slow::reader::SlowLog::CAP,
+            top_totals: true,
         },
-    );
-    let metrics = match super::serve_metrics(
+    )
+    .map_err(abandon)?;
+    let metrics = super::serve_metrics(
         listener,
         &session.handle(),
         crate::metrics::Source::new(pid, comm.clone(), 0),
         args.slow_calls.slow.is_some(),
-    ) {
-        Ok(m) => m,
-        Err(e) => {
-            // SAFETY: ends our own stopped child, which never ran the command.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            let _ = wait(pid);
-            return Err(e);
-        }
-    };
+    )
+    .map_err(abandon)?;
     // SAFETY: plain syscall on our own child.
     unsafe { libc::kill(pid as i32, libc::SIGCONT) };
     let started = Instant::now();

@@ -19,9 +19,8 @@ use crate::{
     process,
     process_table::ProcessRow,
     profile::{ProcessTotals, TOP_SCHEMA, TopDocument},
-    sampler::Sampler,
-    session::{Session, SessionHandle, SessionOptions, Watch},
-    tracer::{Auto, Tracer, TracerOptions},
+    session::{SessionHandle, Watch},
+    tracer::{Auto, TracerOptions},
     tui::{self, LiveOptions, top::TopView},
     untrusted,
 };
@@ -61,17 +60,23 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         }
         None => (Auto::All, "the machine".to_string()),
     };
-    let tracer = Tracer::load(tracer_options(!args.no_offcpu, auto))?;
-    super::note_unavailable(tracer.features());
+    let tracer = super::load_tracer(
+        tracer_options(!args.no_offcpu, auto),
+        &crate::cli::SlowArgs::default(),
+    )?;
     let every = seconds(args.interval).unwrap_or(Duration::from_secs(1));
-    let session = Session::start(
-        Sampler::new(tracer, !args.no_run_stats).with_steps(),
-        None,
-        SessionOptions {
+    let session = super::start_session(
+        tracer,
+        &crate::cli::SlowArgs::default(),
+        super::SessionSetup {
             interval: every,
             watch: Watch::Nothing,
+            run_stats: !args.no_run_stats,
+            echo_slow: false,
+            keep_slow: 0,
+            top_totals: true,
         },
-    );
+    )?;
     let handle = session.handle();
     let duration = seconds(args.duration);
     let started = Instant::now();

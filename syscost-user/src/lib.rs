@@ -12,6 +12,8 @@ pub mod cli;
 pub mod collector;
 pub mod commands;
 pub mod errno_name;
+#[cfg(test)]
+pub mod fixtures;
 pub mod kernel_btf;
 pub mod lab;
 pub mod latency;

@@ -123,6 +123,9 @@ struct Shared {
     publishing: Mutex<u64>,
     /// A process drilled into (`top`): no per-process steps meanwhile.
     drilled: AtomicBool,
+    /// Open the own-cost windows: a view shows the own cost (they cost every traced
+    /// syscall while open, so not for `run` or a text mode).
+    own_cost: AtomicBool,
     stop: AtomicBool,
     offcpu: bool,
     features: Features,
@@ -169,6 +172,7 @@ impl Session {
             subscribers: Mutex::new(Vec::new()),
             publishing: Mutex::new(0),
             drilled: AtomicBool::new(false),
+            own_cost: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             offcpu,
             features,
@@ -265,6 +269,12 @@ impl SessionHandle {
         &self.shared.features
     }
 
+    /// A view shows syscost's own cost: the session opens the own-cost windows from
+    /// now on (BPF run-time statistics for 1 s in every 10; see `sampler::OwnCost`).
+    pub fn measure_own_cost(&self) {
+        self.shared.own_cost.store(true, Ordering::Release);
+    }
+
     /// Why there is no own-cost figure and will be none, if so.
     pub fn own_cost_unavailable(&self) -> Option<String> {
         lock(&self.shared.sampler)
@@ -317,7 +327,9 @@ impl Shared {
         while !self.stop.load(Ordering::Acquire) {
             {
                 let mut s = lock(&self.sampler);
-                s.tick();
+                if self.own_cost.load(Ordering::Acquire) {
+                    s.tick();
+                }
                 s.top_tick();
             }
             let exited_now = match &*lock(&self.watch) {

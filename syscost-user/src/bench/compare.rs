@@ -405,7 +405,7 @@ fn rounds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::app::tests::server_profile;
+    use crate::fixtures::server_profile;
 
     #[test]
     fn medians_and_row_table() {

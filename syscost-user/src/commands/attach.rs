@@ -198,7 +198,7 @@ fn text(
         } else {
             eprintln!(
                 "syscost: tracing {label}, {}; Ctrl-C to stop",
-                crate::units::counted(process::thread_count(target.pid), "thread", "threads")
+                crate::units::counted(session.latest().thread_count, "thread", "threads")
             );
         }
         // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.

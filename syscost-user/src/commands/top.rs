@@ -160,6 +160,7 @@ fn live(
     duration: Option<Duration>,
 ) -> Result<()> {
     let mut screen = tui::Screen::open()?;
+    session.measure_own_cost();
     let mut view = TopView::new(scope, args.sort);
     view.offcpu = session.offcpu_tracked();
     let mut samples = session.subscribe();

@@ -392,7 +392,7 @@ mod tests {
                     }],
                 ),
             ],
-            ..crate::tui::app::tests::server_profile(1)
+            ..crate::fixtures::server_profile(1)
         }
     }
 

@@ -363,27 +363,10 @@ pub fn to_json(d: &Diff) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{SCHEMA_VERSION, Target};
-    use crate::tui::app::tests::syscall;
+    use crate::fixtures::syscall;
 
     fn profile(rows: Vec<crate::profile::SyscallProfile>) -> Profile {
-        Profile {
-            processes: Vec::new(),
-            slow_threshold: None,
-            slow_calls: Vec::new(),
-            slow_dropped: 0,
-            features: Vec::new(),
-            unavailable: Vec::new(),
-            totals_only: false,
-            version: SCHEMA_VERSION,
-            arch: "x86_64".into(),
-            target: Target::default(),
-            duration_ns: 1_000_000_000,
-            offcpu_tracked: true,
-            unpaired: 0,
-            dropped: 0,
-            syscalls: rows,
-        }
+        crate::fixtures::profile_of(rows)
     }
 
     /// The haproxy-like shape: reads that fail with EAGAIN disappear.

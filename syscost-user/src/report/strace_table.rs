@@ -221,7 +221,7 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{SCHEMA_VERSION, Target};
+    use crate::profile::Target;
     use std::collections::BTreeMap;
 
     fn row(name: &str, nr: u64, calls: u64, errors: u64, total_ns: u64) -> SyscallProfile {
@@ -252,15 +252,6 @@ mod tests {
 
     fn profile() -> Profile {
         Profile {
-            processes: Vec::new(),
-            slow_threshold: None,
-            slow_calls: Vec::new(),
-            slow_dropped: 0,
-            features: Vec::new(),
-            unavailable: Vec::new(),
-            totals_only: false,
-            version: SCHEMA_VERSION,
-            arch: "x86_64".into(),
             target: Target {
                 pid: 1,
                 comm: "ls".into(),
@@ -268,15 +259,12 @@ mod tests {
                 cgroup: None,
             },
             duration_ns: 1_000_000,
-            offcpu_tracked: true,
-            unpaired: 0,
-            dropped: 0,
-            syscalls: vec![
+            ..crate::fixtures::profile_of(vec![
                 row("read", 0, 7, 0, 2_000),
                 row("close", 3, 23, 0, 69_000),
                 row("write", 1, 5, 0, 20_000),
                 row("openat", 257, 40, 19, 2_000),
-            ],
+            ])
         }
     }
 

@@ -278,6 +278,7 @@ pub fn live_with(
     threads: bool,
     options: &LiveOptions,
 ) -> Result<(Snapshot, Ended)> {
+    session.measure_own_cost();
     let samples = session.subscribe();
     let latest = session.latest();
     let first = latest.snapshot(slot);

@@ -574,16 +574,26 @@ pub struct Step {
 impl Series {
     /// Starts at `first`: what it holds counts in the first step's cumulative figures.
     pub fn new(first: Snapshot) -> Self {
+        Self::new_at(first, Instant::now())
+    }
+
+    /// Starts at `first`, taken at `at`.
+    pub fn new_at(first: Snapshot, at: Instant) -> Self {
         Self {
             baseline: None,
             previous: first,
-            previous_at: Instant::now(),
+            previous_at: at,
         }
     }
 
-    /// The next step, from the newest cumulative snapshot.
+    /// The next step, from the newest cumulative snapshot, taken now.
     pub fn next(&mut self, now: Snapshot) -> Step {
-        let at = Instant::now();
+        self.next_at(now, Instant::now())
+    }
+
+    /// The next step, from a cumulative snapshot taken at `at` (a session's sample: its
+    /// interval is timed by the samples, not by when they are shown).
+    pub fn next_at(&mut self, now: Snapshot, at: Instant) -> Step {
         let step = Step {
             cumulative: match &self.baseline {
                 Some(b) => now.since(b),

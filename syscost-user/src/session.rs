@@ -54,9 +54,12 @@ pub struct Sample {
     /// 1 for the first sample, one more for each after it.
     pub seq: u64,
     pub taken: Instant,
+    /// When the sample before it was taken: `top` is the per-process step since then.
+    pub since: Instant,
     /// Every slot's figures since the programs were loaded.
     pub snapshots: Vec<Snapshot>,
-    /// The watched threads the kernel has a slot for, and how many threads there are.
+    /// The watched threads the kernel has a slot for (their names once a view asked,
+    /// [`SessionHandle::want_thread_names`]), and how many threads there are.
     pub threads: Vec<ThreadInfo>,
     pub thread_count: usize,
     /// The watched process has exited.
@@ -68,8 +71,8 @@ pub struct Sample {
     /// The per-process figures since the previous sample (empty without the table, and
     /// while a process is drilled into).
     pub top: TopStep,
-    /// With `--slow`: the newest slow calls (at most 200, newest first) and how many
-    /// have been received.
+    /// With `--slow`, once a view asked for them ([`Want::SLOW_CALLS`]): the newest
+    /// slow calls (at most 200, newest first) and how many have been received.
     pub slow: Option<(Vec<SlowCall>, u64)>,
     /// The programs are still loaded.
     pub loaded: bool,
@@ -112,6 +115,18 @@ impl Finished {
     }
 }
 
+/// What the views want in the samples beyond the figures (each costs a read or a copy
+/// per sample, so none is there unless asked).
+#[derive(Clone, Copy, Debug)]
+pub struct Want(u8);
+
+impl Want {
+    /// The newest slow calls.
+    pub const SLOW_CALLS: Want = Want(1);
+    /// The watched threads' names (a /proc read each).
+    pub const THREAD_NAMES: Want = Want(2);
+}
+
 struct Shared {
     sampler: SharedSampler,
     slow_log: Option<Arc<Mutex<SlowLog>>>,
@@ -126,6 +141,8 @@ struct Shared {
     /// Open the own-cost windows: a view shows the own cost (they cost every traced
     /// syscall while open, so not for `run` or a text mode).
     own_cost: AtomicBool,
+    /// [`Want`] bits.
+    wants: std::sync::atomic::AtomicU8,
     stop: AtomicBool,
     offcpu: bool,
     features: Features,
@@ -150,9 +167,11 @@ impl Session {
         let offcpu = sampler.offcpu_tracked();
         let features = sampler.features().clone();
         let sampler = sampler.shared();
+        let now = Instant::now();
         let empty = Arc::new(Sample {
             seq: 0,
-            taken: Instant::now(),
+            taken: now,
+            since: now,
             snapshots: Vec::new(),
             threads: Vec::new(),
             thread_count: 0,
@@ -173,11 +192,14 @@ impl Session {
             publishing: Mutex::new(0),
             drilled: AtomicBool::new(false),
             own_cost: AtomicBool::new(false),
+            wants: std::sync::atomic::AtomicU8::new(0),
             stop: AtomicBool::new(false),
             offcpu,
             features,
         });
-        if let Err(e) = shared.publish() {
+        // The first sample takes no per-process step: nobody can have subscribed yet,
+        // and the first step a subscriber gets counts from the load.
+        if let Err(e) = shared.publish_with(false) {
             log::warn!("cannot take the first sample: {e:#}");
         }
         let clock = {
@@ -275,6 +297,25 @@ impl SessionHandle {
         self.shared.own_cost.store(true, Ordering::Release);
     }
 
+    /// Adds `want` to what the samples carry from now on.
+    pub fn want(&self, want: Want) {
+        self.shared.wants.fetch_or(want.0, Ordering::AcqRel);
+    }
+
+    /// Whether the samples carry the watched threads' names (the live view's thread
+    /// list is shown).
+    pub fn want_thread_names(&self, on: bool) {
+        if on {
+            self.shared
+                .wants
+                .fetch_or(Want::THREAD_NAMES.0, Ordering::AcqRel);
+        } else {
+            self.shared
+                .wants
+                .fetch_and(!Want::THREAD_NAMES.0, Ordering::AcqRel);
+        }
+    }
+
     /// Why there is no own-cost figure and will be none, if so.
     pub fn own_cost_unavailable(&self) -> Option<String> {
         lock(&self.shared.sampler)
@@ -322,34 +363,53 @@ impl SessionHandle {
 }
 
 impl Shared {
+    /// Publishes at a fixed rate (every `interval` from the start, one sample for
+    /// intervals missed), at once when the watched process exits, and keeps the own-cost
+    /// windows and the per-process table's housekeeping going in between (a sample
+    /// reads the table itself, so it is not read twice).
     fn run_clock(&self) {
         let mut next = Instant::now() + self.interval;
         while !self.stop.load(Ordering::Acquire) {
-            {
-                let mut s = lock(&self.sampler);
-                if self.own_cost.load(Ordering::Acquire) {
-                    s.tick();
-                }
-                s.top_tick();
-            }
             let exited_now = match &*lock(&self.watch) {
                 Watch::Process { pidfd, .. } => crate::process::has_exited(pidfd),
                 _ => false,
             };
             let exit_seen = lock(&self.latest).exited;
-            if Instant::now() >= next || (exited_now && !exit_seen) {
+            let now = Instant::now();
+            {
+                let mut s = lock(&self.sampler);
+                if self.own_cost.load(Ordering::Acquire) {
+                    s.tick();
+                }
+                if now < next && !(exited_now && !exit_seen) {
+                    s.top_tick();
+                }
+            }
+            if now >= next || (exited_now && !exit_seen) {
                 if let Err(e) = self.publish() {
                     log::warn!("cannot take a sample: {e:#}");
                 }
-                next = Instant::now() + self.interval;
+                next += self.interval;
+                if next <= now {
+                    next = now + self.interval;
+                }
             }
-            std::thread::sleep(Duration::from_millis(50));
+            let wait = next
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(50));
+            std::thread::sleep(wait);
         }
     }
 
     /// Takes a sample, keeps it as the latest and sends it to every subscriber.
     fn publish(&self) -> Result<Arc<Sample>> {
+        self.publish_with(true)
+    }
+
+    /// [`Shared::publish`]; `step`: take the per-process step into it.
+    fn publish_with(&self, step: bool) -> Result<Arc<Sample>> {
         let mut seq = lock(&self.publishing);
+        let wants = self.wants.load(Ordering::Acquire);
         let (tids, exited) = match &*lock(&self.watch) {
             Watch::Nothing => (Vec::new(), false),
             Watch::Process { pid, pidfd } => (task_ids(*pid), crate::process::has_exited(pidfd)),
@@ -358,7 +418,7 @@ impl Shared {
         let (snapshots, states, own_cost, own_cost_totals, top, loaded) = {
             let mut s = lock(&self.sampler);
             let snapshots = s.snapshots()?;
-            let top = if s.loaded() && !self.drilled.load(Ordering::Acquire) {
+            let top = if step && s.loaded() && !self.drilled.load(Ordering::Acquire) {
                 s.top_step()?
             } else {
                 TopStep::default()
@@ -372,14 +432,20 @@ impl Shared {
                 s.loaded(),
             )
         };
+        let names = wants & Want::THREAD_NAMES.0 != 0;
         let threads = states
             .into_iter()
             .map(|state| ThreadInfo {
-                comm: crate::process::comm_of(state.tid).unwrap_or_default(),
+                comm: if names {
+                    crate::process::comm_of(state.tid).unwrap_or_default()
+                } else {
+                    String::new()
+                },
                 state,
             })
             .collect();
-        let slow = self.slow_log.as_ref().map(|log| {
+        let slow_wanted = wants & Want::SLOW_CALLS.0 != 0;
+        let slow = self.slow_log.as_ref().filter(|_| slow_wanted).map(|log| {
             let log = lock(log);
             (
                 log.calls.iter().rev().take(200).cloned().collect(),
@@ -387,9 +453,11 @@ impl Shared {
             )
         });
         *seq += 1;
+        let since = lock(&self.latest).taken;
         let sample = Arc::new(Sample {
             seq: *seq,
             taken: Instant::now(),
+            since,
             snapshots,
             threads,
             thread_count: tids.len(),

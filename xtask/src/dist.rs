@@ -89,6 +89,14 @@ pub fn dist(root: &Path, check: bool) -> Result<()> {
         fs::copy(completions.join(from), stage.join(to))?;
     }
     fs::copy(root.join("README.md"), stage.join("README.md"))?;
+    // The README's links lead into docs/: the reference goes with it.
+    fs::create_dir_all(stage.join("docs"))?;
+    for entry in fs::read_dir(root.join("docs"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "md") {
+            fs::copy(&path, stage.join("docs").join(path.file_name().unwrap()))?;
+        }
+    }
     fs::copy(root.join("LICENSE"), stage.join("LICENSE"))?;
     let tarball = dist.join(format!("{name}.tar.gz"));
     run(Command::new("tar")

@@ -120,7 +120,6 @@ fn text(
     let offcpu = session.offcpu_tracked();
     eprintln!("syscost: watching {scope}; Ctrl-C to stop");
     let deadline = duration.map(|d| started + d);
-    let mut last = session.latest().taken;
     loop {
         let until = Instant::now() + Duration::from_millis(50);
         if stop.wait_until(deadline.map_or(until, |d| d.min(until))) {
@@ -130,8 +129,11 @@ fn text(
             break;
         }
         while let Ok(sample) = samples.try_recv() {
-            let secs = sample.taken.duration_since(last).as_secs_f64().max(1e-3);
-            last = sample.taken;
+            let secs = sample
+                .taken
+                .duration_since(sample.since)
+                .as_secs_f64()
+                .max(1e-3);
             let step = &sample.top;
             super::print_out(&format!(
                 "--- {:.1} s: {} with syscalls in the last {:.2} s ---\n",
@@ -166,7 +168,6 @@ fn live(
     let mut samples = session.subscribe();
     let started = Instant::now();
     let deadline = duration.map(|d| started + d);
-    let mut last = session.latest().taken;
     let mut dirty = true;
     loop {
         if dirty {
@@ -182,15 +183,14 @@ fn live(
                 match view.handle_key(k) {
                     tui::top::Action::Quit => break,
                     tui::top::Action::Drill { pid, threads } => {
-                        if drill(&mut screen, session, pid, threads, every, deadline)?
-                            == tui::Ended::Quit
-                        {
+                        // No samples wait for this view while it is away.
+                        drop(samples);
+                        let (ended, back) =
+                            drill(&mut screen, session, pid, threads, every, deadline)?;
+                        samples = back;
+                        if ended == tui::Ended::Quit {
                             break;
                         }
-                        // The samples taken while drilled carry no steps; the view's
-                        // rates start again from now.
-                        samples = session.subscribe();
-                        last = Instant::now();
                     }
                     tui::top::Action::Continue => {}
                 }
@@ -207,8 +207,7 @@ fn live(
                 Ok(None) => "measuring".to_string(),
                 Err(why) => why.clone(),
             };
-            let secs = sample.taken.duration_since(last).as_secs_f64();
-            last = sample.taken;
+            let secs = sample.taken.duration_since(sample.since).as_secs_f64();
             view.apply(sample.top.interval.clone(), secs);
             dirty = true;
         }
@@ -217,7 +216,8 @@ fn live(
 }
 
 /// Shows process `pid`'s syscalls (its statistics moved to the drill-down slot while
-/// shown) until Esc or quit.
+/// shown) until Esc or quit; and the samples for the process table from the moment the
+/// per-process steps start again.
 fn drill(
     screen: &mut tui::Screen,
     session: &SessionHandle,
@@ -225,10 +225,13 @@ fn drill(
     threads: bool,
     every: Duration,
     deadline: Option<Instant>,
-) -> Result<tui::Ended> {
+) -> Result<(
+    tui::Ended,
+    std::sync::mpsc::Receiver<std::sync::Arc<crate::session::Sample>>,
+)> {
     let Ok(target) = process::open(pid) else {
         // Gone since the last refresh: nothing to show.
-        return Ok(tui::Ended::Back);
+        return Ok((tui::Ended::Back, session.subscribe()));
     };
     session.watch(Watch::Process {
         pid,
@@ -247,10 +250,12 @@ fn drill(
     let result = tui::live_with(
         screen, session, &target, DRILL_SLOT, true, threads, &options,
     );
-    // Back to the per-process figures only, whatever happened.
+    // Back to the per-process figures only, whatever happened; subscribed first, so
+    // the first step after it reaches the table.
+    let samples = session.subscribe();
     session.drill(0)?;
     session.watch(Watch::Nothing);
-    Ok(result?.1)
+    Ok((result?.1, samples))
 }
 
 /// Rows sorted and cut to `rows` (0: all); how many were left out.

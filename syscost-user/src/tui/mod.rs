@@ -86,7 +86,7 @@ impl Feed {
         with_threads: bool,
     ) -> Result<(Snapshot, Sample)> {
         let now = s.snapshot(self.slot);
-        let step = self.series.next(now.clone());
+        let step = self.series.next_at(now.clone(), s.taken);
         let mut stuck: Vec<StuckCall> = s
             .threads
             .iter()
@@ -279,6 +279,9 @@ pub fn live_with(
     options: &LiveOptions,
 ) -> Result<(Snapshot, Ended)> {
     session.measure_own_cost();
+    if options.slow {
+        session.want(crate::session::Want::SLOW_CALLS);
+    }
     let samples = session.subscribe();
     let latest = session.latest();
     let first = latest.snapshot(slot);
@@ -287,7 +290,7 @@ pub fn live_with(
         pid: target.pid,
         slot,
         attached: Instant::now(),
-        series: Series::new(first.clone()),
+        series: Series::new_at(first.clone(), latest.taken),
         offcpu,
         features: session.features().clone(),
     };
@@ -352,6 +355,8 @@ pub fn live_with(
             // The input thread ended: the terminal is gone.
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
+        // Threads' names are read only while the thread list is shown.
+        session.want_thread_names(app.show_threads);
         if app.reset_requested {
             app.reset_requested = false;
             feed.series.reset();

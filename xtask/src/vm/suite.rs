@@ -59,7 +59,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
         "kernel",
         &[
             "a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samples",
-            "samples_only_grow_while_calls_are_made",
+            "samples_grow_exactly_and_their_intervals_are_valid_profiles",
         ],
     ),
 ];

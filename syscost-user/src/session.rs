@@ -374,18 +374,19 @@ impl Shared {
                 Watch::Process { pidfd, .. } => crate::process::has_exited(pidfd),
                 _ => false,
             };
-            let exit_seen = lock(&self.latest).exited;
+            // The watched process exited and no sample has said so yet.
+            let exiting = exited_now && !lock(&self.latest).exited;
             let now = Instant::now();
             {
                 let mut s = lock(&self.sampler);
                 if self.own_cost.load(Ordering::Acquire) {
                     s.tick();
                 }
-                if now < next && !(exited_now && !exit_seen) {
+                if now < next && !exiting {
                     s.top_tick();
                 }
             }
-            if now >= next || (exited_now && !exit_seen) {
+            if now >= next || exiting {
                 if let Err(e) = self.publish() {
                     log::warn!("cannot take a sample: {e:#}");
                 }

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use syscost_common::{TopKey, TopValue};
+
 use crate::{
     latency::Bucket,
     profile::{Profile, SCHEMA_VERSION, SyscallProfile, Target},
@@ -106,4 +108,19 @@ pub fn profile_of(rows: Vec<SyscallProfile>) -> Profile {
         syscalls: rows,
         ..server_profile(0)
     }
+}
+
+/// A per-process table's figures.
+pub fn top_value(calls: u64, errors: u64, ns: u64, off: u64) -> TopValue {
+    TopValue {
+        calls,
+        errors,
+        total_ns: ns,
+        offcpu_ns: off,
+    }
+}
+
+/// A per-process table's key.
+pub fn top_key(tgid: u32, key: u32) -> TopKey {
+    TopKey { tgid, key }
 }

@@ -136,20 +136,8 @@ mod tests {
     use super::*;
     use crate::process_table::top_id;
     use std::collections::HashMap;
-    use syscost_common::TopKey;
 
-    fn v(calls: u64, errors: u64, ns: u64, off: u64) -> TopValue {
-        TopValue {
-            calls,
-            errors,
-            total_ns: ns,
-            offcpu_ns: off,
-        }
-    }
-
-    fn k(tgid: u32, key: u32) -> TopKey {
-        TopKey { tgid, key }
-    }
+    use crate::fixtures::{top_key as k, top_value as v};
 
     /// A series without calls keeps its place for IDLE, and then gives it to the next
     /// busiest; a series whose labels change under the same key (an exec, a pid taken

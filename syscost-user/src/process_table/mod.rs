@@ -422,18 +422,7 @@ pub fn top_id(k: &TopKey) -> SyscallId {
 mod tests {
     use super::*;
 
-    fn v(calls: u64, errors: u64, ns: u64, off: u64) -> TopValue {
-        TopValue {
-            calls,
-            errors,
-            total_ns: ns,
-            offcpu_ns: off,
-        }
-    }
-
-    fn k(tgid: u32, key: u32) -> TopKey {
-        TopKey { tgid, key }
-    }
+    use crate::fixtures::{top_key as k, top_value as v};
 
     #[test]
     fn deltas_never_go_negative() {

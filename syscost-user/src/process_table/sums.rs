@@ -56,20 +56,8 @@ pub fn by_syscall(rows: &[ProcessRow]) -> Vec<SyscallRow> {
 mod tests {
     use super::*;
     use crate::process_table::top_id;
-    use syscost_common::TopKey;
 
-    fn v(calls: u64, errors: u64, ns: u64, off: u64) -> TopValue {
-        TopValue {
-            calls,
-            errors,
-            total_ns: ns,
-            offcpu_ns: off,
-        }
-    }
-
-    fn k(tgid: u32, key: u32) -> TopKey {
-        TopKey { tgid, key }
-    }
+    use crate::fixtures::{top_key as k, top_value as v};
 
     #[test]
     fn rows_by_cgroup_and_by_syscall() {

@@ -278,28 +278,6 @@ impl Profile {
                 crate::units::counted(self.processes.len(), "process", "processes")
             );
         }
-        let mut by: BTreeMap<&str, SyscallProfile> = BTreeMap::new();
-        for ps in processes.iter().flat_map(|p| &p.syscalls) {
-            let e = by.entry(&ps.name).or_insert_with(|| SyscallProfile {
-                name: ps.name.clone(),
-                nr: crate::syscall_names::number(&ps.name).map_or(u64::MAX, |id| id.nr),
-                ..SyscallProfile::empty()
-            });
-            // Figures of a file read and checked (or of a profile syscost made): no
-            // overflow, off-CPU time at most the total.
-            e.calls += ps.calls;
-            e.errors += ps.errors;
-            e.total_ns += ps.total_ns;
-            e.offcpu_ns += ps.offcpu_ns;
-            e.oncpu_ns += ps.total_ns.saturating_sub(ps.offcpu_ns);
-        }
-        let syscalls = by
-            .into_values()
-            .map(|mut s| {
-                s.avg_ns = s.total_ns.checked_div(s.calls).unwrap_or(0);
-                s
-            })
-            .collect();
         let target = match select {
             Some(_) if processes.len() == 1 => Target {
                 pid: processes[0].pid,
@@ -308,15 +286,23 @@ impl Profile {
             },
             _ => self.target.clone(),
         };
+        // Every field named: the slow calls (up to 100,000) are not the processes'.
         Ok(Profile {
+            version: self.version,
+            arch: self.arch.clone(),
             target,
-            syscalls,
+            duration_ns: self.duration_ns,
+            offcpu_tracked: self.offcpu_tracked,
+            unpaired: self.unpaired,
+            dropped: self.dropped,
+            syscalls: summed(&processes),
             processes,
             slow_threshold: None,
             slow_calls: Vec::new(),
             slow_dropped: 0,
+            features: self.features.clone(),
+            unavailable: self.unavailable.clone(),
             totals_only: true,
-            ..self.clone()
         })
     }
 }
@@ -411,6 +397,31 @@ pub fn per_unit(profile: &Profile, unit: &str) -> Option<PerUnit> {
         ns: total_ns as f64 / units as f64,
         oncpu_ns: oncpu as f64 / units as f64,
     })
+}
+
+/// The syscalls of `processes` summed: calls, errors and time only.
+fn summed(processes: &[ProcessTotals]) -> Vec<SyscallProfile> {
+    let mut by: BTreeMap<&str, SyscallProfile> = BTreeMap::new();
+    for ps in processes.iter().flat_map(|p| &p.syscalls) {
+        let e = by.entry(&ps.name).or_insert_with(|| SyscallProfile {
+            name: ps.name.clone(),
+            nr: crate::syscall_names::number(&ps.name).map_or(u64::MAX, |id| id.nr),
+            ..SyscallProfile::empty()
+        });
+        // Figures of a file read and checked (or of a profile syscost made): no
+        // overflow, off-CPU time at most the total.
+        e.calls += ps.calls;
+        e.errors += ps.errors;
+        e.total_ns += ps.total_ns;
+        e.offcpu_ns += ps.offcpu_ns;
+        e.oncpu_ns += ps.total_ns.saturating_sub(ps.offcpu_ns);
+    }
+    by.into_values()
+        .map(|mut s| {
+            s.avg_ns = s.total_ns.checked_div(s.calls).unwrap_or(0);
+            s
+        })
+        .collect()
 }
 
 /// `--process PID|COMM`: the processes of a profile with per-process figures to read.
@@ -509,7 +520,7 @@ impl TopDocument {
     /// The machine's (or cgroup's) profile: every process's syscalls summed, with the
     /// processes kept for `--process` and the per-process table.
     pub fn to_profile(&self) -> Profile {
-        let whole = Profile {
+        Profile {
             version: SCHEMA_VERSION,
             arch: self.arch.clone(),
             target: Target {
@@ -520,7 +531,7 @@ impl TopDocument {
             offcpu_tracked: self.offcpu_tracked,
             unpaired: 0,
             dropped: self.dropped,
-            syscalls: Vec::new(),
+            syscalls: summed(&self.processes),
             processes: self.processes.clone(),
             slow_threshold: None,
             slow_calls: Vec::new(),
@@ -528,9 +539,6 @@ impl TopDocument {
             features: vec!["top".into()],
             unavailable: Vec::new(),
             totals_only: true,
-        };
-        whole
-            .of_processes(None)
-            .expect("every process is picked without a selection")
+        }
     }
 }

@@ -74,17 +74,20 @@ pub struct Sample {
     /// With `--slow`, once a view asked for them ([`Want::SLOW_CALLS`]): the newest
     /// slow calls (at most 200, newest first) and how many have been received.
     pub slow: Option<(Vec<SlowCall>, u64)>,
-    /// The programs are still loaded.
-    pub loaded: bool,
+}
+
+/// The snapshot of `slot` in `snapshots` (empty when there is no such slot).
+fn slot_of(snapshots: &[Snapshot], slot: u32) -> Snapshot {
+    snapshots
+        .get(slot as usize)
+        .cloned()
+        .unwrap_or_else(Snapshot::empty)
 }
 
 impl Sample {
     /// The snapshot of `slot` (empty when there is no such slot).
     pub fn snapshot(&self, slot: u32) -> Snapshot {
-        self.snapshots
-            .get(slot as usize)
-            .cloned()
-            .unwrap_or_else(Snapshot::empty)
+        slot_of(&self.snapshots, slot)
     }
 }
 
@@ -107,11 +110,9 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// The final snapshot of `slot` (empty when there is no such slot).
     pub fn snapshot(&self, slot: u32) -> Snapshot {
-        self.snapshots
-            .get(slot as usize)
-            .cloned()
-            .unwrap_or_else(Snapshot::empty)
+        slot_of(&self.snapshots, slot)
     }
 }
 
@@ -180,7 +181,6 @@ impl Session {
             own_cost_totals: None,
             top: TopStep::default(),
             slow: None,
-            loaded: true,
         });
         let shared = Arc::new(Shared {
             sampler,
@@ -278,11 +278,6 @@ impl SessionHandle {
         self.shared.publish()
     }
 
-    /// The interval samples are published at.
-    pub fn interval(&self) -> Duration {
-        self.shared.interval
-    }
-
     pub fn offcpu_tracked(&self) -> bool {
         self.shared.offcpu
     }
@@ -355,11 +350,6 @@ impl SessionHandle {
         self.shared.publish()?;
         Ok(loaded)
     }
-
-    /// Starts the per-process totals again.
-    pub fn reset_top(&self) {
-        lock(&self.shared.sampler).reset_top();
-    }
 }
 
 impl Shared {
@@ -416,7 +406,7 @@ impl Shared {
             Watch::Process { pid, pidfd } => (task_ids(*pid), crate::process::has_exited(pidfd)),
             Watch::Cgroup(dir) => (cgroup_threads(dir), false),
         };
-        let (snapshots, states, own_cost, own_cost_totals, top, loaded) = {
+        let (snapshots, states, own_cost, own_cost_totals, top) = {
             let mut s = lock(&self.sampler);
             let snapshots = s.snapshots()?;
             let top = if step && s.loaded() && !self.drilled.load(Ordering::Acquire) {
@@ -430,7 +420,6 @@ impl Shared {
                 s.own_cost().reading(),
                 s.own_cost().totals(),
                 top,
-                s.loaded(),
             )
         };
         let names = wants & Want::THREAD_NAMES.0 != 0;
@@ -467,7 +456,6 @@ impl Shared {
             own_cost_totals,
             top,
             slow,
-            loaded,
         });
         *lock(&self.latest) = sample.clone();
         lock(&self.subscribers).retain(|tx| tx.send(sample.clone()).is_ok());
@@ -486,7 +474,7 @@ fn task_ids(pid: u32) -> Vec<u32> {
 }
 
 /// The threads of a cgroup and its descendants.
-pub fn cgroup_threads(dir: &std::path::Path) -> Vec<u32> {
+fn cgroup_threads(dir: &std::path::Path) -> Vec<u32> {
     let mut tids: Vec<u32> = std::fs::read_to_string(dir.join("cgroup.threads"))
         .map(|s| s.lines().filter_map(|l| l.parse().ok()).collect())
         .unwrap_or_default();

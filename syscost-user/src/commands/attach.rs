@@ -94,7 +94,6 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     };
     let session = super::start_session(
         tracer,
-        &args.slow_calls,
         super::SessionSetup {
             interval: every.unwrap_or(Duration::from_secs(1)),
             watch,

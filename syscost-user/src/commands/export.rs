@@ -76,19 +76,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         }
         sources.push(Source::new(t.pid, t.comm.clone(), slot));
     }
-    let session = super::start_session(
-        tracer,
-        &args.slow_calls,
-        super::SessionSetup {
-            interval: Duration::from_secs(1),
-            watch: Watch::Nothing,
-            run_stats: !args.no_run_stats,
-            // No terminal: each slow call is a line on stderr (the service's log).
-            echo_slow: true,
-            keep_slow: 0,
-            top_totals: true,
-        },
-    )?;
+    let session = session_of(tracer, args, true)?;
     let handle = session.handle();
     let metrics = std::sync::Arc::new(
         Metrics::new(handle.clone(), sources).with_slow(args.slow_calls.slow.is_some()),
@@ -153,6 +141,26 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// An export's session: a sample a second, no terminal (each slow call is a line on
+/// stderr, the service's log, and none is kept).
+fn session_of(
+    tracer: crate::tracer::Tracer,
+    args: &ExportArgs,
+    top_totals: bool,
+) -> Result<crate::session::Session> {
+    super::start_session(
+        tracer,
+        super::SessionSetup {
+            interval: Duration::from_secs(1),
+            watch: Watch::Nothing,
+            run_stats: !args.no_run_stats,
+            echo_slow: true,
+            keep_slow: 0,
+            top_totals,
+        },
+    )
+}
+
 /// `export --top` (the whole machine, bounded per-process and per-cgroup series) and
 /// `export --cgroup PATH [--per-process]` (one cgroup as one profile, with histograms,
 /// and bounded per-process series if asked): until a signal or `-d`.
@@ -187,19 +195,8 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         },
         &args.slow_calls,
     )?;
-    let session = super::start_session(
-        tracer,
-        &args.slow_calls,
-        super::SessionSetup {
-            interval: Duration::from_secs(1),
-            watch: Watch::Nothing,
-            run_stats: !args.no_run_stats,
-            echo_slow: true,
-            keep_slow: 0,
-            // Runs for days and serves steps only.
-            top_totals: false,
-        },
-    )?;
+    // Runs for days and serves steps only: no per-process totals.
+    let session = session_of(tracer, args, false)?;
     let handle = session.handle();
     let sources = match &cgroup {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],

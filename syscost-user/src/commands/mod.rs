@@ -110,20 +110,20 @@ struct SessionSetup {
     top_totals: bool,
 }
 
-/// The session of a loaded tracer: the slow-call reader when `--slow` was given, the
-/// sampler, the clock.
+/// The session of a loaded tracer: the slow-call reader when its programs report slow
+/// calls, the sampler, the clock.
 fn start_session(
     mut tracer: crate::tracer::Tracer,
-    slow: &crate::cli::SlowArgs,
     setup: SessionSetup,
 ) -> Result<crate::session::Session> {
-    let reader = match &slow.slow {
-        Some(_) => Some(crate::slow::reader::Reader::spawn(
+    let reader = if tracer.features().on.contains(&"slow") {
+        Some(crate::slow::reader::Reader::spawn(
             tracer.take_slow_ring()?,
             setup.echo_slow,
             setup.keep_slow,
-        )),
-        None => None,
+        ))
+    } else {
+        None
     };
     // The session takes every per-process step (each sample carries one), exit records
     // read before its first sample included.

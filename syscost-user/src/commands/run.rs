@@ -60,7 +60,6 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let features = tracer.features().clone();
     let session = super::start_session(
         tracer,
-        &args.slow_calls,
         super::SessionSetup {
             interval: std::time::Duration::from_secs(1),
             watch: Watch::Nothing,

@@ -67,7 +67,6 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     let every = seconds(args.interval).unwrap_or(Duration::from_secs(1));
     let session = super::start_session(
         tracer,
-        &crate::cli::SlowArgs::default(),
         super::SessionSetup {
             interval: every,
             watch: Watch::Nothing,

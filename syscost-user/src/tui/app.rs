@@ -354,6 +354,23 @@ pub mod tests {
     use super::*;
     pub use crate::fixtures::{server_profile, syscall};
 
+    /// A sample of one second's `interval`, `secs` after attaching, with nothing else.
+    pub fn sample_of(cumulative: Profile, interval: Profile, secs: u64) -> Sample {
+        Sample {
+            cumulative,
+            interval,
+            interval_secs: 1.0,
+            attached_for: Duration::from_secs(secs),
+            threads: Vec::new(),
+            thread_count: 1,
+            overhead: None,
+            overhead_note: None,
+            stuck: Vec::new(),
+            slow: None,
+            slow_received: 0,
+        }
+    }
+
     pub fn sample_app() -> App {
         let mut app = App::new(
             TargetInfo {
@@ -366,10 +383,6 @@ pub mod tests {
         );
         for i in 1..=5 {
             app.apply(Sample {
-                cumulative: server_profile(i),
-                interval: server_profile(1),
-                interval_secs: 1.0,
-                attached_for: Duration::from_secs(i),
                 threads: vec![ThreadRow {
                     tid: 4242,
                     comm: "echo-server".into(),
@@ -377,15 +390,11 @@ pub mod tests {
                     total_ns: 20_000_000 * i,
                     now: "epoll_wait for 1.20ms".into(),
                 }],
-                thread_count: 1,
                 overhead: Some(OwnCostReading {
                     ns_per_run: 95.0,
                     cpu_percent: 0.4,
                 }),
-                overhead_note: None,
-                stuck: Vec::new(),
-                slow: None,
-                slow_received: 0,
+                ..sample_of(server_profile(i), server_profile(1), i)
             });
         }
         app
@@ -437,19 +446,7 @@ pub mod tests {
         assert_eq!(app.events_per_sec(), 8500.0);
         app.paused = true;
         let before = app.cumulative.clone();
-        app.apply(Sample {
-            cumulative: server_profile(99),
-            interval: server_profile(1),
-            interval_secs: 1.0,
-            attached_for: Duration::from_secs(99),
-            threads: vec![],
-            thread_count: 1,
-            overhead: None,
-            overhead_note: None,
-            stuck: Vec::new(),
-            slow: None,
-            slow_received: 0,
-        });
+        app.apply(sample_of(server_profile(99), server_profile(1), 99));
         assert_eq!(app.cumulative, before, "a paused view does not change");
         assert_eq!(app.rates["read"].len(), 5);
     }

@@ -386,6 +386,8 @@ pub fn live_with(
             dirty = true;
         }
     }
+    // No view shows the thread list any more: the samples stop reading names.
+    session.want_thread_names(false);
     let last = if app.exited {
         latest
     } else {

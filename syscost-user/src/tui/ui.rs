@@ -721,19 +721,7 @@ mod tests {
             },
             crate::tui::app::tests::server_profile(0),
         );
-        app.apply(crate::tui::app::Sample {
-            cumulative: p.clone(),
-            interval: p,
-            interval_secs: 1.0,
-            attached_for: std::time::Duration::from_secs(1),
-            threads: Vec::new(),
-            thread_count: 1,
-            overhead: None,
-            overhead_note: None,
-            stuck: Vec::new(),
-            slow: None,
-            slow_received: 0,
-        });
+        app.apply(crate::tui::app::tests::sample_of(p.clone(), p, 1));
         for (w, h) in [(80, 30), (140, 32)] {
             for selected in [0, 2] {
                 app.selected = selected;

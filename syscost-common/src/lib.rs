@@ -364,6 +364,23 @@ pub struct ExitRecord {
 
 /// User stack frames a slow call carries.
 pub const SLOW_STACK_FRAMES: usize = 32;
+
+/// The unit of a slow call's user stack copy: one page.
+pub const USER_STACK_PAGE: usize = 4096;
+/// Pages of user stack a slow call may carry (`--stack-size`), from the page holding the
+/// stack pointer up; userspace unwinds them with the objects' call frame information.
+pub const USER_STACK_PAGE_CHOICES: [u32; 5] = [0, 1, 2, 4, 8];
+/// The default: 4 pages, at least 12 KiB above the stack pointer.
+pub const USER_STACK_DEFAULT_PAGES: u32 = 4;
+
+/// A slow call as the ring buffer carries it: the event, then `P` pages of user stack
+/// (`event.user_stack_bytes` of them read).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct SlowRecord<const P: usize> {
+    pub event: SlowEvent,
+    pub stack: [[u8; USER_STACK_PAGE]; P],
+}
 /// Kernel stack frames a slow call carries (`--kernel-stacks`).
 pub const KERNEL_STACK_FRAMES: usize = 16;
 
@@ -405,6 +422,18 @@ pub struct SlowEvent {
     /// Bytes of `kernel_stack` filled (0: the call did not block, or no kernel stacks).
     pub kernel_stack_bytes: u32,
     pub comm: [u8; 16],
+    /// The user registers an unwinder starts from: instruction pointer, stack pointer,
+    /// frame pointer (x86_64: ip, sp, bp), at the call's exit.
+    pub user_regs: [u64; 3],
+    /// Where the stack copy that follows the event begins: the page holding the stack
+    /// pointer.
+    pub user_stack_base: u64,
+    /// Bytes of that copy (whole pages: a page that cannot be read ends it).
+    pub user_stack_bytes: u32,
+    pub _pad: u32,
+    /// The address of the process's `mm_struct`: a new one after an exec, so userspace
+    /// knows when the mappings it read for the process are no longer its.
+    pub mm: u64,
     /// User stack, innermost first (the instruction after the syscall first).
     pub stack: [u64; SLOW_STACK_FRAMES],
     /// With `--kernel-stacks`: the kernel stack where the call last blocked, taken at its

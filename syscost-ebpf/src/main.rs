@@ -60,7 +60,7 @@ use aya_ebpf::{
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     helpers::{
         bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task,
-        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel,
+        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user_buf,
         generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id, bpf_get_stack},
     },
     macros::{map, raw_tracepoint},
@@ -71,7 +71,7 @@ use aya_log_ebpf::warn;
 use syscost_common::{
     BigKey, BlockedStack, ERRNO_PAIRS, ExitRecord, INDEX_WORDS_PER_SLOT, KERNEL_STACK_FRAMES,
     KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD, KEYS_PER_SLOT, ProcRecord, ProcSlot,
-    SLOW_STACK_FRAMES, SlowEvent, StatsEntry, ThreadSlot, TopKey, TopValue, USER32_CS, abi,
+    SLOW_STACK_FRAMES, SlowRecord, StatsEntry, USER_STACK_PAGE, ThreadSlot, TopKey, TopValue, USER32_CS, abi,
     auto_mode, bucket_index, counter, counter_index, is_error_return, key_is_compat, proc_value,
     syscall_key, top_key_bit,
 };

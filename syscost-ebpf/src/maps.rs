@@ -97,6 +97,16 @@ pub(crate) static SLOW_DEFAULT_NS: Global<u64> = Global::new(0);
 pub(crate) static PT_REGS_ARG_OFFSETS: Global<[u64; 6]> = Global::new([0; 6]);
 #[unsafe(no_mangle)]
 pub(crate) static PT_REGS_COMPAT_ARG_OFFSETS: Global<[u64; 6]> = Global::new([0; 6]);
+/// Offsets of the registers an unwinder starts from in `struct pt_regs` (x86_64: ip,
+/// sp, bp).
+#[unsafe(no_mangle)]
+pub(crate) static PT_REGS_UNWIND_OFFSETS: Global<[u64; 3]> = Global::new([0; 3]);
+/// Byte offset of `mm` in `struct task_struct` (`--slow`: tells an exec apart).
+#[unsafe(no_mangle)]
+pub(crate) static TASK_MM_OFFSET: Global<u64> = Global::new(0);
+/// Pages of user stack each slow call carries (one of `USER_STACK_PAGE_CHOICES`).
+#[unsafe(no_mangle)]
+pub(crate) static USER_STACK_PAGES: Global<u32> = Global::new(0);
 
 /// `auto_mode::*`.
 #[unsafe(no_mangle)]

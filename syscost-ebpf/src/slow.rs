@@ -3,9 +3,37 @@
 
 use super::*;
 
-/// Sends a slow call through the ring buffer: its figures, arguments and user stack.
+/// Sends a slow call through the ring buffer: its figures, arguments, user stack (its
+/// frame-pointer walk, and `USER_STACK_PAGES` pages of it for userspace to unwind) and
+/// kernel stack.
 #[inline(always)]
 pub(crate) fn report_slow(
+    ctx: &RawTracePointContext,
+    pid_tgid: u64,
+    stats_slot: u32,
+    call: &Call,
+    ret: i64,
+    now: u64,
+) {
+    // 32-bit tasks' stacks are not unwound from a copy: their frame-pointer walk only.
+    let pages = if key_is_compat(call.key) {
+        0
+    } else {
+        USER_STACK_PAGES.load()
+    };
+    // The ring buffer's records have a size known when the program is verified: one
+    // function per size.
+    match pages {
+        1 => report::<1>(ctx, pid_tgid, stats_slot, call, ret, now),
+        2 => report::<2>(ctx, pid_tgid, stats_slot, call, ret, now),
+        4 => report::<4>(ctx, pid_tgid, stats_slot, call, ret, now),
+        8 => report::<8>(ctx, pid_tgid, stats_slot, call, ret, now),
+        _ => report::<0>(ctx, pid_tgid, stats_slot, call, ret, now),
+    }
+}
+
+#[inline(always)]
+fn report<const P: usize>(
     ctx: &RawTracePointContext,
     pid_tgid: u64,
     stats_slot: u32,
@@ -21,13 +49,14 @@ pub(crate) fn report_slow(
         start,
         ..
     } = *call;
-    let Some(mut entry) = SLOW.reserve::<SlowEvent>(0) else {
+    let Some(mut entry) = SLOW.reserve::<SlowRecord<P>>(0) else {
         count(stats_slot, counter::DROPPED_SLOW);
         return;
     };
-    let e = entry.as_mut_ptr();
+    let r = entry.as_mut_ptr();
     let regs: *const u8 = ctx.arg(0);
     unsafe {
+        let e = &raw mut (*r).event;
         (*e).exit_ns = now;
         (*e).latency_ns = ns;
         (*e).offcpu_ns = off_ns;
@@ -62,6 +91,30 @@ pub(crate) fn report_slow(
             (SLOW_STACK_FRAMES * 8) as u32,
             u64::from(BPF_F_USER_STACK),
         ) as i32;
+        let unwind = PT_REGS_UNWIND_OFFSETS.load();
+        for i in 0..3 {
+            (*e).user_regs[i] =
+                bpf_probe_read_kernel(regs.add(unwind[i] as usize) as *const u64).unwrap_or(0);
+        }
+        // Whole pages from the one holding the stack pointer: a page that cannot be read
+        // (the stack's end) ends the copy.
+        let base = (*e).user_regs[1] & !(USER_STACK_PAGE as u64 - 1);
+        let mut bytes = 0u32;
+        if base != 0 {
+            for i in 0..P {
+                let from = (base + (i * USER_STACK_PAGE) as u64) as *const u8;
+                if bpf_probe_read_user_buf(from, &mut (*r).stack[i]).is_err() {
+                    break;
+                }
+                bytes += USER_STACK_PAGE as u32;
+            }
+        }
+        let task = bpf_get_current_task() as *const u8;
+        (*e).mm = bpf_probe_read_kernel(task.add(TASK_MM_OFFSET.load() as usize) as *const u64)
+            .unwrap_or(0);
+        (*e).user_stack_base = base;
+        (*e).user_stack_bytes = bytes;
+        (*e)._pad = 0;
     }
     entry.submit(0);
     count(stats_slot, counter::SLOW);

@@ -289,6 +289,12 @@ pub struct SlowArgs {
     /// on-CPU split).
     #[arg(long, requires = "slow")]
     pub kernel_stacks: bool,
+    /// With --slow: how much of the user stack each slow call carries, from the page
+    /// holding the stack pointer up, for its stack to be unwound with the call frame
+    /// information of the objects (.eh_frame) where frame pointers are not kept: 0
+    /// (frame pointers only), 4K, 8K, 16K or 32K.
+    #[arg(long, requires = "slow", value_name = "BYTES", default_value = "16K", value_parser = crate::slow::spec::parse_stack_size)]
+    pub stack_size: u32,
 }
 
 /// `syscost top`.

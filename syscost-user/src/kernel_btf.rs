@@ -17,6 +17,8 @@ pub struct KernelLayout {
     /// `task_struct.signal` and `signal_struct.live` (threads of the group not yet
     /// exiting): the exit hook's test for the group's last thread.
     pub task_signal_offset: u64,
+    /// `task_struct.mm`: slow calls carry it, to tell an exec apart.
+    pub task_mm_offset: u64,
     pub signal_live_offset: u64,
     /// Offset of `cs` in `struct pt_regs` (tells 32-bit user code from 64-bit).
     pub pt_regs_cs_offset: u64,
@@ -25,6 +27,9 @@ pub struct KernelLayout {
     pub pt_regs_arg_offsets: [u64; 6],
     /// The same for 32-bit (compat) calls: bx, cx, dx, si, di, bp.
     pub pt_regs_compat_arg_offsets: [u64; 6],
+    /// Offsets of ip, sp and bp in `struct pt_regs`: where a slow call's stack is
+    /// unwound from.
+    pub pt_regs_unwind_offsets: [u64; 3],
     /// Whether the sched_switch tracepoint passes `prev_state` (from 5.18).
     pub switch_has_prev_state: bool,
     /// Offset of `task_struct.__state` (`.state` before 5.14), where the switch hook
@@ -57,6 +62,7 @@ impl KernelLayout {
             task_pid_offset: member_offset(&btf, "task_struct", "pid")?,
             task_tgid_offset: member_offset(&btf, "task_struct", "tgid")?,
             task_signal_offset: member_offset(&btf, "task_struct", "signal")?,
+            task_mm_offset: member_offset(&btf, "task_struct", "mm")?,
             signal_live_offset: member_offset(&btf, "signal_struct", "live")?,
             pt_regs_cs_offset: member_offset(&btf, "pt_regs", "cs")?,
             pt_regs_arg_offsets: [
@@ -73,6 +79,11 @@ impl KernelLayout {
                 member_offset(&btf, "pt_regs", "dx")?,
                 member_offset(&btf, "pt_regs", "si")?,
                 member_offset(&btf, "pt_regs", "di")?,
+                member_offset(&btf, "pt_regs", "bp")?,
+            ],
+            pt_regs_unwind_offsets: [
+                member_offset(&btf, "pt_regs", "ip")?,
+                member_offset(&btf, "pt_regs", "sp")?,
                 member_offset(&btf, "pt_regs", "bp")?,
             ],
             switch_has_prev_state: tracepoint_args(&btf, "sched_switch")? >= 4,
@@ -228,6 +239,7 @@ mod tests {
             assert_eq!(l.pt_regs_cs_offset, 136);
             // r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di: 8 bytes each.
             assert_eq!(l.pt_regs_arg_offsets, [112, 104, 96, 56, 72, 64]);
+            assert_eq!(l.pt_regs_unwind_offsets, [128, 152, 32]);
             assert_eq!(l.pt_regs_compat_arg_offsets, [40, 88, 96, 104, 112, 32]);
         }
         // Every kernel has one way or the other to tell the switch hook the state.

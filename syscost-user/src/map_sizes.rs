@@ -53,7 +53,7 @@ impl TableSizes {
             top_entries: 1,
             names: 1,
             exit_ring: 4096,
-            slow_ring: 1 << 20,
+            slow_ring: 4 << 20,
         }
     }
 

@@ -118,6 +118,10 @@ pub struct Frame {
     /// The binary or library it is in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
+    /// Why it has no function: the process exited before its mappings were read, no
+    /// symbol in the module, memory of no file...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
 }
 
 impl Frame {

@@ -52,6 +52,8 @@ pub struct TracerOptions {
     pub slow: Option<crate::slow::spec::SlowThresholds>,
     /// With `slow`: take the kernel stack at each blocking switch inside a call.
     pub kernel_stacks: bool,
+    /// With `slow`: pages of user stack each slow call carries (for unwinding).
+    pub stack_pages: u32,
 }
 
 /// What the programs trace by themselves.
@@ -757,6 +759,11 @@ fn load_object(
     let own = std::process::id();
     let top = u32::from(options.top);
     let slow_on = u32::from(options.slow.is_some());
+    let stack_pages = if options.slow.is_some() {
+        options.stack_pages
+    } else {
+        0
+    };
     let kstacks = u32::from(options.slow.is_some() && options.kernel_stacks && options.offcpu);
     let slow_default = match &options.slow {
         Some(slow) => slow.default,
@@ -771,6 +778,7 @@ fn load_object(
         .override_global("TASK_PID_OFFSET", &layout.task_pid_offset, true)
         .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
         .override_global("TASK_SIGNAL_OFFSET", &layout.task_signal_offset, true)
+        .override_global("TASK_MM_OFFSET", &layout.task_mm_offset, true)
         .override_global("SIGNAL_LIVE_OFFSET", &layout.signal_live_offset, true)
         .override_global("PT_REGS_CS_OFFSET", &layout.pt_regs_cs_offset, true)
         .override_global("TASK_STATE_OFFSET", &task_state_offset, true)
@@ -798,6 +806,8 @@ fn load_object(
             &layout.pt_regs_compat_arg_offsets,
             true,
         )
+        .override_global("PT_REGS_UNWIND_OFFSETS", &layout.pt_regs_unwind_offsets, true)
+        .override_global("USER_STACK_PAGES", &stack_pages, true)
         .map_max_entries("PROCS", sizes.proc_slots)
         .map_max_entries("PROCS_OVERFLOW", sizes.proc_overflow)
         .map_max_entries("THREADS", sizes.thread_slots)

@@ -89,6 +89,7 @@ fn load_tracer(
             .map(crate::slow::spec::SlowSpec::thresholds)
             .transpose()?,
         kernel_stacks: slow.kernel_stacks,
+        stack_pages: slow.stack_size,
         ..options
     })?;
     note_unavailable(tracer.features());

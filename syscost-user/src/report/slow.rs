@@ -29,12 +29,16 @@ pub fn line(c: &SlowCall) -> String {
     for f in &c.stack {
         let _ = write!(
             s,
-            "\n    {:#x} {}{}",
+            "\n    {:#x} {}{}{}",
             f.addr,
             f.label(),
             f.location
                 .as_deref()
                 .map(|l| format!(" ({})", shown(l)))
+                .unwrap_or_default(),
+            f.unknown
+                .as_deref()
+                .map(|w| format!(" [unknown: {}]", shown(w)))
                 .unwrap_or_default()
         );
     }

@@ -59,24 +59,52 @@ const FD_FIRST: &[&str] = &[
     "io_uring_enter",
 ];
 
-/// Turns ring-buffer events into [`SlowCall`]s: names, errnos, fds, symbols.
+/// Turns ring-buffer events into [`SlowCall`]s in two steps: [`Decoder::receive`] as
+/// each arrives (what the process or its fd could take away: its fd's target, its
+/// mappings, its stack unwound), [`Decoder::name`] after (symbols).
+#[derive(Default)]
 pub struct Decoder {
-    symbolizer: blazesym::symbolize::Symbolizer,
+    stacks: super::stacks::Stacks,
 }
 
-impl Default for Decoder {
+/// A slow call received, its stacks not named yet.
+pub struct Received {
+    call: SlowCall,
+    user: super::stacks::Unwound,
+    kernel: Vec<u64>,
+}
+
+/// Names received calls' stacks.
+pub struct Namer {
+    symbolizer: blazesym::symbolize::Symbolizer,
+    names: super::stacks::Names,
+}
+
+impl Default for Namer {
     fn default() -> Self {
         Self {
             symbolizer: blazesym::symbolize::Symbolizer::new(),
+            names: super::stacks::Names::default(),
+        }
+    }
+}
+
+impl Namer {
+    /// The call with its stacks named.
+    pub fn name(&self, r: Received) -> SlowCall {
+        SlowCall {
+            stack: self.names.name(&r.user),
+            kernel_stack: self.symbolize_kernel(&r.kernel),
+            ..r.call
         }
     }
 }
 
 impl Decoder {
-    /// One event.
-    pub fn decode(&self, e: &SlowEvent) -> SlowCall {
+    /// One event, with the user stack copy that followed it in its record.
+    pub fn receive(&mut self, e: &SlowEvent, stack_copy: &[u8]) -> Received {
         let n = (e.kernel_stack_bytes as usize / 8).min(e.kernel_stack.len());
-        let kernel = &e.kernel_stack[..n];
+        let kernel = e.kernel_stack[..n].to_vec();
         let id = SyscallId::of(e.key, e.nr);
         let syscall = id.name();
         let comm_end = e.comm.iter().position(|&b| b == 0).unwrap_or(e.comm.len());
@@ -110,7 +138,17 @@ impl Decoder {
         } else {
             Vec::new()
         };
-        SlowCall {
+        let copied = (e.user_stack_bytes as usize).min(stack_copy.len());
+        let copy = (copied > 0 && !compat).then(|| super::stacks::StackCopy {
+            ip: e.user_regs[0],
+            sp: e.user_regs[1],
+            bp: e.user_regs[2],
+            base: e.user_stack_base,
+            bytes: &stack_copy[..copied],
+        });
+        let exec = matches!(plain.as_str(), "execve" | "execveat");
+        let user = self.stacks.unwind(e.tgid, e.mm, exec, &frames, copy.as_ref());
+        let call = SlowCall {
             start_ns: e.exit_ns.saturating_sub(e.latency_ns),
             end_ns: e.exit_ns,
             pid: e.tgid,
@@ -123,11 +161,14 @@ impl Decoder {
             errno,
             args,
             fd,
-            stack: self.symbolize(e.tgid, &frames),
-            kernel_stack: self.symbolize_kernel(kernel),
-        }
+            stack: Vec::new(),
+            kernel_stack: Vec::new(),
+        };
+        Received { call, user, kernel }
     }
+}
 
+impl Namer {
     fn symbolize_kernel(&self, addrs: &[u64]) -> Vec<Frame> {
         use blazesym::symbolize::{Input, Symbolized, source};
         if addrs.is_empty() {
@@ -159,47 +200,6 @@ impl Decoder {
                 f.function
                     .as_deref()
                     .is_some_and(|n| n.starts_with("bpf_prog_") || n.starts_with("bpf_trace_run"))
-            })
-            .collect()
-    }
-
-    fn symbolize(&self, pid: u32, addrs: &[u64]) -> Vec<Frame> {
-        use blazesym::symbolize::{Input, Symbolized, source};
-        if addrs.is_empty() {
-            return Vec::new();
-        }
-        let src = source::Source::Process(source::Process::new(blazesym::Pid::from(pid)));
-        // Outer frames are return addresses: the call is the instruction before.
-        let lookup: Vec<u64> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| if i == 0 { a } else { a.saturating_sub(1) })
-            .collect();
-        let syms = self
-            .symbolizer
-            .symbolize(&src, Input::AbsAddr(&lookup))
-            .unwrap_or_default();
-        addrs
-            .iter()
-            .enumerate()
-            .map(|(i, &addr)| match syms.get(i) {
-                Some(Symbolized::Sym(s)) => Frame {
-                    addr,
-                    function: Some(s.name.to_string()),
-                    location: s.code_info.as_ref().and_then(|c| {
-                        c.line
-                            .map(|l| format!("{}:{l}", decode(c.file.as_encoded_bytes())))
-                    }),
-                    module: s.module.as_ref().map(|m| {
-                        let path = m.as_encoded_bytes();
-                        let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
-                        decode(name)
-                    }),
-                },
-                _ => Frame {
-                    addr,
-                    ..Frame::default()
-                },
             })
             .collect()
     }

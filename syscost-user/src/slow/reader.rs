@@ -1,12 +1,12 @@
-//! The slow calls' ring buffer read on a thread of its own, each call decoded as it
-//! arrives (while its fd and its process's maps are still there) and kept in a
-//! [`SlowLog`].
+//! The slow calls' ring buffer read on a thread of its own, each call received as it
+//! arrives (while its fd and its process's maps are still there), named on another and
+//! kept in a [`SlowLog`].
 
 use std::{collections::VecDeque, time::Duration};
 
 use syscost_common::SlowEvent;
 
-use super::decode::Decoder;
+use super::decode::{Decoder, Namer, Received};
 use crate::profile::SlowCall;
 
 /// The slow calls received so far, at most `cap` (the oldest dropped first, counted).
@@ -42,14 +42,19 @@ impl SlowLog {
     }
 }
 
-/// Reads the ring buffer on a thread of its own: decodes each slow call as it arrives
-/// (so its fd and its process's maps are still there), keeps it, and prints it when
-/// asked.
+/// Reads the ring buffer on a thread of its own, receiving each slow call as it arrives
+/// (its fd's target, its process's mappings and its stack unwound, while they are
+/// there), and names them on a second thread (symbols can take milliseconds to load,
+/// and short-lived processes do not wait): keeps them, and prints them when asked.
 pub struct Reader {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    handle: Option<std::thread::JoinHandle<()>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
     log: std::sync::Arc<std::sync::Mutex<SlowLog>>,
 }
+
+/// Calls received and not yet named, at most (then the ring buffer waits, and what it
+/// has no room for is counted as dropped).
+const PENDING: usize = 65_536;
 
 impl Reader {
     /// Starts reading; `echo`: print each call's line to stderr; `keep`: how many calls
@@ -62,9 +67,11 @@ impl Reader {
         use std::sync::{Arc, Mutex, atomic::AtomicBool, atomic::Ordering};
         let stop = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(SlowLog::new(keep)));
-        let (s, l) = (stop.clone(), log.clone());
-        let handle = std::thread::spawn(move || {
-            let decoder = Decoder::default();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Received>(PENDING);
+        let s = stop.clone();
+        let receiver = std::thread::spawn(move || {
+            let mut decoder = Decoder::default();
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&ring);
             loop {
                 // Read after the stop flag: what was sent before it is drained.
                 let stopping = s.load(Ordering::Acquire);
@@ -76,24 +83,46 @@ impl Reader {
                     }
                     // SAFETY: the kernel wrote a whole SlowEvent; read_unaligned copies it.
                     let e = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<SlowEvent>()) };
+                    // The user stack copy follows it (its pages, if any).
+                    let r = decoder.receive(&e, &item[std::mem::size_of::<SlowEvent>()..]);
                     drop(item);
-                    let c = decoder.decode(&e);
-                    if echo {
-                        eprintln!("{}", crate::report::slow::line(&c));
+                    if tx.send(r).is_err() {
+                        return;
                     }
-                    crate::locks::lock(&l).push(c);
                 }
                 if stopping && !got {
                     return;
                 }
                 if !got {
-                    std::thread::sleep(Duration::from_millis(10));
+                    // Woken as soon as a call comes: its process's mappings are read at
+                    // its first slow call, and short-lived processes exit soon after.
+                    let mut p = libc::pollfd {
+                        fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    // SAFETY: one pollfd, for the ring buffer's fd, which outlives it.
+                    if unsafe { libc::poll(&mut p, 1, 10) } < 0 {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
                 }
+            }
+        });
+        let l = log.clone();
+        let namer = std::thread::spawn(move || {
+            let namer = Namer::default();
+            // Ends when the receiver has ended and everything it sent is named.
+            for r in rx {
+                let c = namer.name(r);
+                if echo {
+                    eprintln!("{}", crate::report::slow::line(&c));
+                }
+                crate::locks::lock(&l).push(c);
             }
         });
         Self {
             stop,
-            handle: Some(handle),
+            handles: vec![receiver, namer],
             log,
         }
     }
@@ -107,7 +136,7 @@ impl Reader {
     /// call kept, and how many were received but not kept.
     pub fn finish(mut self) -> (Vec<SlowCall>, u64) {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
-        if let Some(h) = self.handle.take() {
+        for h in self.handles.drain(..) {
             let _ = h.join();
         }
         let mut log = crate::locks::lock(&self.log);
@@ -119,7 +148,7 @@ impl Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
-        if let Some(h) = self.handle.take() {
+        for h in self.handles.drain(..) {
             let _ = h.join();
         }
     }

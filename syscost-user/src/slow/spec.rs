@@ -56,6 +56,26 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(ns as u64))
 }
 
+/// `--stack-size`: `0`, `4K`, `8K`, `16K` or `32K` (bytes or KiB), as pages of the
+/// stack copy (clap value parser).
+pub fn parse_stack_size(s: &str) -> Result<u32, String> {
+    let t = s.trim();
+    let (num, scale) = match t.strip_suffix(['K', 'k']).or_else(|| t.strip_suffix("KiB")) {
+        Some(n) => (n, 1024u64),
+        None => (t, 1),
+    };
+    let bytes = num
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("'{s}' is not a size like 16K"))?;
+    let page = syscost_common::USER_STACK_PAGE as u64;
+    syscost_common::USER_STACK_PAGE_CHOICES
+        .into_iter()
+        .find(|&p| u64::from(p) * page == bytes)
+        .ok_or_else(|| format!("--stack-size {s}: 0, 4K, 8K, 16K or 32K"))
+}
+
 /// `1ms`, `close=50us,read=1ms` or `1ms,close=50us` (clap value parser).
 pub fn parse_spec(s: &str) -> Result<SlowSpec, String> {
     let mut spec = SlowSpec::default();

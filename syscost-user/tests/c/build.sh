@@ -1,0 +1,16 @@
+#!/bin/sh
+# Builds the slow-call stack tests' C programs into $1, the usual way (-O2, no frame
+# pointers, no debug information): chain, chain-static, chain-lib with
+# libchainlib.so (found beside it), short. The tests run it; so does `cargo xtask
+# vm-test`, which ships the results to the VMs (no compiler there).
+set -eu
+out=$1
+src=$(dirname "$0")
+mkdir -p "$out"
+cc=${CC:-gcc}
+flags="-O2 -fomit-frame-pointer"
+$cc $flags -o "$out/chain.tmp" "$src/chain.c" && mv "$out/chain.tmp" "$out/chain"
+$cc $flags -static -o "$out/chain-static.tmp" "$src/chain.c" && mv "$out/chain-static.tmp" "$out/chain-static"
+$cc $flags -fPIC -shared -o "$out/libchainlib.so.tmp" "$src/chainlib.c" && mv "$out/libchainlib.so.tmp" "$out/libchainlib.so"
+$cc $flags -o "$out/chain-lib.tmp" "$src/chain-lib.c" -L"$out" -lchainlib -Wl,-rpath,'$ORIGIN' && mv "$out/chain-lib.tmp" "$out/chain-lib"
+$cc $flags -o "$out/short.tmp" "$src/short.c" && mv "$out/short.tmp" "$out/short"

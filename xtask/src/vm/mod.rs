@@ -92,6 +92,8 @@ pub fn vm_test(root: &Path, wanted: &[String]) -> Result<()> {
 struct Built {
     tests: BTreeMap<String, PathBuf>,
     programs: Vec<PathBuf>,
+    /// The stack tests' C programs (tests/c/build.sh).
+    c_programs: Vec<PathBuf>,
 }
 
 /// Builds the integration tests (the same debug build `cargo test` makes) and returns
@@ -106,6 +108,7 @@ fn build_tests(root: &Path) -> Result<Built> {
     let mut built = Built {
         tests: BTreeMap::new(),
         programs: Vec::new(),
+        c_programs: Vec::new(),
     };
     for line in out.lines() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -124,6 +127,24 @@ fn build_tests(root: &Path) -> Result<Built> {
         } else if kinds.contains("\"bin\"") {
             built.programs.push(PathBuf::from(exe));
         }
+    }
+    // The stack tests' C programs, where those tests look for them (the VMs have no
+    // compiler): CARGO_TARGET_TMPDIR, beside the test binaries' deps/ directory.
+    let target = built
+        .tests
+        .values()
+        .next()
+        .and_then(|t| t.ancestors().nth(3))
+        .context("no test binary built")?
+        .to_path_buf();
+    let c_dir = target.join("tmp/c-workloads");
+    let script = root.join("syscost-user/tests/c/build.sh");
+    let status = Command::new("sh").arg(&script).arg(&c_dir).status()?;
+    if !status.success() {
+        bail!("{} failed", script.display());
+    }
+    for e in fs::read_dir(&c_dir)? {
+        built.c_programs.push(e?.path());
     }
     for (binary, tests) in suite::SUITE {
         let exe = built
@@ -172,6 +193,7 @@ fn initramfs_for(built: &Built) -> Result<initramfs::Tree> {
     for (binary, _) in suite::SUITE {
         binaries.push(built.tests[*binary].clone());
     }
+    binaries.extend(built.c_programs.iter().cloned());
     let mut libraries = Vec::new();
     for b in &binaries {
         // The init mounts these: a binary under one would be hidden.
@@ -182,7 +204,10 @@ fn initramfs_for(built: &Built) -> Result<initramfs::Tree> {
             bail!("{} is under a directory the VM mounts over", b.display());
         }
         t.file(b, stripped(b)?, true);
-        let ldd = output(Command::new("ldd").arg(b))?;
+        // A static binary (ldd fails on it) loads nothing.
+        let Ok(ldd) = output(Command::new("ldd").arg(b)) else {
+            continue;
+        };
         libraries.extend(initramfs::shared_libraries(&ldd));
     }
     libraries.sort();

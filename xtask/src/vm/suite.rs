@@ -42,6 +42,13 @@ pub const SUITE: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "stacks",
+        &[
+            "stacks_reach_main_through_code_without_frame_pointers",
+            "processes_that_exit_right_after_their_slow_calls_keep_their_names",
+        ],
+    ),
+    (
         "scope",
         &[
             "a_cgroup_is_counted_exactly_with_processes_started_and_moved_in",

@@ -1,0 +1,165 @@
+//! Slow-call stacks of programs built the usual way (`-O2`, no frame pointers: glibc and
+//! every distribution's C): unwound through `.eh_frame` to the caller and `main`, through
+//! a shared library and in a static binary; and named after their process exited.
+//! Needs root. The C programs are built by `tests/c/build.sh` (on a kernel of the
+//! matrix, where there is no compiler, `cargo xtask vm-test` ships them built).
+
+mod common;
+
+use std::{path::PathBuf, sync::OnceLock};
+
+use common::*;
+use syscost_user::profile::{Profile, SlowCall};
+
+/// The built C programs' directory.
+fn programs() -> &'static PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c-workloads");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/build.sh");
+        if script.exists() {
+            let o = output(std::process::Command::new("sh").arg(&script).arg(&dir));
+            assert!(o.status.success(), "{} failed: {}", script.display(), stderr(&o));
+        }
+        assert!(
+            dir.join("chain").exists(),
+            "{} has no C programs (built by tests/c/build.sh)",
+            dir.display()
+        );
+        dir
+    })
+}
+
+fn run_slow(t: &RootTest, extra: &[&str], program: &str, args: &[&str]) -> Profile {
+    let json = t.path(&format!("{program}.json"));
+    let o = output(
+        syscost()
+            .args(["run", "--slow", "1ms", "--json"])
+            .arg(&json)
+            .args(extra)
+            .arg("--")
+            .arg(programs().join(program))
+            .args(args),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    read_profile(&json)
+}
+
+/// The calls of `syscall` made by `comm`.
+fn slow_of<'a>(p: &'a Profile, comm: &str, syscall: &str) -> Vec<&'a SlowCall> {
+    p.slow_calls
+        .iter()
+        .filter(|c| c.comm == comm && c.syscall == syscall)
+        .collect()
+}
+
+/// The stack's (function, module) pairs, innermost first.
+fn frames(c: &SlowCall) -> Vec<(String, String)> {
+    c.stack
+        .iter()
+        .map(|f| {
+            (
+                f.function.clone().unwrap_or_default(),
+                f.module.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Whether `chain` appears in the stack in this order (innermost first), each
+/// function in its module, nothing between them but the chain.
+fn names_in_order(c: &SlowCall, chain: &[(&str, &str)]) -> bool {
+    let f = frames(c);
+    let Some(start) = f.iter().position(|(n, _)| n == chain[0].0) else {
+        return false;
+    };
+    chain.iter().enumerate().all(|(i, (name, module))| {
+        f.get(start + i)
+            .is_some_and(|(n, m)| n == name && m == module)
+    })
+}
+
+#[test]
+fn stacks_reach_main_through_code_without_frame_pointers() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let chain = [("chain_inner", "chain"), ("chain_outer", "chain"), ("main", "chain")];
+    // A dynamic binary: glibc's nanosleep -> clock_nanosleep wrapper (no frame pointer
+    // in either), then the program's own functions.
+    let p = run_slow(&t, &[], "chain", &["20", "2000"]);
+    let calls = slow_of(&p, "chain", "clock_nanosleep");
+    assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
+    for c in &calls {
+        assert!(names_in_order(c, &chain), "{:#?}", c.stack);
+        assert_eq!(c.stack[0].module.as_deref(), Some("libc.so.6"), "{:#?}", c.stack);
+    }
+    // The same walked by frame pointers only (--stack-size 0): the program's functions
+    // are out of its reach (what --slow gave before stacks were unwound).
+    let p = run_slow(&t, &["--stack-size", "0"], "chain", &["5", "2000"]);
+    let calls = slow_of(&p, "chain", "clock_nanosleep");
+    assert_eq!(calls.len(), 5);
+    assert!(
+        calls.iter().all(|c| !frames(c).iter().any(|(n, _)| n == "main")),
+        "{:#?}",
+        calls[0].stack
+    );
+
+    // A shared library of the tests' own between the program and glibc.
+    let p = run_slow(&t, &[], "chain-lib", &["20", "2000"]);
+    let calls = slow_of(&p, "chain-lib", "clock_nanosleep");
+    assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
+    let chain = [
+        ("lib_inner", "libchainlib.so"),
+        ("lib_middle", "libchainlib.so"),
+        ("app_outer", "chain-lib"),
+        ("main", "chain-lib"),
+    ];
+    for c in &calls {
+        assert!(names_in_order(c, &chain), "{:#?}", c.stack);
+    }
+
+    // A static binary: one object, glibc's functions in it.
+    let p = run_slow(&t, &[], "chain-static", &["20", "2000"]);
+    let calls = slow_of(&p, "chain-static", "clock_nanosleep");
+    assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
+    let chain = [
+        ("chain_inner", "chain-static"),
+        ("chain_outer", "chain-static"),
+        ("main", "chain-static"),
+    ];
+    for c in &calls {
+        assert!(names_in_order(c, &chain), "{:#?}", c.stack);
+    }
+}
+
+#[test]
+fn processes_that_exit_right_after_their_slow_calls_keep_their_names() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    // 200 processes, each exiting 1 ms after its last slow call: each call's stack is
+    // unwound and named after its process is gone (its mappings were read at its first
+    // call, its objects kept open).
+    let short = programs().join("short");
+    let script = format!("i=0; while [ $i -lt 200 ]; do {}; i=$((i+1)); done", short.display());
+    let json = t.path("short.json");
+    let o = output(
+        syscost()
+            .args(["run", "--slow", "1ms", "--json"])
+            .arg(&json)
+            .args(["--", "sh", "-c", &script]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = read_profile(&json);
+    assert_eq!(p.slow_dropped, 0);
+    let calls = slow_of(&p, "short", "clock_nanosleep");
+    assert_eq!(calls.len(), 400, "two slow calls in each of 200 processes");
+    let unnamed: Vec<_> = calls
+        .iter()
+        .filter(|c| !names_in_order(c, &[("short_work", "short"), ("main", "short")]))
+        .collect();
+    assert!(unnamed.is_empty(), "{} of 400 not named: {:#?}", unnamed.len(), unnamed.first());
+    let pids: std::collections::BTreeSet<u32> = calls.iter().map(|c| c.pid).collect();
+    assert_eq!(pids.len(), 200);
+}

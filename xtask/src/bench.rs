@@ -686,3 +686,88 @@ fn cpu_of(pid: u32) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// What a slow call costs in the kernel: the exit program's own run time (the kernel's
+/// BPF statistics, exact to the ns, read with bpftool over 2 s of a run) per call, with
+/// every call slow (`--slow 0ns`) against none (`--slow 1s`), for each `--stack-size`,
+/// and the baseline build's `--slow 0ns` when given (`SYSCOST_BENCH_BASELINE`). The
+/// workload makes 2,000 getppid and 100 clock_nanosleep calls a second: few enough for
+/// the ring buffer never to fill, so every call takes the reporting path.
+pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<()> {
+    if !have("bpftool") {
+        bail!("the slow-call bench reads the programs' run time with bpftool: install it");
+    }
+    let baseline = std::env::var_os("SYSCOST_BENCH_BASELINE").map(std::path::PathBuf::from);
+    let mut ways: Vec<(String, std::path::PathBuf, Vec<&str>)> = vec![
+        ("--slow 1s (none slow)".into(), syscost.into(), vec!["--slow", "1s"]),
+        (
+            "--slow 0ns --stack-size 0".into(),
+            syscost.into(),
+            vec!["--slow", "0ns", "--stack-size", "0"],
+        ),
+        (
+            "--slow 0ns --stack-size 4K".into(),
+            syscost.into(),
+            vec!["--slow", "0ns", "--stack-size", "4K"],
+        ),
+        (
+            "--slow 0ns (16K, default)".into(),
+            syscost.into(),
+            vec!["--slow", "0ns"],
+        ),
+        (
+            "--slow 0ns --stack-size 32K".into(),
+            syscost.into(),
+            vec!["--slow", "0ns", "--stack-size", "32K"],
+        ),
+    ];
+    if let Some(b) = &baseline {
+        ways.push(("baseline build --slow 0ns".into(), b.clone(), vec!["--slow", "0ns"]));
+    }
+    let exit_stats = || -> Result<(u64, u64)> {
+        let out = crate::setup::output(Command::new("bpftool").args(["prog", "show", "--json"]))?;
+        let progs: serde_json::Value = serde_json::from_str(&out)?;
+        progs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["name"].as_str().is_some_and(|n| n.starts_with("syscost_sys_ex")))
+            .and_then(|p| Some((p["run_time_ns"].as_u64()?, p["run_cnt"].as_u64()?)))
+            .context("no syscost exit program with run-time statistics loaded")
+    };
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
+    for round in 1..=rounds {
+        eprintln!("bench: slow calls, round {round}/{rounds}");
+        for (i, (_, binary, args)) in ways.iter().enumerate() {
+            let mut child = Command::new(binary)
+                .arg("run")
+                .args(args)
+                .args(["-o", "/dev/null", "--"])
+                .arg(workload)
+                .args(["paced", "2000", "4"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?;
+            std::thread::sleep(std::time::Duration::from_millis(1000));
+            let a = exit_stats();
+            std::thread::sleep(std::time::Duration::from_millis(2000));
+            let b = exit_stats();
+            let status = child.wait()?;
+            if !status.success() {
+                bail!("{binary:?} {args:?} failed: {status}");
+            }
+            let ((t0, n0), (t1, n1)) = (a?, b?);
+            samples[i].push((t1 - t0) as f64 / (n1 - n0).max(1) as f64);
+        }
+    }
+    let med: Vec<f64> = samples.iter().map(|s| median(s)).collect();
+    println!();
+    println!(
+        "the exit program's run time per call (kernel BPF statistics), getppid 2,000/s + clock_nanosleep 100/s: median of {rounds} rounds"
+    );
+    println!("{:<30} {:>10} {:>16}", "setup", "ns/call", "over none slow");
+    for (i, (label, _, _)) in ways.iter().enumerate() {
+        println!("{label:<30} {:>10.0} {:>16.0}", med[i], med[i] - med[0]);
+    }
+    Ok(())
+}

@@ -61,6 +61,9 @@ enum Task {
         /// Only what a process start costs under the whole-machine modes.
         #[arg(long)]
         process_starts: bool,
+        /// Only what a slow call costs in the kernel (`--slow`), by `--stack-size`.
+        #[arg(long)]
+        slow_calls: bool,
     },
     /// Boot each kernel of the matrix (Linux 5.10, 6.1, 6.12) in qemu and run the kernel
     /// suite of the root tests inside it, as the VM's root; one line per kernel.
@@ -97,8 +100,16 @@ fn main() -> Result<()> {
             candidates,
             no_peers,
             process_starts,
+            slow_calls,
         } => {
             build(&root)?;
+            if slow_calls {
+                return bench::slow_call_cost(
+                    &root.join("target/release/syscost"),
+                    &root.join("target/release/syscost-workload"),
+                    rounds.max(1),
+                );
+            }
             if process_starts {
                 return bench::process_start_cost(
                     &root.join("target/release/syscost"),

@@ -159,6 +159,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stack_sizes_are_whole_pages_of_the_choices() {
+        assert_eq!(parse_stack_size("16K"), Ok(4));
+        assert_eq!(parse_stack_size("16KiB"), Ok(4));
+        assert_eq!(parse_stack_size("32k"), Ok(8));
+        assert_eq!(parse_stack_size("4096"), Ok(1));
+        assert_eq!(parse_stack_size("0"), Ok(0));
+        for bad in ["12K", "64K", "1M", "-4K", "", "K"] {
+            assert!(parse_stack_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn durations_and_specs() {
         assert_eq!(parse_duration("50us"), Ok(Duration::from_micros(50)));
         assert_eq!(parse_duration("1.5ms"), Ok(Duration::from_micros(1500)));

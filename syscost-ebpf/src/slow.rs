@@ -110,14 +110,61 @@ fn report<const P: usize>(
             }
         }
         let task = bpf_get_current_task() as *const u8;
-        (*e).mm = bpf_probe_read_kernel(task.add(TASK_MM_OFFSET.load() as usize) as *const u64)
-            .unwrap_or(0);
+        let mm_offset = TASK_MM_OFFSET.load();
+        (*e).mm = if mm_offset == 0 {
+            0
+        } else {
+            bpf_probe_read_kernel(task.add(mm_offset as usize) as *const u64).unwrap_or(0)
+        };
+        let (ino, dev) = file_of(task, (*e).args[0]);
+        (*e).fd_ino = ino;
+        (*e).fd_dev = dev;
+        (*e)._pad2 = 0;
         (*e).user_stack_base = base;
         (*e).user_stack_bytes = bytes;
         (*e)._pad = 0;
     }
     entry.submit(0);
     count(stats_slot, counter::SLOW);
+}
+
+/// The inode number and device of the file descriptor `fd` of `task` names, or (0, 0).
+#[inline(always)]
+fn file_of(task: *const u8, fd: u64) -> (u64, u32) {
+    let o = FILE_OFFSETS.load();
+    // Not known on this kernel: no file is named.
+    if o[0] == 0 {
+        return (0, 0);
+    }
+    let read = |p: *const u8, off: u64| -> u64 {
+        if p.is_null() {
+            return 0;
+        }
+        unsafe { bpf_probe_read_kernel(p.add(off as usize) as *const u64).unwrap_or(0) }
+    };
+    let files = read(task, o[0]) as *const u8;
+    let fdt = read(files, o[1]) as *const u8;
+    if fdt.is_null() {
+        return (0, 0);
+    }
+    let max_fds =
+        unsafe { bpf_probe_read_kernel(fdt.add(o[2] as usize) as *const u32).unwrap_or(0) };
+    if fd >= u64::from(max_fds) {
+        return (0, 0);
+    }
+    let table = read(fdt, o[3]) as *const u8;
+    if table.is_null() {
+        return (0, 0);
+    }
+    let file = read(unsafe { table.add((fd * 8) as usize) }, 0) as *const u8;
+    let inode = read(file, o[4]) as *const u8;
+    let ino = read(inode, o[5]);
+    let sb = read(inode, o[6]) as *const u8;
+    if sb.is_null() {
+        return (0, 0);
+    }
+    let dev = unsafe { bpf_probe_read_kernel(sb.add(o[7] as usize) as *const u32).unwrap_or(0) };
+    (ino, dev)
 }
 
 /// Copies the current kernel stack into thread `tid`'s `KSTACK_OF` entry.

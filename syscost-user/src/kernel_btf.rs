@@ -19,6 +19,9 @@ pub struct KernelLayout {
     pub task_signal_offset: u64,
     /// `task_struct.mm`: slow calls carry it, to tell an exec apart.
     pub task_mm_offset: u64,
+    /// From a task to the inode of one of its open files (`--slow`'s fd check): see
+    /// `FILE_OFFSETS` in the kernel side.
+    pub file_offsets: [u64; 8],
     pub signal_live_offset: u64,
     /// Offset of `cs` in `struct pt_regs` (tells 32-bit user code from 64-bit).
     pub pt_regs_cs_offset: u64,
@@ -62,7 +65,22 @@ impl KernelLayout {
             task_pid_offset: member_offset(&btf, "task_struct", "pid")?,
             task_tgid_offset: member_offset(&btf, "task_struct", "tgid")?,
             task_signal_offset: member_offset(&btf, "task_struct", "signal")?,
-            task_mm_offset: member_offset(&btf, "task_struct", "mm")?,
+            // Both only serve --slow's details: a kernel without them is not refused
+            // (0: the kernel side reads nothing).
+            task_mm_offset: member_offset(&btf, "task_struct", "mm").unwrap_or(0),
+            file_offsets: (|| -> Result<[u64; 8]> {
+                Ok([
+                    member_offset(&btf, "task_struct", "files")?,
+                    member_offset(&btf, "files_struct", "fdt")?,
+                    member_offset(&btf, "fdtable", "max_fds")?,
+                    member_offset(&btf, "fdtable", "fd")?,
+                    member_offset(&btf, "file", "f_inode")?,
+                    member_offset(&btf, "inode", "i_ino")?,
+                    member_offset(&btf, "inode", "i_sb")?,
+                    member_offset(&btf, "super_block", "s_dev")?,
+                ])
+            })()
+            .unwrap_or([0; 8]),
             signal_live_offset: member_offset(&btf, "signal_struct", "live")?,
             pt_regs_cs_offset: member_offset(&btf, "pt_regs", "cs")?,
             pt_regs_arg_offsets: [
@@ -240,6 +258,7 @@ mod tests {
             // r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di: 8 bytes each.
             assert_eq!(l.pt_regs_arg_offsets, [112, 104, 96, 56, 72, 64]);
             assert_eq!(l.pt_regs_unwind_offsets, [128, 152, 32]);
+            assert!(l.task_mm_offset > 0 && l.file_offsets[0] > 0, "{l:?}");
             assert_eq!(l.pt_regs_compat_arg_offsets, [40, 88, 96, 104, 112, 32]);
         }
         // Every kernel has one way or the other to tell the switch hook the state.

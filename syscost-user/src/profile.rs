@@ -160,11 +160,16 @@ pub struct SlowCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errno: Option<String>,
     pub args: [u64; 6],
-    /// What the first argument named when the call was received, for syscalls whose
-    /// first argument is a file descriptor (`pipe:[1234]`, `socket:[99]`, a path): read
-    /// from /proc after the call, so the descriptor may have changed in between.
+    /// What the first argument named, for syscalls whose first argument is a file
+    /// descriptor (`pipe:[1234]`, `socket:[99]`, a path): read from /proc when the call
+    /// was received, and shown only if the descriptor still named the file it named at
+    /// the call's exit (the kernel side sends that file's inode and device).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fd: Option<String>,
+    /// Why such a call has no `fd`: closed or reused before it was read, the process
+    /// gone, or no open file at the call's exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fd_unknown: Option<String>,
     /// User stack, innermost first.
     pub stack: Vec<Frame>,
     /// With `--kernel-stacks`: the kernel stack where the call last blocked (innermost

@@ -1,6 +1,7 @@
 //! Slow-call stacks of programs built the usual way (`-O2`, no frame pointers: glibc and
 //! every distribution's C): unwound through `.eh_frame` to the caller and `main`, through
-//! a shared library and in a static binary; and named after their process exited.
+//! a shared library and in a static binary; named after their process exited; and a
+//! slow call's descriptor never named after a file that took its number since.
 //! Needs root. The C programs are built by `tests/c/build.sh` (on a kernel of the
 //! matrix, where there is no compiler, `cargo xtask vm-test` ships them built).
 
@@ -162,4 +163,29 @@ fn processes_that_exit_right_after_their_slow_calls_keep_their_names() {
     assert!(unnamed.is_empty(), "{} of 400 not named: {:#?}", unnamed.len(), unnamed.first());
     let pids: std::collections::BTreeSet<u32> = calls.iter().map(|c| c.pid).collect();
     assert_eq!(pids.len(), 200);
+}
+
+#[test]
+fn a_descriptor_reused_before_its_call_is_read_is_never_named_after_the_other_file() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    // Each slow read's descriptor is closed and reopened on /dev/null microseconds after
+    // the read returns, before syscost reads /proc/PID/fd: the kernel side's inode of
+    // the pipe tells the two apart.
+    let p = run_slow(&t, &[], "fdreuse", &["20"]);
+    let reads = slow_of(&p, "fdreuse", "read");
+    assert_eq!(reads.len(), 20, "{:#?}", p.slow_calls);
+    for c in &reads {
+        match (&c.fd, &c.fd_unknown) {
+            (Some(name), None) => assert!(name.starts_with("pipe:["), "{c:#?}"),
+            (None, Some(_)) => {}
+            _ => panic!("{c:#?}"),
+        }
+    }
+    assert!(
+        reads.iter().any(|c| c.fd_unknown.as_deref()
+            == Some("closed and reused for another file before it was read")),
+        "no read was told from its descriptor's reuse: {reads:#?}"
+    );
 }

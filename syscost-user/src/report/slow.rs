@@ -57,9 +57,10 @@ fn args_text(c: &SlowCall) -> String {
     if ARGS_UNKNOWN.contains(&plain) {
         return "...".to_string();
     }
-    match &c.fd {
-        Some(name) => format!("{}<{}>, ...", c.args[0] as i64, shown(name)),
-        None => format!("{:#x}, {:#x}, {:#x}, ...", c.args[0], c.args[1], c.args[2]),
+    match (&c.fd, &c.fd_unknown) {
+        (Some(name), _) => format!("{}<{}>, ...", c.args[0] as i64, shown(name)),
+        (None, Some(why)) => format!("{}<?: {}>, ...", c.args[0] as i64, shown(why)),
+        (None, None) => format!("{:#x}, {:#x}, {:#x}, ...", c.args[0], c.args[1], c.args[2]),
     }
 }
 
@@ -85,6 +86,7 @@ pub fn trace_json(calls: &[SlowCall]) -> Result<String> {
                 "ret": c.ret,
                 "errno": c.errno,
                 "fd": c.fd,
+                "fd_unknown": c.fd_unknown,
                 "offcpu_us": c.offcpu_ns as f64 / 1e3,
                 "args": c.args.iter().map(|a| format!("{a:#x}")).collect::<Vec<_>>(),
                 "stack": frames,

@@ -118,10 +118,14 @@ impl Decoder {
             .strip_prefix(syscall_names::COMPAT_PREFIX)
             .unwrap_or(&syscall)
             .to_string();
-        let fd = FD_FIRST
-            .contains(&plain.as_str())
-            .then(|| fd_name(e.tgid, e.args[0] as i32))
-            .flatten();
+        let (fd, fd_unknown) = if FD_FIRST.contains(&plain.as_str()) {
+            match fd_name(e.tgid, e.args[0], (e.fd_ino, e.fd_dev)) {
+                Ok(name) => (Some(name), None),
+                Err(why) => (None, Some(why.to_string())),
+            }
+        } else {
+            (None, None)
+        };
         // Their registers are the new program's (exec) or the restored context's
         // (sigreturn) by the exit: the arguments are not known.
         let args = if ARGS_UNKNOWN.contains(&plain.as_str()) {
@@ -161,6 +165,7 @@ impl Decoder {
             errno,
             args,
             fd,
+            fd_unknown,
             stack: Vec::new(),
             kernel_stack: Vec::new(),
         };
@@ -205,12 +210,53 @@ impl Namer {
     }
 }
 
-/// What fd `fd` of process `pid` names now.
-fn fd_name(pid: u32, fd: i32) -> Option<String> {
-    if fd < 0 {
-        return None;
+/// What fd `fd` of process `pid` names now, if it is the file `(inode, device)` it
+/// named at the call's exit; else why not.
+fn fd_name(pid: u32, fd: u64, (ino, dev): (u64, u32)) -> Result<String, &'static str> {
+    if ino == 0 {
+        return Err("no open file at the call's exit");
     }
-    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
-        .ok()
-        .map(|p| decode(p.as_os_str().as_encoded_bytes()))
+    let path = format!("/proc/{pid}/fd/{fd}");
+    let (Ok(target), Ok(meta)) = (std::fs::read_link(&path), std::fs::metadata(&path)) else {
+        return Err(if std::path::Path::new(&format!("/proc/{pid}/fd")).exists() {
+            "closed before it was read"
+        } else {
+            "the process exited before it was read"
+        });
+    };
+    use std::os::unix::fs::MetadataExt as _;
+    if meta.ino() != ino || meta.dev() != user_dev(dev) {
+        return Err("closed and reused for another file before it was read");
+    }
+    Ok(decode(target.as_os_str().as_encoded_bytes()))
+}
+
+/// A device number in the kernel's encoding (major << 20 | minor) as `stat` gives it.
+fn user_dev(kernel: u32) -> u64 {
+    libc::makedev(kernel >> 20, kernel & 0xf_ffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_descriptor_is_named_only_while_it_names_the_same_file() {
+        use std::os::unix::fs::MetadataExt as _;
+        let f = std::fs::File::open("/proc/self/exe").unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&f) as u64;
+        let m = f.metadata().unwrap();
+        let me = std::process::id();
+        // The kernel's encoding of this file's device.
+        let dev = ((libc::major(m.dev()) << 20) | libc::minor(m.dev())) as u32;
+        let name = fd_name(me, fd, (m.ino(), dev)).unwrap();
+        assert_eq!(name, decode(std::fs::read_link("/proc/self/exe").unwrap().as_os_str().as_encoded_bytes()));
+        assert_eq!(
+            fd_name(me, fd, (m.ino() + 1, dev)),
+            Err("closed and reused for another file before it was read")
+        );
+        assert_eq!(fd_name(me, fd, (0, 0)), Err("no open file at the call's exit"));
+        drop(f);
+        assert_eq!(fd_name(me, fd, (m.ino(), dev)), Err("closed before it was read"));
+    }
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds the slow-call stack tests' C programs into $1, the usual way (-O2, no frame
 # pointers, no debug information): chain, chain-static, chain-lib with
-# libchainlib.so (found beside it), short. The tests run it; so does `cargo xtask
+# libchainlib.so (found beside it), short, fdreuse. The tests run it; so does `cargo xtask
 # vm-test`, which ships the results to the VMs (no compiler there).
 set -eu
 out=$1
@@ -14,3 +14,4 @@ $cc $flags -static -o "$out/chain-static.tmp" "$src/chain.c" && mv "$out/chain-s
 $cc $flags -fPIC -shared -o "$out/libchainlib.so.tmp" "$src/chainlib.c" && mv "$out/libchainlib.so.tmp" "$out/libchainlib.so"
 $cc $flags -o "$out/chain-lib.tmp" "$src/chain-lib.c" -L"$out" -lchainlib -Wl,-rpath,'$ORIGIN' && mv "$out/chain-lib.tmp" "$out/chain-lib"
 $cc $flags -o "$out/short.tmp" "$src/short.c" && mv "$out/short.tmp" "$out/short"
+$cc $flags -pthread -o "$out/fdreuse.tmp" "$src/fdreuse.c" && mv "$out/fdreuse.tmp" "$out/fdreuse"

@@ -691,8 +691,9 @@ fn cpu_of(pid: u32) -> u64 {
 /// BPF statistics, exact to the ns, read with bpftool over 2 s of a run) per call, with
 /// every call slow (`--slow 0ns`) against none (`--slow 1s`), for each `--stack-size`,
 /// and the baseline build's `--slow 0ns` when given (`SYSCOST_BENCH_BASELINE`). The
-/// workload makes 2,000 getppid and 100 clock_nanosleep calls a second: few enough for
-/// the ring buffer never to fill, so every call takes the reporting path.
+/// workload makes 5,000 getppid and 100 clock_nanosleep calls a second: few enough for
+/// the ring buffer never to fill, so every call takes the reporting path. Beside it,
+/// syscost's own CPU time per call (receiving, unwinding and naming each slow call).
 pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<()> {
     if !have("bpftool") {
         bail!("the slow-call bench reads the programs' run time with bpftool: install it");
@@ -735,39 +736,76 @@ pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<
             .and_then(|p| Some((p["run_time_ns"].as_u64()?, p["run_cnt"].as_u64()?)))
             .context("no syscost exit program with run-time statistics loaded")
     };
+    // The kernel times BPF programs only while asked to: on for the bench, restored
+    // after, however it ends.
+    struct Stats(String);
+    impl Drop for Stats {
+        fn drop(&mut self) {
+            let _ = std::fs::write(STATS_SYSCTL, &self.0);
+        }
+    }
+    const STATS_SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
+    let _stats = Stats(std::fs::read_to_string(STATS_SYSCTL)?.trim().to_string());
+    std::fs::write(STATS_SYSCTL, "1").context("cannot turn the kernel's BPF statistics on")?;
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
+    // syscost's own CPU time (its threads: the reader receiving and naming the calls),
+    // per call.
+    let mut user: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
     for round in 1..=rounds {
         eprintln!("bench: slow calls, round {round}/{rounds}");
         for (i, (_, binary, args)) in ways.iter().enumerate() {
-            let mut child = Command::new(binary)
+            // The workload on CPU 0 beside a busy loop, syscost on CPU 1: CPU 0 never idles
+            // between the workload's bursts, so the programs always run on a CPU awake
+            // (otherwise how often syscost's reader wakes a CPU decides more than what
+            // the programs do).
+            let mut hog = Command::new("taskset")
+                .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                .spawn()?;
+            let mut child = Command::new("taskset")
+                .args(["-c", "1"])
+                .arg(binary)
                 .arg("run")
                 .args(args)
-                .args(["-o", "/dev/null", "--"])
+                .args(["-o", "/dev/null", "--", "taskset", "-c", "0"])
                 .arg(workload)
-                .args(["paced", "2000", "4"])
+                .args(["paced", "5000", "4"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()?;
             std::thread::sleep(std::time::Duration::from_millis(1000));
-            let a = exit_stats();
+            let (a, cpu_a) = (exit_stats(), cpu_of(child.id()));
             std::thread::sleep(std::time::Duration::from_millis(2000));
-            let b = exit_stats();
+            let (b, cpu_b) = (exit_stats(), cpu_of(child.id()));
             let status = child.wait()?;
+            let _ = hog.kill();
+            let _ = hog.wait();
             if !status.success() {
                 bail!("{binary:?} {args:?} failed: {status}");
             }
             let ((t0, n0), (t1, n1)) = (a?, b?);
             samples[i].push((t1 - t0) as f64 / (n1 - n0).max(1) as f64);
+            user[i].push(cpu_b.saturating_sub(cpu_a) as f64 / (n1 - n0).max(1) as f64);
         }
     }
     let med: Vec<f64> = samples.iter().map(|s| median(s)).collect();
     println!();
     println!(
-        "the exit program's run time per call (kernel BPF statistics), getppid 2,000/s + clock_nanosleep 100/s: median of {rounds} rounds"
+        "the exit program's run time per call (kernel BPF statistics), getppid 5,000/s + clock_nanosleep 100/s: median of {rounds} rounds"
     );
-    println!("{:<30} {:>10} {:>16}", "setup", "ns/call", "over none slow");
+    println!(
+        "{:<30} {:>10} {:>16} {:>16} {:>16}",
+        "setup", "ns/call", "over none slow", "rounds' range", "syscost ns/call"
+    );
     for (i, (label, _, _)) in ways.iter().enumerate() {
-        println!("{label:<30} {:>10.0} {:>16.0}", med[i], med[i] - med[0]);
+        let lo = samples[i].iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = samples[i].iter().cloned().fold(0.0, f64::max);
+        println!(
+            "{label:<30} {:>10.0} {:>16.0} {:>16} {:>16.0}",
+            med[i],
+            med[i] - med[0],
+            format!("{lo:.0}-{hi:.0}"),
+            median(&user[i])
+        );
     }
     Ok(())
 }

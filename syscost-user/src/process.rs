@@ -87,6 +87,43 @@ pub fn comm_of(id: u32) -> Option<String> {
     Some(decode(bytes.strip_suffix(b"\n").unwrap_or(&bytes)))
 }
 
+/// The processes descended from `root` now (children, their children...), from each
+/// process's parent in /proc.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(ppid) = fs::read(e.path().join("stat")).ok().and_then(|s| ppid_of(&s)) {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(child, parent) in &parent_of {
+            if parent == p && child != root && !out.contains(&child) {
+                out.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The parent pid in a /proc/<pid>/stat line (the field after the state).
+fn ppid_of(stat: &[u8]) -> Option<u32> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    std::str::from_utf8(stat.get(close + 2..)?)
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// Number of threads of `pid` (0 if it is gone).
 pub fn thread_count(pid: u32) -> usize {
     fs::read_dir(format!("/proc/{pid}/task"))
@@ -199,6 +236,40 @@ pub fn alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn descendants_are_children_and_their_children() {
+        assert_eq!(ppid_of(b"42 (a b) c) S 7 42 42 0 -1"), Some(7));
+        assert_eq!(ppid_of(b"42 (x"), None);
+        // This test's own child, and that child's child.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        let grandchild_in = |d: &[u32]| {
+            d.iter().any(|&p| {
+                fs::read(format!("/proc/{p}/stat"))
+                    .ok()
+                    .and_then(|s| ppid_of(&s))
+                    == Some(child.id())
+            })
+        };
+        let found = (0..500).find_map(|_| {
+            let d = descendants(me);
+            if d.contains(&child.id()) && grandchild_in(&d) {
+                return Some(d);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            None
+        });
+        let _ = std::process::Command::new("pkill")
+            .args(["-P", &child.id().to_string()])
+            .status();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found.is_some(), "the child and its sleep never both found");
+    }
 
     #[test]
     fn stat_with_odd_comm() {

@@ -423,6 +423,33 @@ impl Tracer {
         Ok(())
     }
 
+    /// Takes process `tgid` out of the traced set, as the exit hook does: for a process
+    /// added that turned out to have exited before it was (its exit hook ran first).
+    pub fn untrace_process(&mut self, tgid: u32) -> Result<()> {
+        let index = tgid & (self.sizes.proc_slots - 1);
+        let mut procs: Array<&mut MapData, ProcSlot> =
+            Array::try_from(self.ebpf.map_mut("PROCS").context("PROCS map missing")?)?;
+        let current = procs.get(&index, 0)?;
+        if current.tgid == tgid {
+            procs.set(
+                index,
+                ProcSlot {
+                    tgid: 0,
+                    value: current.value & ProcSlot::OVERFLOW,
+                },
+                0,
+            )?;
+            return Ok(());
+        }
+        let mut overflow: HashMap<&mut MapData, u32, u32> = HashMap::try_from(
+            self.ebpf
+                .map_mut("PROCS_OVERFLOW")
+                .context("PROCS_OVERFLOW map missing")?,
+        )?;
+        let _ = overflow.remove(&tgid);
+        Ok(())
+    }
+
     fn map(&self, name: &str) -> Result<&Map> {
         self.ebpf
             .map(name)

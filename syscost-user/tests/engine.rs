@@ -274,6 +274,48 @@ fn attach_stops_after_duration_and_prints_intervals() {
     // Two interval tables, the last part (0.2 s), and the final one.
     assert_eq!(out.matches("% time     seconds").count(), 4, "{out}");
     assert!(stderr(&o).contains("syscost: tracing process"));
+    // Asleep the whole time: the empty table says why in a line.
+    assert!(
+        stderr(&o).contains(&format!(
+            "syscost: no syscall seen: process {} made none while traced (idle, or stopped)",
+            sleeper.id()
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn attach_follow_traces_the_tree_that_exists_at_attach() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    // Two children, each with a child of its own, all started and blocked before the
+    // attach; let go after it, 1,000 getppid each (none by the parent).
+    let (mut work, _out) = ready(Command::new(workload_path()).args(["tree-waiting", "2", "1000"]));
+    let json = t.path("tree.json");
+    let (tracer, first, _err) = started(
+        syscost()
+            .args(["attach", "--no-tui", "-f", "-p", &work.id().to_string(), "--json"])
+            .arg(&json)
+            .stdout(Stdio::piped()),
+    );
+    assert!(
+        first.starts_with(&format!(
+            "syscost: tracing process {} (syscost-workloa) and 4 descendants (-f)",
+            work.id()
+        )),
+        "{first}"
+    );
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(work.wait().unwrap().success());
+    let o = tracer.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success());
+    let p = read_profile(&json);
+    assert_eq!(calls(&p, "getppid"), 4000);
+    // Each of the four was blocked in its read when syscost attached.
+    assert_eq!(p.unpaired, 4 + 1, "the four reads and the parent's own");
+    assert_eq!(p.dropped, 0);
 }
 
 #[test]

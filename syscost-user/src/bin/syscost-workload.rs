@@ -11,6 +11,10 @@
 //!                      `ready` and waits for a line on stdin, then lets them go: N
 //!                      getppid calls each (every thread exists before a tracer
 //!                      attached to the waiting process)
+//!   tree-waiting C N   C child processes, each with a child of its own, started first,
+//!                      every one blocked reading a pipe; prints `ready` and waits for
+//!                      a line on stdin, then lets them go: N getppid calls each (2*C*N
+//!                      in all, none by this process), each child waiting for its own
 //!   pipe-block N MS    N readv calls on a pipe, each blocked until a writer thread
 //!                      writes MS ms later; prints mean_ns=<own timing of the readv>
 //!   pingpong N         two threads pass a byte back and forth N times over pipes
@@ -133,7 +137,7 @@ fn arg(args: &[String], i: usize) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: syscost-workload [--wait-stdin] [--hold] MODE ARGS, MODE one of: getppid close-ebadf threads threads-waiting churn pipe-block pingpong fork nanosleep paced slow-mix per-line seccomp sleep exit mixed-forever numbers numbers-forever leader-exit exec-thread switches program hostile exec spawn (their arguments at the top of its source)"
+        "usage: syscost-workload [--wait-stdin] [--hold] MODE ARGS, MODE one of: getppid close-ebadf threads threads-waiting tree-waiting churn pipe-block pingpong fork nanosleep paced slow-mix per-line seccomp sleep exit mixed-forever numbers numbers-forever leader-exit exec-thread switches program hostile exec spawn (their arguments at the top of its source)"
     );
     std::process::exit(2)
 }
@@ -435,6 +439,71 @@ fn work(args: &[String]) {
             );
             for t in threads {
                 t.join().unwrap();
+            }
+        }
+        Some("tree-waiting") => {
+            let (c, n) = (arg(args, 1), arg(args, 2));
+            let (r, w) = pipe();
+            let mut pids = Vec::new();
+            for _ in 0..c {
+                // SAFETY: the child makes raw calls only, then _exit.
+                match unsafe { libc::fork() } {
+                    0 => unsafe {
+                        let grandchild = libc::fork();
+                        let mut b = 0u8;
+                        if libc::read(r, (&mut b as *mut u8).cast(), 1) != 1 {
+                            libc::_exit(1);
+                        }
+                        getppid_n(n);
+                        if grandchild > 0 {
+                            let mut status = 0;
+                            libc::waitpid(grandchild, &mut status, 0);
+                        }
+                        libc::_exit(0);
+                    },
+                    pid if pid > 0 => pids.push(pid),
+                    _ => panic!("fork failed: {}", std::io::Error::last_os_error()),
+                }
+            }
+            // Every process of the tree blocked in its read (syscall 0) before `ready`.
+            let tree = || -> Vec<u32> {
+                let mut all: Vec<u32> = pids.iter().map(|&p| p as u32).collect();
+                for &p in &pids {
+                    let children = std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"))
+                        .unwrap_or_default();
+                    all.extend(children.split_whitespace().filter_map(|s| s.parse::<u32>().ok()));
+                }
+                all
+            };
+            loop {
+                let t = tree();
+                let blocked = t
+                    .iter()
+                    .filter(|p| {
+                        std::fs::read_to_string(format!("/proc/{p}/syscall"))
+                            .is_ok_and(|s| s.starts_with("0 "))
+                    })
+                    .count();
+                if t.len() == 2 * c as usize && blocked == t.len() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            println!("ready");
+            std::io::stdout().flush().unwrap();
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).unwrap();
+            let go = vec![b'x'; 2 * c as usize];
+            // SAFETY: 2c bytes from a valid buffer.
+            assert_eq!(
+                unsafe { libc::write(w, go.as_ptr().cast(), go.len()) },
+                go.len() as isize
+            );
+            for p in pids {
+                let mut status = 0;
+                // SAFETY: waits for a child of this process.
+                unsafe { libc::waitpid(p, &mut status, 0) };
+                assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
             }
         }
         Some("churn") => {

@@ -47,7 +47,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     }
     let cgroup = args.cgroup.as_deref().map(cgroup::resolve).transpose()?;
     // A cgroup has no pid to watch for its exit: syscost's own never fires.
-    let (target, label) = match &cgroup {
+    let (target, mut label) = match &cgroup {
         Some(cg) => (
             process::open(std::process::id())?,
             format!("cgroup {}", crate::untrusted::shown(&cg.path)),
@@ -73,10 +73,18 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         },
         &args.slow_calls,
     )?;
+    let mut descendants = 0;
     if cgroup.is_none() {
         tracer.trace_process(target.pid)?;
         if process::has_exited(&target.pidfd) {
             anyhow::bail!("process {} exited before tracing began", target.pid);
+        }
+        if args.follow_forks {
+            descendants = trace_descendants(&mut tracer, target.pid)?;
+            label = format!(
+                "{label} and {} (-f)",
+                crate::units::counted(descendants, "descendant", "descendants")
+            );
         }
     }
     let offcpu = tracer.offcpu_tracked();
@@ -120,6 +128,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         None => Target::process(target.pid, &target.comm),
     };
     let started = Instant::now();
+    let target_pid = target.pid;
     let last = if tui {
         let options = LiveOptions {
             interval: every.unwrap_or(Duration::from_secs(1)),
@@ -149,6 +158,9 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let top_dropped = last.counters[syscost_common::counter::DROPPED_TOP as usize];
     profile.processes = processes.iter().map(Into::into).collect();
     super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), finished.slow);
+    if profile.totals().0 == 0 && cgroup.is_none() {
+        eprintln!("syscost: {}", no_call_seen(target_pid, args.follow_forks, descendants));
+    }
     let mut out = super::finish(profile, &args.view, args.json.as_deref())?;
     if args.per_process {
         out += "\n";
@@ -164,6 +176,55 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     }
     super::print_out(&out);
     Ok(0)
+}
+
+/// `-f`: the processes descended from `root` that exist now, traced too (those forked
+/// later are added by the fork hook of a traced parent). Scans /proc again until a scan
+/// finds no new one: a process forked by a descendant before that one was traced is
+/// found by the next. A descendant that exits before it is added is taken out again
+/// (its exit hook ran before it was traced, and would leave it there). How many were
+/// added.
+fn trace_descendants(tracer: &mut crate::tracer::Tracer, root: u32) -> Result<usize> {
+    let mut traced = std::collections::BTreeSet::from([root]);
+    loop {
+        let found: Vec<u32> = process::descendants(root)
+            .into_iter()
+            .filter(|p| !traced.contains(p))
+            .collect();
+        if found.is_empty() {
+            return Ok(traced.len() - 1);
+        }
+        for pid in found {
+            traced.insert(pid);
+            // Its pidfd first: gone now, it is not added; gone after, it is taken out.
+            let Ok(p) = process::open(pid) else {
+                continue;
+            };
+            tracer.trace_process(pid)?;
+            if process::has_exited(&p.pidfd) {
+                tracer.untrace_process(pid)?;
+            }
+        }
+    }
+}
+
+/// Why a profile of process `pid` holds no call, in one line.
+fn no_call_seen(pid: u32, follow: bool, descendants: usize) -> String {
+    if follow {
+        return format!(
+            "no syscall seen: process {pid} and its {} made none while traced (idle, or \
+             stopped)",
+            crate::units::counted(descendants, "descendant", "descendants")
+        );
+    }
+    match process::descendants(pid).len() {
+        0 => format!("no syscall seen: process {pid} made none while traced (idle, or stopped)"),
+        n => format!(
+            "no syscall seen: process {pid} made none while traced; its {} not followed \
+             without -f",
+            crate::units::counted(n, "descendant is", "descendants are")
+        ),
+    }
 }
 
 /// The text mode: a table per `-i` interval if asked, until a signal, `-d` or the

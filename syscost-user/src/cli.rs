@@ -113,7 +113,8 @@ pub struct ViewArgs {
     #[arg(short = 'S', long = "sort", value_enum, default_value_t = SortKey::Time)]
     pub sort: SortKey,
     /// Add p50, p99 and max latency columns, and the average on-CPU and blocked time per
-    /// call.
+    /// call. p50 and p99 are the upper edges of histogram buckets 6-12% wide, shown to
+    /// the two digits those hold; max is exact.
     #[arg(short = 'L', long = "latency")]
     pub latency: bool,
     /// Add calls and time per call of this syscall, e.g. `--per accept4` for per-request

@@ -21,6 +21,30 @@ pub fn human_ns(ns: u64) -> String {
     }
 }
 
+/// A percentile of the latency histograms, to the two significant digits its bucket
+/// holds (a bucket is 6 to 12% wide: a third digit would be made up): `260ns`, `29us`,
+/// `1.2ms`.
+pub fn human_ns_bucketed(ns: u64) -> String {
+    let digits = ns.checked_ilog10().unwrap_or(0) + 1;
+    let rounded = if digits > 2 {
+        let scale = 10u64.pow(digits - 2);
+        ns.saturating_add(scale / 2) / scale * scale
+    } else {
+        ns
+    };
+    let (v, unit) = match rounded {
+        0..1_000 => return format!("{rounded}ns"),
+        1_000..1_000_000 => (rounded as f64 / 1e3, "us"),
+        1_000_000..1_000_000_000 => (rounded as f64 / 1e6, "ms"),
+        _ => (rounded as f64 / 1e9, "s"),
+    };
+    if v < 10.0 {
+        format!("{v:.1}{unit}")
+    } else {
+        format!("{v:.0}{unit}")
+    }
+}
+
 /// `n` and the noun that goes with it: "1 thread", "2 threads", "1 process".
 pub fn counted(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -28,6 +52,25 @@ pub fn counted(n: usize, one: &str, many: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn percentiles_keep_the_digits_their_buckets_hold() {
+        for (ns, shown) in [
+            (7, "7ns"),
+            (87, "87ns"),
+            (255, "260ns"),
+            (383, "380ns"),
+            (999, "1.0us"),
+            (1_049, "1.0us"),
+            (28_700, "29us"),
+            (80_500, "81us"),
+            (153_000, "150us"),
+            (9_960_000, "10ms"),
+            (2_500_000_000, "2.5s"),
+        ] {
+            assert_eq!(super::human_ns_bucketed(ns), shown, "{ns}");
+        }
+    }
 
     #[test]
     fn counted_says_one_and_many() {

@@ -316,7 +316,7 @@ pub fn render_rates(
             r.errors() as f64 / secs,
             r.total_ns() as f64 / 1e9 / secs,
             oncpu_cell(r.oncpu_ns(), secs, offcpu, 9),
-            r.threads,
+            threads_cell(&r),
             top,
             if r.exited { " (exited)" } else { "" }
         );
@@ -325,6 +325,15 @@ pub fn render_rates(
         out += &format!("... {more} more processes (-n 0 shows all)\n");
     }
     out
+}
+
+/// A row's THR: its threads now, `-` once it has exited (the row ends in "(exited)").
+fn threads_cell(r: &ProcessRow) -> String {
+    if r.exited {
+        "-".to_string()
+    } else {
+        r.threads.to_string()
+    }
 }
 
 /// The totals since the start, per process, under a line that starts with `title`.
@@ -361,7 +370,7 @@ pub fn render_totals(
             r.errors(),
             r.total_ns() as f64 / 1e9,
             oncpu_cell(r.oncpu_ns(), 1.0, offcpu, 10),
-            r.threads,
+            threads_cell(&r),
             top,
             if r.exited { " (exited)" } else { "" }
         );
@@ -448,5 +457,25 @@ mod tests {
         assert_eq!(j["processes"][1]["calls"], 300);
         assert_eq!(j["processes"][1]["syscalls"][0]["name"], "getpid");
         assert_eq!(j["dropped"], 7);
+    }
+
+    #[test]
+    fn an_exited_process_shows_no_thread_count() {
+        let mut gone = row(3, "c", 10, 1_000);
+        gone.threads = 0;
+        gone.exited = true;
+        let rows = [row(1, "a", 100, 1_000_000), gone];
+        for t in [
+            render_totals("t", &rows, 1.0, TopSort::Pid, 0, 0, true),
+            render_rates(&rows, 1.0, TopSort::Pid, 0, true),
+        ] {
+            let cols = |pid: &str| -> Vec<String> {
+                let l = t.lines().find(|l| l.split_whitespace().next() == Some(pid)).unwrap();
+                l.split_whitespace().map(String::from).collect()
+            };
+            assert_eq!(cols("1")[7], "1", "{t}");
+            assert_eq!(cols("3")[7], "-", "{t}");
+            assert!(t.lines().any(|l| l.trim_start().starts_with("3 ") && l.ends_with("(exited)")), "{t}");
+        }
     }
 }

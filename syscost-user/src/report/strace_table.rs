@@ -50,18 +50,19 @@ fn latency_cols(s: &SyscallProfile, split: bool, distribution: bool) -> String {
             "-".to_string()
         }
     };
-    let of_distribution = |ns: u64| {
+    let of_distribution = |ns: u64, shown: fn(u64) -> String| {
         if distribution {
-            human_ns(ns)
+            shown(ns)
         } else {
             "-".to_string()
         }
     };
+    // Percentiles to their buckets' precision; the maximum is exact.
     format!(
         " {:>9} {:>9} {:>9} {:>9} {:>9}",
-        of_distribution(s.p50_ns),
-        of_distribution(s.p99_ns),
-        of_distribution(s.max_ns),
+        of_distribution(s.p50_ns, crate::units::human_ns_bucketed),
+        of_distribution(s.p99_ns, crate::units::human_ns_bucketed),
+        of_distribution(s.max_ns, human_ns),
         per_call(s.oncpu_ns),
         per_call(s.offcpu_ns)
     )
@@ -295,10 +296,10 @@ mod tests {
         let expected = "\
 % time     seconds  usecs/call     calls    errors syscall                p50       p99       max    on-cpu   blocked
 ------ ----------- ----------- --------- --------- ---------------- --------- --------- --------- --------- ---------
-  2.15    0.000002           0        40        19 openat              1.10us    8.50us    9.00us      12ns      37ns
- 74.19    0.000069           3        23           close               1.10us    8.50us    9.00us     750ns    2.25us
-  2.15    0.000002           0         7           read                1.10us    8.50us    9.00us      71ns     214ns
- 21.51    0.000020           4         5           write               1.10us    8.50us    9.00us    1.00us    3.00us
+  2.15    0.000002           0        40        19 openat               1.1us     8.5us    9.00us      12ns      37ns
+ 74.19    0.000069           3        23           close                1.1us     8.5us    9.00us     750ns    2.25us
+  2.15    0.000002           0         7           read                 1.1us     8.5us    9.00us      71ns     214ns
+ 21.51    0.000020           4         5           write                1.1us     8.5us    9.00us    1.00us    3.00us
 ------ ----------- ----------- --------- --------- ---------------- --------- --------- --------- --------- ---------
 100.00    0.000093           1        75        19 total
 ";

@@ -115,7 +115,11 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         } else {
                             "-".to_string()
                         }),
-                        Cell::from(r.threads.to_string()),
+                        Cell::from(if r.exited && !cg {
+                            "exit".to_string()
+                        } else {
+                            r.threads.to_string()
+                        }),
                         Cell::from(top),
                     ])
                 })

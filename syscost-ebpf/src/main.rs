@@ -128,7 +128,23 @@ pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
 pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
-    let process = proc_of(tgid);
+    let process = match proc_value_ptr(tgid) {
+        Some(v) => traced((unsafe { *v }) & !ProcSlot::OVERFLOW),
+        None => {
+            // The automatic modes meet a process at an exit when its call was in flight
+            // as tracing began: it is added here, and that call counted as unpaired (as
+            // for a process given by pid).
+            if AUTO_MODE.load() != auto_mode::OFF && auto_add(tgid) {
+                let c = if claim_thread(pid_tgid as u32).is_some() {
+                    counter::UNPAIRED
+                } else {
+                    counter::DROPPED_THREAD
+                };
+                count(0, c);
+            }
+            return 0;
+        }
+    };
     if process == 0 {
         return 0;
     }

@@ -603,11 +603,11 @@ fn top_counts_a_shell_loop_as_run_does() {
 }
 
 /// In the automatic modes a process is traced from its first syscall after syscost
-/// loaded: that call, in flight, is not counted; a call in flight in another of its
-/// threads, whose exit is the first seen of that thread, is unpaired. A process whose
+/// loaded: a call in flight then (its first seen is the exit) is unpaired, in any of
+/// its threads, as for a process given by pid. A process whose
 /// three threads are all blocked when `attach --cgroup` starts: the main thread's read
-/// returns first (not counted), then each worker's read (unpaired, 2), then their
-/// 100 getppid each (counted).
+/// returns first (the process is met there: unpaired), then each worker's read
+/// (unpaired, 2 more), then their 100 getppid each (counted).
 #[test]
 fn threads_already_inside_a_call_count_as_unpaired() {
     let Some(t) = root_test!() else {
@@ -630,5 +630,29 @@ fn threads_already_inside_a_call_count_as_unpaired() {
     assert!(attach.into_inner().wait().unwrap().success());
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 200);
-    assert_eq!((p.unpaired, p.dropped), (2, 0));
+    assert_eq!((p.unpaired, p.dropped), (3, 0));
+
+    // The same under `top`: its rows count the 200 calls, its last line the three.
+    let (mut w, _out) = ready(Command::new(workload_path()).args(["threads-waiting", "2", "100"]));
+    cg.enter(w.id());
+    let json = t.path("top.json");
+    let (top, first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "--cgroup", &cg.path, "--json"])
+            .arg(&json)
+            .stdout(Stdio::piped()),
+    );
+    assert!(first.contains(&cg.path), "{first}");
+    writeln!(w.stdin.as_mut().unwrap(), "go").unwrap();
+    let pid = w.id();
+    assert!(w.wait().unwrap().success());
+    sigint(top.id());
+    let o = top.into_inner().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(syscall_calls(&top_json(&json)[&pid], "getppid"), 200);
+    assert!(
+        stdout(&o).contains("unpaired 3: calls in flight when tracing began, in no row"),
+        "{}",
+        stdout(&o)
+    );
 }

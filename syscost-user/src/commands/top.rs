@@ -89,8 +89,9 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     let finished = session.finish()?;
     let totals = finished.top_totals;
     let dropped = finished.snapshots.first().map_or(0, |s| s.dropped());
+    let unpaired = finished.snapshots.first().map_or(0, |s| s.unpaired());
     let elapsed = started.elapsed().as_secs_f64();
-    super::print_out(&render_totals(
+    let mut out = render_totals(
         "syscost top",
         &totals,
         elapsed,
@@ -98,7 +99,9 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         args.rows,
         dropped,
         offcpu,
-    ));
+    );
+    out += &unpaired_line(unpaired);
+    super::print_out(&out);
     if let Some(p) = &args.json {
         let json = to_json(&totals, elapsed, dropped, offcpu, cgroup_path.as_deref())?;
         std::fs::write(p, json).with_context(|| format!("cannot write {}", p.display()))?;
@@ -325,6 +328,15 @@ pub fn render_rates(
         out += &format!("... {more} more processes (-n 0 shows all)\n");
     }
     out
+}
+
+/// The calls in flight when tracing began (each process's or thread's first event seen
+/// was an exit): not in the rows, said in a line of their own when there were any.
+fn unpaired_line(unpaired: u64) -> String {
+    if unpaired == 0 {
+        return String::new();
+    }
+    format!("unpaired {unpaired}: calls in flight when tracing began, in no row\n")
 }
 
 /// A row's THR: its threads now, `-` once it has exited (the row ends in "(exited)").

@@ -67,14 +67,16 @@ pub struct Decoder {
     stacks: super::stacks::Stacks,
 }
 
-/// A slow call received, its stacks not named yet.
+/// A slow call received, its stacks not unwound nor named yet.
 pub struct Received {
     call: SlowCall,
-    user: super::stacks::Unwound,
+    process: super::stacks::Captured,
+    fp: Vec<u64>,
+    copy: Option<super::stacks::StackCopy>,
     kernel: Vec<u64>,
 }
 
-/// Names received calls' stacks.
+/// Unwinds and names received calls' stacks.
 pub struct Namer {
     symbolizer: blazesym::symbolize::Symbolizer,
     names: super::stacks::Names,
@@ -90,10 +92,10 @@ impl Default for Namer {
 }
 
 impl Namer {
-    /// The call with its stacks named.
-    pub fn name(&self, r: Received) -> SlowCall {
+    /// The call with its stacks unwound and named.
+    pub fn name(&mut self, r: Received) -> SlowCall {
         SlowCall {
-            stack: self.names.name(&r.user),
+            stack: self.names.stack(&r.process, &r.fp, r.copy.as_ref()),
             kernel_stack: self.symbolize_kernel(&r.kernel),
             ..r.call
         }
@@ -148,10 +150,12 @@ impl Decoder {
             sp: e.user_regs[1],
             bp: e.user_regs[2],
             base: e.user_stack_base,
-            bytes: &stack_copy[..copied],
+            bytes: stack_copy[..copied].to_vec(),
         });
         let exec = matches!(plain.as_str(), "execve" | "execveat");
-        let user = self.stacks.unwind(e.tgid, e.mm, exec, &frames, copy.as_ref());
+        let mut seen = frames.clone();
+        seen.extend(copy.as_ref().map(|c| c.ip));
+        let process = self.stacks.capture(e.tgid, e.mm, exec, &seen);
         let call = SlowCall {
             start_ns: e.exit_ns.saturating_sub(e.latency_ns),
             end_ns: e.exit_ns,
@@ -169,7 +173,13 @@ impl Decoder {
             stack: Vec::new(),
             kernel_stack: Vec::new(),
         };
-        Received { call, user, kernel }
+        Received {
+            call,
+            process,
+            fp: frames,
+            copy,
+            kernel,
+        }
     }
 }
 

@@ -54,7 +54,7 @@ pub struct Reader {
 
 /// Calls received and not yet named, at most (then the ring buffer waits, and what it
 /// has no room for is counted as dropped).
-const PENDING: usize = 65_536;
+const PENDING: usize = 4096;
 
 impl Reader {
     /// Starts reading; `echo`: print each call's line to stderr; `keep`: how many calls
@@ -110,7 +110,15 @@ impl Reader {
         });
         let l = log.clone();
         let namer = std::thread::spawn(move || {
-            let namer = Namer::default();
+            // Niced below the receiving thread: on a busy machine (one CPU) the calls are
+            // received first, while their processes live, and named after.
+            // SAFETY: sets this thread's own nice value (a thread id is a process id
+            // for setpriority).
+            unsafe {
+                let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+            }
+            let mut namer = Namer::default();
             // Ends when the receiver has ended and everything it sent is named.
             for r in rx {
                 let c = namer.name(r);

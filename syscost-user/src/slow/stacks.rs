@@ -16,7 +16,7 @@ use std::{
     fs::File,
     ops::{Deref, Range},
     os::fd::AsRawFd,
-    sync::Arc,
+    sync::{Arc, OnceLock},
 };
 
 use blazesym::symbolize::{Input, Symbolized, Symbolizer, source};
@@ -36,16 +36,16 @@ const PROCESSES: usize = 4096;
 const OBJECTS: usize = 1024;
 
 /// What the kernel side sent for unwinding: the registers at the exit and the stack copy.
-pub struct StackCopy<'a> {
+pub struct StackCopy {
     pub ip: u64,
     pub sp: u64,
     pub bp: u64,
     /// The copy's first address (a page boundary at or below `sp`).
     pub base: u64,
-    pub bytes: &'a [u8],
+    pub bytes: Vec<u8>,
 }
 
-impl StackCopy<'_> {
+impl StackCopy {
     fn read(&self, addr: u64) -> Result<u64, ()> {
         let off = addr.checked_sub(self.base).ok_or(())? as usize;
         let word = self.bytes.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
@@ -66,12 +66,19 @@ impl Deref for Bytes {
 
 /// A mapped file, open for as long as syscost runs.
 struct Object {
-    _file: File,
+    file: File,
     /// `/proc/self/fd/N`: where the symbolizer reads it.
     path: std::path::PathBuf,
     /// Its file name (the frames' module).
     name: String,
-    unwind: Option<UnwindInfo>,
+    /// Read at its first unwind (by the naming thread: the receiving one only opens).
+    unwind: OnceLock<Option<UnwindInfo>>,
+}
+
+impl Object {
+    fn unwind(&self) -> Option<&UnwindInfo> {
+        self.unwind.get_or_init(|| UnwindInfo::read(&self.file)).as_ref()
+    }
 }
 
 /// What framehop needs of an object, and its loadable segments (file offset, file size,
@@ -155,10 +162,40 @@ struct Mapping {
 }
 
 /// A process's mappings as read at its first slow call (again when a frame fell outside
-/// them while it lived), and its unwinder.
+/// them while it lived), and its unwinder (made at its first unwind).
 pub struct Process {
     mappings: Vec<Mapping>,
-    unwinder: UnwinderX86_64<Bytes>,
+    unwinder: OnceLock<UnwinderX86_64<Bytes>>,
+}
+
+impl Process {
+    /// An unwinder over the objects it maps that have call frame information.
+    fn unwinder(&self) -> &UnwinderX86_64<Bytes> {
+        self.unwinder.get_or_init(|| {
+            let mut unwinder = UnwinderX86_64::new();
+            let mut added: Vec<*const Object> = Vec::new();
+            for m in &self.mappings {
+                let Holds::File(o) = &m.holds else { continue };
+                if added.contains(&Arc::as_ptr(o)) {
+                    continue;
+                }
+                added.push(Arc::as_ptr(o));
+                let Some(info) = o.unwind() else { continue };
+                let Some(bias) = info.bias(m.range.start, m.offset) else {
+                    continue;
+                };
+                let span = self
+                    .mappings
+                    .iter()
+                    .filter(|n| matches!(&n.holds, Holds::File(p) if Arc::ptr_eq(p, o)))
+                    .fold(m.range.clone(), |r, n| {
+                        r.start.min(n.range.start)..r.end.max(n.range.end)
+                    });
+                unwinder.add_module(Module::new(o.name.clone(), span, bias, info.sections.clone()));
+            }
+            unwinder
+        })
+    }
 }
 
 struct Known {
@@ -169,24 +206,23 @@ struct Known {
     process: Arc<Process>,
 }
 
-/// A stack unwound as its call arrived, to be named later (see [`Names`]).
-pub struct Unwound {
+/// What was kept of a process as its call arrived, for its stack to be unwound and
+/// named later (see [`Names`]).
+pub struct Captured {
     /// The process's mappings (none: it was gone before its first slow call was read).
     process: Option<Arc<Process>>,
-    /// Whether it still lived when its call was unwound.
+    /// Whether it still lived when its call arrived.
     alive: bool,
-    /// Innermost first: where the call returns to, then return addresses.
-    addrs: Vec<u64>,
 }
 
-/// Unwinds slow calls' user stacks as they arrive (see the module's documentation): the
-/// part that must be quick, before a short-lived process is gone.
+/// Keeps what slow calls' stacks need of their processes as the calls arrive (see the
+/// module's documentation): the part that must be quick, before a short-lived process
+/// is gone; unwinding and naming come after, on another thread ([`Names`]).
 pub struct Stacks {
     processes: HashMap<u32, Known>,
     order: VecDeque<u32>,
     /// By (device, inode) as `/proc/PID/maps` gives them.
     objects: HashMap<(String, u64), Arc<Object>>,
-    cache: CacheX86_64,
 }
 
 impl Default for Stacks {
@@ -196,58 +232,30 @@ impl Default for Stacks {
             processes: HashMap::new(),
             order: VecDeque::new(),
             objects: HashMap::new(),
-            cache: CacheX86_64::new(),
         }
     }
 }
 
 impl Stacks {
-    /// Process `pid`'s stack (`mm`: its address space, from the event; `exec`: the call
-    /// is an exec): the longer of the frame-pointer walk `fp` (innermost first) and the
-    /// unwind of `copy`.
-    pub fn unwind(
-        &mut self,
-        pid: u32,
-        mm: u64,
-        exec: bool,
-        fp: &[u64],
-        copy: Option<&StackCopy>,
-    ) -> Unwound {
-        if fp.is_empty() && copy.is_none() {
-            return Unwound {
-                process: None,
-                alive: false,
-                addrs: Vec::new(),
-            };
-        }
+    /// Keeps process `pid`'s mappings for a call (`mm`: its address space, from the
+    /// event; `exec`: the call is an exec; `seen`: the addresses known now, where the
+    /// call returns to and its frame-pointer walk): read at its first call, after an
+    /// exec, and again while it lives when one of `seen` falls outside them.
+    pub fn capture(&mut self, pid: u32, mm: u64, exec: bool, seen: &[u64]) -> Captured {
         let again = self.processes.get(&pid).is_some_and(|k| k.at_exec);
         let mut alive = self.know(pid, mm, again);
         if let Some(k) = self.processes.get_mut(&pid) {
             k.at_exec = exec && alive;
         }
         let process = |s: &Self| s.processes.get(&pid).map(|k| k.process.clone());
-        let mut dwarf = match (copy, process(self)) {
-            (Some(c), Some(p)) => unwind(&p, &mut self.cache, c),
-            _ => Vec::new(),
-        };
-        // A frame outside the mappings read: read them again while the process lives
-        // (a library loaded since), once.
-        let outside = |p: &Option<Arc<Process>>, addrs: &[u64]| {
-            p.as_ref()
-                .is_some_and(|p| addrs.iter().any(|&a| mapping_of(p, a).is_none()))
-        };
-        let p = process(self);
-        if alive && (outside(&p, fp) || outside(&p, &dwarf)) {
+        let outside = process(self)
+            .is_some_and(|p| seen.iter().any(|&a| a >= 0x1000 && mapping_of(&p, a).is_none()));
+        if alive && outside {
             alive = self.know(pid, mm, true);
-            if let (true, Some(c), Some(p)) = (alive, copy, process(self)) {
-                dwarf = unwind(&p, &mut self.cache, c);
-            }
         }
-        let addrs = if dwarf.len() >= fp.len() { dwarf } else { fp.to_vec() };
-        Unwound {
+        Captured {
             process: process(self),
             alive,
-            addrs,
         }
     }
 
@@ -281,30 +289,13 @@ impl Stacks {
                 holds,
             });
         }
-        let mut unwinder = UnwinderX86_64::new();
-        let mut added: Vec<*const Object> = Vec::new();
-        for m in &mappings {
-            let Holds::File(o) = &m.holds else { continue };
-            if added.contains(&Arc::as_ptr(o)) {
-                continue;
-            }
-            let Some(info) = &o.unwind else { continue };
-            let Some(bias) = info.bias(m.range.start, m.offset) else {
-                continue;
-            };
-            added.push(Arc::as_ptr(o));
-            let span = mappings
-                .iter()
-                .filter(|n| matches!(&n.holds, Holds::File(p) if Arc::ptr_eq(p, o)))
-                .fold(m.range.clone(), |r, n| {
-                    r.start.min(n.range.start)..r.end.max(n.range.end)
-                });
-            unwinder.add_module(Module::new(o.name.clone(), span, bias, info.sections.clone()));
-        }
         let known = Known {
             mm,
             at_exec: false,
-            process: Arc::new(Process { mappings, unwinder }),
+            process: Arc::new(Process {
+                mappings,
+                unwinder: OnceLock::new(),
+            }),
         };
         if self.processes.insert(pid, known).is_none() {
             self.order.push_back(pid);
@@ -341,8 +332,8 @@ impl Stacks {
             .to_string();
         let o = Arc::new(Object {
             path: format!("/proc/self/fd/{}", file.as_raw_fd()).into(),
-            unwind: UnwindInfo::read(&file),
-            _file: file,
+            unwind: OnceLock::new(),
+            file,
             name,
         });
         self.objects.insert(key, o.clone());
@@ -350,9 +341,11 @@ impl Stacks {
     }
 }
 
-/// Names unwound stacks (blazesym), from the objects' files: the slow part, done after.
+/// Unwinds (framehop) and names (blazesym) captured stacks, from the objects' files: the
+/// slow part, done after.
 pub struct Names {
     symbolizer: Symbolizer,
+    cache: CacheX86_64,
     /// syscost's own vDSO (the same image as every process's): where vDSO frames are
     /// named.
     own_vdso: Option<u64>,
@@ -368,15 +361,27 @@ impl Default for Names {
         });
         Self {
             symbolizer: Symbolizer::new(),
+            cache: CacheX86_64::new(),
             own_vdso,
         }
     }
 }
 
 impl Names {
-    /// The frames of `u`, named where they can be, each unnamed one saying why.
-    pub fn name(&self, u: &Unwound) -> Vec<Frame> {
-        u.addrs
+    /// A captured call's stack: the longer of the frame-pointer walk `fp` (innermost
+    /// first) and the unwind of `copy`, named where it can be, each unnamed frame saying
+    /// why.
+    pub fn stack(&mut self, u: &Captured, fp: &[u64], copy: Option<&StackCopy>) -> Vec<Frame> {
+        let dwarf = match (copy, &u.process) {
+            (Some(c), Some(p)) => unwind(p, &mut self.cache, c),
+            _ => Vec::new(),
+        };
+        let addrs = if dwarf.len() >= fp.len() { &dwarf[..] } else { fp };
+        self.name(u, addrs)
+    }
+
+    fn name(&self, u: &Captured, addrs: &[u64]) -> Vec<Frame> {
+        addrs
             .iter()
             .enumerate()
             .map(|(i, &addr)| {
@@ -458,7 +463,7 @@ fn mapping_of(p: &Process, addr: u64) -> Option<&Mapping> {
 fn unwind(p: &Process, cache: &mut CacheX86_64, c: &StackCopy) -> Vec<u64> {
     let mut read = |addr| c.read(addr);
     let mut it = p
-        .unwinder
+        .unwinder()
         .iter_frames(c.ip, UnwindRegsX86_64::new(c.ip, c.sp, c.bp), cache, &mut read);
     let mut out = Vec::new();
     while out.len() < MAX_FRAMES {
@@ -548,13 +553,12 @@ mod tests {
 
     #[test]
     fn the_stack_copy_reads_only_what_it_holds() {
-        let bytes: Vec<u8> = (0..16u8).collect();
         let c = StackCopy {
             ip: 0,
             sp: 0x1000,
             bp: 0,
             base: 0x1000,
-            bytes: &bytes,
+            bytes: (0..16u8).collect(),
         };
         assert_eq!(c.read(0x1000), Ok(u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7])));
         assert_eq!(c.read(0x1008), Ok(u64::from_le_bytes([8, 9, 10, 11, 12, 13, 14, 15])));

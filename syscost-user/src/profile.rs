@@ -268,8 +268,37 @@ impl Profile {
     }
 
     /// Keeps only the syscalls named in `names`.
+    /// Keeps the syscalls `-e` names, and adds a row of zeros for each named syscall
+    /// that made no call (asked about, it is shown: "0 calls", not left out).
     pub fn retain_names(&mut self, names: &[String]) {
         self.syscalls.retain(|s| names.contains(&s.name));
+        for name in names {
+            if self.syscalls.iter().any(|s| &s.name == name) {
+                continue;
+            }
+            let Ok(id) = crate::syscall_names::number(name) else {
+                continue;
+            };
+            self.syscalls.push(SyscallProfile {
+                name: name.clone(),
+                nr: id.nr,
+                calls: 0,
+                errors: 0,
+                errnos: BTreeMap::new(),
+                total_ns: 0,
+                oncpu_ns: 0,
+                offcpu_ns: 0,
+                voluntary_switches: 0,
+                involuntary_switches: 0,
+                avg_ns: 0,
+                min_ns: 0,
+                max_ns: 0,
+                p50_ns: 0,
+                p90_ns: 0,
+                p99_ns: 0,
+                histogram: Vec::new(),
+            });
+        }
     }
 
     /// The profile of the processes `select` picks (all when `None`) from

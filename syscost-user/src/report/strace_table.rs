@@ -405,6 +405,23 @@ per write: 15.00 syscalls, 18.6us in syscalls, 4.65us of it on a CPU (5 successf
     }
 
     #[test]
+    fn a_syscall_asked_for_that_made_no_call_has_a_row_of_zeros() {
+        let mut shown = profile();
+        shown.retain_names(&["close".to_string(), "fsync".to_string()]);
+        let text = render(&shown, &TableOptions::default());
+        let row = text
+            .lines()
+            .find(|l| l.ends_with(" fsync"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["0.00", "0.000000", "0", "0", "fsync"],
+            "{text}"
+        );
+        assert!(text.lines().any(|l| l.ends_with(" close")), "{text}");
+    }
+
+    #[test]
     fn empty_profile() {
         let mut p = profile();
         p.syscalls.clear();

@@ -210,7 +210,8 @@ pub struct AttachArgs {
     /// on every context switch of the machine).
     #[arg(long)]
     pub no_offcpu: bool,
-    /// Also profile child processes the target forks from now on.
+    /// Also profile the target's descendants: those that exist now and those forked
+    /// from now on.
     #[arg(short = 'f', long = "follow-forks", conflicts_with = "cgroup")]
     pub follow_forks: bool,
     /// Also save the profile as JSON.

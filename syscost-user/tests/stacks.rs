@@ -32,6 +32,11 @@ fn programs() -> &'static PathBuf {
 }
 
 fn run_slow(t: &RootTest, extra: &[&str], program: &str, args: &[&str]) -> Profile {
+    read_profile(&run_slow_json(t, extra, program, args))
+}
+
+/// The same, and where the profile is.
+fn run_slow_json(t: &RootTest, extra: &[&str], program: &str, args: &[&str]) -> PathBuf {
     let json = t.path(&format!("{program}.json"));
     let o = output(
         syscost()
@@ -43,7 +48,7 @@ fn run_slow(t: &RootTest, extra: &[&str], program: &str, args: &[&str]) -> Profi
             .args(args),
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    read_profile(&json)
+    json
 }
 
 /// The calls of `syscall` made by `comm`.
@@ -88,13 +93,27 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     let chain = [("chain_inner", "chain"), ("chain_outer", "chain"), ("main", "chain")];
     // A dynamic binary: glibc's nanosleep -> clock_nanosleep wrapper (no frame pointer
     // in either), then the program's own functions.
-    let p = run_slow(&t, &[], "chain", &["20", "2000"]);
+    let json = run_slow_json(&t, &[], "chain", &["20", "2000"]);
+    let p = read_profile(&json);
     let calls = slow_of(&p, "chain", "clock_nanosleep");
     assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
     for c in &calls {
         assert!(names_in_order(c, &chain), "{:#?}", c.stack);
         assert_eq!(c.stack[0].module.as_deref(), Some("libc.so.6"), "{:#?}", c.stack);
     }
+    // The flame graph's folded stacks and the trace carry the whole chain.
+    let folded = output(syscost().arg("flame").arg(&json));
+    assert!(folded.status.success(), "{}", stderr(&folded));
+    assert!(
+        stdout(&folded)
+            .lines()
+            .any(|l| l.contains(";main;chain_outer;chain_inner;") && l.contains(";clock_nanosleep ")),
+        "{}",
+        stdout(&folded)
+    );
+    let trace = output(syscost().arg("trace").arg(&json));
+    assert!(trace.status.success(), "{}", stderr(&trace));
+    assert!(stdout(&trace).contains("chain_outer"), "{}", stdout(&trace));
     // The same walked by frame pointers only (--stack-size 0): the program's functions
     // are out of its reach (what --slow gave before stacks were unwound).
     let p = run_slow(&t, &["--stack-size", "0"], "chain", &["5", "2000"]);

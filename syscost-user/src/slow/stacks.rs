@@ -247,7 +247,13 @@ impl Stacks {
         if let Some(k) = self.processes.get_mut(&pid) {
             k.at_exec = exec && alive;
         }
-        let process = |s: &Self| s.processes.get(&pid).map(|k| k.process.clone());
+        // Only mappings of this address space: after an exec the old ones name nothing.
+        let process = |s: &Self| {
+            s.processes
+                .get(&pid)
+                .filter(|k| k.mm == mm)
+                .map(|k| k.process.clone())
+        };
         let outside = process(self)
             .is_some_and(|p| seen.iter().any(|&a| a >= 0x1000 && mapping_of(&p, a).is_none()));
         if alive && outside {

@@ -8,7 +8,8 @@
 //!   not started here, the test runs its own server on loopback) and libbpf-tools (its
 //!   `syscount`, the peer `cargo xtask bench` measures against), from apt;
 //! - for the kernel matrix (`cargo xtask vm-test`): qemu-system-x86, busybox-static and
-//!   binutils from apt (the kernels themselves are fetched by the task).
+//!   binutils from apt (the kernels themselves are fetched by the task);
+//! - gcc and libc6-dev, for the C programs of the slow-call stack tests.
 
 use std::{
     env,
@@ -24,8 +25,9 @@ use anyhow::{Context as _, Result, bail};
 /// bpf-linker release known to build against the nightly's LLVM 22.
 const BPF_LINKER: &str = "bpf-linker@0.13.0";
 const BPF_LINKER_LLVM_FEATURE: &str = "llvm-22";
-/// Debian packages the tests and the benchmark use, each with the command it provides.
-const APT_PACKAGES: [(&str, &str); 7] = [
+/// Debian packages the tests and the benchmark use, each with the command it provides
+/// (or, for a library, a file of it).
+const APT_PACKAGES: [(&str, &str); 9] = [
     ("strace", "strace"),
     ("tmux", "tmux"),
     ("prometheus", "prometheus"),
@@ -35,6 +37,9 @@ const APT_PACKAGES: [(&str, &str); 7] = [
     ("qemu-system-x86", "qemu-system-x86_64"),
     ("busybox-static", "busybox"),
     ("binutils", "objcopy"),
+    // The slow-call stack tests build C programs, one of them static.
+    ("gcc", "gcc"),
+    ("libc6-dev", "/usr/lib/x86_64-linux-gnu/libc.a"),
 ];
 
 pub fn setup() -> Result<()> {
@@ -196,6 +201,9 @@ fn bpf_linker() -> Result<()> {
 }
 
 fn has_command(name: &str) -> bool {
+    if name.starts_with('/') {
+        return Path::new(name).exists();
+    }
     env::split_paths(&env::var_os("PATH").unwrap_or_default()).any(|p| is_executable(&p.join(name)))
 }
 

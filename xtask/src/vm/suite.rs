@@ -15,6 +15,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "run_follows_forked_children",
             "nanosleep_latency_matches_the_workloads_own_timing",
             "attach_misses_nothing_after_attaching",
+            "attach_follow_traces_the_tree_that_exists_at_attach",
             "doctor_says_yes_exactly_when_the_default_commands_work",
             "compat_syscalls_are_named_from_the_i386_table",
         ],
@@ -57,6 +58,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "top_of_a_cgroup_leaves_the_rest_out",
             "top_keeps_every_call_of_3000_short_lived_processes",
             "a_shrunken_per_process_table_counts_every_call_it_loses",
+            "threads_already_inside_a_call_count_as_unpaired",
         ],
     ),
     (

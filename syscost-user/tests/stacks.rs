@@ -125,6 +125,22 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
         calls[0].stack
     );
 
+    // Built for debugging (-O0 -g, frame pointers), exiting right after its five calls
+    // of 3 ms: named, in its module, with file and line from its DWARF.
+    let p = run_slow(&t, &[], "chain-fp", &["5", "3000"]);
+    let calls = slow_of(&p, "chain-fp", "clock_nanosleep");
+    assert_eq!(calls.len(), 5, "{:#?}", p.slow_calls);
+    let chain = [("chain_inner", "chain-fp"), ("chain_outer", "chain-fp"), ("main", "chain-fp")];
+    for c in &calls {
+        assert!(names_in_order(c, &chain), "{:#?}", c.stack);
+        let inner = c.stack.iter().find(|f| f.function.as_deref() == Some("chain_inner"));
+        assert!(
+            inner.and_then(|f| f.location.as_deref()).is_some_and(|l| l.starts_with("chain.c:")),
+            "{:#?}",
+            c.stack
+        );
+    }
+
     // A shared library of the tests' own between the program and glibc.
     let p = run_slow(&t, &[], "chain-lib", &["20", "2000"]);
     let calls = slow_of(&p, "chain-lib", "clock_nanosleep");

@@ -203,7 +203,13 @@ fn initramfs_for(built: &Built) -> Result<initramfs::Tree> {
         {
             bail!("{} is under a directory the VM mounts over", b.display());
         }
-        t.file(b, stripped(b)?, true);
+        // The C programs keep their debug information (one test reads its lines).
+        let data = if built.c_programs.contains(b) {
+            fs::read(b)?
+        } else {
+            stripped(b)?
+        };
+        t.file(b, data, true);
         // A static binary (ldd fails on it) loads nothing.
         let Ok(ldd) = output(Command::new("ldd").arg(b)) else {
             continue;

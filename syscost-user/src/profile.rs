@@ -282,21 +282,7 @@ impl Profile {
             self.syscalls.push(SyscallProfile {
                 name: name.clone(),
                 nr: id.nr,
-                calls: 0,
-                errors: 0,
-                errnos: BTreeMap::new(),
-                total_ns: 0,
-                oncpu_ns: 0,
-                offcpu_ns: 0,
-                voluntary_switches: 0,
-                involuntary_switches: 0,
-                avg_ns: 0,
-                min_ns: 0,
-                max_ns: 0,
-                p50_ns: 0,
-                p90_ns: 0,
-                p99_ns: 0,
-                histogram: Vec::new(),
+                ..SyscallProfile::empty()
             });
         }
     }

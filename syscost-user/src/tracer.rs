@@ -388,8 +388,7 @@ impl Tracer {
         );
         let value = proc_value::new(slot, abi::UNKNOWN);
         let index = tgid & (self.sizes.proc_slots - 1);
-        let mut procs: Array<&mut MapData, ProcSlot> =
-            Array::try_from(self.ebpf.map_mut("PROCS").context("PROCS map missing")?)?;
+        let mut procs = self.procs()?;
         let current = procs.get(&index, 0)?;
         if current.tgid == 0 || current.tgid == tgid {
             procs.set(
@@ -402,16 +401,11 @@ impl Tracer {
             )?;
             return Ok(());
         }
-        let mut overflow: HashMap<&mut MapData, u32, u32> = HashMap::try_from(
-            self.ebpf
-                .map_mut("PROCS_OVERFLOW")
-                .context("PROCS_OVERFLOW map missing")?,
-        )?;
+        let mut overflow = self.procs_overflow()?;
         overflow
             .insert(tgid, value, 0)
             .with_context(|| format!("no room to trace process {tgid}"))?;
-        let mut procs: Array<&mut MapData, ProcSlot> =
-            Array::try_from(self.ebpf.map_mut("PROCS").context("PROCS map missing")?)?;
+        let mut procs = self.procs()?;
         procs.set(
             index,
             ProcSlot {
@@ -423,12 +417,25 @@ impl Tracer {
         Ok(())
     }
 
+    fn procs(&mut self) -> Result<Array<&mut MapData, ProcSlot>> {
+        Ok(Array::try_from(
+            self.ebpf.map_mut("PROCS").context("PROCS map missing")?,
+        )?)
+    }
+
+    fn procs_overflow(&mut self) -> Result<HashMap<&mut MapData, u32, u32>> {
+        Ok(HashMap::try_from(
+            self.ebpf
+                .map_mut("PROCS_OVERFLOW")
+                .context("PROCS_OVERFLOW map missing")?,
+        )?)
+    }
+
     /// Takes process `tgid` out of the traced set, as the exit hook does: for a process
     /// added that turned out to have exited before it was (its exit hook ran first).
     pub fn untrace_process(&mut self, tgid: u32) -> Result<()> {
         let index = tgid & (self.sizes.proc_slots - 1);
-        let mut procs: Array<&mut MapData, ProcSlot> =
-            Array::try_from(self.ebpf.map_mut("PROCS").context("PROCS map missing")?)?;
+        let mut procs = self.procs()?;
         let current = procs.get(&index, 0)?;
         if current.tgid == tgid {
             procs.set(
@@ -441,11 +448,7 @@ impl Tracer {
             )?;
             return Ok(());
         }
-        let mut overflow: HashMap<&mut MapData, u32, u32> = HashMap::try_from(
-            self.ebpf
-                .map_mut("PROCS_OVERFLOW")
-                .context("PROCS_OVERFLOW map missing")?,
-        )?;
+        let mut overflow = self.procs_overflow()?;
         let _ = overflow.remove(&tgid);
         Ok(())
     }

@@ -135,12 +135,23 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             // as tracing began: it is added here, and that call counted as unpaired (as
             // for a process given by pid).
             if AUTO_MODE.load() != auto_mode::OFF && auto_add(tgid) {
-                let c = if claim_thread(pid_tgid as u32).is_some() {
-                    counter::UNPAIRED
-                } else {
-                    counter::DROPPED_THREAD
-                };
-                count(0, c);
+                let tid = pid_tgid as u32;
+                match thread_slot(tid) {
+                    // A child's return from the fork that made it (marked by the fork
+                    // hook): not a call.
+                    Some(s) if unsafe { (*s).key } == KEY_FORK_CHILD => unsafe {
+                        (*s).key = KEY_NONE;
+                    },
+                    Some(_) => count(0, counter::UNPAIRED),
+                    None => {
+                        let c = if claim_thread(tid).is_some() {
+                            counter::UNPAIRED
+                        } else {
+                            counter::DROPPED_THREAD
+                        };
+                        count(0, c);
+                    }
+                }
             }
             return 0;
         }
@@ -317,13 +328,19 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
         return 0;
     };
     let new_process = tgid != parent_tgid;
-    if new_process && FOLLOW_FORKS.load() == 0 {
-        return 0;
-    }
-    if new_process && !insert_proc(tgid, parent) {
-        count(stats_slot, counter::DROPPED_CHILD);
-        warn!(&ctx, "no room to trace child process {}", tgid);
-        return 0;
+    if new_process {
+        if FOLLOW_FORKS.load() != 0 {
+            if !insert_proc(tgid, parent) {
+                count(stats_slot, counter::DROPPED_CHILD);
+                warn!(&ctx, "no room to trace child process {}", tgid);
+                return 0;
+            }
+        } else if AUTO_MODE.load() == auto_mode::OFF {
+            return 0;
+        }
+        // The automatic modes add the child at its first event, its return from the
+        // fork: its thread is marked below so that this exit is not taken for a call in
+        // flight when tracing began.
     }
     // A new thread has no state: whatever a slot with its id held is forgotten. Without
     // room now, the thread tries again at its first syscall.

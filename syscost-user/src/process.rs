@@ -87,41 +87,70 @@ pub fn comm_of(id: u32) -> Option<String> {
     Some(decode(bytes.strip_suffix(b"\n").unwrap_or(&bytes)))
 }
 
+/// A process of a tree: its pid, its parent's and when it started (clock ticks since
+/// boot, /proc/PID/stat's `starttime`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Descendant {
+    pub pid: u32,
+    pub ppid: u32,
+    pub start: u64,
+}
+
 /// The processes descended from `root` now (children, their children...), from each
 /// process's parent in /proc.
-pub fn descendants(root: u32) -> Vec<u32> {
-    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+pub fn descendants(root: u32) -> Vec<Descendant> {
+    let mut all: Vec<Descendant> = Vec::new();
     for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        if let Some(ppid) = fs::read(e.path().join("stat")).ok().and_then(|s| ppid_of(&s)) {
-            parent_of.push((pid, ppid));
+        if let Some((ppid, start)) = fs::read(e.path().join("stat")).ok().and_then(|s| parent_and_start(&s)) {
+            all.push(Descendant { pid, ppid, start });
         }
     }
-    let mut out = Vec::new();
+    let mut out: Vec<Descendant> = Vec::new();
     let mut frontier = vec![root];
     while let Some(p) = frontier.pop() {
-        for &(child, parent) in &parent_of {
-            if parent == p && child != root && !out.contains(&child) {
-                out.push(child);
-                frontier.push(child);
+        for d in &all {
+            if d.ppid == p && d.pid != root && !out.iter().any(|o| o.pid == d.pid) {
+                out.push(*d);
+                frontier.push(d.pid);
             }
         }
     }
-    out.sort_unstable();
+    out.sort_unstable_by_key(|d| d.pid);
     out
 }
 
-/// The parent pid in a /proc/<pid>/stat line (the field after the state).
-fn ppid_of(stat: &[u8]) -> Option<u32> {
+/// Process `pid`'s parent and start time now, if it exists.
+pub fn parent_and_start_of(pid: u32) -> Option<(u32, u64)> {
+    parent_and_start(&fs::read(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The parent pid and `starttime` of a /proc/<pid>/stat line (the fields after the
+/// state: ppid is the 4th field, starttime the 22nd).
+fn parent_and_start(stat: &[u8]) -> Option<(u32, u64)> {
     let close = stat.iter().rposition(|&b| b == b')')?;
-    std::str::from_utf8(stat.get(close + 2..)?)
+    let fields: Vec<&str> = std::str::from_utf8(stat.get(close + 2..)?)
         .ok()?
         .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+        .collect();
+    Some((fields.get(1)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+}
+
+/// Now, in the clock ticks since boot that /proc/PID/stat's `starttime` counts.
+pub fn now_ticks() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: fills one timespec; sysconf reads a constant.
+    let hz = unsafe {
+        libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut t);
+        libc::sysconf(libc::_SC_CLK_TCK)
+    }
+    .max(1) as u64;
+    t.tv_sec as u64 * hz + t.tv_nsec as u64 * hz / 1_000_000_000
 }
 
 /// Number of threads of `pid` (0 if it is gone).
@@ -239,25 +268,23 @@ mod tests {
 
     #[test]
     fn descendants_are_children_and_their_children() {
-        assert_eq!(ppid_of(b"42 (a b) c) S 7 42 42 0 -1"), Some(7));
-        assert_eq!(ppid_of(b"42 (x"), None);
+        let stat = b"42 (a b) c) S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 10 20";
+        assert_eq!(parent_and_start(stat), Some((7, 987654)));
+        assert_eq!(parent_and_start(b"42 (x"), None);
+        // This process started before now.
+        let (_, mine) = parent_and_start_of(std::process::id()).unwrap();
+        assert!(mine <= now_ticks());
         // This test's own child, and that child's child.
         let mut child = std::process::Command::new("sh")
             .args(["-c", "sleep 30 & wait"])
             .spawn()
             .unwrap();
         let me = std::process::id();
-        let grandchild_in = |d: &[u32]| {
-            d.iter().any(|&p| {
-                fs::read(format!("/proc/{p}/stat"))
-                    .ok()
-                    .and_then(|s| ppid_of(&s))
-                    == Some(child.id())
-            })
-        };
         let found = (0..500).find_map(|_| {
             let d = descendants(me);
-            if d.contains(&child.id()) && grandchild_in(&d) {
+            if d.iter().any(|d| d.pid == child.id() && d.ppid == me)
+                && d.iter().any(|d| d.ppid == child.id())
+            {
                 return Some(d);
             }
             std::thread::sleep(std::time::Duration::from_millis(10));

@@ -178,34 +178,49 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     Ok(0)
 }
 
-/// `-f`: the processes descended from `root` that exist now, traced too (those forked
-/// later are added by the fork hook of a traced parent). Scans /proc again until a scan
-/// finds no new one: a process forked by a descendant before that one was traced is
-/// found by the next. A descendant that exits before it is added is taken out again
-/// (its exit hook ran before it was traced, and would leave it there). How many were
-/// added.
+/// `-f`: the processes descended from `root` that exist now, traced too; those forked
+/// after their parent was traced are the fork hook's (a traced parent's children are
+/// added as they are forked). So /proc is scanned again only for descendants that may
+/// have been forked before their parent was traced (started no later than a tick after
+/// it), until a scan finds none (20 scans at most). A descendant is traced after its
+/// pidfd is open and its parent and start time checked again (a pid reused in between
+/// is not taken for it), and taken out again if it exits before it is added (its exit
+/// hook ran first). How many are traced.
 fn trace_descendants(tracer: &mut crate::tracer::Tracer, root: u32) -> Result<usize> {
-    let mut traced = std::collections::BTreeSet::from([root]);
-    loop {
-        let found: Vec<u32> = process::descendants(root)
+    // When each process of the tree was traced (clock ticks since boot).
+    let mut traced_at: std::collections::BTreeMap<u32, u64> =
+        std::collections::BTreeMap::from([(root, process::now_ticks())]);
+    let mut count = 0;
+    for _ in 0..20 {
+        let found: Vec<process::Descendant> = process::descendants(root)
             .into_iter()
-            .filter(|p| !traced.contains(p))
+            .filter(|d| !traced_at.contains_key(&d.pid))
+            // Forked after its parent was traced: the fork hook has it.
+            .filter(|d| traced_at.get(&d.ppid).is_none_or(|&at| d.start <= at + 1))
             .collect();
         if found.is_empty() {
-            return Ok(traced.len() - 1);
+            break;
         }
-        for pid in found {
-            traced.insert(pid);
-            // Its pidfd first: gone now, it is not added; gone after, it is taken out.
-            let Ok(p) = process::open(pid) else {
+        for d in found {
+            traced_at.insert(d.pid, process::now_ticks());
+            let Ok(p) = process::open(d.pid) else {
                 continue;
             };
-            tracer.trace_process(pid)?;
+            if process::parent_and_start_of(d.pid) != Some((d.ppid, d.start)) {
+                continue;
+            }
+            if let Err(e) = tracer.trace_process(d.pid) {
+                eprintln!("syscost: descendant {} not traced: {e:#}", d.pid);
+                continue;
+            }
             if process::has_exited(&p.pidfd) {
-                tracer.untrace_process(pid)?;
+                tracer.untrace_process(d.pid)?;
+            } else {
+                count += 1;
             }
         }
     }
+    Ok(count)
 }
 
 /// Why a profile of process `pid` holds no call, in one line.

@@ -81,8 +81,8 @@ impl Object {
     }
 }
 
-/// What framehop needs of an object, and its loadable segments (file offset, file size,
-/// address) to place it.
+/// What framehop needs of an object, and its executable loadable segments (file offset,
+/// file size, address) to place it.
 struct UnwindInfo {
     sections: ExplicitModuleSectionInfo<Bytes>,
     loads: Vec<(u64, u64, u64)>,
@@ -111,8 +111,13 @@ impl UnwindInfo {
         if eh_frame.is_none() {
             return None;
         }
+        // Only the executable ones: the mappings placed are the executable ones, and a
+        // layout may start one inside the previous segment's last page (lld's).
         let loads = elf
             .segments()
+            .filter(|s| {
+                matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0)
+            })
             .map(|s| {
                 let (off, size) = s.file_range();
                 (off, size, s.address())
@@ -134,7 +139,7 @@ impl UnwindInfo {
     }
 
     /// The object's load bias in a process where file offset `offset` is mapped at
-    /// `start`.
+    /// `start` (an executable mapping).
     fn bias(&self, start: u64, offset: u64) -> Option<u64> {
         let &(p_offset, _, p_vaddr) = self.loads.iter().find(|&&(off, size, _)| {
             (off & !(syscost_common::USER_STACK_PAGE as u64 - 1)) <= offset && offset < off + size
@@ -577,13 +582,24 @@ mod tests {
     fn an_object_is_placed_by_the_segment_that_holds_the_mapped_offset() {
         let info = UnwindInfo {
             sections: ExplicitModuleSectionInfo::default(),
-            // A PIE's text segment: file offset 0x1040, address 0x2040.
-            loads: vec![(0, 0x800, 0), (0x1040, 0x3000, 0x2040)],
+            // A PIE's text segment (the executable one): file offset 0x1040, address
+            // 0x2040.
+            loads: vec![(0x1040, 0x3000, 0x2040)],
         };
         // File offset 0x1000 (address 0x2000) mapped at 0x5555_5555_6000: the object's
         // address 0 is at 0x5555_5555_4000.
         assert_eq!(info.bias(0x5555_5555_6000, 0x1000), Some(0x5555_5555_4000));
-        assert_eq!(info.bias(0x5555_5555_4000, 0), Some(0x5555_5555_4000));
         assert_eq!(info.bias(0x1000, 0x9000), None);
+        // lld's layout: the text starts in the first page, after the read-only segment
+        // (0..0x5e4 at 0): file offset 0x5f0 at address 0x15f0. Its mapping starts at
+        // file offset 0; placed by the executable segment, not the read-only one.
+        let lld = UnwindInfo {
+            sections: ExplicitModuleSectionInfo::default(),
+            loads: vec![(0x5f0, 0x1000, 0x15f0)],
+        };
+        let start = 0x7f00_0000_1000;
+        let bias = lld.bias(start, 0).unwrap();
+        // The text's first byte, at file offset 0x5f0, is at start + 0x5f0.
+        assert_eq!(bias + 0x15f0, start + 0x5f0);
     }
 }

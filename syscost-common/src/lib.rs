@@ -435,11 +435,11 @@ pub struct SlowEvent {
     /// knows when the mappings it read for the process are no longer its.
     pub mm: u64,
     /// The file the first argument named at the exit, taken as a descriptor: its inode
-    /// number and its filesystem's device (the kernel's encoding, major << 20 | minor);
-    /// `fd_ino` 0 when it named no open file. Userspace shows an fd's name only if the
-    /// descriptor still names that file when it reads it.
+    /// number and its mount's id (as /proc/PID/fdinfo gives it); `fd_ino` 0 when it
+    /// named no open file. Userspace shows an fd's name only if the descriptor still
+    /// names that file when it reads it.
     pub fd_ino: u64,
-    pub fd_dev: u32,
+    pub fd_mnt_id: u32,
     pub _pad2: u32,
     /// User stack, innermost first (the instruction after the syscall first).
     pub stack: [u64; SLOW_STACK_FRAMES],

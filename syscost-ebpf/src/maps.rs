@@ -104,9 +104,9 @@ pub(crate) static PT_REGS_UNWIND_OFFSETS: Global<[u64; 3]> = Global::new([0; 3])
 /// Byte offset of `mm` in `struct task_struct` (`--slow`: tells an exec apart).
 #[unsafe(no_mangle)]
 pub(crate) static TASK_MM_OFFSET: Global<u64> = Global::new(0);
-/// Byte offsets from `task_struct.files` to an open file's inode number and device
+/// Byte offsets from `task_struct.files` to an open file's inode number and mount id
 /// (`--slow`): files, files_struct.fdt, fdtable.max_fds, fdtable.fd, file.f_inode,
-/// inode.i_ino, inode.i_sb, super_block.s_dev.
+/// inode.i_ino, file.f_path.mnt, then mount.mnt_id less mount.mnt (from the vfsmount).
 #[unsafe(no_mangle)]
 pub(crate) static FILE_OFFSETS: Global<[u64; 8]> = Global::new([0; 8]);
 /// Pages of user stack each slow call carries (one of `USER_STACK_PAGE_CHOICES`).

@@ -116,9 +116,9 @@ fn report<const P: usize>(
         } else {
             bpf_probe_read_kernel(task.add(mm_offset as usize) as *const u64).unwrap_or(0)
         };
-        let (ino, dev) = file_of(task, (*e).args[0]);
+        let (ino, mnt_id) = file_of(task, (*e).args[0]);
         (*e).fd_ino = ino;
-        (*e).fd_dev = dev;
+        (*e).fd_mnt_id = mnt_id;
         (*e)._pad2 = 0;
         (*e).user_stack_base = base;
         (*e).user_stack_bytes = bytes;
@@ -128,7 +128,7 @@ fn report<const P: usize>(
     count(stats_slot, counter::SLOW);
 }
 
-/// The inode number and device of the file descriptor `fd` of `task` names, or (0, 0).
+/// The inode number and mount id of the file descriptor `fd` of `task` names, or (0, 0).
 #[inline(always)]
 fn file_of(task: *const u8, fd: u64) -> (u64, u32) {
     let o = FILE_OFFSETS.load();
@@ -159,12 +159,16 @@ fn file_of(task: *const u8, fd: u64) -> (u64, u32) {
     let file = read(unsafe { table.add((fd * 8) as usize) }, 0) as *const u8;
     let inode = read(file, o[4]) as *const u8;
     let ino = read(inode, o[5]);
-    let sb = read(inode, o[6]) as *const u8;
-    if sb.is_null() {
+    // The file's mount: f_path.mnt is the vfsmount inside a struct mount, whose mnt_id
+    // sits at o[7] from it (a difference of offsets, wrapping if negative).
+    let mnt = read(file, o[6]);
+    if mnt == 0 {
         return (0, 0);
     }
-    let dev = unsafe { bpf_probe_read_kernel(sb.add(o[7] as usize) as *const u32).unwrap_or(0) };
-    (ino, dev)
+    let mnt_id = unsafe {
+        bpf_probe_read_kernel(mnt.wrapping_add(o[7]) as *const u32).unwrap_or(0)
+    };
+    (ino, mnt_id)
 }
 
 /// Copies the current kernel stack into thread `tid`'s `KSTACK_OF` entry.

@@ -76,8 +76,9 @@ impl KernelLayout {
                     member_offset(&btf, "fdtable", "fd")?,
                     member_offset(&btf, "file", "f_inode")?,
                     member_offset(&btf, "inode", "i_ino")?,
-                    member_offset(&btf, "inode", "i_sb")?,
-                    member_offset(&btf, "super_block", "s_dev")?,
+                    member_offset(&btf, "file", "f_path")? + member_offset(&btf, "path", "mnt")?,
+                    member_offset(&btf, "mount", "mnt_id")?
+                        .wrapping_sub(member_offset(&btf, "mount", "mnt")?),
                 ])
             })()
             .unwrap_or([0; 8]),

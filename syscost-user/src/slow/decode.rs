@@ -67,6 +67,13 @@ pub struct Decoder {
     stacks: super::stacks::Stacks,
 }
 
+/// `SYSCOST_TEST_FAULT=late-fd`: each fd is read 20 ms after its call arrives (the
+/// tests' way to make a descriptor change before it is read, on any machine).
+fn late_fd() -> bool {
+    static LATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LATE.get_or_init(|| std::env::var("SYSCOST_TEST_FAULT").is_ok_and(|v| v == "late-fd"))
+}
+
 /// A slow call received, its stacks not unwound nor named yet.
 pub struct Received {
     call: SlowCall,
@@ -121,8 +128,13 @@ impl Decoder {
             .unwrap_or(&syscall)
             .to_string();
         let (fd, fd_unknown) = if FD_FIRST.contains(&plain.as_str()) {
-            match fd_name(e.tgid, e.args[0], (e.fd_ino, e.fd_dev)) {
+            if late_fd() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            match fd_name(e.tgid, e.args[0], (e.fd_ino, e.fd_mnt_id)) {
                 Ok(name) => (Some(name), None),
+                // AT_FDCWD: the arguments are shown as they are.
+                Err("not a descriptor") => (None, None),
                 Err(why) => (None, Some(why.to_string())),
             }
         } else {
@@ -220,14 +232,22 @@ impl Namer {
     }
 }
 
-/// What fd `fd` of process `pid` names now, if it is the file `(inode, device)` it
-/// named at the call's exit; else why not.
-fn fd_name(pid: u32, fd: u64, (ino, dev): (u64, u32)) -> Result<String, &'static str> {
+/// What fd `fd` of process `pid` names now, if it is the file (inode, mount id) it named
+/// at the call's exit; else why not. The mount id, not the device: stat's device is
+/// not the filesystem's own on btrfs subvolumes and some overlays.
+fn fd_name(pid: u32, fd: u64, (ino, mnt_id): (u64, u32)) -> Result<String, &'static str> {
+    // AT_FDCWD and other negative values are no descriptor.
+    if (fd as i64 as i32) < 0 {
+        return Err("not a descriptor");
+    }
     if ino == 0 {
         return Err("no open file at the call's exit");
     }
     let path = format!("/proc/{pid}/fd/{fd}");
-    let (Ok(target), Ok(meta)) = (std::fs::read_link(&path), std::fs::metadata(&path)) else {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"));
+    let (Ok(target), Ok(meta), Ok(info)) =
+        (std::fs::read_link(&path), std::fs::metadata(&path), info)
+    else {
         return Err(if std::path::Path::new(&format!("/proc/{pid}/fd")).exists() {
             "closed before it was read"
         } else {
@@ -235,15 +255,17 @@ fn fd_name(pid: u32, fd: u64, (ino, dev): (u64, u32)) -> Result<String, &'static
         });
     };
     use std::os::unix::fs::MetadataExt as _;
-    if meta.ino() != ino || meta.dev() != user_dev(dev) {
+    if meta.ino() != ino || fdinfo_mnt_id(&info) != Some(mnt_id) {
         return Err("closed and reused for another file before it was read");
     }
     Ok(decode(target.as_os_str().as_encoded_bytes()))
 }
 
-/// A device number in the kernel's encoding (major << 20 | minor) as `stat` gives it.
-fn user_dev(kernel: u32) -> u64 {
-    libc::makedev(kernel >> 20, kernel & 0xf_ffff)
+/// The `mnt_id:` of a /proc/PID/fdinfo/N text.
+fn fdinfo_mnt_id(info: &str) -> Option<u32> {
+    info.lines()
+        .find_map(|l| l.strip_prefix("mnt_id:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 #[cfg(test)]
@@ -255,18 +277,19 @@ mod tests {
         use std::os::unix::fs::MetadataExt as _;
         let f = std::fs::File::open("/proc/self/exe").unwrap();
         let fd = std::os::fd::AsRawFd::as_raw_fd(&f) as u64;
-        let m = f.metadata().unwrap();
+        let ino = f.metadata().unwrap().ino();
         let me = std::process::id();
-        // The kernel's encoding of this file's device.
-        let dev = ((libc::major(m.dev()) << 20) | libc::minor(m.dev())) as u32;
-        let name = fd_name(me, fd, (m.ino(), dev)).unwrap();
-        assert_eq!(name, decode(std::fs::read_link("/proc/self/exe").unwrap().as_os_str().as_encoded_bytes()));
-        assert_eq!(
-            fd_name(me, fd, (m.ino() + 1, dev)),
-            Err("closed and reused for another file before it was read")
-        );
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap();
+        let mnt = fdinfo_mnt_id(&info).unwrap();
+        let name = fd_name(me, fd, (ino, mnt)).unwrap();
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        assert_eq!(name, decode(exe.as_os_str().as_encoded_bytes()));
+        let reused = Err("closed and reused for another file before it was read");
+        assert_eq!(fd_name(me, fd, (ino + 1, mnt)), reused);
+        assert_eq!(fd_name(me, fd, (ino, mnt + 1)), reused);
         assert_eq!(fd_name(me, fd, (0, 0)), Err("no open file at the call's exit"));
-        drop(f);
-        assert_eq!(fd_name(me, fd, (m.ino(), dev)), Err("closed before it was read"));
+        assert_eq!(fd_name(me, (-100i64) as u64, (ino, mnt)), Err("not a descriptor"));
+        // A number no descriptor of this process can have (beyond its limit).
+        assert_eq!(fd_name(me, 1 << 30, (ino, mnt)), Err("closed before it was read"));
     }
 }

@@ -47,7 +47,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
         &[
             "stacks_reach_main_through_code_without_frame_pointers",
             "processes_that_exit_right_after_their_slow_calls_keep_their_names",
-            "a_descriptor_reused_before_its_call_is_read_is_never_named_after_the_other_file",
+            "a_descriptor_is_named_only_while_it_names_the_file_of_its_call",
         ],
     ),
     (

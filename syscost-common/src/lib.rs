@@ -440,7 +440,9 @@ pub struct SlowEvent {
     /// names that file when it reads it.
     pub fd_ino: u64,
     pub fd_mnt_id: u32,
-    pub _pad2: u32,
+    /// The low half of the task's `self_exec_id` (one more at each exec): with `mm`, which
+    /// image of the process made the call (a freed `mm_struct` may be reused).
+    pub exec_id: u32,
     /// User stack, innermost first (the instruction after the syscall first).
     pub stack: [u64; SLOW_STACK_FRAMES],
     /// With `--kernel-stacks`: the kernel stack where the call last blocked, taken at its

@@ -104,6 +104,9 @@ pub(crate) static PT_REGS_UNWIND_OFFSETS: Global<[u64; 3]> = Global::new([0; 3])
 /// Byte offset of `mm` in `struct task_struct` (`--slow`: tells an exec apart).
 #[unsafe(no_mangle)]
 pub(crate) static TASK_MM_OFFSET: Global<u64> = Global::new(0);
+/// Byte offset of `self_exec_id` in `struct task_struct` (`--slow`; 0: not known).
+#[unsafe(no_mangle)]
+pub(crate) static TASK_EXEC_ID_OFFSET: Global<u64> = Global::new(0);
 /// Byte offsets from `task_struct.files` to an open file's inode number and mount id
 /// (`--slow`): files, files_struct.fdt, fdtable.max_fds, fdtable.fd, file.f_inode,
 /// inode.i_ino, file.f_path.mnt, then mount.mnt_id less mount.mnt (from the vfsmount).

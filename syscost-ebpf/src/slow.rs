@@ -116,10 +116,15 @@ fn report<const P: usize>(
         } else {
             bpf_probe_read_kernel(task.add(mm_offset as usize) as *const u64).unwrap_or(0)
         };
+        let exec_id_offset = TASK_EXEC_ID_OFFSET.load();
+        (*e).exec_id = if exec_id_offset == 0 {
+            0
+        } else {
+            bpf_probe_read_kernel(task.add(exec_id_offset as usize) as *const u32).unwrap_or(0)
+        };
         let (ino, mnt_id) = file_of(task, (*e).args[0]);
         (*e).fd_ino = ino;
         (*e).fd_mnt_id = mnt_id;
-        (*e)._pad2 = 0;
         (*e).user_stack_base = base;
         (*e).user_stack_bytes = bytes;
         (*e)._pad = 0;

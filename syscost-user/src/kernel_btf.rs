@@ -17,8 +17,9 @@ pub struct KernelLayout {
     /// `task_struct.signal` and `signal_struct.live` (threads of the group not yet
     /// exiting): the exit hook's test for the group's last thread.
     pub task_signal_offset: u64,
-    /// `task_struct.mm`: slow calls carry it, to tell an exec apart.
+    /// `task_struct.mm` and `.self_exec_id`: slow calls carry them, to tell an exec apart.
     pub task_mm_offset: u64,
+    pub task_exec_id_offset: u64,
     /// From a task to the inode of one of its open files (`--slow`'s fd check): see
     /// `FILE_OFFSETS` in the kernel side.
     pub file_offsets: [u64; 8],
@@ -68,6 +69,7 @@ impl KernelLayout {
             // Both only serve --slow's details: a kernel without them is not refused
             // (0: the kernel side reads nothing).
             task_mm_offset: member_offset(&btf, "task_struct", "mm").unwrap_or(0),
+            task_exec_id_offset: member_offset(&btf, "task_struct", "self_exec_id").unwrap_or(0),
             file_offsets: (|| -> Result<[u64; 8]> {
                 Ok([
                     member_offset(&btf, "task_struct", "files")?,
@@ -259,7 +261,10 @@ mod tests {
             // r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di: 8 bytes each.
             assert_eq!(l.pt_regs_arg_offsets, [112, 104, 96, 56, 72, 64]);
             assert_eq!(l.pt_regs_unwind_offsets, [128, 152, 32]);
-            assert!(l.task_mm_offset > 0 && l.file_offsets[0] > 0, "{l:?}");
+            assert!(
+                l.task_mm_offset > 0 && l.task_exec_id_offset > 0 && l.file_offsets[0] > 0,
+                "{l:?}"
+            );
             assert_eq!(l.pt_regs_compat_arg_offsets, [40, 88, 96, 104, 112, 32]);
         }
         // Every kernel has one way or the other to tell the switch hook the state.

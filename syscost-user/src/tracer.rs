@@ -809,6 +809,7 @@ fn load_object(
         .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
         .override_global("TASK_SIGNAL_OFFSET", &layout.task_signal_offset, true)
         .override_global("TASK_MM_OFFSET", &layout.task_mm_offset, true)
+        .override_global("TASK_EXEC_ID_OFFSET", &layout.task_exec_id_offset, true)
         .override_global("FILE_OFFSETS", &layout.file_offsets, true)
         .override_global("SIGNAL_LIVE_OFFSET", &layout.signal_live_offset, true)
         .override_global("PT_REGS_CS_OFFSET", &layout.pt_regs_cs_offset, true)

@@ -115,7 +115,7 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     assert!(trace.status.success(), "{}", stderr(&trace));
     assert!(stdout(&trace).contains("chain_outer"), "{}", stdout(&trace));
     // The same walked by frame pointers only (--stack-size 0): the program's functions
-    // are out of its reach (what --slow gave before stacks were unwound).
+    // are out of its reach (the frame-pointer walk alone).
     let p = run_slow(&t, &["--stack-size", "0"], "chain", &["5", "2000"]);
     let calls = slow_of(&p, "chain", "clock_nanosleep");
     assert_eq!(calls.len(), 5);

@@ -61,7 +61,7 @@ const FD_FIRST: &[&str] = &[
 
 /// Turns ring-buffer events into [`SlowCall`]s in two steps: [`Decoder::receive`] as
 /// each arrives (what the process or its fd could take away: its fd's target, its
-/// mappings, its stack unwound), [`Decoder::name`] after (symbols).
+/// mappings), [`Namer::name`] after (the stack unwound, symbols).
 #[derive(Default)]
 pub struct Decoder {
     stacks: super::stacks::Stacks,
@@ -165,9 +165,15 @@ impl Decoder {
             bytes: stack_copy[..copied].to_vec(),
         });
         let exec = matches!(plain.as_str(), "execve" | "execveat");
-        let mut seen = frames.clone();
-        seen.extend(copy.as_ref().map(|c| c.ip));
-        let process = self.stacks.capture(e.tgid, e.mm, exec, &seen);
+        // Where the call returns to: always code of the process (the frame-pointer walk's
+        // outer frames may be anything where no frame pointer is kept).
+        let seen: Vec<u64> = copy
+            .as_ref()
+            .map(|c| c.ip)
+            .or(frames.first().copied())
+            .into_iter()
+            .collect();
+        let process = self.stacks.capture(e.tgid, (e.mm, e.exec_id), exec, &seen);
         let call = SlowCall {
             start_ns: e.exit_ns.saturating_sub(e.latency_ns),
             end_ns: e.exit_ns,

@@ -43,9 +43,9 @@ impl SlowLog {
 }
 
 /// Reads the ring buffer on a thread of its own, receiving each slow call as it arrives
-/// (its fd's target, its process's mappings and its stack unwound, while they are
-/// there), and names them on a second thread (symbols can take milliseconds to load,
-/// and short-lived processes do not wait): keeps them, and prints them when asked.
+/// (its fd's target and its process's mappings, while they are there), and unwinds and
+/// names them on a second thread (symbols can take milliseconds to load, and
+/// short-lived processes do not wait): keeps them, and prints them when asked.
 pub struct Reader {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     handles: Vec<std::thread::JoinHandle<()>>,

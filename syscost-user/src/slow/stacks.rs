@@ -204,7 +204,8 @@ impl Process {
 }
 
 struct Known {
-    mm: u64,
+    /// Which image of the process: its `mm_struct`'s address and exec count.
+    image: (u64, u32),
     /// Read at an exec's exit: only the program and its loader were mapped, so the next
     /// call reads them again (the libraries are mapped by then).
     at_exec: bool,
@@ -242,13 +243,13 @@ impl Default for Stacks {
 }
 
 impl Stacks {
-    /// Keeps process `pid`'s mappings for a call (`mm`: its address space, from the
-    /// event; `exec`: the call is an exec; `seen`: the addresses known now, where the
-    /// call returns to and its frame-pointer walk): read at its first call, after an
-    /// exec, and again while it lives when one of `seen` falls outside them.
-    pub fn capture(&mut self, pid: u32, mm: u64, exec: bool, seen: &[u64]) -> Captured {
+    /// Keeps process `pid`'s mappings for a call (`image`: its address space and exec
+    /// count, from the event; `exec`: the call is an exec; `seen`: where the call
+    /// returns to): read at its first call, after an exec, and again while it lives when
+    /// one of `seen` falls outside them.
+    pub fn capture(&mut self, pid: u32, image: (u64, u32), exec: bool, seen: &[u64]) -> Captured {
         let again = self.processes.get(&pid).is_some_and(|k| k.at_exec);
-        let mut alive = self.know(pid, mm, again);
+        let mut alive = self.know(pid, image, again);
         if let Some(k) = self.processes.get_mut(&pid) {
             k.at_exec = exec && alive;
         }
@@ -256,13 +257,13 @@ impl Stacks {
         let process = |s: &Self| {
             s.processes
                 .get(&pid)
-                .filter(|k| k.mm == mm)
+                .filter(|k| k.image == image)
                 .map(|k| k.process.clone())
         };
         let outside = process(self)
             .is_some_and(|p| seen.iter().any(|&a| a >= 0x1000 && mapping_of(&p, a).is_none()));
         if alive && outside {
-            alive = self.know(pid, mm, true);
+            alive = self.know(pid, image, true);
         }
         Captured {
             process: process(self),
@@ -271,10 +272,10 @@ impl Stacks {
     }
 
     /// Makes sure `pid`'s mappings are known (read now if not, or if `again`, or if the
-    /// process has exec'd since: a new `mm`); false when the process is gone.
-    fn know(&mut self, pid: u32, mm: u64, again: bool) -> bool {
-        let known = self.processes.get(&pid).map(|k| k.mm);
-        if known == Some(mm) && !again {
+    /// process has exec'd since: a new image); false when the process is gone.
+    fn know(&mut self, pid: u32, image: (u64, u32), again: bool) -> bool {
+        let known = self.processes.get(&pid).map(|k| k.image);
+        if known == Some(image) && !again {
             return std::path::Path::new(&format!("/proc/{pid}")).exists();
         }
         let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
@@ -301,7 +302,7 @@ impl Stacks {
             });
         }
         let known = Known {
-            mm,
+            image,
             at_exec: false,
             process: Arc::new(Process {
                 mappings,
@@ -334,6 +335,11 @@ impl Stacks {
             Ok(f) => f,
             Err(e) => return Holds::Unopened(format!("cannot open {}: {e}", l.path)),
         };
+        // By its path (no map_files): it must still be the file mapped.
+        use std::os::unix::fs::MetadataExt as _;
+        if file.metadata().map(|m| m.ino()).ok() != Some(l.inode) {
+            return Holds::Unopened(format!("{} is no longer the file mapped", l.path));
+        }
         let name = l
             .path
             .trim_end_matches(" (deleted)")

@@ -363,6 +363,10 @@ impl Stacks {
 pub struct Names {
     symbolizer: Symbolizer,
     cache: CacheX86_64,
+    /// What each (object, file offset) was named (its function and line, or why none):
+    /// slow calls come back from the same places, and the objects stay open, so a name
+    /// found once holds (emptied when it reaches `NAMED`).
+    named: std::cell::RefCell<HashMap<(std::path::PathBuf, u64), Named>>,
     /// syscost's own vDSO (the same image as every process's): where vDSO frames are
     /// named.
     own_vdso: Option<u64>,
@@ -379,6 +383,7 @@ impl Default for Names {
         Self {
             symbolizer: Symbolizer::new(),
             cache: CacheX86_64::new(),
+            named: Default::default(),
             own_vdso,
         }
     }
@@ -426,8 +431,19 @@ impl Names {
                     Holds::File(o) => {
                         frame.module = Some(o.name.clone());
                         let offset = lookup - m.range.start + m.offset;
-                        let src = source::Source::Elf(source::Elf::new(&o.path));
-                        self.fill(&mut frame, &src, Input::FileOffset(&[offset]), &o.name);
+                        let key = (o.path.clone(), offset);
+                        let known = self.named.borrow().get(&key).cloned();
+                        let named = known.unwrap_or_else(|| {
+                            let src = source::Source::Elf(source::Elf::new(&o.path));
+                            let n = self.look_up(&src, Input::FileOffset(&[offset]), &o.name);
+                            let mut cache = self.named.borrow_mut();
+                            if cache.len() >= NAMED {
+                                cache.clear();
+                            }
+                            cache.insert(key, n.clone());
+                            n
+                        });
+                        named.fill(&mut frame);
                     }
                     Holds::Vdso => {
                         frame.module = Some("[vdso]".into());
@@ -437,7 +453,8 @@ impl Names {
                                 let src = source::Source::Process(source::Process::new(
                                     blazesym::Pid::Slf,
                                 ));
-                                self.fill(&mut frame, &src, Input::AbsAddr(&[at]), "[vdso]");
+                                self.look_up(&src, Input::AbsAddr(&[at]), "[vdso]")
+                                    .fill(&mut frame);
                             }
                             None => frame.unknown = Some("syscost has no vDSO to read".into()),
                         }
@@ -452,19 +469,44 @@ impl Names {
             .collect()
     }
 
-    fn fill(&self, frame: &mut Frame, src: &source::Source, input: Input<&[u64]>, module: &str) {
+    fn look_up(&self, src: &source::Source, input: Input<&[u64]>, module: &str) -> Named {
         match self.symbolizer.symbolize(src, input) {
             Ok(mut s) => match s.pop() {
-                Some(Symbolized::Sym(s)) => {
-                    frame.function = Some(s.name.to_string());
-                    frame.location = s.code_info.as_ref().and_then(|c| {
+                Some(Symbolized::Sym(s)) => Named::Found {
+                    function: s.name.to_string(),
+                    location: s.code_info.as_ref().and_then(|c| {
                         c.line
                             .map(|l| format!("{}:{l}", decode(c.file.as_encoded_bytes())))
-                    });
-                }
-                _ => frame.unknown = Some(format!("no symbol for it in {module}")),
+                    }),
+                },
+                _ => Named::Not(format!("no symbol for it in {module}")),
             },
-            Err(e) => frame.unknown = Some(format!("cannot read {module}: {e}")),
+            Err(e) => Named::Not(format!("cannot read {module}: {e}")),
+        }
+    }
+}
+
+/// Names kept, at most.
+const NAMED: usize = 65_536;
+
+/// A code address's name, or why it has none.
+#[derive(Clone)]
+enum Named {
+    Found {
+        function: String,
+        location: Option<String>,
+    },
+    Not(String),
+}
+
+impl Named {
+    fn fill(self, frame: &mut Frame) {
+        match self {
+            Named::Found { function, location } => {
+                frame.function = Some(function);
+                frame.location = location;
+            }
+            Named::Not(why) => frame.unknown = Some(why),
         }
     }
 }

@@ -173,7 +173,9 @@ impl Decoder {
             .or(frames.first().copied())
             .into_iter()
             .collect();
-        let process = self.stacks.capture(e.tgid, (e.mm, e.exec_id), exec, &seen);
+        let process = self
+            .stacks
+            .capture(e.tgid, (e.mm, e.exec_id), exec, compat, &seen);
         let call = SlowCall {
             start_ns: e.exit_ns.saturating_sub(e.latency_ns),
             end_ns: e.exit_ns,

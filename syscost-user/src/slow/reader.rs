@@ -54,7 +54,7 @@ pub struct Reader {
 
 /// Calls received and not yet named, at most (then the ring buffer waits, and what it
 /// has no room for is counted as dropped).
-const PENDING: usize = 4096;
+const PENDING: usize = 1024;
 
 impl Reader {
     /// Starts reading; `echo`: print each call's line to stderr; `keep`: how many calls

@@ -219,6 +219,8 @@ pub struct Captured {
     process: Option<Arc<Process>>,
     /// Whether it still lived when its call arrived.
     alive: bool,
+    /// A 32-bit call: its vDSO is not syscost's (64-bit) one.
+    compat: bool,
 }
 
 /// Keeps what slow calls' stacks need of their processes as the calls arrive (see the
@@ -247,7 +249,14 @@ impl Stacks {
     /// count, from the event; `exec`: the call is an exec; `seen`: where the call
     /// returns to): read at its first call, after an exec, and again while it lives when
     /// one of `seen` falls outside them.
-    pub fn capture(&mut self, pid: u32, image: (u64, u32), exec: bool, seen: &[u64]) -> Captured {
+    pub fn capture(
+        &mut self,
+        pid: u32,
+        image: (u64, u32),
+        exec: bool,
+        compat: bool,
+        seen: &[u64],
+    ) -> Captured {
         let again = self.processes.get(&pid).is_some_and(|k| k.at_exec);
         let mut alive = self.know(pid, image, again);
         if let Some(k) = self.processes.get_mut(&pid) {
@@ -268,6 +277,7 @@ impl Stacks {
         Captured {
             process: process(self),
             alive,
+            compat,
         }
     }
 
@@ -448,6 +458,9 @@ impl Names {
                     Holds::Vdso => {
                         frame.module = Some("[vdso]".into());
                         match self.own_vdso {
+                            _ if u.compat => {
+                                frame.unknown = Some("in a 32-bit vDSO".into());
+                            }
                             Some(own) => {
                                 let at = lookup - m.range.start + own;
                                 let src = source::Source::Process(source::Process::new(

@@ -210,9 +210,11 @@ fn initramfs_for(built: &Built) -> Result<initramfs::Tree> {
             stripped(b)?
         };
         t.file(b, data, true);
-        // A static binary (ldd fails on it) loads nothing.
-        let Ok(ldd) = output(Command::new("ldd").arg(b)) else {
-            continue;
+        // A static binary (one of the C programs; ldd fails on it) loads nothing.
+        let ldd = match output(Command::new("ldd").arg(b)) {
+            Ok(l) => l,
+            Err(_) if built.c_programs.contains(b) => continue,
+            Err(e) => return Err(e),
         };
         libraries.extend(initramfs::shared_libraries(&ldd));
     }

@@ -110,6 +110,12 @@ impl Namer {
 }
 
 impl Decoder {
+    /// Work due without an event (mappings read again after an exec); how long until
+    /// the next.
+    pub fn tick(&mut self) -> Option<std::time::Duration> {
+        self.stacks.tick()
+    }
+
     /// One event, with the user stack copy that followed it in its record.
     pub fn receive(&mut self, e: &SlowEvent, stack_copy: &[u8]) -> Received {
         let n = (e.kernel_stack_bytes as usize / 8).min(e.kernel_stack.len());

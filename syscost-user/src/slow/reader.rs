@@ -52,6 +52,15 @@ pub struct Reader {
     log: std::sync::Arc<std::sync::Mutex<SlowLog>>,
 }
 
+/// Sets the calling thread's nice value (a thread id is a process id for setpriority).
+fn set_nice(nice: i32) {
+    // SAFETY: gettid has no arguments; setpriority sets this thread's own value.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice);
+    }
+}
+
 /// Calls received and not yet named, at most (then the ring buffer waits, and what it
 /// has no room for is counted as dropped).
 const PENDING: usize = 1024;
@@ -70,6 +79,10 @@ impl Reader {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Received>(PENDING);
         let s = stop.clone();
         let receiver = std::thread::spawn(move || {
+            // Above the machine's other work (root may raise it; where it cannot, it
+            // stays as it is): a short-lived process's mappings must be read before it
+            // exits, and this thread does little else.
+            set_nice(-10);
             let mut decoder = Decoder::default();
             let fd = std::os::fd::AsRawFd::as_raw_fd(&ring);
             loop {
@@ -93,6 +106,7 @@ impl Reader {
                 if stopping && !got {
                     return;
                 }
+                let due = decoder.tick();
                 if !got {
                     // Woken as soon as a call comes: its process's mappings are read at
                     // its first slow call, and short-lived processes exit soon after.
@@ -101,8 +115,9 @@ impl Reader {
                         events: libc::POLLIN,
                         revents: 0,
                     };
+                    let wait = due.map_or(10, |d| d.as_micros().div_ceil(1000).clamp(1, 10) as i32);
                     // SAFETY: one pollfd, for the ring buffer's fd, which outlives it.
-                    if unsafe { libc::poll(&mut p, 1, 10) } < 0 {
+                    if unsafe { libc::poll(&mut p, 1, wait) } < 0 {
                         std::thread::sleep(Duration::from_millis(10));
                     }
                 }
@@ -112,12 +127,7 @@ impl Reader {
         let namer = std::thread::spawn(move || {
             // Niced below the receiving thread: on a busy machine (one CPU) the calls are
             // received first, while their processes live, and named after.
-            // SAFETY: sets this thread's own nice value (a thread id is a process id
-            // for setpriority).
-            unsafe {
-                let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-                libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-            }
+            set_nice(10);
             let mut namer = Namer::default();
             // Ends when the receiver has ended and everything it sent is named.
             for r in rx {

@@ -231,7 +231,15 @@ pub struct Stacks {
     order: VecDeque<u32>,
     /// By (device, inode) as `/proc/PID/maps` gives them.
     objects: HashMap<(String, u64), Arc<Object>>,
+    /// Processes whose mappings were read at an exec's exit, to be read again soon
+    /// without waiting for their next call (which may come just before they exit): when,
+    /// and how many times so far.
+    after_exec: Vec<(u32, (u64, u32), std::time::Instant, u32)>,
 }
+
+/// After an exec the mappings are read again this long after, then 4 and 16 times as
+/// long: the loader maps the libraries within a millisecond or so.
+const AFTER_EXEC: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Default for Stacks {
     fn default() -> Self {
@@ -240,6 +248,7 @@ impl Default for Stacks {
             processes: HashMap::new(),
             order: VecDeque::new(),
             objects: HashMap::new(),
+            after_exec: Vec::new(),
         }
     }
 }
@@ -262,6 +271,9 @@ impl Stacks {
         if let Some(k) = self.processes.get_mut(&pid) {
             k.at_exec = exec && alive;
         }
+        if exec && alive {
+            self.after_exec.push((pid, image, std::time::Instant::now() + AFTER_EXEC, 0));
+        }
         // Only mappings of this address space: after an exec the old ones name nothing.
         let process = |s: &Self| {
             s.processes
@@ -279,6 +291,31 @@ impl Stacks {
             alive,
             compat,
         }
+    }
+
+    /// Reads again the mappings of the processes that exec'd, when due (see
+    /// `after_exec`); how long until the next is due.
+    pub fn tick(&mut self) -> Option<std::time::Duration> {
+        let now = std::time::Instant::now();
+        let due: Vec<_> = self.after_exec.iter().filter(|e| e.2 <= now).cloned().collect();
+        self.after_exec.retain(|e| e.2 > now);
+        for (pid, image, _, tries) in due {
+            // Only while the mappings kept are still the exec's (a later call has not read
+            // them again).
+            if self.processes.get(&pid).is_none_or(|k| k.image != image || !k.at_exec) {
+                continue;
+            }
+            let alive = self.know(pid, image, true);
+            // Still the loader's alone, perhaps: marked so, and again later.
+            if let Some(k) = self.processes.get_mut(&pid) {
+                k.at_exec = alive;
+            }
+            if alive && tries < 2 {
+                let wait = AFTER_EXEC * 4u32.pow(tries + 1);
+                self.after_exec.push((pid, image, now + wait, tries + 1));
+            }
+        }
+        self.after_exec.iter().map(|e| e.2.saturating_duration_since(now)).min()
     }
 
     /// Makes sure `pid`'s mappings are known (read now if not, or if `again`, or if the

@@ -31,6 +31,11 @@ fn programs() -> &'static PathBuf {
     })
 }
 
+/// The chain programs wait this long (ms) after their calls: what these tests check is
+/// the unwind, not the race with a process's exit (that one is
+/// `processes_that_exit_right_after_their_slow_calls_keep_their_names`, on the host).
+const HOLD: &str = "200";
+
 fn run_slow(t: &RootTest, extra: &[&str], program: &str, args: &[&str]) -> Profile {
     read_profile(&run_slow_json(t, extra, program, args))
 }
@@ -93,7 +98,7 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     let chain = [("chain_inner", "chain"), ("chain_outer", "chain"), ("main", "chain")];
     // A dynamic binary: glibc's nanosleep -> clock_nanosleep wrapper (no frame pointer
     // in either), then the program's own functions.
-    let json = run_slow_json(&t, &[], "chain", &["20", "2000"]);
+    let json = run_slow_json(&t, &[], "chain", &["20", "2000", HOLD]);
     let p = read_profile(&json);
     let calls = slow_of(&p, "chain", "clock_nanosleep");
     assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
@@ -116,7 +121,7 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     assert!(stdout(&trace).contains("chain_outer"), "{}", stdout(&trace));
     // The same walked by frame pointers only (--stack-size 0): the program's functions
     // are out of its reach (the frame-pointer walk alone).
-    let p = run_slow(&t, &["--stack-size", "0"], "chain", &["5", "2000"]);
+    let p = run_slow(&t, &["--stack-size", "0"], "chain", &["5", "2000", HOLD]);
     let calls = slow_of(&p, "chain", "clock_nanosleep");
     assert_eq!(calls.len(), 5);
     assert!(
@@ -125,9 +130,9 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
         calls[0].stack
     );
 
-    // Built for debugging (-O0 -g, frame pointers), exiting right after its five calls
-    // of 3 ms: named, in its module, with file and line from its DWARF.
-    let p = run_slow(&t, &[], "chain-fp", &["5", "3000"]);
+    // Built for debugging (-O0 -g, frame pointers), five calls of 3 ms: named, in its
+    // module, with file and line from its DWARF.
+    let p = run_slow(&t, &[], "chain-fp", &["5", "3000", HOLD]);
     let calls = slow_of(&p, "chain-fp", "clock_nanosleep");
     assert_eq!(calls.len(), 5, "{:#?}", p.slow_calls);
     let chain = [("chain_inner", "chain-fp"), ("chain_outer", "chain-fp"), ("main", "chain-fp")];
@@ -142,7 +147,7 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     }
 
     // A shared library of the tests' own between the program and glibc.
-    let p = run_slow(&t, &[], "chain-lib", &["20", "2000"]);
+    let p = run_slow(&t, &[], "chain-lib", &["20", "2000", HOLD]);
     let calls = slow_of(&p, "chain-lib", "clock_nanosleep");
     assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
     let chain = [
@@ -156,7 +161,7 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     }
 
     // A static binary: one object, glibc's functions in it.
-    let p = run_slow(&t, &[], "chain-static", &["20", "2000"]);
+    let p = run_slow(&t, &[], "chain-static", &["20", "2000", HOLD]);
     let calls = slow_of(&p, "chain-static", "clock_nanosleep");
     assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
     let chain = [
@@ -249,8 +254,9 @@ fn a_descriptor_is_named_only_while_it_names_the_file_of_its_call() {
     // inode and mount id are the kernel's).
     let file = t.path("lockfile");
     let p = run_slow(&t, &[], "flockwait", &[file.to_str().unwrap(), "10"]);
+    // The ten waits, and any unlock a loaded machine made slow too.
     let locks = slow_of(&p, "flockwait", "flock");
-    assert_eq!(locks.len(), 10, "{:#?}", p.slow_calls);
+    assert!(locks.len() >= 10, "{:#?}", p.slow_calls);
     for c in &locks {
         assert_eq!(c.fd.as_deref(), file.to_str(), "{c:#?}");
     }

@@ -1,8 +1,12 @@
 /* Slow calls on a regular file's descriptor: each round a thread holds an exclusive
  * flock on PATH for 3 ms while the main thread's flock on its own descriptor of the
- * same file waits for it; then it waits 200 ms before it exits. Usage: flockwait PATH
+ * same file waits for it (the holder lets go 3 ms after it sees the main thread in
+ * flock); then it waits 200 ms before it exits. Usage: flockwait PATH
  * ROUNDS */
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -12,12 +16,28 @@
 static const char *path;
 static volatile int held;
 
+static pid_t main_tid;
+
+/* Whether the main thread is in flock now (its syscall number in /proc, 73 on x86_64). */
+static int main_in_flock(void) {
+    char p[64], b[16] = {0};
+    snprintf(p, sizeof p, "/proc/self/task/%d/syscall", (int)main_tid);
+    int fd = open(p, O_RDONLY);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, b, sizeof b - 1);
+    close(fd);
+    return n > 3 && strncmp(b, "73 ", 3) == 0;
+}
+
 static void *holder(void *arg) {
     (void)arg;
     int fd = open(path, O_RDONLY);
     flock(fd, LOCK_EX);
     held = 1;
-    struct timespec ts = {0, 3000000};
+    /* Until the main thread waits in its flock (a loaded machine may keep it from it),
+     * then 3 ms more. */
+    struct timespec tick = {0, 100000}, ts = {0, 3000000};
+    for (int i = 0; i < 10000 && !main_in_flock(); i++) nanosleep(&tick, NULL);
     nanosleep(&ts, NULL);
     flock(fd, LOCK_UN);
     close(fd);
@@ -28,6 +48,7 @@ int main(int argc, char **argv) {
     if (argc < 3) return 2;
     path = argv[1];
     int rounds = atoi(argv[2]);
+    main_tid = (pid_t)syscall(SYS_gettid);
     int fd = open(path, O_RDONLY | O_CREAT, 0644);
     if (fd < 0) return 1;
     for (int i = 0; i < rounds; i++) {

@@ -2,9 +2,8 @@
  * after each read returns: a slow call's fd must never be named after that other file.
  * Usage: fdreuse ROUNDS */
 #include <fcntl.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/syscall.h>
+#include "in_syscall.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -13,23 +12,12 @@
 static int writer_fd;
 static pid_t main_tid;
 
-/* Whether the main thread is in read now (syscall 0 in /proc). */
-static int main_in_read(void) {
-    char p[64], b[16] = {0};
-    snprintf(p, sizeof p, "/proc/self/task/%d/syscall", (int)main_tid);
-    int fd = open(p, O_RDONLY);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, b, sizeof b - 1);
-    close(fd);
-    return n > 2 && strncmp(b, "0 ", 2) == 0;
-}
-
 static void *writer(void *arg) {
     (void)arg;
     /* Until the main thread waits in its read (a loaded machine may keep it from it),
      * then 3 ms more. */
     struct timespec tick = {0, 100000}, ts = {0, 3000000};
-    for (int i = 0; i < 10000 && !main_in_read(); i++) nanosleep(&tick, NULL);
+    for (int i = 0; i < 10000 && !in_syscall(main_tid, "0 "); i++) nanosleep(&tick, NULL);
     nanosleep(&ts, NULL);
     write(writer_fd, "x", 1);
     return NULL;

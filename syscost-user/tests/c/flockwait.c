@@ -4,9 +4,8 @@
  * flock); then it waits 200 ms before it exits. Usage: flockwait PATH
  * ROUNDS */
 #include <fcntl.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/syscall.h>
+#include "in_syscall.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -18,17 +17,6 @@ static volatile int held;
 
 static pid_t main_tid;
 
-/* Whether the main thread is in flock now (its syscall number in /proc, 73 on x86_64). */
-static int main_in_flock(void) {
-    char p[64], b[16] = {0};
-    snprintf(p, sizeof p, "/proc/self/task/%d/syscall", (int)main_tid);
-    int fd = open(p, O_RDONLY);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, b, sizeof b - 1);
-    close(fd);
-    return n > 3 && strncmp(b, "73 ", 3) == 0;
-}
-
 static void *holder(void *arg) {
     (void)arg;
     int fd = open(path, O_RDONLY);
@@ -37,7 +25,7 @@ static void *holder(void *arg) {
     /* Until the main thread waits in its flock (a loaded machine may keep it from it),
      * then 3 ms more. */
     struct timespec tick = {0, 100000}, ts = {0, 3000000};
-    for (int i = 0; i < 10000 && !main_in_flock(); i++) nanosleep(&tick, NULL);
+    for (int i = 0; i < 10000 && !in_syscall(main_tid, "73 "); i++) nanosleep(&tick, NULL);
     nanosleep(&ts, NULL);
     flock(fd, LOCK_UN);
     close(fd);

@@ -170,9 +170,8 @@ fn file_of(task: *const u8, fd: u64) -> (u64, u32) {
     if mnt == 0 {
         return (0, 0);
     }
-    let mnt_id = unsafe {
-        bpf_probe_read_kernel(mnt.wrapping_add(o[7]) as *const u32).unwrap_or(0)
-    };
+    let mnt_id =
+        unsafe { bpf_probe_read_kernel(mnt.wrapping_add(o[7]) as *const u32).unwrap_or(0) };
     (ino, mnt_id)
 }
 

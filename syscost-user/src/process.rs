@@ -104,7 +104,10 @@ pub fn descendants(root: u32) -> Vec<Descendant> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        if let Some((ppid, start)) = fs::read(e.path().join("stat")).ok().and_then(|s| parent_and_start(&s)) {
+        if let Some((ppid, start)) = fs::read(e.path().join("stat"))
+            .ok()
+            .and_then(|s| parent_and_start(&s))
+        {
             all.push(Descendant { pid, ppid, start });
         }
     }

@@ -838,7 +838,11 @@ fn load_object(
             &layout.pt_regs_compat_arg_offsets,
             true,
         )
-        .override_global("PT_REGS_UNWIND_OFFSETS", &layout.pt_regs_unwind_offsets, true)
+        .override_global(
+            "PT_REGS_UNWIND_OFFSETS",
+            &layout.pt_regs_unwind_offsets,
+            true,
+        )
         .override_global("USER_STACK_PAGES", &stack_pages, true)
         .map_max_entries("PROCS", sizes.proc_slots)
         .map_max_entries("PROCS_OVERFLOW", sizes.proc_overflow)

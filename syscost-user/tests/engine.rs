@@ -296,7 +296,14 @@ fn attach_follow_traces_the_tree_that_exists_at_attach() {
     let json = t.path("tree.json");
     let (tracer, first, _err) = started(
         syscost()
-            .args(["attach", "--no-tui", "-f", "-p", &work.id().to_string(), "--json"])
+            .args([
+                "attach",
+                "--no-tui",
+                "-f",
+                "-p",
+                &work.id().to_string(),
+                "--json",
+            ])
             .arg(&json)
             .stdout(Stdio::piped()),
     );

@@ -616,7 +616,8 @@ fn top_counts_a_shell_loop_as_run_does() {
         .filter(|l| l.starts_with("unpaired "))
         .collect();
     assert!(
-        unpaired.is_empty() || unpaired == ["unpaired 1: calls in flight when tracing began, in no row"],
+        unpaired.is_empty()
+            || unpaired == ["unpaired 1: calls in flight when tracing began, in no row"],
         "{unpaired:?}"
     );
 }

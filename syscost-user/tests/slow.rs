@@ -121,8 +121,11 @@ fn exactly_the_slow_calls_with_fd_and_function() {
                 assert!(c.latency_ns >= 2_000_000);
                 // Unwound through .eh_frame up to main (the workload is linked by lld,
                 // whose text segment starts inside the first page).
-                let names: Vec<&str> =
-                    c.stack.iter().filter_map(|f| f.function.as_deref()).collect();
+                let names: Vec<&str> = c
+                    .stack
+                    .iter()
+                    .filter_map(|f| f.function.as_deref())
+                    .collect();
                 let at = |n: &str| names.iter().position(|&f| f == n);
                 assert!(
                     matches!((at("syscost_workload::slow_mix"), at("main")), (Some(a), Some(b)) if a < b),

@@ -20,7 +20,12 @@ fn programs() -> &'static PathBuf {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/build.sh");
         if script.exists() {
             let o = output(std::process::Command::new("sh").arg(&script).arg(&dir));
-            assert!(o.status.success(), "{} failed: {}", script.display(), stderr(&o));
+            assert!(
+                o.status.success(),
+                "{} failed: {}",
+                script.display(),
+                stderr(&o)
+            );
         }
         assert!(
             dir.join("chain").exists(),
@@ -95,7 +100,11 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     let Some(t) = root_test!() else {
         return;
     };
-    let chain = [("chain_inner", "chain"), ("chain_outer", "chain"), ("main", "chain")];
+    let chain = [
+        ("chain_inner", "chain"),
+        ("chain_outer", "chain"),
+        ("main", "chain"),
+    ];
     // A dynamic binary: glibc's nanosleep -> clock_nanosleep wrapper (no frame pointer
     // in either), then the program's own functions.
     let json = run_slow_json(&t, &[], "chain", &["20", "2000", HOLD]);
@@ -104,15 +113,20 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
     for c in &calls {
         assert!(names_in_order(c, &chain), "{:#?}", c.stack);
-        assert_eq!(c.stack[0].module.as_deref(), Some("libc.so.6"), "{:#?}", c.stack);
+        assert_eq!(
+            c.stack[0].module.as_deref(),
+            Some("libc.so.6"),
+            "{:#?}",
+            c.stack
+        );
     }
     // The flame graph's folded stacks and the trace carry the whole chain.
     let folded = output(syscost().arg("flame").arg(&json));
     assert!(folded.status.success(), "{}", stderr(&folded));
     assert!(
-        stdout(&folded)
-            .lines()
-            .any(|l| l.contains(";main;chain_outer;chain_inner;") && l.contains(";clock_nanosleep ")),
+        stdout(&folded).lines().any(
+            |l| l.contains(";main;chain_outer;chain_inner;") && l.contains(";clock_nanosleep ")
+        ),
         "{}",
         stdout(&folded)
     );
@@ -125,7 +139,9 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     let calls = slow_of(&p, "chain", "clock_nanosleep");
     assert_eq!(calls.len(), 5);
     assert!(
-        calls.iter().all(|c| !frames(c).iter().any(|(n, _)| n == "main")),
+        calls
+            .iter()
+            .all(|c| !frames(c).iter().any(|(n, _)| n == "main")),
         "{:#?}",
         calls[0].stack
     );
@@ -135,12 +151,21 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
     let p = run_slow(&t, &[], "chain-fp", &["5", "3000", HOLD]);
     let calls = slow_of(&p, "chain-fp", "clock_nanosleep");
     assert_eq!(calls.len(), 5, "{:#?}", p.slow_calls);
-    let chain = [("chain_inner", "chain-fp"), ("chain_outer", "chain-fp"), ("main", "chain-fp")];
+    let chain = [
+        ("chain_inner", "chain-fp"),
+        ("chain_outer", "chain-fp"),
+        ("main", "chain-fp"),
+    ];
     for c in &calls {
         assert!(names_in_order(c, &chain), "{:#?}", c.stack);
-        let inner = c.stack.iter().find(|f| f.function.as_deref() == Some("chain_inner"));
+        let inner = c
+            .stack
+            .iter()
+            .find(|f| f.function.as_deref() == Some("chain_inner"));
         assert!(
-            inner.and_then(|f| f.location.as_deref()).is_some_and(|l| l.starts_with("chain.c:")),
+            inner
+                .and_then(|f| f.location.as_deref())
+                .is_some_and(|l| l.starts_with("chain.c:")),
             "{:#?}",
             c.stack
         );
@@ -183,7 +208,10 @@ fn processes_that_exit_right_after_their_slow_calls_keep_their_names() {
     // unwound and named after its process is gone (its mappings were read at its first
     // call, its objects kept open).
     let short = programs().join("short");
-    let script = format!("i=0; while [ $i -lt 200 ]; do {}; i=$((i+1)); done", short.display());
+    let script = format!(
+        "i=0; while [ $i -lt 200 ]; do {}; i=$((i+1)); done",
+        short.display()
+    );
     let json = t.path("short.json");
     let o = output(
         syscost()
@@ -200,7 +228,12 @@ fn processes_that_exit_right_after_their_slow_calls_keep_their_names() {
         .iter()
         .filter(|c| !names_in_order(c, &[("short_work", "short"), ("main", "short")]))
         .collect();
-    assert!(unnamed.is_empty(), "{} of 400 not named: {:#?}", unnamed.len(), unnamed.first());
+    assert!(
+        unnamed.is_empty(),
+        "{} of 400 not named: {:#?}",
+        unnamed.len(),
+        unnamed.first()
+    );
     let pids: std::collections::BTreeSet<u32> = calls.iter().map(|c| c.pid).collect();
     assert_eq!(pids.len(), 200);
 }

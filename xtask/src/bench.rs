@@ -704,7 +704,11 @@ pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<
     }
     let baseline = std::env::var_os("SYSCOST_BENCH_BASELINE").map(std::path::PathBuf::from);
     let mut ways: Vec<(String, std::path::PathBuf, Vec<&str>)> = vec![
-        ("none slow (=1s)".into(), syscost.into(), vec!["--slow", "getppid=1s,clock_nanosleep=1s"]),
+        (
+            "none slow (=1s)".into(),
+            syscost.into(),
+            vec!["--slow", "getppid=1s,clock_nanosleep=1s"],
+        ),
         (
             "every call, --stack-size 0".into(),
             syscost.into(),
@@ -727,7 +731,11 @@ pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<
         ),
     ];
     if let Some(b) = &baseline {
-        ways.push(("baseline build, every call".into(), b.clone(), vec!["--slow", ALL_SLOW]));
+        ways.push((
+            "baseline build, every call".into(),
+            b.clone(),
+            vec!["--slow", ALL_SLOW],
+        ));
     }
     let exit_stats = || -> Result<(u64, u64)> {
         let out = crate::setup::output(Command::new("bpftool").args(["prog", "show", "--json"]))?;
@@ -736,7 +744,11 @@ pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<
             .as_array()
             .into_iter()
             .flatten()
-            .find(|p| p["name"].as_str().is_some_and(|n| n.starts_with("syscost_sys_ex")))
+            .find(|p| {
+                p["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("syscost_sys_ex"))
+            })
             .and_then(|p| Some((p["run_time_ns"].as_u64()?, p["run_cnt"].as_u64()?)))
             .context("no syscost exit program with run-time statistics loaded")
     };
@@ -778,7 +790,8 @@ pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<
             // between the workload's bursts, so the programs always run on a CPU awake
             // (otherwise how often syscost's reader wakes a CPU decides more than what
             // the programs do).
-            let table = std::env::temp_dir().join(format!("syscost-bench-slow-{}.txt", std::process::id()));
+            let table =
+                std::env::temp_dir().join(format!("syscost-bench-slow-{}.txt", std::process::id()));
             // Killed when this round ends, however it ends.
             struct Hog(Child);
             impl Drop for Hog {
@@ -787,11 +800,9 @@ pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<
                     let _ = self.0.wait();
                 }
             }
-            let _hog = Hog(
-                Command::new("taskset")
-                    .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-                    .spawn()?,
-            );
+            let _hog = Hog(Command::new("taskset")
+                .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                .spawn()?);
             let mut child = Command::new("taskset")
                 .args(["-c", "1"])
                 .arg(binary)
@@ -816,7 +827,9 @@ pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<
             let printed = std::fs::read_to_string(&table).unwrap_or_default();
             let _ = std::fs::remove_file(&table);
             if printed.contains("more not reported") {
-                bail!("{binary:?} {args:?}: slow calls dropped, so not every call took the reporting path: {printed}");
+                bail!(
+                    "{binary:?} {args:?}: slow calls dropped, so not every call took the reporting path: {printed}"
+                );
             }
             // Per traced call: the program runs at every exit of the machine, and the
             // others (syscost's own among them) differ between setups; the workload's

@@ -471,7 +471,11 @@ fn work(args: &[String]) {
                 for &p in &pids {
                     let children = std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"))
                         .unwrap_or_default();
-                    all.extend(children.split_whitespace().filter_map(|s| s.parse::<u32>().ok()));
+                    all.extend(
+                        children
+                            .split_whitespace()
+                            .filter_map(|s| s.parse::<u32>().ok()),
+                    );
                 }
                 all
             };

@@ -159,7 +159,10 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     profile.processes = processes.iter().map(Into::into).collect();
     super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), finished.slow);
     if profile.totals().0 == 0 && cgroup.is_none() {
-        eprintln!("syscost: {}", no_call_seen(target_pid, args.follow_forks, descendants));
+        eprintln!(
+            "syscost: {}",
+            no_call_seen(target_pid, args.follow_forks, descendants)
+        );
     }
     let mut out = super::finish(profile, &args.view, args.json.as_deref())?;
     if args.per_process {

@@ -482,12 +482,19 @@ mod tests {
             render_rates(&rows, 1.0, TopSort::Pid, 0, true),
         ] {
             let cols = |pid: &str| -> Vec<String> {
-                let l = t.lines().find(|l| l.split_whitespace().next() == Some(pid)).unwrap();
+                let l = t
+                    .lines()
+                    .find(|l| l.split_whitespace().next() == Some(pid))
+                    .unwrap();
                 l.split_whitespace().map(String::from).collect()
             };
             assert_eq!(cols("1")[7], "1", "{t}");
             assert_eq!(cols("3")[7], "-", "{t}");
-            assert!(t.lines().any(|l| l.trim_start().starts_with("3 ") && l.ends_with("(exited)")), "{t}");
+            assert!(
+                t.lines()
+                    .any(|l| l.trim_start().starts_with("3 ") && l.ends_with("(exited)")),
+                "{t}"
+            );
         }
     }
 }

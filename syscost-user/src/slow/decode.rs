@@ -262,11 +262,13 @@ fn fd_name(pid: u32, fd: u64, (ino, mnt_id): (u64, u32)) -> Result<String, &'sta
     let (Ok(target), Ok(meta), Ok(info)) =
         (std::fs::read_link(&path), std::fs::metadata(&path), info)
     else {
-        return Err(if std::path::Path::new(&format!("/proc/{pid}/fd")).exists() {
-            "closed before it was read"
-        } else {
-            "the process exited before it was read"
-        });
+        return Err(
+            if std::path::Path::new(&format!("/proc/{pid}/fd")).exists() {
+                "closed before it was read"
+            } else {
+                "the process exited before it was read"
+            },
+        );
     };
     use std::os::unix::fs::MetadataExt as _;
     if meta.ino() != ino || fdinfo_mnt_id(&info) != Some(mnt_id) {
@@ -301,9 +303,18 @@ mod tests {
         let reused = Err("closed and reused for another file before it was read");
         assert_eq!(fd_name(me, fd, (ino + 1, mnt)), reused);
         assert_eq!(fd_name(me, fd, (ino, mnt + 1)), reused);
-        assert_eq!(fd_name(me, fd, (0, 0)), Err("no open file at the call's exit"));
-        assert_eq!(fd_name(me, (-100i64) as u64, (ino, mnt)), Err("not a descriptor"));
+        assert_eq!(
+            fd_name(me, fd, (0, 0)),
+            Err("no open file at the call's exit")
+        );
+        assert_eq!(
+            fd_name(me, (-100i64) as u64, (ino, mnt)),
+            Err("not a descriptor")
+        );
         // A number no descriptor of this process can have (beyond its limit).
-        assert_eq!(fd_name(me, 1 << 30, (ino, mnt)), Err("closed before it was read"));
+        assert_eq!(
+            fd_name(me, 1 << 30, (ino, mnt)),
+            Err("closed before it was read")
+        );
     }
 }

@@ -48,7 +48,10 @@ pub struct StackCopy {
 impl StackCopy {
     fn read(&self, addr: u64) -> Result<u64, ()> {
         let off = addr.checked_sub(self.base).ok_or(())? as usize;
-        let word = self.bytes.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
+        let word = self
+            .bytes
+            .get(off..off.checked_add(8).ok_or(())?)
+            .ok_or(())?;
         Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
     }
 }
@@ -77,7 +80,9 @@ struct Object {
 
 impl Object {
     fn unwind(&self) -> Option<&UnwindInfo> {
-        self.unwind.get_or_init(|| UnwindInfo::read(&self.file)).as_ref()
+        self.unwind
+            .get_or_init(|| UnwindInfo::read(&self.file))
+            .as_ref()
     }
 }
 
@@ -144,7 +149,11 @@ impl UnwindInfo {
         let &(p_offset, _, p_vaddr) = self.loads.iter().find(|&&(off, size, _)| {
             (off & !(syscost_common::USER_STACK_PAGE as u64 - 1)) <= offset && offset < off + size
         })?;
-        Some(start.wrapping_sub(offset).wrapping_sub(p_vaddr.wrapping_sub(p_offset)))
+        Some(
+            start
+                .wrapping_sub(offset)
+                .wrapping_sub(p_vaddr.wrapping_sub(p_offset)),
+        )
     }
 }
 
@@ -196,7 +205,12 @@ impl Process {
                     .fold(m.range.clone(), |r, n| {
                         r.start.min(n.range.start)..r.end.max(n.range.end)
                     });
-                unwinder.add_module(Module::new(o.name.clone(), span, bias, info.sections.clone()));
+                unwinder.add_module(Module::new(
+                    o.name.clone(),
+                    span,
+                    bias,
+                    info.sections.clone(),
+                ));
             }
             unwinder
         })
@@ -272,7 +286,8 @@ impl Stacks {
             k.at_exec = exec && alive;
         }
         if exec && alive {
-            self.after_exec.push((pid, image, std::time::Instant::now() + AFTER_EXEC, 0));
+            self.after_exec
+                .push((pid, image, std::time::Instant::now() + AFTER_EXEC, 0));
         }
         // Only mappings of this address space: after an exec the old ones name nothing.
         let process = |s: &Self| {
@@ -281,8 +296,10 @@ impl Stacks {
                 .filter(|k| k.image == image)
                 .map(|k| k.process.clone())
         };
-        let outside = process(self)
-            .is_some_and(|p| seen.iter().any(|&a| a >= 0x1000 && mapping_of(&p, a).is_none()));
+        let outside = process(self).is_some_and(|p| {
+            seen.iter()
+                .any(|&a| a >= 0x1000 && mapping_of(&p, a).is_none())
+        });
         if alive && outside {
             alive = self.know(pid, image, true);
         }
@@ -297,12 +314,21 @@ impl Stacks {
     /// `after_exec`); how long until the next is due.
     pub fn tick(&mut self) -> Option<std::time::Duration> {
         let now = std::time::Instant::now();
-        let due: Vec<_> = self.after_exec.iter().filter(|e| e.2 <= now).cloned().collect();
+        let due: Vec<_> = self
+            .after_exec
+            .iter()
+            .filter(|e| e.2 <= now)
+            .cloned()
+            .collect();
         self.after_exec.retain(|e| e.2 > now);
         for (pid, image, _, tries) in due {
             // Only while the mappings kept are still the exec's (a later call has not read
             // them again).
-            if self.processes.get(&pid).is_none_or(|k| k.image != image || !k.at_exec) {
+            if self
+                .processes
+                .get(&pid)
+                .is_none_or(|k| k.image != image || !k.at_exec)
+            {
                 continue;
             }
             let alive = self.know(pid, image, true);
@@ -315,7 +341,10 @@ impl Stacks {
                 self.after_exec.push((pid, image, now + wait, tries + 1));
             }
         }
-        self.after_exec.iter().map(|e| e.2.saturating_duration_since(now)).min()
+        self.after_exec
+            .iter()
+            .map(|e| e.2.saturating_duration_since(now))
+            .min()
     }
 
     /// Makes sure `pid`'s mappings are known (read now if not, or if `again`, or if the
@@ -377,7 +406,10 @@ impl Stacks {
         if self.objects.len() >= OBJECTS {
             return Holds::Unopened(format!("more than {OBJECTS} objects open"));
         }
-        let by_map = format!("/proc/{pid}/map_files/{:x}-{:x}", l.range.start, l.range.end);
+        let by_map = format!(
+            "/proc/{pid}/map_files/{:x}-{:x}",
+            l.range.start, l.range.end
+        );
         let file = match File::open(&by_map).or_else(|_| File::open(&l.path)) {
             Ok(f) => f,
             Err(e) => return Holds::Unopened(format!("cannot open {}: {e}", l.path)),
@@ -421,12 +453,14 @@ pub struct Names {
 
 impl Default for Names {
     fn default() -> Self {
-        let own_vdso = std::fs::read_to_string("/proc/self/maps").ok().and_then(|m| {
-            parse_maps(&m)
-                .into_iter()
-                .find(|l| l.path == "[vdso]")
-                .map(|l| l.range.start)
-        });
+        let own_vdso = std::fs::read_to_string("/proc/self/maps")
+            .ok()
+            .and_then(|m| {
+                parse_maps(&m)
+                    .into_iter()
+                    .find(|l| l.path == "[vdso]")
+                    .map(|l| l.range.start)
+            });
         Self {
             symbolizer: Symbolizer::new(),
             cache: CacheX86_64::new(),
@@ -445,7 +479,11 @@ impl Names {
             (Some(c), Some(p)) => unwind(p, &mut self.cache, c),
             _ => Vec::new(),
         };
-        let addrs = if dwarf.len() >= fp.len() { &dwarf[..] } else { fp };
+        let addrs = if dwarf.len() >= fp.len() {
+            &dwarf[..]
+        } else {
+            fp
+        };
         self.name(u, addrs)
     }
 
@@ -571,9 +609,12 @@ fn mapping_of(p: &Process, addr: u64) -> Option<&Mapping> {
 /// none), innermost first.
 fn unwind(p: &Process, cache: &mut CacheX86_64, c: &StackCopy) -> Vec<u64> {
     let mut read = |addr| c.read(addr);
-    let mut it = p
-        .unwinder()
-        .iter_frames(c.ip, UnwindRegsX86_64::new(c.ip, c.sp, c.bp), cache, &mut read);
+    let mut it = p.unwinder().iter_frames(
+        c.ip,
+        UnwindRegsX86_64::new(c.ip, c.sp, c.bp),
+        cache,
+        &mut read,
+    );
     let mut out = Vec::new();
     while out.len() < MAX_FRAMES {
         match it.next() {
@@ -669,8 +710,14 @@ mod tests {
             base: 0x1000,
             bytes: (0..16u8).collect(),
         };
-        assert_eq!(c.read(0x1000), Ok(u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7])));
-        assert_eq!(c.read(0x1008), Ok(u64::from_le_bytes([8, 9, 10, 11, 12, 13, 14, 15])));
+        assert_eq!(
+            c.read(0x1000),
+            Ok(u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7]))
+        );
+        assert_eq!(
+            c.read(0x1008),
+            Ok(u64::from_le_bytes([8, 9, 10, 11, 12, 13, 14, 15]))
+        );
         assert_eq!(c.read(0x1009), Err(()));
         assert_eq!(c.read(0xff8), Err(()));
         assert_eq!(c.read(u64::MAX - 3), Err(()));

@@ -289,7 +289,10 @@ fn render_table(frame: &mut Frame, app: &App, area: Rect) {
             if wide {
                 cells.push(crate::units::human_ns_bucketed(s.p50_ns));
             }
-            cells.extend([crate::units::human_ns_bucketed(s.p99_ns), human_ns(s.max_ns)]);
+            cells.extend([
+                crate::units::human_ns_bucketed(s.p99_ns),
+                human_ns(s.max_ns),
+            ]);
             if split {
                 let per_call = |ns: u64| {
                     if app.shown().offcpu_tracked {

@@ -1,6 +1,8 @@
-//! Views of a profile: the strace-style table, the JSON file, and the diff of two.
+//! Views of a profile: the strace-style table, the JSON file, and the diff of profiles
+//! (with the statistics that judge its changes).
 
 pub mod diff;
 pub mod json;
 pub mod slow;
+pub mod stats;
 pub mod strace_table;

@@ -361,10 +361,24 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The profile before the change (--json output).
-    pub before: PathBuf,
-    /// The profile after the change.
-    pub after: PathBuf,
+    /// The baseline: a profile (--json output), or several runs of one variant,
+    /// comma-separated (`a1.json,a2.json,a3.json`).
+    #[arg(value_name = "BASE")]
+    pub baseline: String,
+    /// The profiles to compare with it, each one file or several runs comma-separated.
+    /// Two single profiles print the before/after table; a third profile, several runs
+    /// on a side or --label print the table of variants, each change judged against the
+    /// noise.
+    #[arg(value_name = "PROFILE", required = true, num_args = 1..)]
+    pub others: Vec<String>,
+    /// A name for each profile in the table of variants, in order, one per profile
+    /// (default: the file name, or what the names of a side's runs share).
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+    /// Every syscall in the table of variants (by default those of under 0.1% of the
+    /// calls that change by nothing beyond the noise are named on one line).
+    #[arg(long)]
+    pub all: bool,
     /// Row order.
     #[arg(short = 'S', long = "sort", value_enum, default_value_t = crate::report::diff::DiffSort::Change)]
     pub sort: crate::report::diff::DiffSort,

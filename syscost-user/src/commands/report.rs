@@ -1,11 +1,13 @@
 //! `syscost report FILE.json`, `syscost diff BEFORE.json AFTER.json`, and the views of a
 //! profile's slow calls: `syscost flame` and `syscost trace`.
 
+use std::path::Path;
+
 use anyhow::{Context as _, Result, bail};
 
 use crate::{
     cli::{DiffArgs, ReportArgs, SlowViewArgs},
-    report::{diff, json},
+    report::{diff, json, variants},
     syscall_names,
 };
 
@@ -51,20 +53,114 @@ fn read(
     }
 }
 
-/// `syscost diff BEFORE.json AFTER.json`.
+/// `syscost diff BASE PROFILE...`: two profiles before and after, or variants.
 pub fn diff(args: &DiffArgs) -> Result<i32> {
     if let Some(unit) = &args.per {
         syscall_names::number(unit)?;
     }
-    let before = read(&args.before, args.process.as_ref())?;
-    let after = read(&args.after, args.process.as_ref())?;
-    let d = diff::diff(&before, &after, args.per.as_deref(), args.sort)?;
-    super::print_out(&if args.json {
-        diff::to_json(&d)
+    let sides: Vec<Vec<String>> = std::iter::once(&args.baseline)
+        .chain(&args.others)
+        .map(|a| side_files(a))
+        .collect::<Result<_>>()?;
+    if !args.labels.is_empty() && args.labels.len() != sides.len() {
+        bail!(
+            "{} --label for {} profiles: give one per profile, in order",
+            args.labels.len(),
+            sides.len()
+        );
+    }
+    if sides.len() == 2 && sides.iter().all(|s| s.len() == 1) && args.labels.is_empty() {
+        let before = read(Path::new(&sides[0][0]), args.process.as_ref())?;
+        let after = read(Path::new(&sides[1][0]), args.process.as_ref())?;
+        let d = diff::diff(&before, &after, args.per.as_deref(), args.sort)?;
+        super::print_out(&if args.json {
+            diff::to_json(&d)
+        } else {
+            diff::render(&d)
+        });
+        return Ok(0);
+    }
+    let labels = if args.labels.is_empty() {
+        default_labels(&sides)
     } else {
-        diff::render(&d)
+        args.labels.clone()
+    };
+    let variants = sides
+        .into_iter()
+        .zip(labels)
+        .map(|(files, label)| {
+            let runs = files
+                .iter()
+                .map(|f| read(Path::new(f), args.process.as_ref()))
+                .collect::<Result<_>>()?;
+            Ok(variants::Variant { label, files, runs })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let c = variants::compare(&variants, args.per.as_deref(), args.sort)?;
+    super::print_out(&if args.json {
+        variants::to_json(&c)
+    } else {
+        variants::render(&c, args.all)
     });
     Ok(0)
+}
+
+/// The files of one side: the argument itself when it names a file, else its
+/// comma-separated parts.
+fn side_files(arg: &str) -> Result<Vec<String>> {
+    if Path::new(arg).exists() || !arg.contains(',') {
+        return Ok(vec![arg.to_string()]);
+    }
+    let parts: Vec<String> = arg.split(',').map(str::to_string).collect();
+    if parts.iter().any(String::is_empty) {
+        bail!("an empty file name in {arg:?}: a side is one file, or several comma-separated");
+    }
+    Ok(parts)
+}
+
+/// Labels from the file names: a single file's name without `.json`; of several runs,
+/// what their names share (`et-plain-1`, `et-plain-2` -> `et-plain`), else the first
+/// name and how many more. Labels two sides would share get their position.
+fn default_labels(sides: &[Vec<String>]) -> Vec<String> {
+    let stem = |f: &String| {
+        Path::new(f)
+            .file_name()
+            .map_or(f.clone(), |n| n.to_string_lossy().to_string())
+            .trim_end_matches(".json")
+            .to_string()
+    };
+    let mut labels: Vec<String> = sides
+        .iter()
+        .map(|files| {
+            let stems: Vec<String> = files.iter().map(stem).collect();
+            if stems.len() == 1 {
+                return stems[0].clone();
+            }
+            let first = &stems[0];
+            let shared = stems[1..].iter().fold(first.len(), |n, s| {
+                first
+                    .char_indices()
+                    .zip(s.chars())
+                    .take_while(|((_, a), b)| a == b)
+                    .last()
+                    .map_or(0, |((i, a), _)| (i + a.len_utf8()).min(n))
+            });
+            let prefix = first[..shared]
+                .trim_end_matches(|c: char| c.is_ascii_digit() || "-_.".contains(c));
+            if prefix.is_empty() {
+                format!("{first}+{}", stems.len() - 1)
+            } else {
+                prefix.to_string()
+            }
+        })
+        .collect();
+    let copy = labels.clone();
+    for (k, l) in labels.iter_mut().enumerate() {
+        if copy.iter().filter(|o| *o == l).count() > 1 {
+            *l = format!("{l}#{}", k + 1);
+        }
+    }
+    labels
 }
 
 /// The slow calls of a saved profile, refusing a profile saved without `--slow`.

@@ -1,5 +1,7 @@
-//! `syscost diff`: two profiles side by side, per syscall: what went up, what went down,
-//! which errors appeared or disappeared. Pure: built from two `Profile`s.
+//! `syscost diff` of two profiles: per syscall, what went up, what went down, which
+//! errors appeared or disappeared, and which latency changes the two histograms tell
+//! apart from the spread of the calls. Pure: built from two `Profile`s. (More profiles,
+//! or several runs a side: `variants`.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -7,7 +9,12 @@ use anyhow::{Result, bail};
 use clap::ValueEnum;
 use serde::Serialize;
 
+use super::{
+    stats::{self, RankTest},
+    variants::{self, LatencyLine},
+};
 use crate::{
+    latency,
     profile::{Profile, per_unit},
     units::human_ns,
 };
@@ -81,6 +88,32 @@ pub struct Diff {
     /// Whether both sides split errors by errno; a side read from a `top --json` file
     /// (or narrowed by `--process`) has errors per syscall only.
     pub errnos_tracked: bool,
+    /// Each syscall's latency judged from its two histograms (both sides with
+    /// histograms, at least `stats::MIN_RANK_CALLS` calls a side).
+    pub latency: Vec<LatencyShift>,
+    /// The time in blocking calls and in the others, with the on-CPU split on both sides.
+    pub blocking: Option<Blocking>,
+}
+
+/// One syscall's latency, before against after: the rank test of its histograms.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LatencyShift {
+    pub syscall: String,
+    #[serde(flatten)]
+    pub test: RankTest,
+    /// `p_value` adjusted by Holm's method over the syscalls compared.
+    pub p_adjusted: f64,
+    /// `p_adjusted` below 0.05: a change beyond the spread of the calls themselves.
+    pub significant: bool,
+}
+
+/// Time in the calls that mostly block (switched out more than half their time, both
+/// sides together) and in the others.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Blocking {
+    pub syscalls: Vec<String>,
+    pub blocking_calls_ns: Pair,
+    pub other_calls_ns: Pair,
 }
 
 /// Compares two profiles, optionally per successful call of `per` on each side.
@@ -198,14 +231,70 @@ pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort
         }
     }
     errnos.sort_by(|a, b| b.count.change().abs().total_cmp(&a.count.change().abs()));
+    let mut latency = Vec::new();
+    for &name in names.iter().filter(|_| errnos_tracked) {
+        let dense = |p: &Profile| {
+            p.syscall(name)
+                .map(|s| latency::to_dense(&s.histogram))
+                .transpose()
+        };
+        let (Some(hb), Some(ha)) = (dense(before)?, dense(after)?) else {
+            continue;
+        };
+        if let Some(test) = stats::rank_test(&hb, &ha) {
+            latency.push(LatencyShift {
+                syscall: name.to_string(),
+                test,
+                p_adjusted: test.p_value,
+                significant: false,
+            });
+        }
+    }
+    let p: Vec<f64> = latency.iter().map(|l| l.test.p_value).collect();
+    for (l, a) in latency.iter_mut().zip(stats::holm(&p)) {
+        l.p_adjusted = a;
+        l.significant = a < 1.0 - stats::CONFIDENCE;
+    }
+    let oncpu_tracked = before.offcpu_tracked && after.offcpu_tracked;
+    let blocking = oncpu_tracked.then(|| {
+        let syscalls: Vec<String> = names
+            .iter()
+            .filter(|&&name| {
+                let (off, total) = [before, after]
+                    .iter()
+                    .filter_map(|p| p.syscall(name))
+                    .fold((0u128, 0u128), |(o, t), s| {
+                        (o + s.offcpu_ns as u128, t + s.total_ns as u128)
+                    });
+                total > 0 && 2 * off > total
+            })
+            .map(|s| s.to_string())
+            .collect();
+        let in_calls = |want: bool| {
+            pair(&|p: &Profile| {
+                p.syscalls
+                    .iter()
+                    .filter(|s| syscalls.contains(&s.name) == want)
+                    .map(|s| s.total_ns)
+                    .sum()
+            })
+        };
+        Blocking {
+            blocking_calls_ns: in_calls(true),
+            other_calls_ns: in_calls(false),
+            syscalls,
+        }
+    });
     Ok(Diff {
         per: per.map(str::to_string),
         units,
         rows,
         total,
         errnos,
-        oncpu_tracked: before.offcpu_tracked && after.offcpu_tracked,
+        oncpu_tracked,
         errnos_tracked,
+        latency,
+        blocking,
     })
 }
 
@@ -327,6 +416,20 @@ pub fn render(d: &Diff) -> String {
         ns(t.total_ns.before),
         ns(t.total_ns.after),
     ));
+    if let Some(b) = d.blocking.as_ref().filter(|b| {
+        !b.syscalls.is_empty() && b.blocking_calls_ns.change() != 0.0
+    }) {
+        out.push_str(&format!(
+            "time in blocking calls ({}) {} ({} -> {}): waiting, not work; in the other calls {} ({} -> {})\n",
+            b.syscalls.join(", "),
+            pct(b.blocking_calls_ns.change_pct()),
+            ns(b.blocking_calls_ns.before),
+            ns(b.blocking_calls_ns.after),
+            pct(b.other_calls_ns.change_pct()),
+            ns(b.other_calls_ns.before),
+            ns(b.other_calls_ns.after),
+        ));
+    }
     if !d.errnos_tracked {
         out.push_str(
             "\nerrno changes not known: a side has errors per syscall only (a top file, or --process)\n",
@@ -343,6 +446,20 @@ pub fn render(d: &Diff) -> String {
                 num(e.count.after, per)
             ));
         }
+    }
+    if !d.latency.is_empty() {
+        let lines: Vec<LatencyLine> = d
+            .latency
+            .iter()
+            .map(|l| LatencyLine {
+                syscall: &l.syscall,
+                variant: 1,
+                test: &l.test,
+                p_adjusted: l.p_adjusted,
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(&variants::render_latency_tests(&lines, None));
     }
     trim_lines(out)
 }

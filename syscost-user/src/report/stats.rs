@@ -2,10 +2,13 @@
 //!
 //! - Several runs per side: the interval of the difference of the two sides' means
 //!   from the spread between runs (Welch's t interval: the sides' variances need not be
-//!   equal, nor their numbers of runs).
+//!   equal, nor their numbers of runs), and its p-value.
 //! - One run per side, for latency: each call a sample, the two histograms compared as
 //!   distributions with a rank test (Mann-Whitney U from the bucket counts, calls in one
 //!   bucket tied), with the median shift as the effect size.
+//!
+//! - Many syscalls compared at once: Holm's adjustment of their p-values, so that noise
+//!   in one of twenty is not marked as a change.
 //!
 //! The distributions (Student's t, the normal) come from `statrs`.
 
@@ -49,10 +52,19 @@ pub fn variance(xs: &[f64]) -> f64 {
     xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (xs.len() - 1) as f64
 }
 
-/// Welch's `confidence` interval for mean(after) - mean(before); `None` when a side has
-/// fewer than two runs (no spread to estimate). Two sides without any spread give the
-/// difference itself, an interval of width zero.
-pub fn welch(before: &[f64], after: &[f64], confidence: f64) -> Option<Interval> {
+/// Welch's test of two sets of runs: the interval of the difference of their means and
+/// the p-value of "no difference".
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Welch {
+    pub interval: Interval,
+    pub p_value: f64,
+}
+
+/// Welch's `confidence` interval for mean(after) - mean(before) and its p-value; `None`
+/// when a side has fewer than two runs (no spread to estimate). Two sides without any
+/// spread give the difference itself, an interval of width zero (p 0, or 1 when they
+/// are equal).
+pub fn welch(before: &[f64], after: &[f64], confidence: f64) -> Option<Welch> {
     if before.len() < 2 || after.len() < 2 {
         return None;
     }
@@ -61,19 +73,39 @@ pub fn welch(before: &[f64], after: &[f64], confidence: f64) -> Option<Interval>
     let va = variance(after) / after.len() as f64;
     let se2 = vb + va;
     if se2 <= 0.0 {
-        return Some(Interval { lo: d, hi: d });
+        return Some(Welch {
+            interval: Interval { lo: d, hi: d },
+            p_value: if d == 0.0 { 1.0 } else { 0.0 },
+        });
     }
     // Welch-Satterthwaite degrees of freedom.
     let df = se2 * se2
         / (vb * vb / (before.len() - 1) as f64 + va * va / (after.len() - 1) as f64);
-    let t = StudentsT::new(0.0, 1.0, df)
-        .expect("positive degrees of freedom")
-        .inverse_cdf(0.5 + confidence / 2.0);
-    let half = t * se2.sqrt();
-    Some(Interval {
-        lo: d - half,
-        hi: d + half,
+    let t = StudentsT::new(0.0, 1.0, df).expect("positive degrees of freedom");
+    let half = t.inverse_cdf(0.5 + confidence / 2.0) * se2.sqrt();
+    Some(Welch {
+        interval: Interval {
+            lo: d - half,
+            hi: d + half,
+        },
+        p_value: (2.0 * t.sf(d.abs() / se2.sqrt())).min(1.0),
     })
+}
+
+/// Holm's adjustment of a family of p-values (the syscalls of one comparison): a
+/// change is beyond the noise when its adjusted p is below the level, and the chance
+/// that any of the family is marked by chance stays below the level. In the order given.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut adjusted = vec![0.0; m];
+    let mut running: f64 = 0.0;
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max(((m - rank) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
 }
 
 /// Two latency histograms (dense bucket counts of one layout) compared as samples.
@@ -202,7 +234,8 @@ mod tests {
     /// (d = 2.5, se = sqrt(1/3 + (5/3)/4) = 0.866, df = 4.96, t(0.975, 4.96) = 2.575).
     #[test]
     fn welch_interval_of_a_known_case() {
-        let i = welch(&[10.0, 11.0, 12.0], &[12.0, 13.0, 14.0, 15.0], 0.95).unwrap();
+        let w = welch(&[10.0, 11.0, 12.0], &[12.0, 13.0, 14.0, 15.0], 0.95).unwrap();
+        let i = w.interval;
         let d = 2.5;
         let se = (1.0f64 / 3.0 + (5.0 / 3.0) / 4.0).sqrt();
         assert!((se - 0.866).abs() < 1e-3);
@@ -210,17 +243,24 @@ mod tests {
         assert!(((i.lo + i.hi) / 2.0 - d).abs() < 1e-9);
         assert!((half / se - 2.575).abs() < 0.005, "t = {}", half / se);
         assert!(!i.holds_zero());
+        // t = 2.5 / 0.866 = 2.887 with 4.96 degrees of freedom: p = 0.035.
+        assert!((w.p_value - 0.035).abs() < 0.002, "{w:?}");
         // One run on a side: no spread, no interval.
         assert_eq!(welch(&[1.0], &[1.0, 2.0], 0.95), None);
         // Counts that do not vary between runs: the difference exactly.
         assert_eq!(
             welch(&[5000.0; 3], &[4000.0; 3], 0.95),
-            Some(Interval {
-                lo: -1000.0,
-                hi: -1000.0
+            Some(Welch {
+                interval: Interval {
+                    lo: -1000.0,
+                    hi: -1000.0
+                },
+                p_value: 0.0
             })
         );
-        assert!(welch(&[5000.0; 3], &[5000.0; 3], 0.95).unwrap().holds_zero());
+        let same = welch(&[5000.0; 3], &[5000.0; 3], 0.95).unwrap();
+        assert!(same.interval.holds_zero());
+        assert_eq!(same.p_value, 1.0);
     }
 
     /// Runs with a known spread: the 95% interval covers the true difference in about
@@ -234,7 +274,10 @@ mod tests {
             for _ in 0..reps {
                 let b: Vec<f64> = (0..nb).map(|_| normal(&mut rng, 1000.0, sd_b)).collect();
                 let a: Vec<f64> = (0..na).map(|_| normal(&mut rng, 1100.0, sd_a)).collect();
-                let i = welch(&b, &a, 0.95).unwrap();
+                let w = welch(&b, &a, 0.95).unwrap();
+                let i = w.interval;
+                // The p-value and the interval agree.
+                assert_eq!(w.p_value < 0.05, !i.holds_zero(), "{w:?}");
                 if i.lo <= 100.0 && 100.0 <= i.hi {
                     covered += 1;
                 }
@@ -245,6 +288,43 @@ mod tests {
             // 84%.
             assert!((0.92..=0.975).contains(&rate), "{nb}/{na} runs: {rate}");
         }
+    }
+
+    /// Holm's method of a known case: sorted 0.01, 0.02, 0.03, 0.5 become 0.04, 0.06,
+    /// 0.06, 0.5 (each times the number left, never below the one before).
+    #[test]
+    fn holm_adjusts_a_family() {
+        assert_eq!(
+            holm(&[0.5, 0.02, 0.01, 0.03]),
+            [0.5, 0.06, 0.04, 0.06]
+        );
+        assert_eq!(holm(&[0.03]), [0.03]);
+        assert_eq!(holm(&[0.9, 0.8]), [0.9, 0.9]);
+        assert!(holm(&[]).is_empty());
+    }
+
+    /// Twenty syscalls of one distribution on both sides, 3 runs each: unadjusted,
+    /// about one is marked per comparison; adjusted, one comparison in twenty or fewer
+    /// marks any.
+    #[test]
+    fn holm_keeps_a_family_of_noise_unmarked() {
+        let mut rng = StdRng::seed_from_u64(17);
+        let reps = 500;
+        let (mut raw, mut adjusted) = (0, 0);
+        for _ in 0..reps {
+            let p: Vec<f64> = (0..20)
+                .map(|_| {
+                    let b: Vec<f64> = (0..3).map(|_| normal(&mut rng, 1000.0, 100.0)).collect();
+                    let a: Vec<f64> = (0..3).map(|_| normal(&mut rng, 1000.0, 100.0)).collect();
+                    welch(&b, &a, 0.95).unwrap().p_value
+                })
+                .collect();
+            raw += p.iter().any(|&p| p < 0.05) as u32;
+            adjusted += holm(&p).iter().any(|&p| p < 0.05) as u32;
+        }
+        let (raw, adjusted) = (raw as f64 / reps as f64, adjusted as f64 / reps as f64);
+        assert!(raw > 0.4, "{raw}");
+        assert!(adjusted <= 0.06, "{adjusted}");
     }
 
     /// The rank test of a small case against the exact figures: before 1,2,3 (one call

@@ -1,0 +1,1006 @@
+//! `syscost diff` of several variants, each one run or several: per syscall, every
+//! variant's calls, errors, time and latency with its change against the first (the
+//! baseline), each change judged against the noise (see `stats`), the time split into
+//! on-CPU and switched out, blocking calls apart, and a conclusion in words. Pure: built
+//! from the profiles read.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Result, anyhow, bail};
+use serde::Serialize;
+
+use super::{
+    diff::DiffSort,
+    stats::{self, CONFIDENCE, Interval, RankTest},
+};
+use crate::{
+    latency,
+    profile::{Profile, SyscallProfile, per_unit},
+    units::human_ns,
+};
+
+/// One variant: its label, its files and the profiles read from them (its runs).
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub label: String,
+    pub files: Vec<String>,
+    pub runs: Vec<Profile>,
+}
+
+/// What a change is, against the noise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Beyond the noise: the interval leaves out zero, or the rank test's p < 0.05.
+    Significant,
+    /// Within the noise.
+    WithinNoise,
+    /// One run on a side, and no histogram test applies: shown without a verdict.
+    NotJudged,
+}
+
+/// One figure of one variant: the mean over its runs, and each run's value.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Measure {
+    pub mean: f64,
+    pub runs: Vec<f64>,
+}
+
+impl Measure {
+    fn of(runs: Vec<f64>) -> Self {
+        Self {
+            mean: stats::mean(&runs),
+            runs,
+        }
+    }
+}
+
+/// A figure's change against the baseline.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Change {
+    pub change: f64,
+    /// In percent of the baseline; `None` when the baseline is 0.
+    pub change_pct: Option<f64>,
+    /// The 95% interval of `change` from the spread between runs (two runs or more on
+    /// both sides).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
+    /// Latency with one run on a side: the rank test of the two histograms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank_test: Option<RankTest>,
+    /// The p-value of "no change" (Welch's test, or the rank test).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// `p_value` adjusted by Holm's method over the syscalls compared (the same figure
+    /// of the same profile): the verdict is this below 0.05.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_adjusted: Option<f64>,
+    pub verdict: Verdict,
+}
+
+impl Change {
+    /// The change and its test; the verdict waits for the family's adjustment
+    /// ([`settle`]).
+    fn judge(base: &Measure, other: &Measure) -> Self {
+        let change = other.mean - base.mean;
+        let welch = stats::welch(&base.runs, &other.runs, CONFIDENCE);
+        Self {
+            change,
+            change_pct: (base.mean != 0.0).then(|| 100.0 * change / base.mean),
+            interval: welch.map(|w| w.interval),
+            rank_test: None,
+            p_value: welch.map(|w| w.p_value),
+            p_adjusted: None,
+            verdict: Verdict::NotJudged,
+        }
+    }
+
+    /// A change that is not "no change", and not within the noise.
+    fn worth_saying(&self) -> bool {
+        self.change != 0.0 && self.verdict != Verdict::WithinNoise
+    }
+}
+
+fn of(r: &mut Row, k: usize) -> &mut CellChange {
+    r.profiles[k].change.as_mut().expect("not the baseline")
+}
+
+/// The verdicts of a family of changes (one figure of one profile, over the syscalls):
+/// Holm's adjustment of their p-values.
+fn settle(family: Vec<&mut Change>) {
+    let p: Vec<f64> = family.iter().filter_map(|c| c.p_value).collect();
+    let mut adjusted = stats::holm(&p).into_iter();
+    for c in family {
+        if c.p_value.is_some() {
+            let a = adjusted.next().expect("one per p-value");
+            c.p_adjusted = Some(a);
+            c.verdict = if a < 1.0 - CONFIDENCE {
+                Verdict::Significant
+            } else {
+                Verdict::WithinNoise
+            };
+        }
+    }
+}
+
+/// One variant's figures of a syscall (or of the total).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Cell {
+    pub calls: Measure,
+    pub errors: Measure,
+    pub total_ns: Measure,
+    pub oncpu_ns: Measure,
+    /// Mean latency of each run that made the call (not divided by `--per`'s unit).
+    pub avg_ns: Measure,
+    /// Against the baseline (absent for the baseline).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<CellChange>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CellChange {
+    pub calls: Change,
+    pub errors: Change,
+    pub total_ns: Change,
+    pub avg_ns: Change,
+}
+
+/// One syscall across the variants.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    pub name: String,
+    /// Whether its calls mostly block (switched out more than half their time, over
+    /// every run); `None` without the on-CPU split.
+    pub blocking: Option<bool>,
+    pub profiles: Vec<Cell>,
+}
+
+/// One figure across the variants, with its changes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Series {
+    pub value: Measure,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<Change>,
+}
+
+/// One errno of one syscall across the variants (only those whose count changes).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ErrnoRow {
+    pub syscall: String,
+    pub errno: String,
+    pub profiles: Vec<Series>,
+}
+
+/// One variant's time: on a CPU and switched out; in blocking calls and in the others.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimeSplit {
+    pub oncpu_ns: Series,
+    pub offcpu_ns: Series,
+    pub blocking_calls_ns: Series,
+    pub other_calls_ns: Series,
+}
+
+/// A variant as the comparison names it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VariantInfo {
+    pub label: String,
+    pub files: Vec<String>,
+    /// `--per`'s unit count of each run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub units: Option<Measure>,
+}
+
+/// The whole comparison.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    pub confidence: f64,
+    pub per: Option<String>,
+    /// The first is the baseline.
+    pub profiles: Vec<VariantInfo>,
+    pub rows: Vec<Row>,
+    pub total: Row,
+    pub errnos: Vec<ErrnoRow>,
+    /// Whether every run measured the on-CPU split (else `time` and `blocking` are
+    /// empty).
+    pub oncpu_tracked: bool,
+    /// Whether every run split errors by errno (else `errnos` is empty).
+    pub errnos_tracked: bool,
+    /// The syscalls counted as blocking.
+    pub blocking: Vec<String>,
+    /// Per variant, with the on-CPU split.
+    pub time: Vec<TimeSplit>,
+    /// One line per variant after the baseline, and a line on its blocking calls.
+    pub conclusion: Vec<String>,
+}
+
+/// Compares the variants: the first is the baseline.
+pub fn compare(variants: &[Variant], per: Option<&str>, sort: DiffSort) -> Result<Comparison> {
+    if variants.len() < 2 {
+        bail!("diff needs two profiles or more");
+    }
+    let arch = &variants[0].runs[0].arch;
+    for v in variants {
+        for (p, f) in v.runs.iter().zip(&v.files) {
+            if &p.arch != arch {
+                bail!(
+                    "the profiles come from different architectures ({arch} and {}, {f}): their syscall tables differ, so syscost does not compare them",
+                    p.arch
+                );
+            }
+        }
+    }
+    // Each run's unit count.
+    let units: Vec<Vec<f64>> = variants
+        .iter()
+        .map(|v| {
+            v.runs
+                .iter()
+                .zip(&v.files)
+                .map(|(p, f)| match per {
+                    None => Ok(1.0),
+                    Some(unit) => per_unit(p, unit).map(|u| u.units as f64).ok_or_else(|| {
+                        anyhow!("{f} has no successful {unit} calls to normalise by")
+                    }),
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<_>>()?;
+    let runs = || variants.iter().flat_map(|v| &v.runs);
+    let oncpu_tracked = runs().all(|p| p.offcpu_tracked);
+    let errnos_tracked = runs().all(|p| !p.totals_only);
+    let names: BTreeSet<&str> = runs()
+        .flat_map(|p| &p.syscalls)
+        .map(|s| s.name.as_str())
+        .collect();
+
+    // One figure of every run of variant `k`, divided by the run's unit.
+    let per_run = |k: usize, f: &dyn Fn(&Profile) -> f64| -> Measure {
+        Measure::of(
+            variants[k]
+                .runs
+                .iter()
+                .zip(&units[k])
+                .map(|(p, u)| f(p) / u)
+                .collect(),
+        )
+    };
+    let series = |f: &dyn Fn(&Profile) -> f64| -> Vec<Series> {
+        let values: Vec<Measure> = (0..variants.len()).map(|k| per_run(k, f)).collect();
+        values
+            .iter()
+            .enumerate()
+            .map(|(k, v)| Series {
+                value: v.clone(),
+                change: (k > 0).then(|| Change::judge(&values[0], v)),
+            })
+            .collect()
+    };
+
+    let blocking: Vec<String> = if oncpu_tracked {
+        names
+            .iter()
+            .filter(|&&name| {
+                let (off, total) = runs()
+                    .filter_map(|p| p.syscall(name))
+                    .fold((0u128, 0u128), |(o, t), s| {
+                        (o + s.offcpu_ns as u128, t + s.total_ns as u128)
+                    });
+                total > 0 && 2 * off > total
+            })
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let is_blocking = |name: &str| oncpu_tracked.then(|| blocking.iter().any(|b| b == name));
+
+    let hist = |p: &Profile, name: &str| -> Result<Option<Vec<u64>>> {
+        if p.totals_only {
+            return Ok(None);
+        }
+        match p.syscall(name) {
+            Some(s) => latency::to_dense(&s.histogram).map(Some),
+            None => Ok(Some(vec![0; syscost_common::HISTOGRAM_BUCKETS])),
+        }
+    };
+    // A variant's histogram of `name`, its runs pooled; `None` without histograms.
+    let pooled = |k: usize, name: &str| -> Result<Option<Vec<u64>>> {
+        let mut sum = vec![0u64; syscost_common::HISTOGRAM_BUCKETS];
+        for p in &variants[k].runs {
+            let Some(h) = hist(p, name)? else {
+                return Ok(None);
+            };
+            for (s, c) in sum.iter_mut().zip(h) {
+                *s += c;
+            }
+        }
+        Ok(Some(sum))
+    };
+
+    let row = |name: &str, pick: &dyn Fn(&Profile) -> Vec<&SyscallProfile>| -> Result<Row> {
+        let sum = |f: fn(&SyscallProfile) -> u64| {
+            move |p: &Profile| pick(p).into_iter().map(f).sum::<u64>() as f64
+        };
+        let mut cells: Vec<Cell> = (0..variants.len())
+            .map(|k| Cell {
+                calls: per_run(k, &sum(|s| s.calls)),
+                errors: per_run(k, &sum(|s| s.errors)),
+                total_ns: per_run(k, &sum(|s| s.total_ns)),
+                oncpu_ns: per_run(k, &sum(|s| s.oncpu_ns)),
+                avg_ns: Measure::of(
+                    variants[k]
+                        .runs
+                        .iter()
+                        .filter_map(|p| {
+                            let (c, t) = pick(p)
+                                .iter()
+                                .fold((0u64, 0u64), |(c, t), s| (c + s.calls, t + s.total_ns));
+                            (c > 0).then(|| t as f64 / c as f64)
+                        })
+                        .collect(),
+                ),
+                change: None,
+            })
+            .collect();
+        let is_total = name == "total";
+        for k in 1..cells.len() {
+            let (b, o) = (&cells[0], &cells[k]);
+            let mut avg = Change::judge(&b.avg_ns, &o.avg_ns);
+            if avg.interval.is_none() && !is_total {
+                if let (Some(hb), Some(ho)) = (pooled(0, name)?, pooled(k, name)?) {
+                    if let Some(r) = stats::rank_test(&hb, &ho) {
+                        avg.p_value = Some(r.p_value);
+                        avg.rank_test = Some(r);
+                    }
+                }
+            }
+            let change = CellChange {
+                calls: Change::judge(&b.calls, &o.calls),
+                errors: Change::judge(&b.errors, &o.errors),
+                total_ns: Change::judge(&b.total_ns, &o.total_ns),
+                avg_ns: avg,
+            };
+            cells[k].change = Some(change);
+        }
+        Ok(Row {
+            name: name.to_string(),
+            blocking: if is_total { None } else { is_blocking(name) },
+            profiles: cells,
+        })
+    };
+
+    let mut rows = names
+        .iter()
+        .map(|&name| row(name, &|p: &Profile| p.syscall(name).into_iter().collect()))
+        .collect::<Result<Vec<_>>>()?;
+    let largest = |r: &Row, f: &dyn Fn(&Cell) -> f64| {
+        r.profiles.iter().map(f).fold(0.0f64, f64::max)
+    };
+    let key = |r: &Row| -> f64 {
+        match sort {
+            DiffSort::Change => largest(r, &|c| c.change.as_ref().map_or(0.0, |c| c.calls.change.abs())),
+            DiffSort::Calls => largest(r, &|c| c.calls.mean),
+            DiffSort::Time => largest(r, &|c| c.total_ns.mean),
+            DiffSort::Errors => largest(r, &|c| c.errors.mean),
+            DiffSort::Name => 0.0,
+        }
+    };
+    if sort != DiffSort::Name {
+        rows.sort_by(|a, b| key(b).total_cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
+    }
+    let mut total = row("total", &|p: &Profile| p.syscalls.iter().collect())?;
+    for k in 1..variants.len() {
+        for table in [&mut rows, std::slice::from_mut(&mut total)] {
+            settle(table.iter_mut().map(|r| &mut of(r, k).calls).collect());
+            settle(table.iter_mut().map(|r| &mut of(r, k).errors).collect());
+            settle(table.iter_mut().map(|r| &mut of(r, k).total_ns).collect());
+            settle(table.iter_mut().map(|r| &mut of(r, k).avg_ns).collect());
+        }
+    }
+
+    let mut errnos = Vec::new();
+    if errnos_tracked {
+        let pairs: BTreeSet<(&str, &str)> = runs()
+            .flat_map(|p| &p.syscalls)
+            .flat_map(|s| s.errnos.keys().map(|e| (s.name.as_str(), e.as_str())))
+            .collect();
+        for (name, errno) in pairs {
+            let profiles = series(&|p: &Profile| {
+                p.syscall(name)
+                    .and_then(|s| s.errnos.get(errno))
+                    .copied()
+                    .unwrap_or(0) as f64
+            });
+            if profiles.iter().any(|s| s.change.as_ref().is_some_and(|c| c.change != 0.0)) {
+                errnos.push(ErrnoRow {
+                    syscall: name.to_string(),
+                    errno: errno.to_string(),
+                    profiles,
+                });
+            }
+        }
+        let biggest = |r: &ErrnoRow| {
+            r.profiles
+                .iter()
+                .filter_map(|s| s.change.as_ref())
+                .map(|c| c.change.abs())
+                .fold(0.0, f64::max)
+        };
+        errnos.sort_by(|a, b| biggest(b).total_cmp(&biggest(a)));
+        for k in 1..variants.len() {
+            settle(
+                errnos
+                    .iter_mut()
+                    .filter_map(|e| e.profiles[k].change.as_mut())
+                    .collect(),
+            );
+        }
+    }
+
+    let time = if oncpu_tracked {
+        let in_calls = |want: bool| {
+            let blocking = &blocking;
+            move |p: &Profile| {
+                p.syscalls
+                    .iter()
+                    .filter(|s| blocking.contains(&s.name) == want)
+                    .map(|s| s.total_ns)
+                    .sum::<u64>() as f64
+            }
+        };
+        let mut oncpu = series(&|p| p.syscalls.iter().map(|s| s.oncpu_ns).sum::<u64>() as f64);
+        let mut offcpu =
+            series(&|p| p.syscalls.iter().map(|s| s.offcpu_ns).sum::<u64>() as f64);
+        let mut blocking_calls = series(&in_calls(true));
+        let mut other_calls = series(&in_calls(false));
+        // Each a family of one: four views of one total, not four syscalls.
+        for s in [&mut oncpu, &mut offcpu, &mut blocking_calls, &mut other_calls] {
+            for c in s.iter_mut().filter_map(|s| s.change.as_mut()) {
+                settle(vec![c]);
+            }
+        }
+        (0..variants.len())
+            .map(|k| TimeSplit {
+                oncpu_ns: oncpu[k].clone(),
+                offcpu_ns: offcpu[k].clone(),
+                blocking_calls_ns: blocking_calls[k].clone(),
+                other_calls_ns: other_calls[k].clone(),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let mut c = Comparison {
+        confidence: CONFIDENCE,
+        per: per.map(str::to_string),
+        profiles: variants
+            .iter()
+            .enumerate()
+            .map(|(k, v)| VariantInfo {
+                label: v.label.clone(),
+                files: v.files.clone(),
+                units: per.map(|_| Measure::of(units[k].clone())),
+            })
+            .collect(),
+        rows,
+        total,
+        errnos,
+        oncpu_tracked,
+        errnos_tracked,
+        blocking,
+        time,
+        conclusion: Vec::new(),
+    };
+    c.conclusion = (1..variants.len()).flat_map(|k| conclusion(&c, k)).collect();
+    Ok(c)
+}
+
+fn pct(p: Option<f64>) -> String {
+    match p {
+        Some(p) if p.abs() >= 1000.0 => format!("{p:+.0}%"),
+        Some(p) => format!("{p:+.1}%"),
+        None => "new".into(),
+    }
+}
+
+fn ns(v: f64) -> String {
+    human_ns(v.round() as u64)
+}
+
+fn num(v: f64, per_unit: bool) -> String {
+    if per_unit {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// A change in a few words: "-32.7%", "new", "gone".
+fn moved(base: f64, c: &Change) -> String {
+    if base != 0.0 && base + c.change == 0.0 {
+        "gone".into()
+    } else {
+        pct(c.change_pct)
+    }
+}
+
+/// Variant `k`'s conclusion against the baseline: one line, and one on blocking time.
+fn conclusion(c: &Comparison, k: usize) -> Vec<String> {
+    let per = c.per.is_some();
+    let label = &c.profiles[k].label;
+    fn change_of(r: &Row, k: usize) -> &CellChange {
+        r.profiles[k].change.as_ref().expect("not the baseline")
+    }
+    let mut parts = Vec::new();
+
+    let (b, o) = (&c.total.profiles[0], &c.total.profiles[k]);
+    let t = change_of(&c.total, k);
+    let mut calls = if t.calls.verdict == Verdict::WithinNoise || t.calls.change == 0.0 {
+        format!(
+            "syscalls within the noise ({} -> {})",
+            num(b.calls.mean, per),
+            num(o.calls.mean, per)
+        )
+    } else {
+        format!(
+            "syscalls {} ({} -> {})",
+            pct(t.calls.change_pct),
+            num(b.calls.mean, per),
+            num(o.calls.mean, per)
+        )
+    };
+    let mut by_calls: Vec<&Row> = c
+        .rows
+        .iter()
+        .filter(|r| change_of(r, k).calls.worth_saying())
+        .collect();
+    by_calls.sort_by(|x, y| {
+        change_of(y, k)
+            .calls
+            .change
+            .abs()
+            .total_cmp(&change_of(x, k).calls.change.abs())
+    });
+    for r in by_calls.iter().take(3) {
+        calls += &format!(", {} {}", r.name, moved(r.profiles[0].calls.mean, &change_of(r, k).calls));
+    }
+    parts.push(calls);
+
+    if t.errors.worth_saying() {
+        let mut errors = format!(
+            "errors {} ({} -> {})",
+            moved(b.errors.mean, &t.errors),
+            num(b.errors.mean, per),
+            num(o.errors.mean, per)
+        );
+        let shifts: Vec<String> = c
+            .errnos
+            .iter()
+            .filter(|e| e.profiles[k].change.as_ref().is_some_and(Change::worth_saying))
+            .take(2)
+            .map(|e| {
+                format!(
+                    "{} {} {} -> {}",
+                    e.syscall,
+                    e.errno,
+                    num(e.profiles[0].value.mean, per),
+                    num(e.profiles[k].value.mean, per)
+                )
+            })
+            .collect();
+        if !shifts.is_empty() {
+            errors += &format!(": {}", shifts.join(", "));
+        }
+        parts.push(errors);
+    }
+
+    let mut slower: Vec<&Row> = c
+        .rows
+        .iter()
+        .filter(|r| r.blocking != Some(true))
+        .filter(|r| {
+            let a = &change_of(r, k).avg_ns;
+            a.verdict == Verdict::Significant && a.change_pct.is_some()
+        })
+        .collect();
+    slower.sort_by(|x, y| {
+        let p = |r: &Row| change_of(r, k).avg_ns.change_pct.unwrap_or(0.0).abs();
+        p(y).total_cmp(&p(x))
+    });
+    if !slower.is_empty() {
+        let l: Vec<String> = slower
+            .iter()
+            .take(3)
+            .map(|r| {
+                format!(
+                    "{} {} ({} -> {})",
+                    r.name,
+                    pct(change_of(r, k).avg_ns.change_pct),
+                    ns(r.profiles[0].avg_ns.mean),
+                    ns(r.profiles[k].avg_ns.mean)
+                )
+            })
+            .collect();
+        parts.push(format!("latency {}", l.join(", ")));
+    }
+
+    let mut lines = Vec::new();
+    match c.time.get(k) {
+        Some(split) => {
+            let base = &c.time[0];
+            let other = split.other_calls_ns.change.as_ref().expect("not the baseline");
+            let worked_more = other.worth_saying() && other.change > 0.0;
+            if other.worth_saying() {
+                parts.push(format!(
+                    "time in non-blocking calls {} ({} -> {})",
+                    pct(other.change_pct),
+                    ns(base.other_calls_ns.value.mean),
+                    ns(split.other_calls_ns.value.mean)
+                ));
+            }
+            let blocked = split.blocking_calls_ns.change.as_ref().expect("not the baseline");
+            lines.push(format!("{label}: {}", parts.join("; ")));
+            if blocked.worth_saying() {
+                let why = match (blocked.change > 0.0, worked_more) {
+                    (true, false) => "the process waited longer, it did not work longer",
+                    (true, true) => "the process waited longer (and worked longer: above)",
+                    (false, _) => "the process waited less",
+                };
+                lines.push(format!(
+                    "  time in blocking calls ({}) {} ({} -> {}): {why}",
+                    c.blocking.join(", "),
+                    pct(blocked.change_pct),
+                    ns(base.blocking_calls_ns.value.mean),
+                    ns(split.blocking_calls_ns.value.mean)
+                ));
+            }
+        }
+        None => {
+            if t.total_ns.worth_saying() {
+                parts.push(format!(
+                    "time {} ({} -> {}), blocking calls not told apart (a profile without the on-CPU split)",
+                    pct(t.total_ns.change_pct),
+                    ns(b.total_ns.mean),
+                    ns(o.total_ns.mean)
+                ));
+            }
+            lines.push(format!("{label}: {}", parts.join("; ")));
+        }
+    }
+    lines
+}
+
+fn mark(c: Option<&Change>) -> &'static str {
+    match c.map(|c| c.verdict) {
+        Some(Verdict::Significant) => "*",
+        Some(Verdict::WithinNoise) => "~",
+        _ => "",
+    }
+}
+
+/// The comparison as text: the variants, the table, the time split, the errno
+/// changes, the latency tests of single runs and the conclusion.
+pub fn render(c: &Comparison, all: bool) -> String {
+    let per = c.per.is_some();
+    let w = c
+        .profiles
+        .iter()
+        .map(|p| p.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("profile".len());
+    let nw = c
+        .rows
+        .iter()
+        .map(|r| r.name.chars().count())
+        .chain(c.errnos.iter().map(|e| e.syscall.len() + 1 + e.errno.len()))
+        .max()
+        .unwrap_or(0)
+        .max(16);
+    let mut out = String::new();
+    out.push_str("profiles (the first is the baseline):\n");
+    for p in &c.profiles {
+        let runs = p.files.len();
+        let units = match (&c.per, &p.units) {
+            (Some(unit), Some(u)) => format!(", {} successful {unit} a run", num(u.mean, false)),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "  {:<w$}  {runs} run{}{units}: {}\n",
+            p.label,
+            if runs == 1 { "" } else { "s" },
+            p.files.join(" ")
+        ));
+    }
+    if let Some(unit) = &c.per {
+        out.push_str(&format!(
+            "\ncalls, errors and time per successful {unit} call of each run\n"
+        ));
+    }
+    out.push('\n');
+    let head = format!(
+        "{:<nw$} {:<w$} {:>11} {:>8} {:1} {:>9} {:>8} {:1} {:>9} {:>8} {:1} {:>8} {:>8} {:1}\n",
+        "syscall", "profile", "calls", "change", "", "errors", "change", "", "time", "change", "",
+        "avg", "change", ""
+    );
+    out.push_str(&head);
+    let dashes = format!(
+        "{} {} {} {} - {} {} - {} {} - {} {} -\n",
+        "-".repeat(nw),
+        "-".repeat(w),
+        "-".repeat(11),
+        "-".repeat(8),
+        "-".repeat(9),
+        "-".repeat(8),
+        "-".repeat(9),
+        "-".repeat(8),
+        "-".repeat(8),
+        "-".repeat(8)
+    );
+    out.push_str(&dashes);
+    let row = |out: &mut String, r: &Row| {
+        for (k, cell) in r.profiles.iter().enumerate() {
+            let ch = cell.change.as_ref();
+            let p = |c: Option<&Change>, base: f64| match c {
+                Some(c) if base == 0.0 && c.change == 0.0 => String::new(),
+                Some(c) => pct(c.change_pct),
+                None => String::new(),
+            };
+            let b = &r.profiles[0];
+            let avg = if cell.avg_ns.runs.is_empty() {
+                "-".to_string()
+            } else {
+                ns(cell.avg_ns.mean)
+            };
+            out.push_str(&format!(
+                "{:<nw$} {:<w$} {:>11} {:>8} {:1} {:>9} {:>8} {:1} {:>9} {:>8} {:1} {:>8} {:>8} {:1}\n",
+                if k == 0 { r.name.as_str() } else { "" },
+                c.profiles[k].label,
+                num(cell.calls.mean, per),
+                p(ch.map(|c| &c.calls), b.calls.mean),
+                mark(ch.map(|c| &c.calls)),
+                num(cell.errors.mean, per),
+                p(ch.map(|c| &c.errors), b.errors.mean),
+                mark(ch.map(|c| &c.errors).filter(|_| b.errors.mean + cell.errors.mean > 0.0)),
+                ns(cell.total_ns.mean),
+                p(ch.map(|c| &c.total_ns), b.total_ns.mean),
+                mark(ch.map(|c| &c.total_ns)),
+                avg,
+                if b.avg_ns.runs.is_empty() { String::new() } else { p(ch.map(|c| &c.avg_ns), b.avg_ns.mean) },
+                mark(ch.map(|c| &c.avg_ns)),
+            ));
+        }
+    };
+    // Rows of under 0.1% of the calls in every profile, whose figures change by
+    // nothing beyond the noise, summed up in one line unless `all`.
+    let said = |ch: &Change| {
+        ch.verdict == Verdict::Significant || (ch.verdict == Verdict::NotJudged && ch.change != 0.0)
+    };
+    let minor = |r: &Row| {
+        r.profiles
+            .iter()
+            .zip(&c.total.profiles)
+            .all(|(cell, total)| cell.calls.mean * 1000.0 < total.calls.mean)
+            && r.profiles.iter().filter_map(|p| p.change.as_ref()).all(|ch| {
+                !said(&ch.calls) && !said(&ch.errors) && ch.avg_ns.verdict != Verdict::Significant
+            })
+    };
+    let mut folded = Vec::new();
+    for r in &c.rows {
+        if !all && minor(r) {
+            folded.push(r.name.as_str());
+        } else {
+            row(&mut out, r);
+        }
+    }
+    out.push_str(&dashes);
+    row(&mut out, &c.total);
+    if !folded.is_empty() {
+        out.push_str(&format!(
+            "({} more, each under 0.1% of the calls, no change in calls or errors, nor in latency beyond the noise: {}; --all shows them)\n",
+            folded.len(),
+            folded.join(", ")
+        ));
+    }
+    out.push_str(&format!(
+        "\n* beyond the noise: p < {:.2} from the spread between runs (Welch's t), or for latency with one run on\n  a side from a rank test of the two histograms, adjusted for the syscalls compared (Holm)\n~ within the noise; no mark: one run on a side, not judged\n",
+        1.0 - c.confidence
+    ));
+
+    let series_table = |out: &mut String, title: &str, rows: &[(String, Vec<&Series>)], time: bool| {
+        out.push_str(&format!("\n{:<nw$} {:<w$} {:>11} {:>8}\n", title, "profile", if time { "time" } else { "count" }, "change"));
+        for (name, s) in rows {
+            for (k, v) in s.iter().enumerate() {
+                let value = if time { ns(v.value.mean) } else { num(v.value.mean, per) };
+                let change = v.change.as_ref();
+                let base = s[0].value.mean;
+                out.push_str(&format!(
+                    "{:<nw$} {:<w$} {:>11} {:>8} {}\n",
+                    if k == 0 { name.as_str() } else { "" },
+                    c.profiles[k].label,
+                    value,
+                    change.map_or(String::new(), |ch| moved(base, ch)),
+                    mark(change)
+                ));
+            }
+        }
+    };
+    if c.oncpu_tracked {
+        let col = |f: fn(&TimeSplit) -> &Series| c.time.iter().map(f).collect::<Vec<_>>();
+        series_table(
+            &mut out,
+            "time",
+            &[
+                ("on-CPU".into(), col(|t| &t.oncpu_ns)),
+                ("switched out".into(), col(|t| &t.offcpu_ns)),
+                ("blocking calls".into(), col(|t| &t.blocking_calls_ns)),
+                ("other calls".into(), col(|t| &t.other_calls_ns)),
+            ],
+            true,
+        );
+        out.push_str(&format!(
+            "blocking calls: switched out more than half their time, in every run together: {}\n",
+            if c.blocking.is_empty() { "none".to_string() } else { c.blocking.join(", ") }
+        ));
+    } else {
+        out.push_str("\non-CPU split not tracked (a profile without it): blocking calls are not told apart\n");
+    }
+    if !c.errnos_tracked {
+        out.push_str("\nerrno changes not known: a profile has errors per syscall only (a top file, or --process)\n");
+    } else if !c.errnos.is_empty() {
+        let rows: Vec<(String, Vec<&Series>)> = c
+            .errnos
+            .iter()
+            .map(|e| (format!("{} {}", e.syscall, e.errno), e.profiles.iter().collect()))
+            .collect();
+        series_table(&mut out, "errno", &rows, false);
+    }
+    let mut tests = Vec::new();
+    for k in 1..c.profiles.len() {
+        for r in &c.rows {
+            let avg = &r.profiles[k].change.as_ref().expect("not the baseline").avg_ns;
+            if let (Some(test), Some(p_adjusted)) = (&avg.rank_test, avg.p_adjusted) {
+                tests.push(LatencyLine {
+                    syscall: &r.name,
+                    variant: k,
+                    test,
+                    p_adjusted,
+                });
+            }
+        }
+    }
+    if !tests.is_empty() {
+        out.push('\n');
+        let label = |k: usize| c.profiles[k].label.clone();
+        out.push_str(&render_latency_tests(&tests, Some(&label)));
+    }
+    out.push_str(&format!("\nconclusion, against {}:\n", c.profiles[0].label));
+    if single_runs(c) {
+        out.push_str("  (one run on a side: its counts are shown without a verdict; give each variant several runs, comma-separated, for one)\n");
+    }
+    for l in &c.conclusion {
+        out.push_str(&format!("  {l}\n"));
+    }
+    trim_lines(out)
+}
+
+fn single_runs(c: &Comparison) -> bool {
+    c.profiles.iter().any(|p| p.files.len() < 2)
+}
+
+/// A rank test to print: the syscall, the variant, the test and its p adjusted over
+/// the syscalls compared.
+pub struct LatencyLine<'a> {
+    pub syscall: &'a str,
+    pub variant: usize,
+    pub test: &'a RankTest,
+    pub p_adjusted: f64,
+}
+
+impl LatencyLine<'_> {
+    fn significant(&self) -> bool {
+        self.p_adjusted < 1.0 - CONFIDENCE
+    }
+}
+
+fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// The latency tests of single runs: those beyond the spread of the calls one per
+/// line, the others named on one line per variant.
+/// The latency tests of single runs: those beyond the spread of the calls one per
+/// line, largest shift first, the others named on one line per profile. `label` names
+/// the profiles of a table of variants (`None`: before and after).
+pub fn render_latency_tests(tests: &[LatencyLine], label: Option<&dyn Fn(usize) -> String>) -> String {
+    let mut out = String::from(
+        "latency, one run on a side: each call a sample, the two histograms compared by a rank test\n",
+    );
+    let (base, other) = if label.is_some() {
+        ("baseline", "median")
+    } else {
+        ("before", "after")
+    };
+    let w = tests
+        .iter()
+        .map(|t| label.map_or(0, |l| l(t.variant).chars().count()))
+        .max()
+        .unwrap_or(0)
+        .max(if label.is_some() { "profile".len() } else { 0 });
+    let nw = tests.iter().map(|t| t.syscall.len()).max().unwrap_or(0).max(16);
+    let profile = |k: usize| label.map_or(String::new(), |l| l(k));
+    out.push_str(&format!(
+        "{:<nw$} {:<w$} {:>10} {:>10} {:>8} {:>7} {:>7}\n",
+        "syscall",
+        if label.is_some() { "profile" } else { "" },
+        base,
+        other,
+        "shift",
+        "longer",
+        "p"
+    ));
+    let mut variants: Vec<usize> = tests.iter().map(|t| t.variant).collect();
+    variants.dedup();
+    let shift = |t: &LatencyLine| {
+        let r = t.test;
+        (r.median_before_ns > 0.0).then(|| 100.0 * r.median_shift_ns() / r.median_before_ns)
+    };
+    for k in variants {
+        let mut within = Vec::new();
+        let mut shown: Vec<&LatencyLine> = Vec::new();
+        for t in tests.iter().filter(|t| t.variant == k) {
+            if t.significant() {
+                shown.push(t);
+            } else {
+                within.push(t.syscall);
+            }
+        }
+        let size = |t: &LatencyLine| shift(t).map_or(f64::INFINITY, f64::abs);
+        shown.sort_by(|a, b| size(b).total_cmp(&size(a)));
+        for t in shown {
+            let r = t.test;
+            out.push_str(&format!(
+                "{:<nw$} {:<w$} {:>10} {:>10} {:>8} {:>6.0}% {:>7}\n",
+                t.syscall,
+                profile(k),
+                ns(r.median_before_ns),
+                ns(r.median_after_ns),
+                shift(t).map_or(String::new(), |s| format!("{s:+.1}%")),
+                100.0 * r.prob_longer,
+                p_value(t.p_adjusted)
+            ));
+        }
+        if !within.is_empty() {
+            let who = label.map_or(String::new(), |l| format!("{}: ", l(k)));
+            out.push_str(&format!(
+                "{who}within the spread of the calls (adjusted p >= {:.2}): {}\n",
+                1.0 - CONFIDENCE,
+                within.join(", ")
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "(medians interpolated within their buckets; longer: the chance that a call {} took longer\nthan one {}; p adjusted by Holm's method over the syscalls compared)\n",
+        if label.is_some() { "of the profile" } else { "after" },
+        if label.is_some() { "of the baseline" } else { "before" },
+    ));
+    out
+}
+
+fn trim_lines(text: String) -> String {
+    text.lines()
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect()
+}
+
+/// The comparison as JSON.
+pub fn to_json(c: &Comparison) -> String {
+    let mut s = serde_json::to_string_pretty(c).expect("a comparison always serialises");
+    s.push('\n');
+    s
+}

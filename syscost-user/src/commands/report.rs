@@ -145,8 +145,8 @@ fn default_labels(sides: &[Vec<String>]) -> Vec<String> {
                     .last()
                     .map_or(0, |((i, a), _)| (i + a.len_utf8()).min(n))
             });
-            let prefix = first[..shared]
-                .trim_end_matches(|c: char| c.is_ascii_digit() || "-_.".contains(c));
+            let prefix =
+                first[..shared].trim_end_matches(|c: char| c.is_ascii_digit() || "-_.".contains(c));
             if prefix.is_empty() {
                 format!("{first}+{}", stems.len() - 1)
             } else {
@@ -216,4 +216,49 @@ pub fn trace(args: &SlowViewArgs) -> Result<i32> {
         crate::report::slow::trace_json(&calls)?.as_bytes(),
     )?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sides(args: &[&str]) -> Vec<Vec<String>> {
+        args.iter().map(|a| side_files(a).unwrap()).collect()
+    }
+
+    #[test]
+    fn labels_come_from_the_file_names() {
+        assert_eq!(
+            default_labels(&sides(&[
+                "docs/diff/et-plain-1.json,docs/diff/et-plain-2.json",
+                "lt_1.json,lt_2.json,lt_3.json",
+                "after.json",
+                "x.json,y.json",
+            ])),
+            ["et-plain", "lt", "after", "x+1"]
+        );
+        // Two sides named alike get their position.
+        assert_eq!(
+            default_labels(&sides(&["a/run.json", "b/run.json", "c.json"])),
+            ["run#1", "run#2", "c"]
+        );
+    }
+
+    #[test]
+    fn a_side_is_one_file_or_several() {
+        assert_eq!(side_files("a.json").unwrap(), ["a.json"]);
+        assert_eq!(side_files("a.json,b.json").unwrap(), ["a.json", "b.json"]);
+        assert_eq!(
+            side_files("a.json,,b.json").unwrap_err().to_string(),
+            "an empty file name in \"a.json,,b.json\": a side is one file, or several comma-separated"
+        );
+        // A file whose name holds a comma is that file.
+        let dir = std::env::temp_dir().join(format!("syscost-side-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let odd = dir.join("a,b.json");
+        std::fs::write(&odd, "{}").unwrap();
+        let odd = odd.to_string_lossy().to_string();
+        assert_eq!(side_files(&odd).unwrap(), [odd.clone()]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -79,8 +79,7 @@ pub fn welch(before: &[f64], after: &[f64], confidence: f64) -> Option<Welch> {
         });
     }
     // Welch-Satterthwaite degrees of freedom.
-    let df = se2 * se2
-        / (vb * vb / (before.len() - 1) as f64 + va * va / (after.len() - 1) as f64);
+    let df = se2 * se2 / (vb * vb / (before.len() - 1) as f64 + va * va / (after.len() - 1) as f64);
     let t = StudentsT::new(0.0, 1.0, df).expect("positive degrees of freedom");
     let half = t.inverse_cdf(0.5 + confidence / 2.0) * se2.sqrt();
     Some(Welch {
@@ -294,12 +293,9 @@ mod tests {
     /// 0.06, 0.5 (each times the number left, never below the one before).
     #[test]
     fn holm_adjusts_a_family() {
-        assert_eq!(
-            holm(&[0.5, 0.02, 0.01, 0.03]),
-            [0.5, 0.06, 0.04, 0.06]
-        );
+        assert_eq!(holm(&[0.5, 0.02, 0.01, 0.03]), [0.5, 0.06, 0.04, 0.06]);
         assert_eq!(holm(&[0.03]), [0.03]);
-        assert_eq!(holm(&[0.9, 0.8]), [0.9, 0.9]);
+        assert_eq!(holm(&[0.9, 0.8]), [1.0, 1.0]);
         assert!(holm(&[]).is_empty());
     }
 

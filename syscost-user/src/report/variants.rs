@@ -373,12 +373,13 @@ pub fn compare(variants: &[Variant], per: Option<&str>, sort: DiffSort) -> Resul
         .iter()
         .map(|&name| row(name, &|p: &Profile| p.syscall(name).into_iter().collect()))
         .collect::<Result<Vec<_>>>()?;
-    let largest = |r: &Row, f: &dyn Fn(&Cell) -> f64| {
-        r.profiles.iter().map(f).fold(0.0f64, f64::max)
-    };
+    let largest =
+        |r: &Row, f: &dyn Fn(&Cell) -> f64| r.profiles.iter().map(f).fold(0.0f64, f64::max);
     let key = |r: &Row| -> f64 {
         match sort {
-            DiffSort::Change => largest(r, &|c| c.change.as_ref().map_or(0.0, |c| c.calls.change.abs())),
+            DiffSort::Change => largest(r, &|c| {
+                c.change.as_ref().map_or(0.0, |c| c.calls.change.abs())
+            }),
             DiffSort::Calls => largest(r, &|c| c.calls.mean),
             DiffSort::Time => largest(r, &|c| c.total_ns.mean),
             DiffSort::Errors => largest(r, &|c| c.errors.mean),
@@ -411,7 +412,10 @@ pub fn compare(variants: &[Variant], per: Option<&str>, sort: DiffSort) -> Resul
                     .copied()
                     .unwrap_or(0) as f64
             });
-            if profiles.iter().any(|s| s.change.as_ref().is_some_and(|c| c.change != 0.0)) {
+            if profiles
+                .iter()
+                .any(|s| s.change.as_ref().is_some_and(|c| c.change != 0.0))
+            {
                 errnos.push(ErrnoRow {
                     syscall: name.to_string(),
                     errno: errno.to_string(),
@@ -449,12 +453,16 @@ pub fn compare(variants: &[Variant], per: Option<&str>, sort: DiffSort) -> Resul
             }
         };
         let mut oncpu = series(&|p| p.syscalls.iter().map(|s| s.oncpu_ns).sum::<u64>() as f64);
-        let mut offcpu =
-            series(&|p| p.syscalls.iter().map(|s| s.offcpu_ns).sum::<u64>() as f64);
+        let mut offcpu = series(&|p| p.syscalls.iter().map(|s| s.offcpu_ns).sum::<u64>() as f64);
         let mut blocking_calls = series(&in_calls(true));
         let mut other_calls = series(&in_calls(false));
         // Each a family of one: four views of one total, not four syscalls.
-        for s in [&mut oncpu, &mut offcpu, &mut blocking_calls, &mut other_calls] {
+        for s in [
+            &mut oncpu,
+            &mut offcpu,
+            &mut blocking_calls,
+            &mut other_calls,
+        ] {
             for c in s.iter_mut().filter_map(|s| s.change.as_mut()) {
                 settle(vec![c]);
             }
@@ -492,7 +500,9 @@ pub fn compare(variants: &[Variant], per: Option<&str>, sort: DiffSort) -> Resul
         time,
         conclusion: Vec::new(),
     };
-    c.conclusion = (1..variants.len()).flat_map(|k| conclusion(&c, k)).collect();
+    c.conclusion = (1..variants.len())
+        .flat_map(|k| conclusion(&c, k))
+        .collect();
     Ok(c)
 }
 
@@ -536,7 +546,9 @@ fn conclusion(c: &Comparison, k: usize) -> Vec<String> {
 
     let (b, o) = (&c.total.profiles[0], &c.total.profiles[k]);
     let t = change_of(&c.total, k);
-    let mut calls = if t.calls.verdict == Verdict::WithinNoise || t.calls.change == 0.0 {
+    let mut calls = if t.calls.change == 0.0 {
+        format!("syscalls unchanged ({})", num(b.calls.mean, per))
+    } else if t.calls.verdict == Verdict::WithinNoise {
         format!(
             "syscalls within the noise ({} -> {})",
             num(b.calls.mean, per),
@@ -563,7 +575,11 @@ fn conclusion(c: &Comparison, k: usize) -> Vec<String> {
             .total_cmp(&change_of(x, k).calls.change.abs())
     });
     for r in by_calls.iter().take(3) {
-        calls += &format!(", {} {}", r.name, moved(r.profiles[0].calls.mean, &change_of(r, k).calls));
+        calls += &format!(
+            ", {} {}",
+            r.name,
+            moved(r.profiles[0].calls.mean, &change_of(r, k).calls)
+        );
     }
     parts.push(calls);
 
@@ -577,7 +593,12 @@ fn conclusion(c: &Comparison, k: usize) -> Vec<String> {
         let shifts: Vec<String> = c
             .errnos
             .iter()
-            .filter(|e| e.profiles[k].change.as_ref().is_some_and(Change::worth_saying))
+            .filter(|e| {
+                e.profiles[k]
+                    .change
+                    .as_ref()
+                    .is_some_and(Change::worth_saying)
+            })
             .take(2)
             .map(|e| {
                 format!(
@@ -629,7 +650,11 @@ fn conclusion(c: &Comparison, k: usize) -> Vec<String> {
     match c.time.get(k) {
         Some(split) => {
             let base = &c.time[0];
-            let other = split.other_calls_ns.change.as_ref().expect("not the baseline");
+            let other = split
+                .other_calls_ns
+                .change
+                .as_ref()
+                .expect("not the baseline");
             let worked_more = other.worth_saying() && other.change > 0.0;
             if other.worth_saying() {
                 parts.push(format!(
@@ -639,7 +664,11 @@ fn conclusion(c: &Comparison, k: usize) -> Vec<String> {
                     ns(split.other_calls_ns.value.mean)
                 ));
             }
-            let blocked = split.blocking_calls_ns.change.as_ref().expect("not the baseline");
+            let blocked = split
+                .blocking_calls_ns
+                .change
+                .as_ref()
+                .expect("not the baseline");
             lines.push(format!("{label}: {}", parts.join("; ")));
             if blocked.worth_saying() {
                 let why = match (blocked.change > 0.0, worked_more) {
@@ -721,8 +750,20 @@ pub fn render(c: &Comparison, all: bool) -> String {
     out.push('\n');
     let head = format!(
         "{:<nw$} {:<w$} {:>11} {:>8} {:1} {:>9} {:>8} {:1} {:>9} {:>8} {:1} {:>8} {:>8} {:1}\n",
-        "syscall", "profile", "calls", "change", "", "errors", "change", "", "time", "change", "",
-        "avg", "change", ""
+        "syscall",
+        "profile",
+        "calls",
+        "change",
+        "",
+        "errors",
+        "change",
+        "",
+        "time",
+        "change",
+        "",
+        "avg",
+        "change",
+        ""
     );
     out.push_str(&head);
     let dashes = format!(
@@ -782,9 +823,14 @@ pub fn render(c: &Comparison, all: bool) -> String {
             .iter()
             .zip(&c.total.profiles)
             .all(|(cell, total)| cell.calls.mean * 1000.0 < total.calls.mean)
-            && r.profiles.iter().filter_map(|p| p.change.as_ref()).all(|ch| {
-                !said(&ch.calls) && !said(&ch.errors) && ch.avg_ns.verdict != Verdict::Significant
-            })
+            && r.profiles
+                .iter()
+                .filter_map(|p| p.change.as_ref())
+                .all(|ch| {
+                    !said(&ch.calls)
+                        && !said(&ch.errors)
+                        && ch.avg_ns.verdict != Verdict::Significant
+                })
     };
     let mut folded = Vec::new();
     for r in &c.rows {
@@ -808,24 +854,35 @@ pub fn render(c: &Comparison, all: bool) -> String {
         1.0 - c.confidence
     ));
 
-    let series_table = |out: &mut String, title: &str, rows: &[(String, Vec<&Series>)], time: bool| {
-        out.push_str(&format!("\n{:<nw$} {:<w$} {:>11} {:>8}\n", title, "profile", if time { "time" } else { "count" }, "change"));
-        for (name, s) in rows {
-            for (k, v) in s.iter().enumerate() {
-                let value = if time { ns(v.value.mean) } else { num(v.value.mean, per) };
-                let change = v.change.as_ref();
-                let base = s[0].value.mean;
-                out.push_str(&format!(
-                    "{:<nw$} {:<w$} {:>11} {:>8} {}\n",
-                    if k == 0 { name.as_str() } else { "" },
-                    c.profiles[k].label,
-                    value,
-                    change.map_or(String::new(), |ch| moved(base, ch)),
-                    mark(change)
-                ));
+    let series_table =
+        |out: &mut String, title: &str, rows: &[(String, Vec<&Series>)], time: bool| {
+            out.push_str(&format!(
+                "\n{:<nw$} {:<w$} {:>11} {:>8}\n",
+                title,
+                "profile",
+                if time { "time" } else { "count" },
+                "change"
+            ));
+            for (name, s) in rows {
+                for (k, v) in s.iter().enumerate() {
+                    let value = if time {
+                        ns(v.value.mean)
+                    } else {
+                        num(v.value.mean, per)
+                    };
+                    let change = v.change.as_ref();
+                    let base = s[0].value.mean;
+                    out.push_str(&format!(
+                        "{:<nw$} {:<w$} {:>11} {:>8} {}\n",
+                        if k == 0 { name.as_str() } else { "" },
+                        c.profiles[k].label,
+                        value,
+                        change.map_or(String::new(), |ch| moved(base, ch)),
+                        mark(change)
+                    ));
+                }
             }
-        }
-    };
+        };
     if c.oncpu_tracked {
         let col = |f: fn(&TimeSplit) -> &Series| c.time.iter().map(f).collect::<Vec<_>>();
         series_table(
@@ -841,7 +898,11 @@ pub fn render(c: &Comparison, all: bool) -> String {
         );
         out.push_str(&format!(
             "blocking calls: switched out more than half their time, in every run together: {}\n",
-            if c.blocking.is_empty() { "none".to_string() } else { c.blocking.join(", ") }
+            if c.blocking.is_empty() {
+                "none".to_string()
+            } else {
+                c.blocking.join(", ")
+            }
         ));
     } else {
         out.push_str("\non-CPU split not tracked (a profile without it): blocking calls are not told apart\n");
@@ -852,14 +913,23 @@ pub fn render(c: &Comparison, all: bool) -> String {
         let rows: Vec<(String, Vec<&Series>)> = c
             .errnos
             .iter()
-            .map(|e| (format!("{} {}", e.syscall, e.errno), e.profiles.iter().collect()))
+            .map(|e| {
+                (
+                    format!("{} {}", e.syscall, e.errno),
+                    e.profiles.iter().collect(),
+                )
+            })
             .collect();
         series_table(&mut out, "errno", &rows, false);
     }
     let mut tests = Vec::new();
     for k in 1..c.profiles.len() {
         for r in &c.rows {
-            let avg = &r.profiles[k].change.as_ref().expect("not the baseline").avg_ns;
+            let avg = &r.profiles[k]
+                .change
+                .as_ref()
+                .expect("not the baseline")
+                .avg_ns;
             if let (Some(test), Some(p_adjusted)) = (&avg.rank_test, avg.p_adjusted) {
                 tests.push(LatencyLine {
                     syscall: &r.name,
@@ -917,7 +987,10 @@ fn p_value(p: f64) -> String {
 /// The latency tests of single runs: those beyond the spread of the calls one per
 /// line, largest shift first, the others named on one line per profile. `label` names
 /// the profiles of a table of variants (`None`: before and after).
-pub fn render_latency_tests(tests: &[LatencyLine], label: Option<&dyn Fn(usize) -> String>) -> String {
+pub fn render_latency_tests(
+    tests: &[LatencyLine],
+    label: Option<&dyn Fn(usize) -> String>,
+) -> String {
     let mut out = String::from(
         "latency, one run on a side: each call a sample, the two histograms compared by a rank test\n",
     );
@@ -932,7 +1005,12 @@ pub fn render_latency_tests(tests: &[LatencyLine], label: Option<&dyn Fn(usize) 
         .max()
         .unwrap_or(0)
         .max(if label.is_some() { "profile".len() } else { 0 });
-    let nw = tests.iter().map(|t| t.syscall.len()).max().unwrap_or(0).max(16);
+    let nw = tests
+        .iter()
+        .map(|t| t.syscall.len())
+        .max()
+        .unwrap_or(0)
+        .max(16);
     let profile = |k: usize| label.map_or(String::new(), |l| l(k));
     out.push_str(&format!(
         "{:<nw$} {:<w$} {:>10} {:>10} {:>8} {:>7} {:>7}\n",
@@ -1003,4 +1081,347 @@ pub fn to_json(c: &Comparison) -> String {
     let mut s = serde_json::to_string_pretty(c).expect("a comparison always serialises");
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{profile_of, syscall};
+
+    /// A run of the echo-server shape: `reads` reads (`eagain` of them failing) at
+    /// `read_ns`, 1,000 accept4, epoll_wait mostly blocked for `wait_ns` each.
+    fn run(reads: u64, eagain: u64, read_ns: u64, wait_ns: u64) -> Profile {
+        profile_of(vec![
+            syscall("read", 0, reads, eagain, read_ns),
+            syscall("accept4", 288, 1_000, 0, 3_000),
+            syscall("epoll_wait", 232, 1_000, 0, wait_ns),
+        ])
+    }
+
+    fn variant(label: &str, runs: Vec<Profile>) -> Variant {
+        Variant {
+            label: label.into(),
+            files: (1..=runs.len())
+                .map(|i| format!("{label}-{i}.json"))
+                .collect(),
+            runs,
+        }
+    }
+
+    fn cell<'a>(c: &'a Comparison, name: &str, k: usize) -> &'a CellChange {
+        c.rows.iter().find(|r| r.name == name).unwrap().profiles[k]
+            .change
+            .as_ref()
+            .unwrap()
+    }
+
+    /// Three runs a side: reads that vary by a few calls between runs are within the
+    /// noise, a third fewer reads and no EAGAIN are not; a latency 10% higher with
+    /// runs 30% apart is within the noise, one 50% higher with runs 5% apart is not.
+    fn three_variants() -> Comparison {
+        let base = variant(
+            "plain",
+            vec![
+                run(3_000, 1_000, 1_000, 20_000),
+                run(3_010, 1_010, 1_050, 21_000),
+                run(2_990, 990, 950, 19_000),
+            ],
+        );
+        let short = variant(
+            "short",
+            vec![
+                run(2_000, 0, 1_500, 40_000),
+                run(2_000, 0, 1_510, 41_000),
+                run(2_000, 0, 1_490, 39_000),
+            ],
+        );
+        let noise = variant(
+            "noise",
+            vec![
+                run(2_998, 1_004, 1_300, 20_000),
+                run(2_995, 995, 1_000, 20_500),
+                run(3_001, 1_001, 1_000, 19_500),
+            ],
+        );
+        compare(&[base, short, noise], None, DiffSort::Change).unwrap()
+    }
+
+    #[test]
+    fn changes_are_judged_against_the_spread_between_runs() {
+        let c = three_variants();
+        let read = cell(&c, "read", 1);
+        assert_eq!(read.calls.verdict, Verdict::Significant);
+        assert_eq!(read.calls.change, -1_000.0);
+        assert_eq!(read.errors.verdict, Verdict::Significant);
+        assert_eq!(read.avg_ns.verdict, Verdict::Significant);
+        let i = read.calls.interval.unwrap();
+        assert!(i.lo < -1_000.0 && i.hi > -1_000.0 && i.hi < 0.0, "{i:?}");
+        let read = cell(&c, "read", 2);
+        assert_eq!(read.calls.verdict, Verdict::WithinNoise);
+        assert!(read.calls.interval.unwrap().holds_zero());
+        // 1,100 ns against 1,000 ns, runs 1,000-1,300 apart.
+        assert_eq!(read.avg_ns.verdict, Verdict::WithinNoise);
+        assert!((read.avg_ns.change_pct.unwrap() - 10.0).abs() < 0.1);
+        // accept4 is the same in every run: exactly no change, within the noise.
+        let accept = cell(&c, "accept4", 1);
+        assert_eq!(accept.calls.change, 0.0);
+        assert_eq!(accept.calls.verdict, Verdict::WithinNoise);
+        // Holm: the adjusted p is at least the raw one.
+        for r in &c.rows {
+            let ch = r.profiles[1].change.as_ref().unwrap();
+            assert!(ch.avg_ns.p_adjusted.unwrap() >= ch.avg_ns.p_value.unwrap());
+        }
+        assert_eq!(c.blocking, ["epoll_wait"]);
+        assert_eq!(
+            c.rows.iter().map(|r| r.blocking).collect::<Vec<_>>(),
+            [Some(false), Some(false), Some(true)]
+        );
+    }
+
+    #[test]
+    fn the_conclusion_names_what_changed_and_leaves_the_noise_out() {
+        let c = three_variants();
+        assert_eq!(
+            c.conclusion,
+            [
+                "short: syscalls -20.0% (5000 -> 4000), read -33.3%; errors gone (1000 -> 0): read EAGAIN 1000 -> 0; latency read +50.0% (1.00us -> 1.50us)",
+                "  time in blocking calls (epoll_wait) +100.0% (20.0ms -> 40.0ms): the process waited longer, it did not work longer",
+                "noise: syscalls within the noise (5000 -> 4998)",
+            ]
+        );
+        let text = render(&c, false);
+        assert!(
+            text.contains("\nconclusion, against plain:\n  short: syscalls -20.0%"),
+            "{text}"
+        );
+        assert!(!text.contains("one run on a side: its counts"), "{text}");
+        // The table: the baseline's row bare, the others with a change and a mark.
+        assert!(
+            text.contains(
+                "read             plain          3000                 1000               3.00ms              1.00us\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "                 short          2000   -33.3% *         0  -100.0% *    3.00ms    -0.0% ~   1.50us   +50.0% *\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nread EAGAIN      plain          1000\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n                 short             0     gone *\n"),
+            "{text}"
+        );
+    }
+
+    /// One run a side: counts get no verdict (no mark), latency is judged from the
+    /// two histograms, and the note says so.
+    #[test]
+    fn one_run_a_side_judges_latency_by_the_histograms() {
+        let c = compare(
+            &[
+                variant("a", vec![run(3_000, 1_000, 1_000, 20_000)]),
+                variant("b", vec![run(2_000, 0, 2_000, 20_000)]),
+                variant("c", vec![run(3_000, 1_000, 1_000, 20_000)]),
+            ],
+            None,
+            DiffSort::Name,
+        )
+        .unwrap();
+        let read = cell(&c, "read", 1);
+        assert_eq!(read.calls.verdict, Verdict::NotJudged);
+        assert!(read.calls.interval.is_none());
+        assert_eq!(read.avg_ns.verdict, Verdict::Significant);
+        let t = read.avg_ns.rank_test.unwrap();
+        assert!(t.prob_longer > 0.9, "{t:?}");
+        // The same histogram: within the spread of the calls.
+        assert_eq!(cell(&c, "read", 2).avg_ns.verdict, Verdict::WithinNoise);
+        let text = render(&c, false);
+        assert!(
+            text.contains("  (one run on a side: its counts are shown without a verdict"),
+            "{text}"
+        );
+        assert!(text.contains("\nlatency, one run on a side:"), "{text}");
+        assert!(
+            text.contains("c: within the spread of the calls (adjusted p >= 0.05): accept4, epoll_wait, read\n"),
+            "{text}"
+        );
+        // Counts without a verdict still make the conclusion.
+        assert!(
+            c.conclusion[0].starts_with("b: syscalls -20.0% (5000 -> 4000), read -33.3%"),
+            "{:?}",
+            c.conclusion
+        );
+    }
+
+    #[test]
+    fn per_unit_divides_each_run_by_its_own_units() {
+        let base = variant(
+            "a",
+            vec![
+                run(3_000, 1_000, 1_000, 20_000),
+                run(6_000, 2_000, 1_000, 20_000),
+            ],
+        );
+        let mut doubled = run(6_000, 2_000, 1_000, 20_000);
+        for s in &mut doubled.syscalls {
+            if s.name == "accept4" {
+                s.calls = 2_000;
+            }
+        }
+        // Twice the reads of the first run, for twice the connections.
+        let other = variant("b", vec![run(3_000, 1_000, 1_000, 20_000), doubled]);
+        let c = compare(&[base, other], Some("accept4"), DiffSort::Name).unwrap();
+        let read = &c.rows.iter().find(|r| r.name == "read").unwrap().profiles;
+        assert_eq!(read[0].calls.runs, [3.0, 6.0]);
+        assert_eq!(read[1].calls.runs, [3.0, 3.0]);
+        assert_eq!(
+            c.profiles[1].units.as_ref().unwrap().runs,
+            [1_000.0, 2_000.0]
+        );
+        let e = compare(
+            &[
+                variant("a", vec![run(1, 0, 1, 1)]),
+                variant("b", vec![profile_of(vec![])]),
+            ],
+            Some("accept4"),
+            DiffSort::Name,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "b-1.json has no successful accept4 calls to normalise by"
+        );
+    }
+
+    #[test]
+    fn small_rows_are_folded_unless_all() {
+        let mut with_brk = run(3_000, 1_000, 1_000, 20_000);
+        with_brk.syscalls.push(syscall("brk", 12, 2, 0, 500));
+        let c = compare(
+            &[
+                variant("a", vec![with_brk.clone()]),
+                variant("b", vec![with_brk]),
+            ],
+            None,
+            DiffSort::Change,
+        )
+        .unwrap();
+        let text = render(&c, false);
+        assert!(
+            text.contains("(1 more, each under 0.1% of the calls, no change in calls or errors, nor in latency beyond the noise: brk; --all shows them)\n"),
+            "{text}"
+        );
+        assert!(!text.contains("\nbrk "), "{text}");
+        assert!(render(&c, true).contains("\nbrk "));
+        // A small row whose calls change is shown.
+        let mut more = run(3_000, 1_000, 1_000, 20_000);
+        more.syscalls.push(syscall("brk", 12, 3, 0, 500));
+        let mut less = run(3_000, 1_000, 1_000, 20_000);
+        less.syscalls.push(syscall("brk", 12, 2, 0, 500));
+        let c = compare(
+            &[variant("a", vec![less]), variant("b", vec![more])],
+            None,
+            DiffSort::Change,
+        )
+        .unwrap();
+        assert!(render(&c, false).contains("\nbrk "));
+    }
+
+    #[test]
+    fn without_the_on_cpu_split_blocking_calls_are_not_told_apart() {
+        let mut old = run(3_000, 1_000, 1_000, 20_000);
+        old.offcpu_tracked = false;
+        let c = compare(
+            &[
+                variant("a", vec![old]),
+                variant("b", vec![run(3_000, 1_000, 1_000, 40_000)]),
+            ],
+            None,
+            DiffSort::Change,
+        )
+        .unwrap();
+        assert!(c.blocking.is_empty() && c.time.is_empty());
+        assert!(c.rows.iter().all(|r| r.blocking.is_none()));
+        assert!(
+            c.conclusion[0]
+                == "b: syscalls unchanged (5000); latency epoll_wait +100.0% (20.0us -> 40.0us); time +76.9% (26.0ms -> 46.0ms), blocking calls not told apart (a profile without the on-CPU split)",
+            "{:?}",
+            c.conclusion
+        );
+        assert!(render(&c, false).contains("\non-CPU split not tracked (a profile without it)"));
+    }
+
+    #[test]
+    fn architectures_and_errnos_are_checked() {
+        let mut arm = run(1, 0, 1, 1);
+        arm.arch = "aarch64".into();
+        let e = compare(
+            &[
+                variant("a", vec![run(1, 0, 1, 1)]),
+                variant("b", vec![run(1, 0, 1, 1), arm]),
+            ],
+            None,
+            DiffSort::Change,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with(
+                "the profiles come from different architectures (x86_64 and aarch64, b-2.json)"
+            ),
+            "{e}"
+        );
+        let mut top = run(3_000, 1_000, 1_000, 20_000);
+        top.totals_only = true;
+        let c = compare(
+            &[
+                variant("a", vec![run(3_000, 1_000, 1_000, 20_000)]),
+                variant("b", vec![top]),
+            ],
+            None,
+            DiffSort::Change,
+        )
+        .unwrap();
+        assert!(!c.errnos_tracked && c.errnos.is_empty());
+        // No histograms on a side: no rank test.
+        assert!(cell(&c, "read", 1).avg_ns.rank_test.is_none());
+        assert!(render(&c, false).contains("\nerrno changes not known"));
+    }
+
+    #[test]
+    fn json_of_the_variants() {
+        let c = three_variants();
+        let v: serde_json::Value = serde_json::from_str(&to_json(&c)).unwrap();
+        assert_eq!(v["confidence"], 0.95);
+        assert_eq!(v["profiles"][1]["label"], "short");
+        assert_eq!(v["profiles"][1]["files"][2], "short-3.json");
+        let read = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "read")
+            .unwrap();
+        assert_eq!(read["blocking"], false);
+        assert_eq!(read["profiles"][0]["calls"]["runs"][1], 3010.0);
+        assert!(read["profiles"][0].get("change").is_none());
+        assert_eq!(
+            read["profiles"][1]["change"]["calls"]["verdict"],
+            "significant"
+        );
+        assert_eq!(
+            read["profiles"][2]["change"]["calls"]["verdict"],
+            "within_noise"
+        );
+        assert!(read["profiles"][1]["change"]["calls"]["interval"]["lo"].is_number());
+        assert!(read["profiles"][1]["change"]["avg_ns"]["p_adjusted"].is_number());
+        assert_eq!(v["errnos"][0]["errno"], "EAGAIN");
+        assert_eq!(v["blocking"][0], "epoll_wait");
+        assert!(v["time"][1]["blocking_calls_ns"]["change"]["change_pct"].is_number());
+        assert_eq!(v["conclusion"].as_array().unwrap().len(), 3);
+    }
 }

@@ -258,7 +258,7 @@ mod tests {
         let odd = dir.join("a,b.json");
         std::fs::write(&odd, "{}").unwrap();
         let odd = odd.to_string_lossy().to_string();
-        assert_eq!(side_files(&odd).unwrap(), [odd.clone()]);
+        assert_eq!(side_files(&odd).unwrap(), std::slice::from_ref(&odd));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

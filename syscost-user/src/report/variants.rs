@@ -346,13 +346,13 @@ pub fn compare(variants: &[Variant], per: Option<&str>, sort: DiffSort) -> Resul
         for k in 1..cells.len() {
             let (b, o) = (&cells[0], &cells[k]);
             let mut avg = Change::judge(&b.avg_ns, &o.avg_ns);
-            if avg.interval.is_none() && !is_total {
-                if let (Some(hb), Some(ho)) = (pooled(0, name)?, pooled(k, name)?) {
-                    if let Some(r) = stats::rank_test(&hb, &ho) {
-                        avg.p_value = Some(r.p_value);
-                        avg.rank_test = Some(r);
-                    }
-                }
+            if avg.interval.is_none()
+                && !is_total
+                && let (Some(hb), Some(ho)) = (pooled(0, name)?, pooled(k, name)?)
+                && let Some(r) = stats::rank_test(&hb, &ho)
+            {
+                avg.p_value = Some(r.p_value);
+                avg.rank_test = Some(r);
             }
             let change = CellChange {
                 calls: Change::judge(&b.calls, &o.calls),

@@ -113,9 +113,7 @@ impl UnwindInfo {
         let got_svma = elf
             .section_by_name(".got")
             .map(|s| s.address()..s.address() + s.size());
-        if eh_frame.is_none() {
-            return None;
-        }
+        eh_frame.as_ref()?;
         // Only the executable ones: the mappings placed are the executable ones, and a
         // layout may start one inside the previous segment's last page (lld's).
         let loads = elf

@@ -86,7 +86,7 @@ fn values_out_of_range_are_refused() {
     );
     bad_argument(
         &["diff"],
-        "the following required arguments were not provided: <BEFORE>, <AFTER>",
+        "the following required arguments were not provided: <BASE>, <PROFILE>...",
     );
     bad_argument(
         &["atach"],
@@ -245,5 +245,36 @@ fn diff_of_two_saved_profiles() {
         "{}",
         stderr(&o)
     );
+    // Variants: one --label per profile, no empty file name in a side.
+    std::fs::write(&a, profile(28_000, 700)).unwrap();
+    let o = output(syscost().arg("diff").args(["--label", "x"]).arg(&b).arg(&a));
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "syscost: 1 --label for 2 profiles: give one per profile, in order\n"
+    );
+    let both = format!("{},,{}", b.display(), a.display());
+    let o = output(syscost().arg("diff").arg(&b).arg(&both));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("syscost: an empty file name in"),
+        "{}",
+        stderr(&o)
+    );
+    // Labels make the table of variants, even of two profiles.
+    let o = output(
+        syscost()
+            .arg("diff")
+            .args(["--label", "old", "--label", "new"])
+            .arg(&b)
+            .arg(&a),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.starts_with("profiles (the first is the baseline):\n  old      1 run: "),
+        "{text}"
+    );
+    assert!(text.contains("\n  new: syscalls -41.7% (48000 -> 28000), read -41.7%; errors -96.8% (22000 -> 700): read EAGAIN 22000 -> 700;"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

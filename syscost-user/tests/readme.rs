@@ -135,39 +135,173 @@ fn the_command_list_names_every_option_and_no_other() {
     );
 }
 
-/// The README's `diff` example, of the two profiles under docs/: every line shown is a
-/// line `syscost diff` prints (the README leaves some rows out).
-#[test]
-fn the_diff_example_is_what_diff_prints() {
-    let text = doc("docs/usage.md");
-    let lines = block_after(&text, "The lab's edge-triggered server before and after");
-    let at = lines
-        .iter()
-        .position(|l| *l == "$ syscost diff et-plain.json et-short.json")
-        .expect("the diff command");
-    let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/");
+/// The profiles of the diff examples: docs/diff/.
+fn diff_dir() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/diff").to_string()
+}
+
+/// `syscost diff` run as the example's `$ syscost diff ...` line says, in docs/diff/.
+fn run_diff_line(line: &str, extra: &[&str]) -> std::process::Output {
+    let args: Vec<&str> = line
+        .strip_prefix("$ syscost diff ")
+        .expect("a diff command")
+        .split(' ')
+        .collect();
     let o = output(
         syscost()
+            .current_dir(diff_dir())
             .arg("diff")
-            .arg(format!("{docs}et-plain.json"))
-            .arg(format!("{docs}et-short.json")),
+            .args(extra)
+            .args(&args),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let printed = stdout(&o);
-    let printed: BTreeSet<&str> = printed.lines().collect();
-    let shown: Vec<&str> = lines[at + 1..]
+    assert!(o.status.success(), "{line}: {}", stderr(&o));
+    o
+}
+
+/// Every line an example shows after its command (but `...`) is a line `diff` prints,
+/// in the order printed.
+fn shows_what_diff_prints(shown: &[&str], printed: &str) {
+    let mut printed_lines = printed.lines();
+    let shown: Vec<&str> = shown
         .iter()
         .copied()
-        .filter(|l| !l.is_empty())
+        .take_while(|l| !l.starts_with("```"))
+        .filter(|l| !l.is_empty() && *l != "...")
         .collect();
     assert!(shown.len() >= 12, "{shown:?}");
     for l in shown {
         assert!(
-            printed.contains(l),
-            "README shows a line diff does not print:\n{l}\nprinted:\n{}",
-            stdout(&o)
+            printed_lines.any(|p| p == l),
+            "the docs show a line diff does not print (or not there):\n{l}\nprinted:\n{printed}"
         );
     }
+}
+
+/// docs/usage.md's two-profile example, of the first run of two variants in docs/diff/.
+#[test]
+fn the_diff_example_is_what_diff_prints() {
+    let text = doc("docs/usage.md");
+    let lines = block_after(&text, "The lab's edge-triggered server before and after");
+    assert_eq!(lines[0], "$ syscost diff et-plain-1.json et-short-1.json");
+    let o = run_diff_line(lines[0], &[]);
+    shows_what_diff_prints(&lines[1..], &stdout(&o));
+}
+
+/// The README's and docs/usage.md's examples of three variants of three runs each.
+#[test]
+fn the_variants_examples_are_what_diff_prints() {
+    for (file, heading) in [
+        ("README.md", "**`syscost diff BASE PROFILE...`**"),
+        ("docs/usage.md", "## Variants and noise"),
+    ] {
+        let text = doc(file);
+        let lines = block_after(&text, heading);
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("$ syscost diff "))
+            .unwrap_or_else(|| panic!("{file}: the diff command"));
+        let o = run_diff_line(lines[at], &[]);
+        shows_what_diff_prints(&lines[at + 1..], &stdout(&o));
+    }
+}
+
+/// What the examples say of the lab's variants holds in the data: the read count and
+/// the EAGAIN collapse are beyond the noise, the reads' latency (+20%) and the time in
+/// epoll_wait (+22%) within it; with one run a side the counts have no verdict and the
+/// reads' latency is told apart by their histograms.
+#[test]
+fn the_variants_example_marks_the_real_changes_only() {
+    let text = doc("README.md");
+    let lines = block_after(&text, "**`syscost diff BASE PROFILE...`**");
+    let line = lines
+        .iter()
+        .find(|l| l.starts_with("$ syscost diff "))
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&run_diff_line(line, &["--json"]).stdout).unwrap();
+    let row = |name: &str| {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no row {name}"))
+            .clone()
+    };
+    let verdict = |r: &serde_json::Value, k: usize, figure: &str| {
+        r["profiles"][k]["change"][figure]["verdict"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let read = row("read");
+    for k in [1, 2] {
+        assert_eq!(verdict(&read, k, "calls"), "significant");
+        assert_eq!(verdict(&read, k, "errors"), "significant");
+    }
+    assert_eq!(verdict(&read, 1, "avg_ns"), "within_noise");
+    let shift = read["profiles"][1]["change"]["avg_ns"]["change_pct"]
+        .as_f64()
+        .unwrap();
+    assert!(shift > 10.0, "the reads' latency moved by {shift}%");
+    assert_eq!(verdict(&row("epoll_wait"), 1, "total_ns"), "within_noise");
+    assert_eq!(v["blocking"], serde_json::json!(["epoll_wait"]));
+    let eagain: Vec<&serde_json::Value> = v["errnos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["errno"] == "EAGAIN")
+        .collect();
+    let read_eagain = eagain.iter().find(|e| e["syscall"] == "read").unwrap();
+    for k in [1, 2] {
+        assert_eq!(read_eagain["profiles"][k]["value"]["mean"], 0.0);
+        assert_eq!(
+            read_eagain["profiles"][k]["change"]["verdict"],
+            "significant"
+        );
+    }
+    // Nothing of the start-up syscalls is marked: they run the same in every variant.
+    for r in v["rows"].as_array().unwrap() {
+        let calls = r["profiles"][0]["calls"]["mean"].as_f64().unwrap();
+        if calls < 20.0 {
+            for k in [1, 2] {
+                for figure in ["calls", "errors", "total_ns", "avg_ns"] {
+                    assert_ne!(
+                        verdict(r, k, figure),
+                        "significant",
+                        "{}: {figure} of {k}",
+                        r["name"]
+                    );
+                }
+            }
+        }
+    }
+    // One run a side: counts not judged, the reads' latency judged by the histograms.
+    let o = run_diff_line(
+        "$ syscost diff et-plain-1.json et-short-1.json lt-1.json",
+        &["--json"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let read = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "read")
+        .unwrap();
+    assert_eq!(
+        read["profiles"][1]["change"]["calls"]["verdict"],
+        "not_judged"
+    );
+    assert_eq!(
+        read["profiles"][1]["change"]["avg_ns"]["verdict"],
+        "significant"
+    );
+    assert!(
+        read["profiles"][1]["change"]["avg_ns"]["rank_test"]["p_value"]
+            .as_f64()
+            .unwrap()
+            < 0.001
+    );
 }
 
 /// The first `run` example: the same rows, counts and columns (times differ by machine).

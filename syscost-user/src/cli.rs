@@ -65,7 +65,8 @@ pub enum Command {
         #[arg(long, default_value_t = 200)]
         refreshes: u32,
     },
-    /// Compare two saved profiles: what went up, what went down, which errors changed.
+    /// Compare saved profiles: two before and after, or variants of one run or several
+    /// each, every change judged against the noise.
     Diff(DiffArgs),
     /// The slow calls of a profile saved with --slow and --json, by user stack: folded
     /// stacks (for flamegraph tools), or a flame graph with -o FILE.svg.

@@ -365,13 +365,13 @@ pub struct DiffArgs {
     /// The baseline: a profile (--json output), or several runs of one variant,
     /// comma-separated (`a1.json,a2.json,a3.json`).
     #[arg(value_name = "BASE")]
-    pub baseline: String,
+    pub baseline: PathBuf,
     /// The profiles to compare with it, each one file or several runs comma-separated.
     /// Two single profiles print the before/after table; a third profile, several runs
     /// on a side or --label print the table of variants, each change judged against the
     /// noise.
     #[arg(value_name = "PROFILE", required = true, num_args = 1..)]
-    pub others: Vec<String>,
+    pub others: Vec<PathBuf>,
     /// A name for each profile in the table of variants, in order, one per profile
     /// (default: the file name, or what the names of a side's runs share).
     #[arg(long = "label", value_name = "NAME")]

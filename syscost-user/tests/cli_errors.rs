@@ -278,3 +278,53 @@ fn diff_of_two_saved_profiles() {
     assert!(text.contains("\n  new: syscalls -41.7% (48000 -> 28000), read -41.7%; errors -96.8% (22000 -> 700): read EAGAIN 22000 -> 700;"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Two profiles print what they printed before the table of variants came: the output
+/// of the previous release on the same two files (tests/data/, of the profiles in
+/// docs/) is where the output starts, its JSON keys keep their values, and what is new
+/// follows it.
+#[test]
+fn two_profiles_print_what_they_printed_before() {
+    let here = env!("CARGO_MANIFEST_DIR");
+    let docs = format!("{here}/../docs");
+    let old = |name: &str| std::fs::read_to_string(format!("{here}/tests/data/{name}")).unwrap();
+    let new = |extra: &[&str]| {
+        let o = output(
+            syscost()
+                .arg("diff")
+                .args(extra)
+                .arg(format!("{docs}/et-plain.json"))
+                .arg(format!("{docs}/et-short.json")),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    for (file, extra) in [
+        ("diff-two-way.txt", &[][..]),
+        (
+            "diff-two-way-per.txt",
+            &["--per", "accept4", "-S", "name"][..],
+        ),
+    ] {
+        let (was, is) = (old(file), new(extra));
+        assert!(is.starts_with(&was), "{file}: was\n{was}\nis\n{is}");
+        assert!(
+            is[was.len()..].starts_with("\nlatency, one run on a side:"),
+            "{file}: {}",
+            &is[was.len()..]
+        );
+    }
+    let was: serde_json::Value = serde_json::from_str(&old("diff-two-way.json")).unwrap();
+    let is: serde_json::Value = serde_json::from_str(&new(&["--json"])).unwrap();
+    let was = was.as_object().unwrap();
+    for (key, value) in was {
+        assert_eq!(&is[key], value, "{key}");
+    }
+    let added: Vec<&String> = is
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| !was.contains_key(*k))
+        .collect();
+    assert_eq!(added, ["blocking", "latency"]);
+}

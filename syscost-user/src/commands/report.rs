@@ -1,7 +1,7 @@
 //! `syscost report FILE.json`, `syscost diff BEFORE.json AFTER.json`, and the views of a
 //! profile's slow calls: `syscost flame` and `syscost trace`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
@@ -58,20 +58,39 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
     if let Some(unit) = &args.per {
         syscall_names::number(unit)?;
     }
-    let sides: Vec<Vec<String>> = std::iter::once(&args.baseline)
+    let sides: Vec<Vec<PathBuf>> = std::iter::once(&args.baseline)
         .chain(&args.others)
         .map(|a| side_files(a))
         .collect::<Result<_>>()?;
-    if !args.labels.is_empty() && args.labels.len() != sides.len() {
-        bail!(
-            "{} --label for {} profiles: give one per profile, in order",
-            args.labels.len(),
-            sides.len()
-        );
+    if !args.labels.is_empty() {
+        if args.labels.len() != sides.len() {
+            bail!(
+                "{} --label for {} profiles: give one per profile, in order",
+                args.labels.len(),
+                sides.len()
+            );
+        }
+        if let Some(l) = args.labels.iter().find(|l| l.trim().is_empty()) {
+            bail!("--label {l:?}: a label names its profile, it cannot be empty");
+        }
+        if let Some(l) = args
+            .labels
+            .iter()
+            .enumerate()
+            .find(|(i, l)| args.labels[..*i].contains(l))
+            .map(|(_, l)| l)
+        {
+            bail!("--label {l:?} is given twice: each profile needs its own");
+        }
     }
     if sides.len() == 2 && sides.iter().all(|s| s.len() == 1) && args.labels.is_empty() {
-        let before = read(Path::new(&sides[0][0]), args.process.as_ref())?;
-        let after = read(Path::new(&sides[1][0]), args.process.as_ref())?;
+        if args.all {
+            bail!(
+                "--all is for the table of variants (a third profile, several runs on a side, or --label); two profiles show every syscall"
+            );
+        }
+        let before = read(&sides[0][0], args.process.as_ref())?;
+        let after = read(&sides[1][0], args.process.as_ref())?;
         let d = diff::diff(&before, &after, args.per.as_deref(), args.sort)?;
         super::print_out(&if args.json {
             diff::to_json(&d)
@@ -91,9 +110,13 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         .map(|(files, label)| {
             let runs = files
                 .iter()
-                .map(|f| read(Path::new(f), args.process.as_ref()))
+                .map(|f| read(f, args.process.as_ref()))
                 .collect::<Result<_>>()?;
-            Ok(variants::Variant { label, files, runs })
+            Ok(variants::Variant {
+                label,
+                files: files.iter().map(|f| f.display().to_string()).collect(),
+                runs,
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     let c = variants::compare(&variants, args.per.as_deref(), args.sort)?;
@@ -106,26 +129,47 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
 }
 
 /// The files of one side: the argument itself when it names a file, else its
-/// comma-separated parts.
-fn side_files(arg: &str) -> Result<Vec<String>> {
-    if Path::new(arg).exists() || !arg.contains(',') {
-        return Ok(vec![arg.to_string()]);
+/// comma-separated parts (none empty, none twice: a run counted twice would fake
+/// agreement between runs).
+fn side_files(arg: &Path) -> Result<Vec<PathBuf>> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let bytes = arg.as_os_str().as_bytes();
+    if arg.exists() || !bytes.contains(&b',') {
+        return Ok(vec![arg.to_path_buf()]);
     }
-    let parts: Vec<String> = arg.split(',').map(str::to_string).collect();
-    if parts.iter().any(String::is_empty) {
-        bail!("an empty file name in {arg:?}: a side is one file, or several comma-separated");
+    let parts: Vec<PathBuf> = bytes
+        .split(|&b| b == b',')
+        .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+        .collect();
+    if parts.iter().any(|p| p.as_os_str().is_empty()) {
+        bail!(
+            "an empty file name in {:?}: a side is one file, or several comma-separated",
+            arg.display().to_string()
+        );
+    }
+    for (i, p) in parts.iter().enumerate() {
+        if parts[..i].contains(p) {
+            bail!(
+                "{} is given twice in {:?}: each run of a side once",
+                p.display(),
+                arg.display().to_string()
+            );
+        }
     }
     Ok(parts)
 }
 
 /// Labels from the file names: a single file's name without `.json`; of several runs,
-/// what their names share (`et-plain-1`, `et-plain-2` -> `et-plain`), else the first
-/// name and how many more. Labels two sides would share get their position.
-fn default_labels(sides: &[Vec<String>]) -> Vec<String> {
-    let stem = |f: &String| {
-        Path::new(f)
-            .file_name()
-            .map_or(f.clone(), |n| n.to_string_lossy().to_string())
+/// what their names share up to a separator (`et-plain-1`, `et-plain-2` -> `et-plain`),
+/// else the first name and how many more. Labels two sides would share get their
+/// position.
+fn default_labels(sides: &[Vec<PathBuf>]) -> Vec<String> {
+    let stem = |f: &PathBuf| {
+        f.file_name()
+            .map_or_else(
+                || f.display().to_string(),
+                |n| n.to_string_lossy().to_string(),
+            )
             .trim_end_matches(".json")
             .to_string()
     };
@@ -145,8 +189,8 @@ fn default_labels(sides: &[Vec<String>]) -> Vec<String> {
                     .last()
                     .map_or(0, |((i, a), _)| (i + a.len_utf8()).min(n))
             });
-            let prefix =
-                first[..shared].trim_end_matches(|c: char| c.is_ascii_digit() || "-_.".contains(c));
+            // What the names share, less the separator before the run's number.
+            let prefix = first[..shared].trim_end_matches(|c: char| "-_. ".contains(c));
             if prefix.is_empty() {
                 format!("{first}+{}", stems.len() - 1)
             } else {
@@ -222,8 +266,14 @@ pub fn trace(args: &SlowViewArgs) -> Result<i32> {
 mod tests {
     use super::*;
 
-    fn sides(args: &[&str]) -> Vec<Vec<String>> {
-        args.iter().map(|a| side_files(a).unwrap()).collect()
+    fn sides(args: &[&str]) -> Vec<Vec<PathBuf>> {
+        args.iter()
+            .map(|a| side_files(Path::new(a)).unwrap())
+            .collect()
+    }
+
+    fn files(arg: &str) -> Result<Vec<String>> {
+        side_files(Path::new(arg)).map(|v| v.iter().map(|p| p.display().to_string()).collect())
     }
 
     #[test]
@@ -234,8 +284,9 @@ mod tests {
                 "lt_1.json,lt_2.json,lt_3.json",
                 "after.json",
                 "x.json,y.json",
+                "v2-1.json,v2-2.json",
             ])),
-            ["et-plain", "lt", "after", "x+1"]
+            ["et-plain", "lt", "after", "x+1", "v2"]
         );
         // Two sides named alike get their position.
         assert_eq!(
@@ -246,18 +297,21 @@ mod tests {
 
     #[test]
     fn a_side_is_one_file_or_several() {
-        assert_eq!(side_files("a.json").unwrap(), ["a.json"]);
-        assert_eq!(side_files("a.json,b.json").unwrap(), ["a.json", "b.json"]);
+        assert_eq!(files("a.json").unwrap(), ["a.json"]);
+        assert_eq!(files("a.json,b.json").unwrap(), ["a.json", "b.json"]);
         assert_eq!(
-            side_files("a.json,,b.json").unwrap_err().to_string(),
+            files("a.json,,b.json").unwrap_err().to_string(),
             "an empty file name in \"a.json,,b.json\": a side is one file, or several comma-separated"
+        );
+        assert_eq!(
+            files("a.json,b.json,a.json").unwrap_err().to_string(),
+            "a.json is given twice in \"a.json,b.json,a.json\": each run of a side once"
         );
         // A file whose name holds a comma is that file.
         let dir = std::env::temp_dir().join(format!("syscost-side-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let odd = dir.join("a,b.json");
         std::fs::write(&odd, "{}").unwrap();
-        let odd = odd.to_string_lossy().to_string();
         assert_eq!(side_files(&odd).unwrap(), std::slice::from_ref(&odd));
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -107,12 +107,50 @@ pub enum LabCommand {
 /// How the table looks; shared by every command that prints one.
 #[derive(Debug, Clone, Args)]
 pub struct ViewArgs {
-    /// Only show these syscalls (comma-separated names).
-    #[arg(short = 'e', long = "syscalls", value_name = "SYSCALL[,SYSCALL...]")]
-    pub syscalls: Option<String>,
-    /// Sort rows by this column (largest first; name alphabetically).
-    #[arg(short = 'S', long = "sort", value_enum, default_value_t = SortKey::Time)]
+    /// Which syscalls the table shows: names (`read,close`, a row of zeros for one
+    /// with no call), or strace's expressions: `trace=%file`, `trace=%net,%process`,
+    /// `trace=!futex`, `trace=/^epoll`, `?NAME`, `NAME@64`, `NAME@32`, numbers; and
+    /// `status=successful|failed` (as -z, -Z). A later trace= replaces an earlier one,
+    /// as in strace. The table only: --json keeps every syscall.
+    #[arg(
+        short = 'e',
+        long = "syscalls",
+        visible_alias = "trace",
+        value_name = "EXPR"
+    )]
+    pub syscalls: Vec<String>,
+    /// Count only the calls that succeeded (strace's -z): calls and errors exact, from
+    /// the kernel's errno split; time is not split by outcome, its columns show -.
+    #[arg(short = 'z', long = "successful-only", conflicts_with = "failed")]
+    pub successful: bool,
+    /// Count only the calls that failed (strace's -Z); the time columns show - as with -z.
+    #[arg(short = 'Z', long = "failed-only")]
+    pub failed: bool,
+    /// Accepted for strace's -c: syscost's table is strace -c's summary already.
+    #[arg(short = 'c', long = "summary-only")]
+    pub summary_only: bool,
+    /// Sort rows by this column (largest first; name alphabetically; nothing: by
+    /// number). strace's names are taken too (total-time, avg-time, min-time,
+    /// max-time, count, syscall...).
+    #[arg(short = 'S', long = "sort", visible_alias = "summary-sort-by", value_enum, default_value_t = SortKey::Time)]
     pub sort: SortKey,
+    /// strace's columns, in this order (its -U): time-percent, total-time, min-time,
+    /// max-time, avg-time, calls, errors, name (and strace's other spellings of them).
+    #[arg(short = 'U', long = "summary-columns", value_name = "COLUMN,...", value_parser = crate::report::strace_table::parse_columns, conflicts_with_all = ["latency", "per"])]
+    pub columns: Option<crate::report::strace_table::Columns>,
+    /// Accepted for strace's -w: syscost's times are already the wall-clock time from
+    /// a syscall's entry to its exit (strace's default is the system CPU time).
+    #[arg(short = 'w', long = "summary-wall-clock")]
+    pub wall_time: bool,
+    /// Accepted for strace's -O: syscost subtracts no overhead. Its times come from the
+    /// kernel's entry and exit of each syscall, where tracing adds nothing to them; its
+    /// own cost is measured apart (the live view's header, `syscost compare`).
+    #[arg(
+        short = 'O',
+        long = "summary-syscall-overhead",
+        value_name = "OVERHEAD"
+    )]
+    pub overhead: Option<String>,
     /// Add p50, p99 and max latency columns, and the average on-CPU and blocked time per
     /// call. p50 and p99 are the upper edges of histogram buckets 6-12% wide, shown to
     /// the two digits those hold; max is exact.
@@ -125,15 +163,22 @@ pub struct ViewArgs {
 }
 
 impl ViewArgs {
-    /// The `-e` names, checked (and `--per`'s name with them).
-    pub fn filter(&self) -> Result<Option<Vec<String>>> {
+    /// The `-e`, `-z` and `-Z` selection, checked (and `--per`'s name with it).
+    pub fn selection(&self) -> Result<crate::strace_filter::Selection> {
+        use crate::strace_filter::Status;
         if let Some(unit) = &self.per {
             syscall_names::number(unit)?;
         }
-        self.syscalls
-            .as_deref()
-            .map(syscall_names::parse_list)
-            .transpose()
+        let mut sel = crate::strace_filter::parse(&self.syscalls)?;
+        match (self.successful, self.failed, sel.status) {
+            (true, _, Some(Status::Failed)) | (_, true, Some(Status::Successful)) => {
+                anyhow::bail!("-z or -Z, and -e status= say otherwise: give one")
+            }
+            (true, _, _) => sel.status = Some(Status::Successful),
+            (_, true, _) => sel.status = Some(Status::Failed),
+            _ => {}
+        }
+        Ok(sel)
     }
 
     /// Table options.
@@ -142,6 +187,9 @@ impl ViewArgs {
             sort: self.sort,
             latency: self.latency,
             per: self.per.clone(),
+            columns: self.columns.clone(),
+            note: None,
+            no_times: false,
         }
     }
 }
@@ -169,6 +217,14 @@ pub struct RunArgs {
     /// kernel times every BPF program run while they are on).
     #[arg(long)]
     pub no_run_stats: bool,
+    /// Run the command as this user (a name or a uid), with the user's group and
+    /// supplementary groups, as strace's -u; the environment is left as it is. Under
+    /// sudo without -u the command runs as root, and a line on stderr says so.
+    #[arg(short = 'u', long = "user", value_name = "USER")]
+    pub user: Option<String>,
+    /// Accepted for strace's -f: run follows the command's threads and children always.
+    #[arg(short = 'f', long = "follow-forks")]
+    pub follow_forks: bool,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -207,6 +263,10 @@ pub struct AttachArgs {
     /// Print text instead of the live view (the default when stdout is not a terminal).
     #[arg(long)]
     pub no_tui: bool,
+    /// strace's -C: the table of each interval as text while attached (every second
+    /// unless -i says otherwise), and the summary at the end.
+    #[arg(short = 'C', long = "summary")]
+    pub live_text: bool,
     /// Do not split syscall time into on-CPU and blocked (saves the program that runs
     /// on every context switch of the machine).
     #[arg(long)]
@@ -380,6 +440,15 @@ pub struct DiffArgs {
     /// calls that change by nothing beyond the noise are named on one line).
     #[arg(long)]
     pub all: bool,
+    /// Compare only these syscalls: names, or strace's expressions (`trace=%file`,
+    /// `trace=!futex`, `trace=/^epoll`), as for run's -e; the totals are of these.
+    #[arg(
+        short = 'e',
+        long = "syscalls",
+        visible_alias = "trace",
+        value_name = "EXPR"
+    )]
+    pub syscalls: Vec<String>,
     /// Row order.
     #[arg(short = 'S', long = "sort", value_enum, default_value_t = crate::report::diff::DiffSort::Change)]
     pub sort: crate::report::diff::DiffSort,

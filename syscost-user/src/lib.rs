@@ -29,6 +29,8 @@ pub mod sampler;
 pub mod session;
 pub mod signals;
 pub mod slow;
+pub mod strace_filter;
+pub mod strace_flags;
 pub mod syscall_names;
 pub mod tracer;
 pub mod tui;

@@ -56,6 +56,15 @@ fn usage_error(e: clap::Error) -> ExitCode {
     ) {
         e.exit();
     }
+    // One of strace's flags: what syscost does instead.
+    if e.kind() == ErrorKind::UnknownArgument
+        && let Some(clap::error::ContextValue::String(flag)) =
+            e.get(clap::error::ContextKind::InvalidArg)
+        && let Some(hint) = syscost_user::strace_flags::hint(flag)
+    {
+        eprintln!("syscost: strace's {flag} {hint}");
+        return ExitCode::from(2);
+    }
     let text = e.render().to_string();
     let mut lines = text
         .lines()

@@ -272,6 +272,11 @@ impl Profile {
     /// that made no call (asked about, it is shown: "0 calls", not left out).
     pub fn retain_names(&mut self, names: &[String]) {
         self.syscalls.retain(|s| names.contains(&s.name));
+        self.add_zero_rows(names);
+    }
+
+    /// A row of zeros for each of `names` that has no row.
+    pub fn add_zero_rows(&mut self, names: &[String]) {
         for name in names {
             if self.syscalls.iter().any(|s| &s.name == name) {
                 continue;
@@ -331,33 +336,69 @@ impl Profile {
     }
 }
 
-/// Sort order of the rows (like strace's `-S`); each but `name` sorts largest first.
+/// Sort order of the rows (like strace's `-S`, whose column names are taken too); each
+/// but `name` and `nothing` sorts largest first.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum SortKey {
     /// Total time in the syscall.
     #[default]
+    #[value(
+        alias = "time-percent",
+        alias = "time_percent",
+        alias = "total-time",
+        alias = "total_time",
+        alias = "time-total",
+        alias = "time_total"
+    )]
     Time,
+    #[value(alias = "count")]
     Calls,
+    #[value(alias = "error")]
     Errors,
     /// Average latency.
+    #[value(
+        alias = "avg-time",
+        alias = "avg_time",
+        alias = "time-avg",
+        alias = "time_avg"
+    )]
     Avg,
     /// Median latency (the live view's column; not a `-S` value).
     #[value(skip)]
     P50,
     /// 99th percentile latency.
     P99,
-    /// Longest call (the live view's column; not a `-S` value).
-    #[value(skip)]
+    /// Longest call.
+    #[value(
+        alias = "max-time",
+        alias = "max_time",
+        alias = "time-max",
+        alias = "time_max",
+        alias = "longest"
+    )]
     Max,
+    /// Shortest call.
+    #[value(
+        alias = "min-time",
+        alias = "min_time",
+        alias = "time-min",
+        alias = "time_min",
+        alias = "shortest"
+    )]
+    Min,
     /// Time on a CPU inside the syscall.
     Oncpu,
     /// Time switched out (blocked or preempted) inside the syscall.
     Offcpu,
+    #[value(alias = "syscall", alias = "syscall-name", alias = "syscall_name")]
     Name,
+    /// Syscall-number order (strace's `-S nothing`).
+    #[value(alias = "none")]
+    Nothing,
 }
 
 impl SyscallProfile {
-    /// Its figure in the column `key` sorts by (0 for `Name`, sorted apart).
+    /// Its figure in the column `key` sorts by (0 for `Name` and `Nothing`, sorted apart).
     pub fn sort_value(&self, key: SortKey) -> u64 {
         match key {
             SortKey::Time => self.total_ns,
@@ -367,9 +408,10 @@ impl SyscallProfile {
             SortKey::P50 => self.p50_ns,
             SortKey::P99 => self.p99_ns,
             SortKey::Max => self.max_ns,
+            SortKey::Min => self.min_ns,
             SortKey::Oncpu => self.oncpu_ns,
             SortKey::Offcpu => self.offcpu_ns,
-            SortKey::Name => 0,
+            SortKey::Name | SortKey::Nothing => 0,
         }
     }
 }
@@ -380,6 +422,13 @@ pub fn sort_syscalls(rows: &mut [&SyscallProfile], key: SortKey) {
     rows.sort_by_key(|s| s.nr);
     match key {
         SortKey::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
+        // The i386 table's after the native one.
+        SortKey::Nothing => rows.sort_by_key(|s| {
+            (
+                s.name.starts_with(crate::syscall_names::COMPAT_PREFIX),
+                s.nr,
+            )
+        }),
         k => rows.sort_by_key(|s| std::cmp::Reverse(s.sort_value(k))),
     }
 }

@@ -7,33 +7,14 @@
 
 mod common;
 
-use std::{path::PathBuf, sync::OnceLock};
+use std::path::PathBuf;
 
 use common::*;
 use syscost_user::profile::{Profile, SlowCall};
 
 /// The built C programs' directory.
 fn programs() -> &'static PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c-workloads");
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/build.sh");
-        if script.exists() {
-            let o = output(std::process::Command::new("sh").arg(&script).arg(&dir));
-            assert!(
-                o.status.success(),
-                "{} failed: {}",
-                script.display(),
-                stderr(&o)
-            );
-        }
-        assert!(
-            dir.join("chain").exists(),
-            "{} has no C programs (built by tests/c/build.sh)",
-            dir.display()
-        );
-        dir
-    })
+    c_programs()
 }
 
 /// The chain programs wait this long (ms) after their calls: what these tests check is
@@ -228,11 +209,18 @@ fn processes_that_exit_right_after_their_slow_calls_keep_their_names() {
         .iter()
         .filter(|c| !names_in_order(c, &[("short_work", "short"), ("main", "short")]))
         .collect();
+    // The receiving thread has 3 ms from a process's first slow call to its exit to read
+    // its mappings; a busy machine can delay it longer (the limit docs/usage.md states).
+    // Such a call says so; any other unnamed call, or more than 1% of them, fails.
+    let raced = |c: &&&syscost_user::profile::SlowCall| {
+        c.stack.len() == 1
+            && c.stack[0].unknown.as_deref() == Some("process exited before its mappings were read")
+    };
     assert!(
-        unnamed.is_empty(),
+        unnamed.len() <= 4 && unnamed.iter().all(raced),
         "{} of 400 not named: {:#?}",
         unnamed.len(),
-        unnamed.first()
+        unnamed.iter().find(|c| !raced(c)).or(unnamed.first())
     );
     let pids: std::collections::BTreeSet<u32> = calls.iter().map(|c| c.pid).collect();
     assert_eq!(pids.len(), 200);

@@ -41,7 +41,8 @@ pub fn attach(args: &AttachArgs) -> Result<i32> {
 pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref()])?;
     let duration = seconds(args.duration);
-    let every = seconds(args.interval);
+    // strace's -C: the live text, a table each second unless -i says otherwise.
+    let every = seconds(args.interval.or(args.live_text.then_some(1.0)));
     if args.per_process && args.cgroup.is_none() {
         anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
     }
@@ -89,7 +90,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     }
     let offcpu = tracer.offcpu_tracked();
     let features = tracer.features().clone();
-    let tui = !args.no_tui && std::io::stdout().is_terminal();
+    let tui = !args.no_tui && !args.live_text && std::io::stdout().is_terminal();
     let watch = match &cgroup {
         Some(cg) => Watch::Cgroup(cg.dir.clone()),
         None => Watch::Process {

@@ -86,8 +86,14 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
 
     let attach = AttachArgs {
         view: ViewArgs {
-            syscalls: None,
+            syscalls: Vec::new(),
+            successful: false,
+            failed: false,
+            summary_only: false,
             sort: SortKey::Time,
+            columns: None,
+            wall_time: false,
+            overhead: None,
             latency: true,
             per: Some("accept4".into()),
         },
@@ -99,6 +105,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         follow_forks: false,
         json: None,
         no_tui: args.no_tui,
+        live_text: false,
         no_offcpu: false,
         metrics_addr: None,
         no_run_stats: false,

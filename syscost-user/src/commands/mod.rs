@@ -26,13 +26,27 @@ fn finish(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result
     if let Some(path) = json_path {
         json::write(&profile, path)?;
     }
-    let Some(names) = view.filter()? else {
-        return Ok(strace_table::render(&profile, &view.table()));
+    let sel = view.selection()?;
+    if view.overhead.is_some() {
+        eprintln!(
+            "syscost: -O: nothing is subtracted: the times are the kernel's, from each syscall's entry to its exit, which tracing does not lengthen; syscost's own cost is measured apart (the live view's header, syscost compare)"
+        );
+    }
+    let mut options = view.table();
+    let mut shown = match sel.status {
+        Some(status) => {
+            options.note = Some(crate::strace_filter::status_note(status));
+            options.no_times = true;
+            crate::strace_filter::counted(&profile, status)
+        }
+        None => profile.clone(),
     };
-    let mut shown = profile.clone();
-    shown.retain_names(&names);
+    if !sel.is_all() {
+        shown.syscalls.retain(|s| sel.shows(&s.name));
+        shown.add_zero_rows(&sel.named);
+    }
     // The --per figures count every syscall a unit makes, not only the rows shown.
-    Ok(strace_table::render_of(&shown, &profile, &view.table()))
+    Ok(strace_table::render_of(&shown, &profile, &options))
 }
 
 /// Starts the metrics endpoint for one traced process or cgroup on `listener` if there
@@ -171,7 +185,7 @@ pub(crate) fn print_json(text: &str) {
 
 /// Fails early on options that would only fail at the end of a long profile.
 fn check_outputs(view: &ViewArgs, paths: &[Option<&Path>]) -> Result<()> {
-    view.filter()?;
+    view.selection()?;
     for p in paths.iter().flatten() {
         json::check_writable(p)?;
     }

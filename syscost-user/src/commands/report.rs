@@ -12,7 +12,7 @@ use crate::{
 };
 
 pub fn report(args: &ReportArgs) -> Result<i32> {
-    args.view.filter()?;
+    args.view.selection()?;
     let profile = read(&args.file, args.process.as_ref())?;
     let mut out = super::finish(profile.clone(), &args.view, None)?;
     // A top file's rows as `top` prints them at the end (its `dropped` counts
@@ -33,6 +33,20 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     }
     super::print_out(&out);
     Ok(0)
+}
+
+/// A saved file, narrowed to the processes `--process` picks and to the syscalls `-e`
+/// selects.
+fn read_selected(
+    path: &std::path::Path,
+    process: Option<&crate::profile::ProcessSelect>,
+    sel: &crate::strace_filter::Selection,
+) -> Result<crate::profile::Profile> {
+    let mut p = read(path, process)?;
+    if !sel.is_all() {
+        p.syscalls.retain(|s| sel.shows(&s.name));
+    }
+    Ok(p)
 }
 
 /// A saved file, narrowed to the processes `--process` picks.
@@ -57,6 +71,10 @@ fn read(
 pub fn diff(args: &DiffArgs) -> Result<i32> {
     if let Some(unit) = &args.per {
         syscall_names::number(unit)?;
+    }
+    let sel = crate::strace_filter::parse(&args.syscalls)?;
+    if sel.status.is_some() {
+        bail!("-e status= is for run, attach and report (-z, -Z); diff compares every call");
     }
     let sides: Vec<Vec<PathBuf>> = std::iter::once(&args.baseline)
         .chain(&args.others)
@@ -89,8 +107,8 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
                 "--all is for the table of variants (a third profile, several runs on a side, or --label); two profiles show every syscall"
             );
         }
-        let before = read(&sides[0][0], args.process.as_ref())?;
-        let after = read(&sides[1][0], args.process.as_ref())?;
+        let before = read_selected(&sides[0][0], args.process.as_ref(), &sel)?;
+        let after = read_selected(&sides[1][0], args.process.as_ref(), &sel)?;
         let d = diff::diff(&before, &after, args.per.as_deref(), args.sort)?;
         super::print_out(&if args.json {
             diff::to_json(&d)
@@ -110,7 +128,7 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         .map(|(files, label)| {
             let runs = files
                 .iter()
-                .map(|f| read(f, args.process.as_ref()))
+                .map(|f| read_selected(f, args.process.as_ref(), &sel))
                 .collect::<Result<_>>()?;
             Ok(variants::Variant {
                 label,

@@ -46,7 +46,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     drop(entered);
 
     let comm = process::exec_comm(&program);
-    let child = spawn_stopped(&program, &args.command)?;
+    let run_as = args.user.as_deref().map(RunAs::resolve).transpose()?;
+    if run_as.is_none() {
+        note_root_under_sudo();
+    }
+    let child = spawn_stopped(&program, &args.command, run_as.as_ref())?;
     let pid = child.pid;
     // Until it is continued the child has run nothing: whatever fails before ends it.
     let abandon = |e: anyhow::Error| {
@@ -80,13 +84,18 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     // SAFETY: plain syscall on our own child.
     unsafe { libc::kill(pid as i32, libc::SIGCONT) };
     let started = Instant::now();
-    if let Some(errno) = child.exec_error()? {
+    if let Some((stage, errno)) = child.exec_error()? {
         wait(pid)?;
-        bail!(
-            "cannot execute {}: {}",
-            program.display(),
-            std::io::Error::from_raw_os_error(errno)
-        );
+        let e = std::io::Error::from_raw_os_error(errno);
+        match (stage, &run_as) {
+            (Stage::Exec, _) | (_, None) => bail!("cannot execute {}: {e}", program.display()),
+            (_, Some(u)) => bail!(
+                "cannot run the command as {} (uid {}, gid {}): {e}",
+                u.name,
+                u.uid,
+                u.gid
+            ),
+        }
     }
 
     let status = runtime.block_on(async move {
@@ -125,26 +134,136 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     Ok(status)
 }
 
+/// The user `-u` names: who the command runs as.
+#[derive(Debug)]
+struct RunAs {
+    name: String,
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+    /// Its supplementary groups, its own group among them.
+    groups: Vec<libc::gid_t>,
+}
+
+impl RunAs {
+    /// The user called `spec`, or of uid `spec`, from the password database.
+    fn resolve(spec: &str) -> Result<Self> {
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let name = CString::new(spec).context("the user name has a NUL byte")?;
+        // SAFETY: the buffers outlive the calls; `found` points into `pw` or is null.
+        let rc = unsafe {
+            libc::getpwnam_r(
+                name.as_ptr(),
+                &mut pw,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if (rc != 0 || found.is_null())
+            && let Ok(uid) = spec.parse::<libc::uid_t>()
+        {
+            // SAFETY: as above.
+            unsafe {
+                libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut found)
+            };
+        }
+        if found.is_null() {
+            bail!("-u {spec}: no such user");
+        }
+        // SAFETY: getpw*_r filled `pw`, its strings in `buf`.
+        let user = unsafe { std::ffi::CStr::from_ptr(pw.pw_name) }.to_owned();
+        let (uid, gid) = (pw.pw_uid, pw.pw_gid);
+        let mut groups = vec![0 as libc::gid_t; 64];
+        loop {
+            let mut n = groups.len() as libc::c_int;
+            // SAFETY: `groups` holds `n` entries; getgrouplist says how many it needs.
+            let rc = unsafe { libc::getgrouplist(user.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
+            if rc >= 0 {
+                groups.truncate(n as usize);
+                break;
+            }
+            if groups.len() >= 65_536 {
+                bail!("-u {spec}: cannot list the user's groups");
+            }
+            groups.resize((n as usize).max(groups.len() * 2), 0);
+        }
+        Ok(Self {
+            name: user.to_string_lossy().into_owned(),
+            uid,
+            gid,
+            groups,
+        })
+    }
+}
+
+/// Under sudo, without -u: the command runs as root, and one line says how to run it
+/// as the caller.
+fn note_root_under_sudo() {
+    // SAFETY: plain getter.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    if let Ok(user) = std::env::var("SUDO_USER")
+        && !user.is_empty()
+        && user != "root"
+    {
+        eprintln!(
+            "syscost: the command runs as root (syscost runs under sudo); -u {user} runs it as {user}"
+        );
+    }
+}
+
+/// Where the child failed, before its command ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Groups = 1,
+    Gid = 2,
+    Uid = 3,
+    Exec = 4,
+}
+
 /// A forked child stopped before its exec.
 struct StoppedChild {
     pid: u32,
-    /// Read end of a close-on-exec pipe: EOF when the exec succeeded, else the errno.
+    /// Read end of a close-on-exec pipe: EOF when the exec succeeded, else the stage
+    /// that failed and its errno.
     exec_status: fs::File,
 }
 
 impl StoppedChild {
-    /// Waits for the exec; the errno if it failed.
-    fn exec_error(mut self) -> Result<Option<i32>> {
-        let mut buf = [0u8; 4];
+    /// Waits for the exec; the stage and errno if it failed.
+    fn exec_error(mut self) -> Result<Option<(Stage, i32)>> {
+        let mut buf = [0u8; 8];
         let n = self
             .exec_status
             .read(&mut buf)
             .context("reading the exec status pipe")?;
-        Ok((n == 4).then(|| i32::from_ne_bytes(buf)))
+        if n != 8 {
+            return Ok(None);
+        }
+        let stage = match i32::from_ne_bytes(buf[..4].try_into().expect("4 bytes")) {
+            1 => Stage::Groups,
+            2 => Stage::Gid,
+            3 => Stage::Uid,
+            _ => Stage::Exec,
+        };
+        Ok(Some((
+            stage,
+            i32::from_ne_bytes(buf[4..].try_into().expect("4 bytes")),
+        )))
     }
 }
 
-fn spawn_stopped(program: &std::path::Path, argv: &[String]) -> Result<StoppedChild> {
+/// Forks the command's process, as `run_as` when given (its groups, group and user set
+/// before it stops, so that the first call traced is still the execve), stopped before
+/// its exec.
+fn spawn_stopped(
+    program: &std::path::Path,
+    argv: &[String],
+    run_as: Option<&RunAs>,
+) -> Result<StoppedChild> {
     // Everything the child needs is prepared before the fork: after it, the child may
     // only make async-signal-safe calls.
     let path =
@@ -162,19 +281,35 @@ fn spawn_stopped(program: &std::path::Path, argv: &[String]) -> Result<StoppedCh
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(std::io::Error::last_os_error()).context("pipe2");
     }
-    // SAFETY: the child only calls raise, execv, write and _exit.
+    // SAFETY: the child only calls setgroups, setgid, setuid, raise, execv, write and
+    // _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(std::io::Error::last_os_error()).context("fork");
     }
     if pid == 0 {
+        // SAFETY: async-signal-safe calls only, on memory prepared before the fork.
         unsafe {
+            let fail = |stage: Stage| -> ! {
+                let report = [stage as i32, *libc::__errno_location()];
+                libc::write(fds[1], report.as_ptr().cast(), 8);
+                libc::_exit(127);
+            };
             libc::close(fds[0]);
+            if let Some(u) = run_as {
+                if libc::setgroups(u.groups.len(), u.groups.as_ptr()) != 0 {
+                    fail(Stage::Groups);
+                }
+                if libc::setgid(u.gid) != 0 {
+                    fail(Stage::Gid);
+                }
+                if libc::setuid(u.uid) != 0 {
+                    fail(Stage::Uid);
+                }
+            }
             libc::raise(libc::SIGSTOP);
             libc::execv(path.as_ptr(), argv_ptrs.as_ptr());
-            let errno = *libc::__errno_location();
-            libc::write(fds[1], (&errno as *const i32).cast(), 4);
-            libc::_exit(127);
+            fail(Stage::Exec);
         }
     }
     // SAFETY: we own both fds.

@@ -21,19 +21,233 @@ pub struct TableOptions {
     pub latency: bool,
     /// Add calls and time per call of this syscall (per request, when it is `accept4`).
     pub per: Option<String>,
+    /// strace's columns in this order (its `-U`), instead of the usual ones.
+    pub columns: Option<Columns>,
+    /// A line after the table (what `-z` or `-Z` counted).
+    pub note: Option<String>,
+    /// The time columns show `-`: the calls counted are not those timed (`-z`, `-Z`).
+    pub no_times: bool,
+}
+
+/// A column of strace's summary, as its `-U` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Column {
+    TimePercent,
+    TotalTime,
+    MinTime,
+    MaxTime,
+    AvgTime,
+    Calls,
+    Errors,
+    Name,
+}
+
+impl Column {
+    /// strace 6.1's names of the column (its count.c), the first the usual one.
+    const NAMES: &[(Column, &[&str])] = &[
+        (
+            Column::TimePercent,
+            &["time-percent", "time", "time_percent"],
+        ),
+        (
+            Column::TotalTime,
+            &["total-time", "time-total", "time_total", "total_time"],
+        ),
+        (
+            Column::MinTime,
+            &["min-time", "min_time", "shortest", "time_min", "time-min"],
+        ),
+        (
+            Column::MaxTime,
+            &["max-time", "longest", "max_time", "time_max", "time-max"],
+        ),
+        (
+            Column::AvgTime,
+            &["avg-time", "avg_time", "time_avg", "time-avg"],
+        ),
+        (Column::Calls, &["calls", "count"]),
+        (Column::Errors, &["errors", "error"]),
+        (
+            Column::Name,
+            &["name", "syscall", "syscall_name", "syscall-name"],
+        ),
+    ];
+
+    /// Its header in strace's table.
+    fn header(self) -> &'static str {
+        match self {
+            Column::TimePercent => "% time",
+            Column::TotalTime => "seconds",
+            Column::MinTime => "shortest",
+            Column::MaxTime => "longest",
+            Column::AvgTime => "usecs/call",
+            Column::Calls => "calls",
+            Column::Errors => "errors",
+            Column::Name => "syscall",
+        }
+    }
+}
+
+/// `-U`'s columns, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Columns(pub Vec<Column>);
+
+/// Parses `-U`: strace's column names, comma-separated.
+pub fn parse_columns(s: &str) -> Result<Columns, String> {
+    let mut out = Vec::new();
+    for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let Some(&(c, _)) = Column::NAMES
+            .iter()
+            .find(|(_, names)| names.contains(&name))
+        else {
+            let known: Vec<&str> = Column::NAMES.iter().map(|(_, n)| n[0]).collect();
+            return Err(format!(
+                "unknown column '{name}' (strace's: {})",
+                known.join(", ")
+            ));
+        };
+        out.push(c);
+    }
+    if out.is_empty() {
+        return Err("no column named".into());
+    }
+    Ok(Columns(out))
+}
+
+/// Rows and total in strace's `-U` layout: each column as wide as its header or its
+/// widest figure (the historical widths at least), the name left-aligned.
+fn columns_table(profile: &Profile, columns: &[Column], sort: SortKey, times: bool) -> Vec<String> {
+    let (calls, errors, total_ns) = profile.totals();
+    let rows = profile.sorted(sort);
+    let rows: Vec<&&SyscallProfile> = rows.iter().filter(|s| s.calls > 0).collect();
+    let min_ns = rows.iter().map(|s| s.min_ns).min().unwrap_or(0);
+    let max_ns = rows.iter().map(|s| s.max_ns).max().unwrap_or(0);
+    let secs = |ns: u64| format!("{:.6}", ns as f64 / 1e9);
+    let avg_us = |ns: u64, c: u64| ((ns as f64 / c.max(1) as f64) / 1e3) as u64;
+    let width = |c: Column| -> usize {
+        match c {
+            Column::TimePercent => 6,
+            Column::TotalTime => secs(total_ns).len().max(11),
+            Column::MinTime => secs(min_ns).len().max(8),
+            Column::MaxTime => secs(max_ns).len().max(8),
+            Column::AvgTime => rows
+                .iter()
+                .map(|s| avg_us(s.total_ns, s.calls).to_string().len())
+                .max()
+                .unwrap_or(0)
+                .max(11),
+            Column::Calls => calls.to_string().len().max(9),
+            Column::Errors => errors.to_string().len().max(9),
+            Column::Name => rows
+                .iter()
+                .map(|s| s.name.len() + 1)
+                .max()
+                .unwrap_or(0)
+                .max(16),
+        }
+    };
+    let last = columns.len() - 1;
+    let cell = |i: usize, c: Column, v: String| {
+        let w = width(c);
+        match c {
+            Column::Name if i == last => v,
+            Column::Name => format!("{v:<w$}"),
+            _ => format!("{v:>w$}"),
+        }
+    };
+    let is_time = |c: Column| {
+        matches!(
+            c,
+            Column::TimePercent
+                | Column::TotalTime
+                | Column::MinTime
+                | Column::MaxTime
+                | Column::AvgTime
+        )
+    };
+    let line = |vals: &dyn Fn(Column) -> String| {
+        columns
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| {
+                cell(
+                    i,
+                    c,
+                    if !times && is_time(c) {
+                        "-".to_string()
+                    } else {
+                        vals(c)
+                    },
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let dashes = columns
+        .iter()
+        .map(|&c| "-".repeat(width(c)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let header = columns
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| cell(i, c, c.header().to_string()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = vec![header, dashes.clone()];
+    for s in &rows {
+        out.push(line(&|c| match c {
+            Column::TimePercent => format!(
+                "{:.2}",
+                if total_ns == 0 {
+                    0.0
+                } else {
+                    100.0 * s.total_ns as f64 / total_ns as f64
+                }
+            ),
+            Column::TotalTime => secs(s.total_ns),
+            Column::MinTime => secs(s.min_ns),
+            Column::MaxTime => secs(s.max_ns),
+            Column::AvgTime => avg_us(s.total_ns, s.calls).to_string(),
+            Column::Calls => s.calls.to_string(),
+            // strace prints no 0 here.
+            Column::Errors if s.errors == 0 => String::new(),
+            Column::Errors => s.errors.to_string(),
+            Column::Name => s.name.clone(),
+        }));
+    }
+    out.push(dashes);
+    out.push(line(&|c| match c {
+        Column::TimePercent => "100.00".to_string(),
+        Column::TotalTime => secs(total_ns),
+        Column::MinTime => secs(min_ns),
+        Column::MaxTime => secs(max_ns),
+        Column::AvgTime => avg_us(total_ns, calls).to_string(),
+        Column::Calls => calls.to_string(),
+        Column::Errors if errors == 0 => String::new(),
+        Column::Errors => errors.to_string(),
+        Column::Name => "total".to_string(),
+    }));
+    out
 }
 
 const DASHES: &str = "------ ----------- ----------- --------- --------- ----------------";
 const LATENCY_DASHES: &str = " --------- --------- --------- --------- ---------";
 const PER_DASHES: &str = " ---------- ----------";
 
-fn line(pct: f64, total_ns: u64, calls: u64, errors: u64, name: &str) -> String {
+fn line(pct: f64, total_ns: u64, calls: u64, errors: u64, name: &str, times: bool) -> String {
     let usecs_per_call = (total_ns / 1000).checked_div(calls).unwrap_or(0);
     let errors = if errors == 0 {
         String::new()
     } else {
         errors.to_string()
     };
+    if !times {
+        return format!(
+            "{:>6} {:>11} {:>11} {calls:>9} {errors:>9} {name}",
+            "-", "-", "-"
+        );
+    }
     format!(
         "{pct:>6.2} {:>11.6} {usecs_per_call:>11} {calls:>9} {errors:>9} {name}",
         total_ns as f64 / 1e9
@@ -76,7 +290,6 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
 /// The table of `profile`'s rows, some of `all`'s (`-e`): the `--per` figures are of
 /// every syscall of `all`, as a request makes them, and say so when rows are left out.
 pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> String {
-    let (calls, errors, total_ns) = profile.totals();
     let per = options.per.as_deref().map(|u| (u, per_unit(all, u)));
     let filtered = all.syscalls.len() != profile.syscalls.len();
     let mut out = String::new();
@@ -84,6 +297,25 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
         out.push_str(s.trim_end());
         out.push('\n');
     };
+    if let Some(columns) = &options.columns {
+        for l in columns_table(profile, &columns.0, options.sort, !options.no_times) {
+            push(l);
+        }
+    } else {
+        usual_table(profile, options, per, &mut push);
+    }
+    trailer(profile, all, options, per, filtered, &mut push);
+    out
+}
+
+/// The usual columns, `-L`'s and `--per`'s after them.
+fn usual_table(
+    profile: &Profile,
+    options: &TableOptions,
+    per: Option<(&str, Option<crate::profile::PerUnit>)>,
+    push: &mut dyn FnMut(String),
+) {
+    let (calls, errors, total_ns) = profile.totals();
     // Extra columns start after the 16-wide syscall name column.
     let extend = |row: String, latency: String, per: String| {
         if latency.is_empty() && per.is_empty() {
@@ -125,7 +357,11 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
         Some((_, Some(u))) => format!(
             " {:>10.2} {:>10}",
             c as f64 / u.units as f64,
-            human_ns((ns as f64 / u.units as f64).round() as u64)
+            if options.no_times {
+                "-".to_string()
+            } else {
+                human_ns((ns as f64 / u.units as f64).round() as u64)
+            }
         ),
         Some((_, None)) => format!(" {:>10} {:>10}", "-", "-"),
         None => String::new(),
@@ -137,11 +373,22 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
             100.0 * s.total_ns as f64 / total_ns as f64
         };
         let latency = if options.latency {
-            latency_cols(s, profile.offcpu_tracked, !profile.totals_only)
+            latency_cols(
+                s,
+                profile.offcpu_tracked && !options.no_times,
+                !profile.totals_only && !options.no_times,
+            )
         } else {
             String::new()
         };
-        let row = line(pct, s.total_ns, s.calls, s.errors, &s.name);
+        let row = line(
+            pct,
+            s.total_ns,
+            s.calls,
+            s.errors,
+            &s.name,
+            !options.no_times,
+        );
         push(extend(row, latency, per_cols(s.calls, s.total_ns)));
     }
     push(dashes());
@@ -150,8 +397,23 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
     } else {
         String::new()
     };
-    let total = line(100.0, total_ns, calls, errors, "total");
+    let total = line(100.0, total_ns, calls, errors, "total", !options.no_times);
     push(extend(total, latency_pad, per_cols(calls, total_ns)));
+}
+
+/// The lines after the table: per-unit figures, unpaired calls, slow calls, what the
+/// kernel lacks.
+fn trailer(
+    profile: &Profile,
+    all: &Profile,
+    options: &TableOptions,
+    per: Option<(&str, Option<crate::profile::PerUnit>)>,
+    filtered: bool,
+    push: &mut dyn FnMut(String),
+) {
+    if let Some(note) = &options.note {
+        push(note.clone());
+    }
     match per {
         Some((unit, Some(u))) => push(format!(
             "per {unit}: {:.2} syscalls, {} in syscalls{} ({} successful {unit} calls){}",
@@ -216,7 +478,6 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
     for why in &profile.unavailable {
         push(format!("syscost: this kernel: {why}"));
     }
-    out
 }
 
 #[cfg(test)]
@@ -290,7 +551,7 @@ mod tests {
         let opts = TableOptions {
             sort: SortKey::Calls,
             latency: true,
-            per: None,
+            ..Default::default()
         };
         let text = render(&profile(), &opts);
         let expected = "\
@@ -352,8 +613,8 @@ mod tests {
     fn per_unit_columns_and_total_line() {
         let opts = TableOptions {
             sort: SortKey::Time,
-            latency: false,
             per: Some("write".into()),
+            ..Default::default()
         };
         let text = render(&profile(), &opts);
         let expected = "\

@@ -138,6 +138,33 @@ pub fn loaded_syscost_programs() -> Vec<(u32, String)> {
         .collect()
 }
 
+/// The C programs of tests/c, built by its build.sh into the test target's directory
+/// (on a kernel of the matrix, where there is no compiler, `cargo xtask vm-test` ships
+/// them built).
+#[allow(dead_code)]
+pub fn c_programs() -> &'static PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c-workloads");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/build.sh");
+        if script.exists() {
+            let o = output(std::process::Command::new("sh").arg(&script).arg(&dir));
+            assert!(
+                o.status.success(),
+                "{} failed: {}",
+                script.display(),
+                stderr(&o)
+            );
+        }
+        assert!(
+            dir.join("chain").exists(),
+            "{} has no C programs (built by tests/c/build.sh)",
+            dir.display()
+        );
+        dir
+    })
+}
+
 pub fn syscost() -> Command {
     Command::new(env!("CARGO_BIN_EXE_syscost"))
 }

@@ -74,6 +74,10 @@ pub fn hint(flag: &str) -> Option<&'static str> {
         "--tips" => "prints strace's tips; syscost --help, and docs/usage.md",
         "--secontext" => "prints SELinux contexts; syscost prints no calls",
         "--status" => "selects calls by status: -e status=successful|failed, -z, -Z",
+        "-C" | "--summary" => {
+            "prints each call and the summary; syscost prints no calls: attach -C prints each interval's table as text and the summary, run prints the summary when the command exits"
+        }
+        "-p" | "--attach" => "attaches to a running process: syscost attach -p PID",
         _ => return None,
     })
 }

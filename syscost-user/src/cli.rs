@@ -120,11 +120,12 @@ pub struct ViewArgs {
     )]
     pub syscalls: Vec<String>,
     /// Count only the calls that succeeded (strace's -z): calls and errors exact, from
-    /// the kernel's errno split; time is not split by outcome, its columns show -.
+    /// the kernel's errno split; time is not split by outcome, its columns show -
+    /// (--json keeps every call).
     #[arg(short = 'z', long = "successful-only", conflicts_with = "failed")]
     pub successful: bool,
     /// Count only the calls that failed (strace's -Z); the time columns show - as with -z.
-    #[arg(short = 'Z', long = "failed-only")]
+    #[arg(short = 'Z', long = "failed-only", visible_alias = "failing-only")]
     pub failed: bool,
     /// Accepted for strace's -c: syscost's table is strace -c's summary already.
     #[arg(short = 'c', long = "summary-only")]
@@ -148,7 +149,8 @@ pub struct ViewArgs {
     #[arg(
         short = 'O',
         long = "summary-syscall-overhead",
-        value_name = "OVERHEAD"
+        value_name = "OVERHEAD",
+        value_parser = parse_overhead
     )]
     pub overhead: Option<String>,
     /// Add p50, p99 and max latency columns, and the average on-CPU and blocked time per
@@ -190,6 +192,7 @@ impl ViewArgs {
             columns: self.columns.clone(),
             note: None,
             no_times: false,
+            selected: false,
         }
     }
 }
@@ -265,7 +268,7 @@ pub struct AttachArgs {
     pub no_tui: bool,
     /// strace's -C: the table of each interval as text while attached (every second
     /// unless -i says otherwise), and the summary at the end.
-    #[arg(short = 'C', long = "summary")]
+    #[arg(short = 'C', long = "summary", conflicts_with = "summary_only")]
     pub live_text: bool,
     /// Do not split syscall time into on-CPU and blocked (saves the program that runs
     /// on every context switch of the machine).
@@ -606,6 +609,20 @@ pub const MIN_RATE: f64 = 1e-3;
 pub const MAX_RATE: f64 = 1e9;
 
 /// A number of seconds from 1 ms to [`MAX_SECONDS`] (clap value parser).
+/// strace's `-O`: a time, in seconds or with a unit (`0.000001`, `1us`), checked as
+/// strace checks it, then kept as given.
+fn parse_overhead(s: &str) -> Result<String, String> {
+    let ok = match s.trim().parse::<f64>() {
+        Ok(v) => v.is_finite() && v >= 0.0,
+        Err(_) => crate::slow::spec::parse_duration(s).is_ok(),
+    };
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("'{s}' is not a time (0.000001, 1us)"))
+    }
+}
+
 pub fn parse_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()

@@ -8,6 +8,16 @@ use syscost_user::{
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // strace's -ff (a file per process) would reach clap as -f given twice.
+    if let Some(ff) = std::env::args()
+        .take_while(|a| a != "--")
+        .find(|a| a.len() > 2 && a.starts_with("-f") && a[1..].bytes().all(|b| b == b'f'))
+    {
+        eprintln!(
+            "syscost: strace's {ff} writes a file per process; syscost sums the processes of a run (attach --cgroup --per-process and top split by process)"
+        );
+        return ExitCode::from(2);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),

@@ -143,9 +143,10 @@ pub fn parse(exprs: &[String]) -> Result<Selection> {
                 sel.named = named;
             }
             "status" => sel.status = parse_status(value)?,
-            "abbrev" | "a" | "verbose" | "v" | "raw" | "x" | "read" | "r" | "write" | "w"
-            | "quiet" | "silent" | "silence" | "q" | "kvm" | "decode-fds" | "decode-fd"
-            | "decode-pids" | "decode-pid" | "signal" | "signals" | "s" => bail!(
+            "abbrev" | "a" | "verbose" | "v" | "raw" | "x" | "read" | "reads" | "r" | "write"
+            | "writes" | "secontext" | "w" | "quiet" | "silent" | "silence" | "q" | "kvm"
+            | "decode-fds" | "decode-fd" | "decode-pids" | "decode-pid" | "signal" | "signals"
+            | "s" => bail!(
                 "-e {qualifier}=: strace's {qualifier} qualifier is about how calls are printed; syscost prints no calls, it counts them (-e trace= and -e status= choose the rows)"
             ),
             "fault" | "inject" => bail!(
@@ -162,25 +163,44 @@ pub fn parse(exprs: &[String]) -> Result<Selection> {
     Ok(sel)
 }
 
+/// `status=SET`, as strace's: a comma list of statuses, `!` inverting it, `all` and
+/// `none`; of strace's statuses syscost tells apart successful and failed calls.
 fn parse_status(value: &str) -> Result<Option<Status>> {
-    let (negate, v) = match value.strip_prefix('!') {
-        Some(v) => (true, v),
-        None => (false, value),
+    let mut s = value;
+    let mut invert = false;
+    while let Some(rest) = s.strip_prefix('!') {
+        invert = !invert;
+        s = rest;
+    }
+    let (mut successful, mut failed) = match s {
+        "all" => (true, true),
+        "none" => (false, false),
+        list => {
+            let (mut ok, mut err) = (false, false);
+            for v in list.split(',').map(str::trim) {
+                match v {
+                    "successful" => ok = true,
+                    "failed" => err = true,
+                    "unfinished" | "unavailable" | "detached" => bail!(
+                        "-e status={v}: syscost counts the calls that return, successful or failed (-z, -Z); a call still in flight at the end is in no row"
+                    ),
+                    other => {
+                        bail!("-e status={other}: no such status (successful, failed, all or none)")
+                    }
+                }
+            }
+            (ok, err)
+        }
     };
-    let status = match v {
-        "all" => return Ok(None),
-        "successful" => Status::Successful,
-        "failed" => Status::Failed,
-        "unfinished" | "unavailable" | "detached" | "none" => bail!(
-            "-e status={v}: syscost counts every call that returns, successful or failed (-z, -Z); a call still in flight at the end is in no row"
-        ),
-        other => bail!("-e status={other}: no such status (successful, failed or all)"),
-    };
-    Ok(Some(match (negate, status) {
-        (false, s) => s,
-        (true, Status::Successful) => Status::Failed,
-        (true, Status::Failed) => Status::Successful,
-    }))
+    if invert {
+        (successful, failed) = (!successful, !failed);
+    }
+    match (successful, failed) {
+        (true, true) => Ok(None),
+        (true, false) => Ok(Some(Status::Successful)),
+        (false, true) => Ok(Some(Status::Failed)),
+        (false, false) => bail!("-e status={value}: no call would be counted"),
+    }
 }
 
 /// The profile of the calls `status` counts: calls and errors from the kernel's errno
@@ -292,7 +312,10 @@ fn parse_set(value: &str) -> Result<Parsed> {
             }
             ids.into_iter().collect()
         } else if t.starts_with('%') {
-            bail!("-e trace={t}: no such class ({})", CLASSES.join(", "));
+            if !optional {
+                bail!("-e trace={t}: no such class ({})", CLASSES.join(", "));
+            }
+            Vec::new()
         } else {
             // A name: syscost's, in both tables (`i386:NAME` for the i386 one alone).
             let native = syscall_names::number(t);
@@ -417,11 +440,27 @@ mod tests {
             Some(Status::Failed)
         );
         assert_eq!(parse(&["status=all".into()]).unwrap().status, None);
+        assert_eq!(
+            parse(&["status=successful,failed".into()]).unwrap().status,
+            None
+        );
+        assert_eq!(
+            parse(&["status=!failed".into()]).unwrap().status,
+            Some(Status::Successful)
+        );
+        assert_eq!(parse(&["status=!none".into()]).unwrap().status, None);
+        assert!(parse(&["status=!all".into()]).is_err());
+        // `?` lets a class be unknown too.
+        assert!(
+            parse(&["trace=?%nosuch,read".into()])
+                .unwrap()
+                .shows("read")
+        );
         assert!(
             parse(&["status=unfinished".into()])
                 .unwrap_err()
                 .to_string()
-                .starts_with("-e status=unfinished: syscost counts every call that returns")
+                .starts_with("-e status=unfinished: syscost counts the calls that return")
         );
         assert!(
             parse(&["abbrev=none".into()])

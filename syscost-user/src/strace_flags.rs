@@ -42,7 +42,7 @@ pub fn hint(flag: &str) -> Option<&'static str> {
         "-T" | "--syscall-times" => {
             "prints each call's time; syscost's table has each syscall's total and average, -L its p50, p99 and max, --slow each slow call"
         }
-        "-k" | "--stack-trace" => {
+        "-k" | "--stack-trace" | "--stack-traces" => {
             "prints a stack for each call; --slow DURATION gives each slow call's user stack (--kernel-stacks: where it blocked)"
         }
         "-i" | "--instruction-pointer" => {
@@ -52,7 +52,7 @@ pub fn hint(flag: &str) -> Option<&'static str> {
             "quiets strace's messages; syscost's few go to stderr once each"
         }
         "-b" | "--detach-on" => "detaches at an execve; syscost follows the command through exec",
-        "-D" | "-DD" | "-DDD" | "--daemonize" => {
+        "-D" | "-DD" | "-DDD" | "--daemonize" | "--daemonise" | "--daemonized" | "--daemonised" => {
             "runs the tracer apart from the command; syscost traces from the kernel, with no tracer process between"
         }
         "-E" | "--env" => "sets the command's environment: syscost run -- env VAR=VALUE CMD",
@@ -71,6 +71,25 @@ pub fn hint(flag: &str) -> Option<&'static str> {
         }
         "-d" | "--debug" => "prints strace's own debugging; RUST_LOG=debug does for syscost",
         "--kvm" => "traces KVM exits; syscost counts syscalls",
+        "--pidns-translation" => {
+            "prints pids of other pid namespaces as seen from strace's; syscost prints no calls"
+        }
+        "--abbrev" | "--verbose" | "--raw" | "--signal" | "--signals" | "--read" | "--reads"
+        | "--write" | "--writes" | "--silent" | "--silence" => {
+            "shapes how calls are printed; syscost prints no calls, it counts them (-e trace= and -e status= choose the rows)"
+        }
+        "--fault" | "--inject" => {
+            "changes the traced calls; syscost injects nothing, it only counts"
+        }
+        "-o" | "--output" => {
+            "writes the output to a file: run -o FILE writes the summary there; attach and report print on stdout (--json FILE saves a profile)"
+        }
+        "-u" | "--user" => {
+            "runs the command as a user: run -u USER; attach and report start no command"
+        }
+        "-f" | "--follow-forks" => {
+            "follows children: run always does, attach -f; report reads a saved profile"
+        }
         "--tips" => "prints strace's tips; syscost --help, and docs/usage.md",
         "--secontext" => "prints SELinux contexts; syscost prints no calls",
         "--status" => "selects calls by status: -e status=successful|failed, -z, -Z",

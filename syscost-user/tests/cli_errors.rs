@@ -328,3 +328,43 @@ fn two_profiles_print_what_they_printed_before() {
         .collect();
     assert_eq!(added, ["blocking", "latency"]);
 }
+
+/// `diff -e` narrows the rows and totals; `--per` still counts its units over every
+/// syscall, the unit's row left out or not.
+#[test]
+fn diff_narrowed_by_e_keeps_the_units_of_per() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/diff/");
+    let (a, b) = (format!("{d}et-plain-1.json"), format!("{d}et-short-1.json"));
+    let o = output(syscost().args(["diff", "-e", "trace=%desc", "--per", "accept4", &a, &b]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.starts_with("per successful accept4 call (5000 before, 5000 after)\n"),
+        "{text}"
+    );
+    let rows: Vec<&str> = text
+        .lines()
+        .skip(4)
+        .take_while(|l| !l.starts_with("----"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        rows.contains(&"read") && rows.contains(&"epoll_wait"),
+        "{text}"
+    );
+    assert!(
+        !rows.contains(&"accept4") && !rows.contains(&"socket"),
+        "{text}"
+    );
+    // Variants: the same.
+    let o = output(syscost().args(["diff", "-e", "trace=%desc", "--per", "accept4", &a, &b, &a]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(", 5000 successful accept4 a run:"),
+        "{}",
+        stdout(&o)
+    );
+    let o = output(syscost().args(["diff", "-e", "status=failed", &a, &b]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("syscost: -e status= is for run, attach and report"));
+}

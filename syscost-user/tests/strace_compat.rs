@@ -50,10 +50,9 @@ fn z_and_capital_z_count_the_successful_and_the_failed_calls_exactly() {
     let p = read_profile(&json);
     let close = p.syscall("close").unwrap();
     let getppid = p.syscall("getppid").unwrap();
-    assert!(
-        close.errnos["EBADF"] >= 5000 && getppid.calls >= 20_000,
-        "{p:?}"
-    );
+    // The workload's exactly; sh adds no failing close, and at most its own getppid.
+    assert_eq!(close.errnos["EBADF"], 5000, "{p:?}");
+    assert!((20_000..=20_001).contains(&getppid.calls), "{p:?}");
     assert_eq!(getppid.errors, 0);
     let failed = counted_rows(&stderr(&o));
     // getppid, named in -e, keeps its row of zeros: it never failed.
@@ -97,6 +96,8 @@ fn u_runs_the_command_as_the_user() {
     let dir = t.path("owned");
     std::fs::create_dir_all(&dir).unwrap();
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    // nobody may reach the test's directory, and write in this one.
+    std::fs::set_permissions(t.path(""), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let run = |user: Option<&str>, sudo: bool, command: &[&str]| {
         let json = t.path("run.json");
@@ -177,6 +178,18 @@ fn classes_show_the_rows_strace_shows() {
         .output()
         .unwrap();
     let version = String::from_utf8_lossy(&version.stdout).to_string();
+    // The classes are strace 6.1's: another strace may class a syscall otherwise.
+    if !version.starts_with("strace -- version 6.1\n") {
+        let why = format!(
+            "strace is not 6.1: {}",
+            version.lines().next().unwrap_or("")
+        );
+        if under_ci() {
+            panic!("{why}");
+        }
+        skip("classes_show_the_rows_strace_shows", &why);
+        return;
+    }
     let program = c_programs().join("classes");
     let json = t.path("classes.json");
     let o = output(
@@ -235,10 +248,7 @@ fn classes_show_the_rows_strace_shows() {
             "{class} (strace: {})",
             version.lines().next().unwrap_or("")
         );
-        assert!(
-            !ours.is_empty() || class == "%%statfs",
-            "{class}: no row to compare"
-        );
+        assert!(!ours.is_empty(), "{class}: no row to compare");
         compared += ours.len();
     }
     assert!(compared >= 30, "{compared} rows compared");
@@ -299,6 +309,23 @@ fn columns_and_sort_keys_are_strace_s() {
         "{}",
         stderr(&o)
     );
+    let o = output(syscost().args(["report", "-U", "calls,calls", profile]));
+    assert!(
+        stderr(&o).contains("column 'calls' is given more than once"),
+        "{}",
+        stderr(&o)
+    );
+    // As strace, the name column is added when it is not asked for.
+    let o = output(syscost().args(["report", "-U", "errors,calls", profile]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let head: Vec<String> = stdout(&o)
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert_eq!(head, ["errors", "calls", "syscall"]);
     let o = output(syscost().args(["report", "-U", "name", "-L", profile]));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
@@ -320,6 +347,32 @@ fn strace_flags_are_taken_or_refused_in_one_line() {
         "{}",
         stderr(&o)
     );
+    let o = output(syscost().args(["run", "-ff", "--", "true"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("syscost: strace's -ff writes a file per process"),
+        "{}",
+        stderr(&o)
+    );
+    let o = output(syscost().args(["run", "-ttt", "--", "true"]));
+    assert!(
+        stderr(&o).starts_with("syscost: strace's -t timestamps each printed call"),
+        "{}",
+        stderr(&o)
+    );
+    let o = output(syscost().args(["attach", "-p", "1", "-o", "x"]));
+    assert!(
+        stderr(&o).starts_with("syscost: strace's -o writes the output to a file"),
+        "{}",
+        stderr(&o)
+    );
+    let o = output(syscost().args(["report", "-O", "soon", "x.json"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("'soon' is not a time"),
+        "{}",
+        stderr(&o)
+    );
     let o = output(syscost().args(["run", "--bogus", "--", "true"]));
     assert!(
         stderr(&o).starts_with("syscost: unexpected argument '--bogus'"),
@@ -331,8 +384,11 @@ fn strace_flags_are_taken_or_refused_in_one_line() {
         &["-c"][..],
         &["-w"],
         &["-O", "1us"],
+        &["-O", "0.000001"],
         &["-S", "total-time"],
         &["-e", "trace=%net"],
+        &["--failing-only"],
+        &["-e", "status=successful,failed"],
     ] {
         let o = output(syscost().arg("report").args(accepted).arg(profile));
         assert!(o.status.success(), "{accepted:?}: {}", stderr(&o));
@@ -363,4 +419,27 @@ fn strace_flags_are_taken_or_refused_in_one_line() {
         !shown.contains("read") && !shown.contains("close"),
         "{text}"
     );
+}
+
+/// `attach -C` (strace's -C): each second's table as text while attached, and the
+/// summary at the end, even on a terminal's behalf (stdout is a pipe here).
+#[test]
+fn capital_c_prints_each_second_and_the_summary() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let mut sleeper = std::process::Command::new(workload_path())
+        .args(["sleep", "20000"])
+        .spawn_reaped();
+    let o = output(syscost().args(["attach", "-C", "-d", "2.5", "-p", &sleeper.id().to_string()]));
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    // Two one-second tables, the last half second, and the summary.
+    assert_eq!(out.matches("--- interval ending").count(), 2, "{out}");
+    assert_eq!(out.matches("--- last interval, ending").count(), 1, "{out}");
+    assert_eq!(out.matches("% time     seconds").count(), 4, "{out}");
+    let o = output(syscost().args(["attach", "-C", "-c", "-p", "1"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

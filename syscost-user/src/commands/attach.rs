@@ -90,7 +90,11 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     }
     let offcpu = tracer.offcpu_tracked();
     let features = tracer.features().clone();
-    let tui = !args.no_tui && !args.live_text && std::io::stdout().is_terminal();
+    // strace's -c (the summary only) and -C (intervals as text) print text.
+    let tui = !args.no_tui
+        && !args.live_text
+        && !args.view.summary_only
+        && std::io::stdout().is_terminal();
     let watch = match &cgroup {
         Some(cg) => Watch::Cgroup(cg.dir.clone()),
         None => Watch::Process {
@@ -139,7 +143,17 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             label: cgroup.as_ref().map(|_| label.clone()),
             slow: args.slow_calls.slow.is_some(),
         };
-        tui::run(&handle, &target, &options)?
+        let last = tui::run(&handle, &target, &options)?;
+        if !args.view.syscalls.is_empty()
+            || args.view.successful
+            || args.view.failed
+            || args.view.columns.is_some()
+        {
+            eprintln!(
+                "syscost: the live view showed every syscall and call; -e, -z, -Z and -U apply to the summary below"
+            );
+        }
+        last
     } else {
         text(
             &handle, target, &label, args, duration, every, &info, started,

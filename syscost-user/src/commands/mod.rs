@@ -27,12 +27,8 @@ fn finish(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result
         json::write(&profile, path)?;
     }
     let sel = view.selection()?;
-    if view.overhead.is_some() {
-        eprintln!(
-            "syscost: -O: nothing is subtracted: the times are the kernel's, from each syscall's entry to its exit, which tracing does not lengthen; syscost's own cost is measured apart (the live view's header, syscost compare)"
-        );
-    }
     let mut options = view.table();
+    options.selected = !sel.is_all();
     let mut shown = match sel.status {
         Some(status) => {
             options.note = Some(crate::strace_filter::status_note(status));
@@ -183,9 +179,19 @@ pub(crate) fn print_json(text: &str) {
     print_out(text);
 }
 
+/// strace's -O, once: why syscost subtracts nothing.
+pub(crate) fn note_overhead(view: &ViewArgs) {
+    if view.overhead.is_some() {
+        eprintln!(
+            "syscost: -O: nothing is subtracted: the times are the kernel's, from each syscall's entry to its exit, which tracing does not lengthen; syscost's own cost is measured apart (the live view's header, syscost compare)"
+        );
+    }
+}
+
 /// Fails early on options that would only fail at the end of a long profile.
 fn check_outputs(view: &ViewArgs, paths: &[Option<&Path>]) -> Result<()> {
     view.selection()?;
+    note_overhead(view);
     for p in paths.iter().flatten() {
         json::check_writable(p)?;
     }

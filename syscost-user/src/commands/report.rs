@@ -13,6 +13,7 @@ use crate::{
 
 pub fn report(args: &ReportArgs) -> Result<i32> {
     args.view.selection()?;
+    super::note_overhead(&args.view);
     let profile = read(&args.file, args.process.as_ref())?;
     let mut out = super::finish(profile.clone(), &args.view, None)?;
     // A top file's rows as `top` prints them at the end (its `dropped` counts
@@ -35,18 +36,15 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// A saved file, narrowed to the processes `--process` picks and to the syscalls `-e`
-/// selects.
-fn read_selected(
-    path: &std::path::Path,
-    process: Option<&crate::profile::ProcessSelect>,
+/// Leaves the syscalls `-e` does not select out of a profile.
+fn select(
+    mut p: crate::profile::Profile,
     sel: &crate::strace_filter::Selection,
-) -> Result<crate::profile::Profile> {
-    let mut p = read(path, process)?;
+) -> crate::profile::Profile {
     if !sel.is_all() {
         p.syscalls.retain(|s| sel.shows(&s.name));
     }
-    Ok(p)
+    p
 }
 
 /// A saved file, narrowed to the processes `--process` picks.
@@ -107,9 +105,16 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
                 "--all is for the table of variants (a third profile, several runs on a side, or --label); two profiles show every syscall"
             );
         }
-        let before = read_selected(&sides[0][0], args.process.as_ref(), &sel)?;
-        let after = read_selected(&sides[1][0], args.process.as_ref(), &sel)?;
-        let d = diff::diff(&before, &after, args.per.as_deref(), args.sort)?;
+        let before = read(&sides[0][0], args.process.as_ref())?;
+        let after = read(&sides[1][0], args.process.as_ref())?;
+        // --per counts its units over every syscall, the rows -e leaves out included.
+        let d = diff::diff_counting_units_in(
+            &select(before.clone(), &sel),
+            &select(after.clone(), &sel),
+            args.per.as_deref(),
+            (&before, &after),
+            args.sort,
+        )?;
         super::print_out(&if args.json {
             diff::to_json(&d)
         } else {
@@ -128,7 +133,7 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         .map(|(files, label)| {
             let runs = files
                 .iter()
-                .map(|f| read_selected(f, args.process.as_ref(), &sel))
+                .map(|f| read(f, args.process.as_ref()))
                 .collect::<Result<_>>()?;
             Ok(variants::Variant {
                 label,
@@ -137,7 +142,15 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let c = variants::compare(&variants, args.per.as_deref(), args.sort)?;
+    let selected: Vec<variants::Variant> = variants
+        .iter()
+        .map(|v| variants::Variant {
+            runs: v.runs.iter().map(|p| select(p.clone(), &sel)).collect(),
+            ..v.clone()
+        })
+        .collect();
+    let c =
+        variants::compare_counting_units_in(&selected, &variants, args.per.as_deref(), args.sort)?;
     super::print_out(&if args.json {
         variants::to_json(&c)
     } else {

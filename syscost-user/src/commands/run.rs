@@ -21,6 +21,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref(), args.output.as_deref()])?;
     let program = which::which(&args.command[0])
         .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
+    // Who the command runs as, known before anything is loaded.
+    let run_as = args.user.as_deref().map(RunAs::resolve).transpose()?;
     let listener = super::bind_metrics(args.metrics_addr)?;
     let mut tracer = super::load_tracer(
         TracerOptions {
@@ -46,7 +48,6 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     drop(entered);
 
     let comm = process::exec_comm(&program);
-    let run_as = args.user.as_deref().map(RunAs::resolve).transpose()?;
     if run_as.is_none() {
         note_root_under_sudo();
     }
@@ -84,18 +85,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     // SAFETY: plain syscall on our own child.
     unsafe { libc::kill(pid as i32, libc::SIGCONT) };
     let started = Instant::now();
-    if let Some((stage, errno)) = child.exec_error()? {
+    if let Some((_, errno)) = child.exec_error()? {
         wait(pid)?;
-        let e = std::io::Error::from_raw_os_error(errno);
-        match (stage, &run_as) {
-            (Stage::Exec, _) | (_, None) => bail!("cannot execute {}: {e}", program.display()),
-            (_, Some(u)) => bail!(
-                "cannot run the command as {} (uid {}, gid {}): {e}",
-                u.name,
-                u.uid,
-                u.gid
-            ),
-        }
+        bail!(
+            "cannot execute {}: {}",
+            program.display(),
+            std::io::Error::from_raw_os_error(errno)
+        );
     }
 
     let status = runtime.block_on(async move {
@@ -318,13 +314,30 @@ fn spawn_stopped(
     let mut status = 0;
     // SAFETY: waits for our own child to stop.
     let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
-    if r != pid || !libc::WIFSTOPPED(status) {
-        bail!("the command's process ended before it could be traced");
-    }
-    Ok(StoppedChild {
+    let child = StoppedChild {
         pid: pid as u32,
         exec_status,
-    })
+    };
+    if r != pid || !libc::WIFSTOPPED(status) {
+        // It ended before stopping: switching to the user failed, and it said how.
+        if let (Some(u), Some((stage, errno))) = (run_as, child.exec_error()?) {
+            bail!(
+                "cannot run the command as {} (uid {}, gid {}): {} failed: {}",
+                u.name,
+                u.uid,
+                u.gid,
+                match stage {
+                    Stage::Groups => "setgroups",
+                    Stage::Gid => "setgid",
+                    Stage::Uid => "setuid",
+                    Stage::Exec => "exec",
+                },
+                std::io::Error::from_raw_os_error(errno)
+            );
+        }
+        bail!("the command's process ended before it could be traced");
+    }
+    Ok(child)
 }
 
 /// Waits for the child to end: its exit code, or 128 + the signal that killed it.

@@ -118,6 +118,18 @@ pub struct Blocking {
 
 /// Compares two profiles, optionally per successful call of `per` on each side.
 pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort) -> Result<Diff> {
+    diff_counting_units_in(before, after, per, (before, after), sort)
+}
+
+/// The same, `per`'s units counted in `units_in` (the whole profiles, when `-e` left
+/// the unit's row out of `before` and `after`).
+pub fn diff_counting_units_in(
+    before: &Profile,
+    after: &Profile,
+    per: Option<&str>,
+    units_in: (&Profile, &Profile),
+    sort: DiffSort,
+) -> Result<Diff> {
     if before.arch != after.arch {
         bail!(
             "the profiles come from different architectures ({} and {}): their syscall tables differ, so syscost does not compare them",
@@ -135,8 +147,8 @@ pub fn diff(before: &Profile, after: &Profile, per: Option<&str>, sort: DiffSort
                 })
             };
             Pair {
-                before: u(before, "before")?,
-                after: u(after, "after")?,
+                before: u(units_in.0, "before")?,
+                after: u(units_in.1, "after")?,
             }
         }
         None => Pair {

@@ -27,6 +27,8 @@ pub struct TableOptions {
     pub note: Option<String>,
     /// The time columns show `-`: the calls counted are not those timed (`-z`, `-Z`).
     pub no_times: bool,
+    /// Rows were chosen by `-e` (with `-z`/`-Z`, rows also go for lack of such calls).
+    pub selected: bool,
 }
 
 /// A column of strace's summary, as its `-U` names them.
@@ -92,10 +94,11 @@ impl Column {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Columns(pub Vec<Column>);
 
-/// Parses `-U`: strace's column names, comma-separated.
+/// Parses `-U` as strace does: its column names, comma-separated, each once; the name
+/// column is added last when it is not asked for (a table without it means nothing).
 pub fn parse_columns(s: &str) -> Result<Columns, String> {
     let mut out = Vec::new();
-    for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+    for name in s.split(',') {
         let Some(&(c, _)) = Column::NAMES
             .iter()
             .find(|(_, names)| names.contains(&name))
@@ -106,10 +109,13 @@ pub fn parse_columns(s: &str) -> Result<Columns, String> {
                 known.join(", ")
             ));
         };
+        if out.contains(&c) {
+            return Err(format!("column '{name}' is given more than once"));
+        }
         out.push(c);
     }
-    if out.is_empty() {
-        return Err("no column named".into());
+    if !out.contains(&Column::Name) {
+        out.push(Column::Name);
     }
     Ok(Columns(out))
 }
@@ -291,14 +297,18 @@ pub fn render(profile: &Profile, options: &TableOptions) -> String {
 /// every syscall of `all`, as a request makes them, and say so when rows are left out.
 pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> String {
     let per = options.per.as_deref().map(|u| (u, per_unit(all, u)));
-    let filtered = all.syscalls.len() != profile.syscalls.len();
+    let filtered = if options.no_times {
+        options.selected
+    } else {
+        all.syscalls.len() != profile.syscalls.len()
+    };
     let mut out = String::new();
     let mut push = |s: String| {
         out.push_str(s.trim_end());
         out.push('\n');
     };
     if let Some(columns) = &options.columns {
-        for l in columns_table(profile, &columns.0, options.sort, !options.no_times) {
+        for l in columns_table(profile, &columns.0, sort_of(options), !options.no_times) {
             push(l);
         }
     } else {
@@ -306,6 +316,14 @@ pub fn render_of(profile: &Profile, all: &Profile, options: &TableOptions) -> St
     }
     trailer(profile, all, options, per, filtered, &mut push);
     out
+}
+
+/// The row order: without times (`-z`, `-Z`), calls stand for time.
+fn sort_of(options: &TableOptions) -> SortKey {
+    match options.sort {
+        SortKey::Time if options.no_times => SortKey::Calls,
+        k => k,
+    }
 }
 
 /// The usual columns, `-L`'s and `--per`'s after them.
@@ -366,7 +384,7 @@ fn usual_table(
         Some((_, None)) => format!(" {:>10} {:>10}", "-", "-"),
         None => String::new(),
     };
-    for s in profile.sorted(options.sort) {
+    for s in profile.sorted(sort_of(options)) {
         let pct = if total_ns == 0 {
             0.0
         } else {

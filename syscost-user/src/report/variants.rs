@@ -252,6 +252,17 @@ pub struct Comparison {
 
 /// Compares the variants: the first is the baseline.
 pub fn compare(variants: &[Variant], per: Option<&str>, sort: DiffSort) -> Result<Comparison> {
+    compare_counting_units_in(variants, variants, per, sort)
+}
+
+/// The same, `per`'s units counted in `units_in`'s runs (the whole profiles, when `-e`
+/// left the unit's row out of `variants`).
+pub fn compare_counting_units_in(
+    variants: &[Variant],
+    units_in: &[Variant],
+    per: Option<&str>,
+    sort: DiffSort,
+) -> Result<Comparison> {
     if variants.len() < 2 {
         bail!("diff needs two profiles or more");
     }
@@ -267,7 +278,7 @@ pub fn compare(variants: &[Variant], per: Option<&str>, sort: DiffSort) -> Resul
         }
     }
     // Each run's unit count.
-    let units: Vec<Vec<f64>> = variants
+    let units: Vec<Vec<f64>> = units_in
         .iter()
         .map(|v| {
             v.runs

@@ -269,19 +269,7 @@ pub fn diff_counting_units_in(
     }
     let oncpu_tracked = before.offcpu_tracked && after.offcpu_tracked;
     let blocking = oncpu_tracked.then(|| {
-        let syscalls: Vec<String> = names
-            .iter()
-            .filter(|&&name| {
-                let (off, total) = [before, after]
-                    .iter()
-                    .filter_map(|p| p.syscall(name))
-                    .fold((0u128, 0u128), |(o, t), s| {
-                        (o + s.offcpu_ns as u128, t + s.total_ns as u128)
-                    });
-                total > 0 && 2 * off > total
-            })
-            .map(|s| s.to_string())
-            .collect();
+        let syscalls = variants::blocking_syscalls(&names, [before, after].into_iter());
         let in_calls = |want: bool| {
             pair(&|p: &Profile| {
                 p.syscalls

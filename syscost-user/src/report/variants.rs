@@ -250,6 +250,27 @@ pub struct Comparison {
     pub conclusion: Vec<String>,
 }
 
+/// The syscalls of `names` that block: switched out more than half their time over
+/// `runs` together (the runs with the on-CPU split).
+pub fn blocking_syscalls<'a>(
+    names: &BTreeSet<&str>,
+    runs: impl Iterator<Item = &'a Profile> + Clone,
+) -> Vec<String> {
+    names
+        .iter()
+        .filter(|&&name| {
+            let (off, total) = runs
+                .clone()
+                .filter_map(|p| p.syscall(name))
+                .fold((0u128, 0u128), |(o, t), s| {
+                    (o + s.offcpu_ns as u128, t + s.total_ns as u128)
+                });
+            total > 0 && 2 * off > total
+        })
+        .map(|s| s.to_string())
+        .collect()
+}
+
 /// Compares the variants: the first is the baseline.
 pub fn compare(variants: &[Variant], per: Option<&str>, sort: DiffSort) -> Result<Comparison> {
     compare_counting_units_in(variants, variants, per, sort)
@@ -342,22 +363,14 @@ pub fn compare_counting_units_in(
             .collect()
     };
 
-    let blocking: Vec<String> = names
-        .iter()
-        .filter(|&&name| {
-            let (off, total) = variants
-                .iter()
-                .zip(&tracked)
-                .filter(|(_, t)| **t)
-                .flat_map(|(v, _)| &v.runs)
-                .filter_map(|p| p.syscall(name))
-                .fold((0u128, 0u128), |(o, t), s| {
-                    (o + s.offcpu_ns as u128, t + s.total_ns as u128)
-                });
-            total > 0 && 2 * off > total
-        })
-        .map(|s| s.to_string())
-        .collect();
+    let blocking = blocking_syscalls(
+        &names,
+        variants
+            .iter()
+            .zip(&tracked)
+            .filter(|(_, t)| **t)
+            .flat_map(|(v, _)| &v.runs),
+    );
     let any_tracked = tracked.iter().any(|t| *t);
     let is_blocking = |name: &str| any_tracked.then(|| blocking.iter().any(|b| b == name));
 

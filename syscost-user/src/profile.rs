@@ -267,15 +267,8 @@ impl Profile {
         self.syscalls.iter().find(|s| s.name == name)
     }
 
-    /// Keeps only the syscalls named in `names`.
-    /// Keeps the syscalls `-e` names, and adds a row of zeros for each named syscall
-    /// that made no call (asked about, it is shown: "0 calls", not left out).
-    pub fn retain_names(&mut self, names: &[String]) {
-        self.syscalls.retain(|s| names.contains(&s.name));
-        self.add_zero_rows(names);
-    }
-
-    /// A row of zeros for each of `names` that has no row.
+    /// A row of zeros for each of `names` that has no row (a syscall asked about is
+    /// shown: "0 calls", not left out).
     pub fn add_zero_rows(&mut self, names: &[String]) {
         for name in names {
             if self.syscalls.iter().any(|s| &s.name == name) {

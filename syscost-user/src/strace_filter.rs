@@ -117,6 +117,16 @@ impl Selection {
         self.set.is_none()
     }
 
+    /// Keeps the rows it shows, and a row of zeros for each syscall named one by one
+    /// that made no call.
+    pub fn narrow(&self, profile: &mut Profile) {
+        if self.is_all() {
+            return;
+        }
+        profile.syscalls.retain(|s| self.shows(&s.name));
+        profile.add_zero_rows(&self.named);
+    }
+
     /// Whether a row of this syscall is shown.
     pub fn shows(&self, name: &str) -> bool {
         let Some(set) = &self.set else { return true };

@@ -37,10 +37,7 @@ fn finish(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result
         }
         None => profile.clone(),
     };
-    if !sel.is_all() {
-        shown.syscalls.retain(|s| sel.shows(&s.name));
-        shown.add_zero_rows(&sel.named);
-    }
+    sel.narrow(&mut shown);
     // The --per figures count every syscall a unit makes, not only the rows shown.
     Ok(strace_table::render_of(&shown, &profile, &options))
 }

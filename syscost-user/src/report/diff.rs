@@ -298,7 +298,8 @@ pub fn diff_counting_units_in(
     })
 }
 
-fn num(v: f64, per_unit: bool) -> String {
+/// A count (two decimals per unit).
+pub(super) fn num(v: f64, per_unit: bool) -> String {
     if per_unit {
         format!("{v:.2}")
     } else {
@@ -321,7 +322,7 @@ fn pct(p: Option<f64>) -> String {
     }
 }
 
-fn ns(v: f64) -> String {
+pub(super) fn ns(v: f64) -> String {
     human_ns(v.round() as u64)
 }
 
@@ -466,7 +467,8 @@ pub fn render(d: &Diff) -> String {
     trim_lines(out)
 }
 
-fn trim_lines(text: String) -> String {
+/// Lines without trailing blanks.
+pub(super) fn trim_lines(text: String) -> String {
     text.lines()
         .map(|l| format!("{}\n", l.trim_end()))
         .collect()
@@ -474,7 +476,12 @@ fn trim_lines(text: String) -> String {
 
 /// The diff as JSON.
 pub fn to_json(d: &Diff) -> String {
-    let mut s = serde_json::to_string_pretty(d).expect("a diff always serialises");
+    pretty_json(d)
+}
+
+/// Pretty JSON and a newline (a diff and a comparison always serialise: plain data).
+pub(super) fn pretty_json<T: Serialize>(value: &T) -> String {
+    let mut s = serde_json::to_string_pretty(value).expect("plain data serialises");
     s.push('\n');
     s
 }

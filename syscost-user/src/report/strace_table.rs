@@ -672,7 +672,9 @@ per write: 15.00 syscalls, 18.6us in syscalls, 4.65us of it on a CPU (5 successf
             ..TableOptions::default()
         };
         let mut shown = p.clone();
-        shown.retain_names(&["close".to_string()]);
+        crate::strace_filter::parse(&["close".into()])
+            .unwrap()
+            .narrow(&mut shown);
         let text = render_of(&shown, &p, &per_write);
         assert!(!text.contains(" openat"), "{text}");
         assert!(
@@ -686,7 +688,9 @@ per write: 15.00 syscalls, 18.6us in syscalls, 4.65us of it on a CPU (5 successf
     #[test]
     fn a_syscall_asked_for_that_made_no_call_has_a_row_of_zeros() {
         let mut shown = profile();
-        shown.retain_names(&["close".to_string(), "fsync".to_string()]);
+        crate::strace_filter::parse(&["close,fsync".into()])
+            .unwrap()
+            .narrow(&mut shown);
         let text = render(&shown, &TableOptions::default());
         let row = text
             .lines()

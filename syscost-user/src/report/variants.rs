@@ -10,13 +10,12 @@ use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 
 use super::{
-    diff::DiffSort,
+    diff::{self, DiffSort, ns, num, trim_lines},
     stats::{self, CONFIDENCE, Interval, RankTest},
 };
 use crate::{
     latency,
     profile::{Profile, SyscallProfile, per_unit},
-    units::human_ns,
 };
 
 /// One variant: its label, its files and the profiles read from them (its runs).
@@ -628,18 +627,6 @@ fn pct(p: Option<f64>) -> String {
     }
 }
 
-fn ns(v: f64) -> String {
-    human_ns(v.round() as u64)
-}
-
-fn num(v: f64, per_unit: bool) -> String {
-    if per_unit {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.0}")
-    }
-}
-
 /// A change in a few words: "-32.7%", "new", "gone".
 fn moved(base: f64, c: &Change) -> String {
     if base != 0.0 && base + c.change == 0.0 {
@@ -995,8 +982,10 @@ pub fn render(c: &Comparison, all: bool) -> String {
         1.0 - c.confidence
     ));
 
+    // A figure per row, its profiles under it (those given: a profile without the
+    // on-CPU split has no time split), each with its change and mark.
     let series_table =
-        |out: &mut String, title: &str, rows: &[(String, Vec<&Series>)], time: bool| {
+        |out: &mut String, title: &str, rows: &[(String, Vec<(usize, &Series)>)], time: bool| {
             out.push_str(&format!(
                 "\n{:<nw$} {:<w$} {:>11} {:>8}\n",
                 title,
@@ -1005,18 +994,18 @@ pub fn render(c: &Comparison, all: bool) -> String {
                 "change"
             ));
             for (name, s) in rows {
-                for (k, v) in s.iter().enumerate() {
+                let base = s.first().map_or(0.0, |(_, v)| v.value.mean);
+                for (i, (k, v)) in s.iter().enumerate() {
                     let value = if time {
                         ns(v.value.mean)
                     } else {
                         num(v.value.mean, per)
                     };
                     let change = v.change.as_ref();
-                    let base = s[0].value.mean;
                     out.push_str(&format!(
                         "{:<nw$} {:<w$} {:>11} {:>8} {}\n",
-                        if k == 0 { name.as_str() } else { "" },
-                        c.profiles[k].label,
+                        if i == 0 { name.as_str() } else { "" },
+                        c.profiles[*k].label,
                         value,
                         change.map_or(String::new(), |ch| moved(base, ch)),
                         mark(change)
@@ -1025,38 +1014,20 @@ pub fn render(c: &Comparison, all: bool) -> String {
             }
         };
     if c.time.iter().any(Option::is_some) {
-        // The profiles with the split, each figure's rows in profile order.
-        let shown: Vec<usize> = (0..c.time.len()).filter(|&k| c.time[k].is_some()).collect();
         let col = |f: fn(&TimeSplit) -> &Series| {
-            shown
+            c.time
                 .iter()
-                .map(|&k| (k, f(c.time[k].as_ref().expect("shown"))))
+                .enumerate()
+                .filter_map(|(k, t)| t.as_ref().map(|t| (k, f(t))))
                 .collect::<Vec<_>>()
         };
         let figures = [
-            ("on-CPU", col(|t| &t.oncpu_ns)),
-            ("switched out", col(|t| &t.offcpu_ns)),
-            ("blocking calls", col(|t| &t.blocking_calls_ns)),
-            ("other calls", col(|t| &t.other_calls_ns)),
+            ("on-CPU".to_string(), col(|t| &t.oncpu_ns)),
+            ("switched out".to_string(), col(|t| &t.offcpu_ns)),
+            ("blocking calls".to_string(), col(|t| &t.blocking_calls_ns)),
+            ("other calls".to_string(), col(|t| &t.other_calls_ns)),
         ];
-        out.push_str(&format!(
-            "\n{:<nw$} {:<w$} {:>11} {:>8}\n",
-            "time", "profile", "time", "change"
-        ));
-        for (name, values) in &figures {
-            let base = values.first().map_or(0.0, |(_, s)| s.value.mean);
-            for (i, (k, v)) in values.iter().enumerate() {
-                let change = v.change.as_ref();
-                out.push_str(&format!(
-                    "{:<nw$} {:<w$} {:>11} {:>8} {}\n",
-                    if i == 0 { *name } else { "" },
-                    c.profiles[*k].label,
-                    ns(v.value.mean),
-                    change.map_or(String::new(), |ch| moved(base, ch)),
-                    mark(change)
-                ));
-            }
-        }
+        series_table(&mut out, "time", &figures, true);
         out.push_str(&format!(
             "blocking calls: switched out more than half their time, over the runs with the on-CPU split: {}\n",
             if c.blocking.is_empty() {
@@ -1081,13 +1052,13 @@ pub fn render(c: &Comparison, all: bool) -> String {
     if !c.errnos_tracked {
         out.push_str("\nerrno changes not known: a profile has errors per syscall only (a top file, or --process)\n");
     } else if !c.errnos.is_empty() {
-        let rows: Vec<(String, Vec<&Series>)> = c
+        let rows: Vec<(String, Vec<(usize, &Series)>)> = c
             .errnos
             .iter()
             .map(|e| {
                 (
                     format!("{} {}", e.syscall, e.errno),
-                    e.profiles.iter().collect(),
+                    e.profiles.iter().enumerate().collect(),
                 )
             })
             .collect();
@@ -1243,17 +1214,9 @@ pub fn render_latency_tests(
     out
 }
 
-fn trim_lines(text: String) -> String {
-    text.lines()
-        .map(|l| format!("{}\n", l.trim_end()))
-        .collect()
-}
-
 /// The comparison as JSON.
 pub fn to_json(c: &Comparison) -> String {
-    let mut s = serde_json::to_string_pretty(c).expect("a comparison always serialises");
-    s.push('\n');
-    s
+    diff::pretty_json(c)
 }
 
 #[cfg(test)]

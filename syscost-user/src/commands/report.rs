@@ -145,8 +145,9 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
     let selected: Vec<variants::Variant> = variants
         .iter()
         .map(|v| variants::Variant {
+            label: v.label.clone(),
+            files: v.files.clone(),
             runs: v.runs.iter().map(|p| select(p.clone(), &sel)).collect(),
-            ..v.clone()
         })
         .collect();
     let c =

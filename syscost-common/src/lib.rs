@@ -423,8 +423,9 @@ pub struct SlowEvent {
     pub kernel_stack_bytes: u32,
     pub comm: [u8; 16],
     /// The user registers an unwinder starts from: instruction pointer, stack pointer,
-    /// frame pointer (x86_64: ip, sp, bp), at the call's exit.
-    pub user_regs: [u64; 3],
+    /// frame pointer, link register (x86_64: ip, sp, bp, ip; arm64: pc, sp, x29, x30),
+    /// at the call's exit.
+    pub user_regs: [u64; 4],
     /// Where the stack copy that follows the event begins: the page holding the stack
     /// pointer.
     pub user_stack_base: u64,
@@ -482,6 +483,8 @@ pub const fn counter_index(slot: u32, c: u32) -> u32 {
 
 /// x86's code segment selector of 32-bit user code (`__USER32_CS`).
 pub const USER32_CS: u64 = 0x23;
+/// arm64's `pstate` bit of AArch32 user code (`PSR_MODE32_BIT`).
+pub const PSR_MODE32_BIT: u64 = 0x10;
 
 #[cfg(feature = "user")]
 mod pod {

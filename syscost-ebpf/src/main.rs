@@ -71,9 +71,9 @@ use aya_log_ebpf::warn;
 use syscost_common::{
     BigKey, BlockedStack, ERRNO_PAIRS, ExitRecord, INDEX_WORDS_PER_SLOT, KERNEL_STACK_FRAMES,
     KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD, KEYS_PER_SLOT, ProcRecord, ProcSlot,
-    SLOW_STACK_FRAMES, SlowRecord, StatsEntry, ThreadSlot, TopKey, TopValue, USER_STACK_PAGE,
-    USER32_CS, abi, auto_mode, bucket_index, counter, counter_index, is_error_return,
-    key_is_compat, proc_value, syscall_key, top_key_bit,
+    SLOW_STACK_FRAMES, SlowRecord, StatsEntry, ThreadSlot, TopKey, TopValue, USER_STACK_PAGE, abi,
+    auto_mode, bucket_index, counter, counter_index, is_error_return, key_is_compat, proc_value,
+    syscall_key, top_key_bit,
 };
 
 use self::{maps::*, procs::*, slow::*, stats::*, threads::*, top::*};

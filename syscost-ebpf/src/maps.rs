@@ -91,16 +91,18 @@ pub(crate) static SLOW_ON: Global<u32> = Global::new(0);
 /// The threshold of numbers without a key of their own.
 #[unsafe(no_mangle)]
 pub(crate) static SLOW_DEFAULT_NS: Global<u64> = Global::new(0);
-/// Offsets of the argument registers in `struct pt_regs`: 64-bit (di, si, dx, r10, r8,
-/// r9), then 32-bit (bx, cx, dx, si, di, bp).
+/// Offsets of the argument registers in `struct pt_regs`: 64-bit (x86_64: di, si, dx,
+/// r10, r8, r9; arm64: orig_x0, x1-x5), then 32-bit (x86: bx, cx, dx, si, di, bp; arm:
+/// orig_x0, x1-x5).
 #[unsafe(no_mangle)]
 pub(crate) static PT_REGS_ARG_OFFSETS: Global<[u64; 6]> = Global::new([0; 6]);
 #[unsafe(no_mangle)]
 pub(crate) static PT_REGS_COMPAT_ARG_OFFSETS: Global<[u64; 6]> = Global::new([0; 6]);
-/// Offsets of the registers an unwinder starts from in `struct pt_regs` (x86_64: ip,
-/// sp, bp).
+/// Offsets of the registers an unwinder starts from in `struct pt_regs`: instruction
+/// pointer, stack pointer, frame pointer, link register (x86_64: ip, sp, bp, and ip
+/// again: it has no link register; arm64: pc, sp, x29, x30).
 #[unsafe(no_mangle)]
-pub(crate) static PT_REGS_UNWIND_OFFSETS: Global<[u64; 3]> = Global::new([0; 3]);
+pub(crate) static PT_REGS_UNWIND_OFFSETS: Global<[u64; 4]> = Global::new([0; 4]);
 /// Byte offset of `mm` in `struct task_struct` (`--slow`: tells an exec apart).
 #[unsafe(no_mangle)]
 pub(crate) static TASK_MM_OFFSET: Global<u64> = Global::new(0);
@@ -153,9 +155,12 @@ pub(crate) static TASK_TGID_OFFSET: Global<u64> = Global::new(0);
 pub(crate) static TASK_SIGNAL_OFFSET: Global<u64> = Global::new(0);
 #[unsafe(no_mangle)]
 pub(crate) static SIGNAL_LIVE_OFFSET: Global<u64> = Global::new(0);
-/// Byte offset of `cs` in `struct pt_regs`: it tells 32-bit user code from 64-bit.
+/// How a task's registers tell 32-bit (compat) user code from 64-bit: the byte offset
+/// of a register in `struct pt_regs`, a mask and the value it has under the mask in
+/// 32-bit code (x86_64: `cs`, 0xffff, `__USER32_CS`; arm64: `pstate`, `PSR_MODE32_BIT`
+/// twice).
 #[unsafe(no_mangle)]
-pub(crate) static PT_REGS_CS_OFFSET: Global<u64> = Global::new(0);
+pub(crate) static COMPAT_TEST: Global<[u64; 3]> = Global::new([0; 3]);
 /// Where sched_switch learns the previous task's state: 0, its `prev_state` argument
 /// (from 5.18); else the byte offset of `task_struct.__state` (`.state` before 5.14),
 /// read from the task, on kernels whose tracepoint has no such argument.

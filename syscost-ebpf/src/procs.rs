@@ -116,10 +116,10 @@ pub(crate) fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
         return traced(value);
     }
     let regs: *const u8 = ctx.arg(0);
-    let cs =
-        unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_CS_OFFSET.load() as usize) as *const u64) };
-    let abi = match cs {
-        Ok(cs) if cs & 0xffff == USER32_CS => abi::COMPAT,
+    let [offset, mask, compat] = COMPAT_TEST.load();
+    let reg = unsafe { bpf_probe_read_kernel(regs.add(offset as usize) as *const u64) };
+    let abi = match reg {
+        Ok(r) if mask != 0 && r & mask == compat => abi::COMPAT,
         _ => abi::NATIVE,
     };
     let value = proc_value::with_abi(value, abi);

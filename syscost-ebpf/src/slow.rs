@@ -92,7 +92,7 @@ fn report<const P: usize>(
             u64::from(BPF_F_USER_STACK),
         ) as i32;
         let unwind = PT_REGS_UNWIND_OFFSETS.load();
-        for i in 0..3 {
+        for i in 0..4 {
             (*e).user_regs[i] =
                 bpf_probe_read_kernel(regs.add(unwind[i] as usize) as *const u64).unwrap_or(0);
         }

@@ -4,9 +4,10 @@ strace 6.1 defines them, for the x86_64 and i386 tables.
 
 Usage: strace-classes.py STRACE_GIT_DIR > strace-classes.tsv
 
-Reads, at the tag v6.1 of https://github.com/strace/strace: src/linux/x86_64/syscallent.h
-and src/linux/i386/syscallent.h with the files they include, and the flag names of
-src/sysent_shorthand_defs.h. Each output line: arch, number, strace's name, classes.
+Reads, at the tag v6.1 of https://github.com/strace/strace: src/linux/ARCH/syscallent.h
+for each of the four with the files they include, and the flag names of
+src/sysent_shorthand_defs.h. arm's private calls (cacheflush, set_tls...), which strace
+numbers apart from the kernel's 0xf0000 + N, are left out. Each output line: arch, number, strace's name, classes.
 """
 import re
 import subprocess
@@ -82,10 +83,11 @@ def _normalise(parts):
 def main():
     git = sys.argv[1]
     print(f"# strace {TAG[1:]}'s syscall classes (https://github.com/strace/strace, tag {TAG}):")
-    print("# src/linux/x86_64/syscallent.h and src/linux/i386/syscallent.h with their includes,")
-    print("# flags as src/sysent_shorthand_defs.h names them; written by strace-classes.py.")
+    print("# src/linux/{x86_64,i386,aarch64,arm}/syscallent.h with their includes, flags as")
+    print("# src/sysent_shorthand_defs.h names them; written by strace-classes.py.")
     print("# arch\tnumber\tname\tclasses")
-    for arch, path in (("x86_64", "src/linux/x86_64/syscallent.h"), ("i386", "src/linux/i386/syscallent.h")):
+    for arch in ("x86_64", "i386", "aarch64", "arm"):
+        path = f"src/linux/{arch}/syscallent.h"
         rows = {}
         for nr, name, classes in entries(git, path, {path}):
             rows[nr] = (name, classes)

@@ -1,6 +1,7 @@
 //! Facts about the running kernel read from its BTF (/sys/kernel/btf/vmlinux): where
 //! `pid`, `tgid` and `signal` sit in `struct task_struct` and `live` in `struct
-//! signal_struct` (the fork and exit hooks read them), `cs` in `struct pt_regs`, and
+//! signal_struct` (the fork and exit hooks read them), the registers of a call in
+//! `struct pt_regs` (this architecture's), and
 //! what differs between kernels: whether sched_switch passes `prev_state`, and where a
 //! task's cgroup ancestry is kept. Features are probed here, not inferred from versions.
 
@@ -24,16 +25,8 @@ pub struct KernelLayout {
     /// `FILE_OFFSETS` in the kernel side.
     pub file_offsets: [u64; 8],
     pub signal_live_offset: u64,
-    /// Offset of `cs` in `struct pt_regs` (tells 32-bit user code from 64-bit).
-    pub pt_regs_cs_offset: u64,
-    /// Offsets of the syscall argument registers in `struct pt_regs`, in argument order
-    /// (x86_64: di, si, dx, r10, r8, r9), for `--slow`'s arguments.
-    pub pt_regs_arg_offsets: [u64; 6],
-    /// The same for 32-bit (compat) calls: bx, cx, dx, si, di, bp.
-    pub pt_regs_compat_arg_offsets: [u64; 6],
-    /// Offsets of ip, sp and bp in `struct pt_regs`: where a slow call's stack is
-    /// unwound from.
-    pub pt_regs_unwind_offsets: [u64; 3],
+    /// Where the registers of a syscall are in `struct pt_regs`.
+    pub registers: Registers,
     /// Whether the sched_switch tracepoint passes `prev_state` (from 5.18).
     pub switch_has_prev_state: bool,
     /// Offset of `task_struct.__state` (`.state` before 5.14), where the switch hook
@@ -43,6 +36,55 @@ pub struct KernelLayout {
     /// that keep `cgroup.ancestor_ids[]` (before 6.0): `--cgroup` reads them where
     /// tracing programs lack the cgroup-ancestor helper (before 5.14).
     pub cgroup_walk: Option<CgroupWalk>,
+}
+
+/// Byte offsets in `struct pt_regs` of the registers the kernel side reads, for this
+/// architecture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Registers {
+    /// How 32-bit (compat) user code is told from 64-bit: a register's offset, a mask
+    /// and the value under the mask in 32-bit code (`COMPAT_TEST` in the kernel side).
+    pub compat_test: [u64; 3],
+    /// The syscall argument registers in argument order, for `--slow`'s arguments
+    /// (x86_64: di, si, dx, r10, r8, r9; arm64: orig_x0, x1-x5, as x0 holds the return
+    /// value at the exit).
+    pub args: [u64; 6],
+    /// The same for 32-bit (compat) calls (x86: bx, cx, dx, si, di, bp; arm: orig_x0,
+    /// x1-x5, AArch32's r0-r5).
+    pub compat_args: [u64; 6],
+    /// Instruction pointer, stack pointer, frame pointer and link register: where a
+    /// slow call's stack is unwound from (x86_64, which has no link register: ip, sp,
+    /// bp, ip; arm64: pc, sp, x29, x30).
+    pub unwind: [u64; 4],
+}
+
+impl Registers {
+    #[cfg(target_arch = "x86_64")]
+    fn read(btf: &Btf) -> Result<Self> {
+        let r = |name| member_offset(btf, "pt_regs", name);
+        Ok(Self {
+            compat_test: [r("cs")?, 0xffff, syscost_common::USER32_CS],
+            args: [r("di")?, r("si")?, r("dx")?, r("r10")?, r("r8")?, r("r9")?],
+            compat_args: [r("bx")?, r("cx")?, r("dx")?, r("si")?, r("di")?, r("bp")?],
+            unwind: [r("ip")?, r("sp")?, r("bp")?, r("ip")?],
+        })
+    }
+
+    #[cfg(target_arch = "aarch64")]
+    fn read(btf: &Btf) -> Result<Self> {
+        let r = |name| member_offset(btf, "pt_regs", name);
+        // x0..x30 are `regs[31]`, in an anonymous struct of a union with `user_regs`.
+        let regs = r("regs")?;
+        let x = |i: u64| regs + 8 * i;
+        let args = [r("orig_x0")?, x(1), x(2), x(3), x(4), x(5)];
+        let mode32 = syscost_common::PSR_MODE32_BIT;
+        Ok(Self {
+            compat_test: [r("pstate")?, mode32, mode32],
+            args,
+            compat_args: args,
+            unwind: [r("pc")?, r("sp")?, x(29), x(30)],
+        })
+    }
 }
 
 /// Offsets for following `task->cgroups->dfl_cgrp` to its `level` and `ancestor_ids[]`.
@@ -85,28 +127,7 @@ impl KernelLayout {
             })()
             .unwrap_or([0; 8]),
             signal_live_offset: member_offset(&btf, "signal_struct", "live")?,
-            pt_regs_cs_offset: member_offset(&btf, "pt_regs", "cs")?,
-            pt_regs_arg_offsets: [
-                member_offset(&btf, "pt_regs", "di")?,
-                member_offset(&btf, "pt_regs", "si")?,
-                member_offset(&btf, "pt_regs", "dx")?,
-                member_offset(&btf, "pt_regs", "r10")?,
-                member_offset(&btf, "pt_regs", "r8")?,
-                member_offset(&btf, "pt_regs", "r9")?,
-            ],
-            pt_regs_compat_arg_offsets: [
-                member_offset(&btf, "pt_regs", "bx")?,
-                member_offset(&btf, "pt_regs", "cx")?,
-                member_offset(&btf, "pt_regs", "dx")?,
-                member_offset(&btf, "pt_regs", "si")?,
-                member_offset(&btf, "pt_regs", "di")?,
-                member_offset(&btf, "pt_regs", "bp")?,
-            ],
-            pt_regs_unwind_offsets: [
-                member_offset(&btf, "pt_regs", "ip")?,
-                member_offset(&btf, "pt_regs", "sp")?,
-                member_offset(&btf, "pt_regs", "bp")?,
-            ],
+            registers: Registers::read(&btf)?,
             switch_has_prev_state: tracepoint_args(&btf, "sched_switch")? >= 4,
             task_state_offset: member_offset(&btf, "task_struct", "__state")
                 .or_else(|_| member_offset(&btf, "task_struct", "state"))
@@ -257,16 +278,26 @@ mod tests {
         // x86_64 pt_regs: r15..orig_ax, ip, then cs at 17 * 8.
         #[cfg(target_arch = "x86_64")]
         {
-            assert_eq!(l.pt_regs_cs_offset, 136);
+            let r = l.registers;
+            assert_eq!(r.compat_test, [136, 0xffff, 0x23]);
             // r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di: 8 bytes each.
-            assert_eq!(l.pt_regs_arg_offsets, [112, 104, 96, 56, 72, 64]);
-            assert_eq!(l.pt_regs_unwind_offsets, [128, 152, 32]);
-            assert!(
-                l.task_mm_offset > 0 && l.task_exec_id_offset > 0 && l.file_offsets[0] > 0,
-                "{l:?}"
-            );
-            assert_eq!(l.pt_regs_compat_arg_offsets, [40, 88, 96, 104, 112, 32]);
+            assert_eq!(r.args, [112, 104, 96, 56, 72, 64]);
+            assert_eq!(r.unwind, [128, 152, 32, 128]);
+            assert_eq!(r.compat_args, [40, 88, 96, 104, 112, 32]);
         }
+        // arm64 pt_regs: regs[31], sp, pc, pstate, then orig_x0.
+        #[cfg(target_arch = "aarch64")]
+        {
+            let r = l.registers;
+            assert_eq!(r.compat_test, [264, 0x10, 0x10]);
+            assert_eq!(r.args, [272, 8, 16, 24, 32, 40]);
+            assert_eq!(r.compat_args, r.args);
+            assert_eq!(r.unwind, [256, 248, 29 * 8, 30 * 8]);
+        }
+        assert!(
+            l.task_mm_offset > 0 && l.task_exec_id_offset > 0 && l.file_offsets[0] > 0,
+            "{l:?}"
+        );
         // Every kernel has one way or the other to tell the switch hook the state.
         assert!(l.switch_state_source().is_some());
         let release = release();

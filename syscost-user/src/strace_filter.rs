@@ -6,7 +6,7 @@
 //!
 //! The classes are strace 6.1's, from its own syscall tables (`data/strace-classes.tsv`,
 //! written from strace's source by `data/strace-classes.py`), by number, for the x86_64
-//! and i386 tables. Names are syscost's (the `syscalls` crate's); a regular expression
+//! and i386 tables (on arm64: the aarch64 and arm ones). Names are syscost's (the `syscalls` crate's); a regular expression
 //! matches them.
 
 use std::collections::BTreeSet;
@@ -26,7 +26,17 @@ const CLASSES: &[&str] = &[
     "%stat", "%lstat", "%fstat", "%%stat", "%statfs", "%fstatfs", "%%statfs", "%pure", "%clock",
 ];
 
-/// One syscall of strace's tables: i386's or not, its number, strace's name, classes.
+/// strace's tables of this architecture: the native one and the 32-bit (compat) one.
+#[cfg(target_arch = "x86_64")]
+const NATIVE_TABLE: &str = "x86_64";
+#[cfg(target_arch = "x86_64")]
+const COMPAT_TABLE: &str = "i386";
+#[cfg(target_arch = "aarch64")]
+const NATIVE_TABLE: &str = "aarch64";
+#[cfg(target_arch = "aarch64")]
+const COMPAT_TABLE: &str = "arm";
+
+/// One syscall of strace's tables: compat or not, its number, strace's name, classes.
 type ClassRow = (bool, u64, &'static str, Vec<&'static str>);
 
 /// strace's classes by number, for each table.
@@ -36,19 +46,19 @@ fn class_table() -> &'static [ClassRow] {
         include_str!("../data/strace-classes.tsv")
             .lines()
             .filter(|l| !l.starts_with('#') && !l.is_empty())
-            .map(|l| {
+            .filter_map(|l| {
                 let f: Vec<&str> = l.split('\t').collect();
                 let compat = match f[0] {
-                    "x86_64" => false,
-                    "i386" => true,
-                    other => panic!("strace-classes.tsv: unknown table {other}"),
+                    NATIVE_TABLE => false,
+                    COMPAT_TABLE => true,
+                    _ => return None,
                 };
                 let nr = f[1].parse().expect("strace-classes.tsv: a number");
                 let classes = f
                     .get(3)
                     .map(|c| c.split(',').filter(|c| !c.is_empty()).collect())
                     .unwrap_or_default();
-                (compat, nr, f[2], classes)
+                Some((compat, nr, f[2], classes))
             })
             .collect()
     })
@@ -85,11 +95,9 @@ fn id(compat: bool, nr: u64) -> SyscallId {
 /// Every syscall either table names.
 fn every_known() -> BTreeSet<SyscallId> {
     let native = syscalls::Sysno::iter().map(|s| SyscallId::native(s.id() as u64));
-    #[cfg(target_arch = "x86_64")]
-    let compat = syscalls::x86::Sysno::iter().map(|s| SyscallId::compat(s.id() as u64));
-    #[cfg(not(target_arch = "x86_64"))]
-    let compat = std::iter::empty();
-    native.chain(compat).collect()
+    native
+        .chain(crate::syscall_names::compat_syscalls())
+        .collect()
 }
 
 /// Which calls of a syscall a table counts (`-z`, `-Z`, `-e status=`).
@@ -367,6 +375,33 @@ mod tests {
     }
 
     #[test]
+    fn the_class_data_holds_the_four_tables_and_this_architecture_reads_its_two() {
+        let data = include_str!("../data/strace-classes.tsv");
+        let mut tables: Vec<&str> = data
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split('\t').next())
+            .collect();
+        tables.dedup();
+        assert_eq!(tables, ["x86_64", "i386", "aarch64", "arm"]);
+        let read = |t: &str| {
+            data.lines()
+                .filter(|l| l.starts_with(&format!("{t}\t")))
+                .count()
+        };
+        let native = class_table().iter().filter(|r| !r.0).count();
+        let compat = class_table().iter().filter(|r| r.0).count();
+        assert_eq!((native, compat), (read(NATIVE_TABLE), read(COMPAT_TABLE)));
+        assert!(native > 300 && compat > 400, "{native} {compat}");
+        // Each table's read by its own number: x86_64 0, i386 3, aarch64 63, arm 3.
+        let file = class("%desc").unwrap();
+        let read_nr = if cfg!(target_arch = "x86_64") { 0 } else { 63 };
+        assert!(file.contains(&SyscallId::native(read_nr)));
+        assert!(file.contains(&SyscallId::compat(3)));
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
     fn plain_names_are_shown_with_zero_rows_and_both_tables() {
         let s = parse(&["read,close".into()]).unwrap();
         assert_eq!(s.named, ["read", "close"]);
@@ -386,6 +421,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_arch = "x86_64")]
     fn negation_regex_numbers_all_none() {
         let s = parse(&["trace=!futex".into()]).unwrap();
         assert!(!s.shows("futex") && s.shows("read") && s.shows("syscall_0x258"));
@@ -415,6 +451,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_arch = "x86_64")]
     fn classes_are_strace_s() {
         let file = class("%file").unwrap();
         for n in ["open", "openat", "stat", "execve", "i386:open"] {

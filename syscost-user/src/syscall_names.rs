@@ -1,7 +1,7 @@
 //! Syscalls as the kernel side tells them apart ([`SyscallId`]: ABI and number), and
 //! their numbers and names, from the `syscalls` crate's tables: the native
-//! architecture's, and on x86_64 the i386 table for 32-bit (compat) syscalls, which are
-//! named `i386:NAME`. A number a table lacks is named as strace names it,
+//! architecture's, and the 32-bit (compat) table of its 32-bit code: on x86_64 i386's,
+//! names `i386:NAME`; on arm64 AArch32's (the `arm` table), names `arm:NAME`. A number a table lacks is named as strace names it,
 //! `syscall_0x258`.
 
 use anyhow::{Result, bail};
@@ -46,14 +46,24 @@ impl SyscallId {
     }
 
     /// Its name: the table's name, `syscall_0x...` for a number the table lacks (as
-    /// strace writes them), with `i386:` before compat ones.
+    /// strace writes them), with `i386:` (arm64: `arm:`) before compat ones.
     pub fn name(&self) -> String {
         name(self.is_compat(), self.nr)
     }
 }
 
-/// Prefix of the names of 32-bit (compat) syscalls.
+/// Prefix of the names of 32-bit (compat) syscalls: the table's architecture (x86_64:
+/// i386's; arm64: AArch32's, the kernel's `arm` table).
+#[cfg(target_arch = "x86_64")]
 pub const COMPAT_PREFIX: &str = "i386:";
+#[cfg(target_arch = "aarch64")]
+pub const COMPAT_PREFIX: &str = "arm:";
+
+#[cfg(target_arch = "aarch64")]
+use syscalls::arm::Sysno as CompatSysno;
+/// The 32-bit (compat) table.
+#[cfg(target_arch = "x86_64")]
+use syscalls::x86::Sysno as CompatSysno;
 
 /// Name of syscall `nr`, compat or native.
 pub fn name(compat: bool, nr: u64) -> String {
@@ -70,29 +80,20 @@ fn unknown(nr: u64) -> String {
     format!("syscall_{nr:#x}")
 }
 
-#[cfg(target_arch = "x86_64")]
 fn compat_name(nr: u64) -> String {
-    match usize::try_from(nr).ok().and_then(syscalls::x86::Sysno::new) {
+    match usize::try_from(nr).ok().and_then(CompatSysno::new) {
         Some(s) => s.name().to_string(),
         None => unknown(nr),
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
-fn compat_name(nr: u64) -> String {
-    unknown(nr)
-}
-
-#[cfg(target_arch = "x86_64")]
 fn compat_number(name: &str) -> Option<u64> {
-    name.parse::<syscalls::x86::Sysno>()
-        .ok()
-        .map(|s| s.id() as u64)
+    name.parse::<CompatSysno>().ok().map(|s| s.id() as u64)
 }
 
-#[cfg(not(target_arch = "x86_64"))]
-fn compat_number(_name: &str) -> Option<u64> {
-    None
+/// Every syscall of the 32-bit (compat) table.
+pub fn compat_syscalls() -> impl Iterator<Item = SyscallId> {
+    CompatSysno::iter().map(|s| SyscallId::compat(s.id() as u64))
 }
 
 /// The number in `syscall_0x258` (or `syscall_600`).
@@ -104,7 +105,7 @@ fn unknown_number(name: &str) -> Option<u64> {
     }
 }
 
-/// The syscall called `name` (`i386:NAME` for compat ones). An unknown name is an error
+/// The syscall called `name` (`i386:NAME`, on arm64 `arm:NAME`, for compat ones). An unknown name is an error
 /// that suggests the closest known one.
 pub fn number(name: &str) -> Result<SyscallId> {
     if let Some(compat) = name.strip_prefix(COMPAT_PREFIX) {
@@ -147,6 +148,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(target_arch = "x86_64")]
     fn ids_name_numbers_of_every_kind() {
         assert_eq!(SyscallId::native(3).name(), "close");
         assert_eq!(SyscallId::native(600).name(), "syscall_0x258");
@@ -182,6 +184,21 @@ mod tests {
             SyscallId::compat(500)
         );
         assert!(number("i386:nonsense").is_err());
+    }
+
+    #[test]
+    #[cfg(target_arch = "aarch64")]
+    fn aarch64_numbers_and_the_arm_table() {
+        assert_eq!(SyscallId::native(57).name(), "close");
+        assert_eq!(SyscallId::native(173).name(), "getppid");
+        assert_eq!(number("epoll_pwait").unwrap(), SyscallId::native(22));
+        assert!(number("epoll_wait").is_err(), "arm64 has epoll_pwait only");
+        // AArch32's 64 is getppid, arm64's 64 is write.
+        assert_eq!(SyscallId::compat(64).name(), "arm:getppid");
+        assert_eq!(name(false, 64), "write");
+        assert_eq!(number("arm:getppid").unwrap(), SyscallId::compat(64));
+        assert_eq!(SyscallId::compat(700).name(), "arm:syscall_0x2bc");
+        assert!(number("i386:getppid").is_err());
     }
 
     #[test]

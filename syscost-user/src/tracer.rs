@@ -812,7 +812,7 @@ fn load_object(
         .override_global("TASK_EXEC_ID_OFFSET", &layout.task_exec_id_offset, true)
         .override_global("FILE_OFFSETS", &layout.file_offsets, true)
         .override_global("SIGNAL_LIVE_OFFSET", &layout.signal_live_offset, true)
-        .override_global("PT_REGS_CS_OFFSET", &layout.pt_regs_cs_offset, true)
+        .override_global("COMPAT_TEST", &layout.registers.compat_test, true)
         .override_global("TASK_STATE_OFFSET", &task_state_offset, true)
         .override_global("CGROUP_WALK", &walk_on, true)
         .override_global("TASK_CGROUPS_OFFSET", &walk.task_cgroups, true)
@@ -832,17 +832,13 @@ fn load_object(
         .override_global("SLOW_ON", &slow_on, true)
         .override_global("KSTACKS_ON", &kstacks, true)
         .override_global("SLOW_DEFAULT_NS", &slow_default, true)
-        .override_global("PT_REGS_ARG_OFFSETS", &layout.pt_regs_arg_offsets, true)
+        .override_global("PT_REGS_ARG_OFFSETS", &layout.registers.args, true)
         .override_global(
             "PT_REGS_COMPAT_ARG_OFFSETS",
-            &layout.pt_regs_compat_arg_offsets,
+            &layout.registers.compat_args,
             true,
         )
-        .override_global(
-            "PT_REGS_UNWIND_OFFSETS",
-            &layout.pt_regs_unwind_offsets,
-            true,
-        )
+        .override_global("PT_REGS_UNWIND_OFFSETS", &layout.registers.unwind, true)
         .override_global("USER_STACK_PAGES", &stack_pages, true)
         .map_max_entries("PROCS", sizes.proc_slots)
         .map_max_entries("PROCS_OVERFLOW", sizes.proc_overflow)

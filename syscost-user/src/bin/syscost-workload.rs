@@ -45,10 +45,11 @@
 //!   switches N         two threads on CPU 0 each call sched_yield N times, then
 //!                      pass a byte over pipes N times; prints the process's own
 //!                      nvcsw= and nivcsw= (getrusage) at the end
-//!   program ABI N PATH writes a static program (ABI x86_64 or i386) that makes N
-//!                      getppid calls (N may be 0) and exits 0: no loader, no libc;
-//!                      with N > 0 the x86_64 one also makes one each of getpid,
-//!                      gettid, getuid, getgid, geteuid, getegid, getpgrp and getsid
+//!   program ABI N PATH writes a static program (ABI x86_64, i386, aarch64 or arm)
+//!                      that makes N getppid calls (N may be 0) and exits 0: no
+//!                      loader, no libc; with N > 0 the 64-bit ones also make one each
+//!                      of getpid, gettid, getuid, getgid, geteuid, getegid, getpgrp
+//!                      (arm64: getpgid(0)) and getsid
 //!   hostile DIR        names chosen to attack a terminal: one getppid under the name
 //!                      it was exec'd by, then comm set to ESC[31mEVIL BEL (prctl),
 //!                      then 10 reads of a FIFO made in DIR under the name
@@ -61,7 +62,7 @@
 //!                      the execve (as `syscost run` starts its command); prints
 //!                      child=<pid> and exits with the child's status
 //!   spawn C N          C child processes one after the other, each exec'ing the
-//!                      static x86_64 program `syscost-getppid` making N getppid
+//!                      static program `syscost-getppid` (this architecture's) making N getppid
 //!                      (ten distinct syscalls in all); prints per_process_ns=<own
 //!                      timing of fork, exec, exit, wait> and cpu_per_process_ns=<its
 //!                      and the children's CPU time per process>
@@ -177,64 +178,160 @@ fn main() {
     }
 }
 
-/// A static ELF executable for `x86_64` (or i386) whose code makes `n` getppid calls
-/// and exits 0, written as bytes (one loadable segment: the headers and the code).
-fn getppid_program(x86_64: bool, n: u32) -> Vec<u8> {
+/// The ABIs `program` writes: the 64-bit one of each architecture and its 32-bit one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Abi {
+    X86_64,
+    I386,
+    Aarch64,
+    /// AArch32 (ARM EABI), which arm64 kernels with compat support run.
+    Arm,
+}
+
+impl Abi {
+    /// This architecture's own ABI (what `spawn` runs).
+    #[cfg(target_arch = "x86_64")]
+    const NATIVE: Abi = Abi::X86_64;
+    #[cfg(target_arch = "aarch64")]
+    const NATIVE: Abi = Abi::Aarch64;
+
+    fn is_64(self) -> bool {
+        matches!(self, Abi::X86_64 | Abi::Aarch64)
+    }
+}
+
+/// The code of `getppid_program`: `n` getppid calls, with n > 0 one each of the eight id
+/// calls (64-bit ABIs), then exit_group(0) (64-bit) or exit(0) (32-bit).
+fn getppid_code(abi: Abi, n: u32) -> Vec<u8> {
     let mut code = Vec::new();
+    // A64 and A32 instructions, one little-endian word each.
+    let words =
+        |code: &mut Vec<u8>, ws: &[u32]| ws.iter().for_each(|w| code.extend(w.to_le_bytes()));
+    // movz/movk Xd, #imm16 (A64); mov Xd, #imm16 is movz.
+    let movz = |rd: u32, imm: u32, hw: u32| 0xd280_0000 | hw << 21 | (imm & 0xffff) << 5 | rd;
+    let movk = |rd: u32, imm: u32, hw: u32| 0xf280_0000 | hw << 21 | (imm & 0xffff) << 5 | rd;
+    const SVC: u32 = 0xd400_0001; // svc #0 (A64)
+    // movw/movt Rd, #imm16 (A32).
+    let movw = |rd: u32, imm: u32| 0xe300_0000 | (imm >> 12 & 0xf) << 16 | rd << 12 | (imm & 0xfff);
+    let movt = |rd: u32, imm: u32| 0xe340_0000 | (imm >> 12 & 0xf) << 16 | rd << 12 | (imm & 0xfff);
+    const SVC32: u32 = 0xef00_0000; // svc #0 (A32)
     if n > 0 {
-        code.push(0xbe); // mov $n, %esi
-        code.extend_from_slice(&n.to_le_bytes());
-        if x86_64 {
-            code.extend_from_slice(&[
+        match abi {
+            Abi::X86_64 | Abi::I386 => {
+                code.push(0xbe); // mov $n, %esi
+                code.extend_from_slice(&n.to_le_bytes());
+            }
+            Abi::Aarch64 => words(&mut code, &[movz(19, n, 0), movk(19, n >> 16, 1)]),
+            Abi::Arm => words(&mut code, &[movw(4, n & 0xffff), movt(4, n >> 16)]),
+        }
+        match abi {
+            Abi::X86_64 => code.extend_from_slice(&[
                 0xb8, 110, 0, 0, 0, // 1: mov $110, %eax (getppid)
                 0x0f, 0x05, // syscall
                 0xff, 0xce, // dec %esi
                 0x75, 0xf5, // jnz 1b
-            ]);
-        } else {
-            code.extend_from_slice(&[
+            ]),
+            Abi::I386 => code.extend_from_slice(&[
                 0xb8, 64, 0, 0, 0, // 1: mov $64, %eax (getppid)
                 0xcd, 0x80, // int $0x80
                 0x4e, // dec %esi
                 0x75, 0xf6, // jnz 1b
-            ]);
+            ]),
+            Abi::Aarch64 => words(
+                &mut code,
+                &[
+                    movz(8, 173, 0), // 1: mov x8, #173 (getppid)
+                    SVC,
+                    0xf100_0673, // subs x19, x19, #1
+                    0x54ff_ffa1, // b.ne 1b
+                ],
+            ),
+            Abi::Arm => words(
+                &mut code,
+                &[
+                    0xe3a0_7040, // 1: mov r7, #64 (getppid)
+                    SVC32,
+                    0xe254_4001, // subs r4, r4, #1
+                    0x1aff_fffb, // bne 1b
+                ],
+            ),
         }
     }
-    if x86_64 {
-        // With N > 0, one each of eight id syscalls (getsid(0) with %edi zeroed): with
-        // execve and getppid, ten distinct syscalls, about what a static C program makes
-        // at its start. With N = 0 only execve and exit_group: a process start alone.
-        if n > 0 {
-            code.extend_from_slice(&[0x31, 0xff]); // xor %edi, %edi
-            for nr in [39u8, 186, 102, 104, 107, 108, 111, 124] {
-                code.extend_from_slice(&[0xb8, nr, 0, 0, 0, 0x0f, 0x05]); // mov $nr, %eax; syscall
+    // With N > 0, one each of eight id syscalls (getsid(0) with the first argument
+    // zeroed): with execve and getppid, ten distinct syscalls, about what a static C
+    // program makes at its start. With N = 0 only execve and exit_group: a process start
+    // alone.
+    match abi {
+        Abi::X86_64 => {
+            if n > 0 {
+                code.extend_from_slice(&[0x31, 0xff]); // xor %edi, %edi
+                // getpid gettid getuid getgid geteuid getegid getpgrp getsid
+                for nr in [39u8, 186, 102, 104, 107, 108, 111, 124] {
+                    code.extend_from_slice(&[0xb8, nr, 0, 0, 0, 0x0f, 0x05]); // mov $nr, %eax; syscall
+                }
             }
+            code.extend_from_slice(&[
+                0xb8, 231, 0, 0, 0, // mov $231, %eax (exit_group)
+                0x31, 0xff, // xor %edi, %edi
+                0x0f, 0x05, // syscall
+            ]);
         }
-        code.extend_from_slice(&[
-            0xb8, 231, 0, 0, 0, // mov $231, %eax (exit_group)
-            0x31, 0xff, // xor %edi, %edi
-            0x0f, 0x05, // syscall
-        ]);
-    } else {
-        code.extend_from_slice(&[
+        Abi::Aarch64 => {
+            if n > 0 {
+                // getpid gettid getuid getgid geteuid getegid getpgid(0) getsid(0): x0
+                // is zeroed before each (it holds the previous call's result).
+                for nr in [172, 178, 174, 176, 175, 177, 155, 156] {
+                    words(&mut code, &[movz(0, 0, 0), movz(8, nr, 0), SVC]);
+                }
+            }
+            words(&mut code, &[movz(0, 0, 0), movz(8, 94, 0), SVC]); // exit_group(0)
+        }
+        Abi::I386 => code.extend_from_slice(&[
             0xb8, 1, 0, 0, 0, // mov $1, %eax (exit)
             0x31, 0xdb, // xor %ebx, %ebx
             0xcd, 0x80, // int $0x80
-        ]);
+        ]),
+        Abi::Arm => words(
+            &mut code,
+            &[0xe3a0_0000, 0xe3a0_7001, SVC32], // mov r0, #0; mov r7, #1 (exit); svc #0
+        ),
     }
+    code
+}
+
+/// A static ELF executable for `abi` whose code makes `n` getppid calls and exits 0,
+/// written as bytes (one loadable segment: the headers and the code).
+fn getppid_program(abi: Abi, n: u32) -> Vec<u8> {
+    let code = getppid_code(abi, n);
     let u16s = |v: &mut Vec<u8>, xs: &[u16]| xs.iter().for_each(|x| v.extend(x.to_le_bytes()));
     let u32s = |v: &mut Vec<u8>, xs: &[u32]| xs.iter().for_each(|x| v.extend(x.to_le_bytes()));
     let u64s = |v: &mut Vec<u8>, xs: &[u64]| xs.iter().for_each(|x| v.extend(x.to_le_bytes()));
-    let mut elf = vec![0x7f, b'E', b'L', b'F', if x86_64 { 2 } else { 1 }, 1, 1, 0];
+    let mut elf = vec![
+        0x7f,
+        b'E',
+        b'L',
+        b'F',
+        if abi.is_64() { 2 } else { 1 },
+        1,
+        1,
+        0,
+    ];
     elf.resize(16, 0);
-    if x86_64 {
+    // e_machine: EM_X86_64, EM_386, EM_AARCH64, EM_ARM; e_flags: ARM's EABI version 5.
+    let (machine, flags) = match abi {
+        Abi::X86_64 => (62, 0),
+        Abi::I386 => (3, 0),
+        Abi::Aarch64 => (183, 0),
+        Abi::Arm => (40, 0x0500_0000),
+    };
+    if abi.is_64() {
         const BASE: u64 = 0x40_0000;
         let headers = 64 + 56;
         let size = headers + code.len() as u64;
-        u16s(&mut elf, &[2, 62]); // ET_EXEC, EM_X86_64
+        u16s(&mut elf, &[2, machine]); // ET_EXEC
         u32s(&mut elf, &[1]);
         u64s(&mut elf, &[BASE + headers, 64, 0]); // entry, phoff, shoff
-        u32s(&mut elf, &[0]);
+        u32s(&mut elf, &[flags]);
         u16s(&mut elf, &[64, 56, 1, 0, 0, 0]); // ehsize, phentsize, phnum, no sections
         u32s(&mut elf, &[1, 5]); // PT_LOAD, read + execute
         u64s(&mut elf, &[0, BASE, BASE, size, size, 0x1000]);
@@ -243,8 +340,8 @@ fn getppid_program(x86_64: bool, n: u32) -> Vec<u8> {
         const BASE: u32 = 0x0804_8000;
         let headers = 52 + 32;
         let size = headers + code.len() as u32;
-        u16s(&mut elf, &[2, 3]); // ET_EXEC, EM_386
-        u32s(&mut elf, &[1, BASE + headers, 52, 0, 0]);
+        u16s(&mut elf, &[2, machine]); // ET_EXEC
+        u32s(&mut elf, &[1, BASE + headers, 52, 0, flags]);
         u16s(&mut elf, &[52, 32, 1, 0, 0, 0]);
         u32s(&mut elf, &[1, 0, BASE, BASE, size, size, 5, 0x1000]);
         assert_eq!(elf.len() as u32, headers);
@@ -253,10 +350,23 @@ fn getppid_program(x86_64: bool, n: u32) -> Vec<u8> {
     elf
 }
 
-fn write_program(path: &std::path::Path, x86_64: bool, n: u32) {
+fn write_program(path: &std::path::Path, abi: Abi, n: u32) {
     use std::os::unix::fs::PermissionsExt as _;
-    std::fs::write(path, getppid_program(x86_64, n)).unwrap();
+    std::fs::write(path, getppid_program(abi, n)).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// fork(2) as the raw syscall (arm64 has no fork: clone with SIGCHLD and nothing
+/// shared, as glibc's fork makes it there).
+///
+/// # Safety
+/// As fork: the child may only call async-signal-safe functions.
+unsafe fn raw_fork() -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    let pid = unsafe { libc::syscall(libc::SYS_fork) };
+    #[cfg(target_arch = "aarch64")]
+    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) };
+    pid as i32
 }
 
 /// `c` children one after the other, each exec'ing a static program making `n` getppid:
@@ -267,7 +377,7 @@ fn spawn(c: u64, n: u32) -> (std::time::Duration, u64) {
     let dir = std::env::temp_dir().join(format!("syscost-spawn-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("syscost-getppid");
-    write_program(&exe, true, n);
+    write_program(&exe, Abi::NATIVE, n);
     let path = std::ffi::CString::new(exe.to_str().unwrap()).unwrap();
     let argv = [path.as_ptr(), std::ptr::null()];
     let envp: [*const libc::c_char; 1] = [std::ptr::null()];
@@ -275,7 +385,7 @@ fn spawn(c: u64, n: u32) -> (std::time::Duration, u64) {
     let cpu0 = cpu_ns();
     for _ in 0..c {
         // SAFETY: the child only calls execve and _exit.
-        let pid = unsafe { libc::syscall(libc::SYS_fork) } as i32;
+        let pid = unsafe { raw_fork() };
         if pid == 0 {
             unsafe {
                 libc::syscall(
@@ -316,13 +426,15 @@ fn cpu_ns() -> u64 {
 fn work(args: &[String]) {
     match args.first().map(String::as_str) {
         Some("program") => {
-            let x86_64 = match args.get(1).map(String::as_str) {
-                Some("x86_64") => true,
-                Some("i386") => false,
+            let abi = match args.get(1).map(String::as_str) {
+                Some("x86_64") => Abi::X86_64,
+                Some("i386") => Abi::I386,
+                Some("aarch64") => Abi::Aarch64,
+                Some("arm") => Abi::Arm,
                 _ => usage(),
             };
             let path = args.get(3).unwrap_or_else(|| usage());
-            write_program(std::path::Path::new(path), x86_64, arg(args, 2) as u32);
+            write_program(std::path::Path::new(path), abi, arg(args, 2) as u32);
         }
         Some("hostile") => hostile(std::path::Path::new(args.get(1).unwrap_or_else(|| usage()))),
         Some("exec") => {
@@ -339,7 +451,7 @@ fn work(args: &[String]) {
                 static environ: *const *const libc::c_char;
             }
             // SAFETY: the child only calls execve and exit_group.
-            let pid = unsafe { libc::syscall(libc::SYS_fork) } as i32;
+            let pid = unsafe { raw_fork() };
             if pid == 0 {
                 unsafe {
                     libc::syscall(libc::SYS_execve, ptrs[0], ptrs.as_ptr(), environ);
@@ -836,13 +948,14 @@ fn hostile(dir: &std::path::Path) {
     // The FIFO stays, open, until the process exits: what syscost reads of the fd.
 }
 
-/// nanosleep from a function of a known name: the `syscall` instruction is in it, so it
+/// nanosleep from a function of a known name: the `syscall` (`svc`) instruction is in it, so it
 /// is the innermost frame of the call's user stack.
 #[inline(never)]
 #[unsafe(no_mangle)]
 pub extern "C" fn syscost_test_slow_sleep(ts: *const libc::timespec) -> i64 {
     let ret: i64;
     // SAFETY: nanosleep(ts, NULL) with a valid timespec.
+    #[cfg(target_arch = "x86_64")]
     unsafe {
         std::arch::asm!(
             "syscall",
@@ -851,6 +964,16 @@ pub extern "C" fn syscost_test_slow_sleep(ts: *const libc::timespec) -> i64 {
             in("rsi") 0usize,
             lateout("rcx") _,
             lateout("r11") _,
+            options(nostack)
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        std::arch::asm!(
+            "svc #0",
+            in("x8") libc::SYS_nanosleep,
+            inlateout("x0") ts => ret,
+            in("x1") 0usize,
             options(nostack)
         );
     }
@@ -863,6 +986,7 @@ pub extern "C" fn syscost_test_slow_sleep(ts: *const libc::timespec) -> i64 {
 pub extern "C" fn syscost_test_slow_read(fd: i32, buf: *mut u8) -> i64 {
     let ret: i64;
     // SAFETY: read of one byte into a valid buffer.
+    #[cfg(target_arch = "x86_64")]
     unsafe {
         std::arch::asm!(
             "syscall",
@@ -872,6 +996,17 @@ pub extern "C" fn syscost_test_slow_read(fd: i32, buf: *mut u8) -> i64 {
             in("rdx") 1usize,
             lateout("rcx") _,
             lateout("r11") _,
+            options(nostack)
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        std::arch::asm!(
+            "svc #0",
+            in("x8") libc::SYS_read,
+            inlateout("x0") fd as i64 => ret,
+            in("x1") buf,
+            in("x2") 1usize,
             options(nostack)
         );
     }

@@ -167,6 +167,7 @@ impl Decoder {
             ip: e.user_regs[0],
             sp: e.user_regs[1],
             bp: e.user_regs[2],
+            lr: e.user_regs[3],
             base: e.user_stack_base,
             bytes: stack_copy[..copied].to_vec(),
         });

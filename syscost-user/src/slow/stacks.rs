@@ -20,10 +20,13 @@ use std::{
 };
 
 use blazesym::symbolize::{Input, Symbolized, Symbolizer, source};
-use framehop::{
-    ExplicitModuleSectionInfo, Module, Unwinder,
-    x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64},
+#[cfg(target_arch = "aarch64")]
+use framehop::aarch64::{
+    CacheAarch64 as Cache, PtrAuthMask, UnwindRegsAarch64, UnwinderAarch64 as ArchUnwinder,
 };
+#[cfg(target_arch = "x86_64")]
+use framehop::x86_64::{CacheX86_64 as Cache, UnwindRegsX86_64, UnwinderX86_64 as ArchUnwinder};
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
 use object::{Object as _, ObjectSection as _, ObjectSegment as _};
 
 use crate::{profile::Frame, untrusted::decode};
@@ -37,9 +40,12 @@ const OBJECTS: usize = 1024;
 
 /// What the kernel side sent for unwinding: the registers at the exit and the stack copy.
 pub struct StackCopy {
+    /// The instruction pointer, stack pointer and frame pointer (arm64: pc, sp, x29).
     pub ip: u64,
     pub sp: u64,
     pub bp: u64,
+    /// The link register (arm64's x30; unused on x86_64).
+    pub lr: u64,
     /// The copy's first address (a page boundary at or below `sp`).
     pub base: u64,
     pub bytes: Vec<u8>,
@@ -177,14 +183,14 @@ struct Mapping {
 /// them while it lived), and its unwinder (made at its first unwind).
 pub struct Process {
     mappings: Vec<Mapping>,
-    unwinder: OnceLock<UnwinderX86_64<Bytes>>,
+    unwinder: OnceLock<ArchUnwinder<Bytes>>,
 }
 
 impl Process {
     /// An unwinder over the objects it maps that have call frame information.
-    fn unwinder(&self) -> &UnwinderX86_64<Bytes> {
+    fn unwinder(&self) -> &ArchUnwinder<Bytes> {
         self.unwinder.get_or_init(|| {
-            let mut unwinder = UnwinderX86_64::new();
+            let mut unwinder = ArchUnwinder::new();
             let mut added: Vec<*const Object> = Vec::new();
             for m in &self.mappings {
                 let Holds::File(o) = &m.holds else { continue };
@@ -439,7 +445,7 @@ impl Stacks {
 /// slow part, done after.
 pub struct Names {
     symbolizer: Symbolizer,
-    cache: CacheX86_64,
+    cache: Cache,
     /// What each (object, file offset) was named (its function and line, or why none):
     /// slow calls come back from the same places, and the objects stay open, so a name
     /// found once holds (emptied when it reaches `NAMED`).
@@ -461,7 +467,7 @@ impl Default for Names {
             });
         Self {
             symbolizer: Symbolizer::new(),
-            cache: CacheX86_64::new(),
+            cache: Cache::new(),
             named: Default::default(),
             own_vdso,
         }
@@ -605,14 +611,16 @@ fn mapping_of(p: &Process, addr: u64) -> Option<&Mapping> {
 
 /// The copy unwound by call frame information (frame pointers where an address has
 /// none), innermost first.
-fn unwind(p: &Process, cache: &mut CacheX86_64, c: &StackCopy) -> Vec<u64> {
+fn unwind(p: &Process, cache: &mut Cache, c: &StackCopy) -> Vec<u64> {
     let mut read = |addr| c.read(addr);
-    let mut it = p.unwinder().iter_frames(
-        c.ip,
-        UnwindRegsX86_64::new(c.ip, c.sp, c.bp),
-        cache,
-        &mut read,
-    );
+    #[cfg(target_arch = "x86_64")]
+    let regs = UnwindRegsX86_64::new(c.ip, c.sp, c.bp);
+    // Return addresses may carry a pointer authentication code above the 48 bits of a
+    // user address.
+    #[cfg(target_arch = "aarch64")]
+    let regs =
+        UnwindRegsAarch64::new_with_ptr_auth_mask(PtrAuthMask(u64::MAX >> 16), c.lr, c.sp, c.bp);
+    let mut it = p.unwinder().iter_frames(c.ip, regs, cache, &mut read);
     let mut out = Vec::new();
     while out.len() < MAX_FRAMES {
         match it.next() {
@@ -705,6 +713,7 @@ mod tests {
             ip: 0,
             sp: 0x1000,
             bp: 0,
+            lr: 0,
             base: 0x1000,
             bytes: (0..16u8).collect(),
         };

@@ -11,7 +11,10 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::setup::{self, output, run};
+use crate::{
+    arch::Arch,
+    setup::{self, output, run},
+};
 
 /// Shells whose completions the package installs, with the file each is saved as.
 const COMPLETIONS: [(&str, &str); 3] = [
@@ -20,15 +23,34 @@ const COMPLETIONS: [(&str, &str); 3] = [
     ("fish", "syscost.fish"),
 ];
 
-pub fn dist(root: &Path, check: bool) -> Result<()> {
-    let syscost = root.join("target/release/syscost");
+/// The package and the tarball of `arch` in target/dist (each architecture's beside
+/// the other's: a run replaces only its own), from its release build.
+pub fn dist(root: &Path, arch: Arch, check: bool) -> Result<()> {
+    let syscost = arch.out_dir(root, "release").join("syscost");
     let dist = root.join("target/dist");
-    let _ = fs::remove_dir_all(&dist);
+    let version = env!("CARGO_PKG_VERSION");
+    let name = format!("syscost-{version}-{}-linux", arch.name());
     let (man, completions) = (dist.join("man"), dist.join("completions"));
+    for old in [&man, &completions, &dist.join(&name)] {
+        let _ = fs::remove_dir_all(old);
+    }
+    if let Ok(entries) = fs::read_dir(&dist) {
+        for e in entries.flatten() {
+            let file = e.file_name().to_string_lossy().into_owned();
+            if file.ends_with(&format!("_{}.deb", arch.debian()))
+                || file == format!("{name}.tar.gz")
+            {
+                fs::remove_file(e.path())?;
+            }
+        }
+    }
     fs::create_dir_all(&completions)?;
-    run(Command::new(&syscost).arg("man").arg(&man))?;
+    // The binary writes its own pages and completions (another architecture's under
+    // qemu's user mode).
+    run(arch.command(&syscost).arg("man").arg(&man))?;
     for (shell, file) in COMPLETIONS {
-        let o = Command::new(&syscost)
+        let o = arch
+            .command(&syscost)
             .args(["completions", shell])
             .output()
             .context("cannot run syscost completions")?;
@@ -39,25 +61,25 @@ pub fn dist(root: &Path, check: bool) -> Result<()> {
     }
 
     setup::cargo_deb()?;
-    run(Command::new("cargo")
+    let mut deb_cmd = Command::new("cargo");
+    deb_cmd
         .current_dir(root)
         .env("PATH", setup::path_with_cargo_bin())
-        .args([
-            "deb",
-            "-p",
-            "syscost-user",
-            "--no-build",
-            "--no-strip",
-            "-o",
-        ])
-        .arg(&dist))?;
+        .args(["deb", "-p", "syscost-user", "--no-build", "--no-strip"]);
+    // cargo-deb takes the binary from target/TRIPLE/release and names the package's
+    // architecture after the triple.
+    if !arch.is_host() {
+        deb_cmd.args(["--target", arch.triple()]);
+    }
+    run(deb_cmd.arg("-o").arg(&dist))?;
     let deb = fs::read_dir(&dist)?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "deb"))
-        .context("cargo deb wrote no package")?;
+        .find(|p| {
+            p.to_string_lossy()
+                .ends_with(&format!("_{}.deb", arch.debian()))
+        })
+        .with_context(|| format!("cargo deb wrote no {} package", arch.debian()))?;
 
-    let version = env!("CARGO_PKG_VERSION");
-    let name = format!("syscost-{version}-{}-linux", std::env::consts::ARCH);
     let stage = dist.join(&name);
     // The layout of a prefix (/usr/local, ~/.local): bin/, share/man/man1/, and the
     // completions where bash, zsh and fish look under it.
@@ -106,9 +128,114 @@ pub fn dist(root: &Path, check: bool) -> Result<()> {
         .arg(&dist)
         .arg(&name))?;
     println!("{}\n{}", deb.display(), tarball.display());
-    if check {
+    if check && arch.is_host() {
         install_check(&deb)?;
+    } else if check {
+        foreign_check(root, arch, &deb, &tarball)?;
     }
+    Ok(())
+}
+
+/// The files of a package (`dpkg-deb -c`) or a tarball (`tar -tzf`), by path; the
+/// tarball's top folder (which names the architecture) taken off.
+fn listing(archive: &Path) -> Result<Vec<String>> {
+    let deb = archive.extension().is_some_and(|e| e == "deb");
+    let text = if deb {
+        output(Command::new("dpkg-deb").arg("-c").arg(archive))?
+    } else {
+        output(Command::new("tar").arg("-tzf").arg(archive))?
+    };
+    let mut files: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            let path = if deb { l.split_whitespace().last()? } else { l };
+            let path = path.trim_start_matches("./");
+            let path = if deb {
+                path
+            } else {
+                path.split_once('/').map_or("", |(_, rest)| rest)
+            };
+            (!path.is_empty() && !path.ends_with('/')).then(|| path.to_string())
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Another architecture's package, which this machine cannot install: its control
+/// names the architecture, its syscost is that architecture's and runs (qemu's user
+/// mode), and the package and the tarball hold the same files as this machine's (built
+/// first when missing).
+fn foreign_check(root: &Path, arch: Arch, deb: &Path, tarball: &Path) -> Result<()> {
+    let field = output(
+        Command::new("dpkg-deb")
+            .args(["-f"])
+            .arg(deb)
+            .arg("Architecture"),
+    )?;
+    if field != arch.debian() {
+        bail!(
+            "{}: Architecture {field}, expected {}",
+            deb.display(),
+            arch.debian()
+        );
+    }
+    let syscost = arch.out_dir(root, "release").join("syscost");
+    let elf = fs::read(&syscost)?;
+    // e_machine at byte 18: EM_X86_64 62, EM_AARCH64 183.
+    let machine = elf.get(18..20).map(|m| u16::from_le_bytes([m[0], m[1]]));
+    let expected = match arch {
+        Arch::X86_64 => 62,
+        Arch::Aarch64 => 183,
+    };
+    if machine != Some(expected) {
+        bail!(
+            "{}: e_machine {machine:?}, not {}",
+            syscost.display(),
+            arch.name()
+        );
+    }
+    let version = output(arch.command(&syscost).arg("--version"))?;
+    if !version.starts_with("syscost ") {
+        bail!("{} --version printed {version:?}", syscost.display());
+    }
+    let host = crate::host();
+    let dist_dir = root.join("target/dist");
+    let version_no = env!("CARGO_PKG_VERSION");
+    let host_tarball = dist_dir.join(format!("syscost-{version_no}-{}-linux.tar.gz", host.name()));
+    let host_deb = fs::read_dir(&dist_dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.to_string_lossy()
+                .ends_with(&format!("_{}.deb", host.debian()))
+        });
+    let (host_deb, host_tarball) = match host_deb {
+        Some(d) if host_tarball.exists() => (d, host_tarball),
+        _ => {
+            crate::build(root)?;
+            dist(root, host, false)?;
+            return foreign_check(root, arch, deb, tarball);
+        }
+    };
+    for (mine, theirs) in [(deb, &host_deb), (tarball, &host_tarball)] {
+        let (a, b) = (listing(mine)?, listing(theirs)?);
+        if a != b {
+            bail!(
+                "{} and {} hold different files: {:?} against {:?}",
+                mine.display(),
+                theirs.display(),
+                a.iter().filter(|f| !b.contains(f)).collect::<Vec<_>>(),
+                b.iter().filter(|f| !a.contains(f)).collect::<Vec<_>>()
+            );
+        }
+    }
+    println!(
+        "dist --check: {} package (Architecture {field}, {} files, the same as {}'s), {version} under qemu-{}",
+        arch.name(),
+        listing(deb)?.len(),
+        host.name(),
+        arch.name()
+    );
     Ok(())
 }
 

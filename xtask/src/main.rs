@@ -3,6 +3,7 @@
 //! `setup` makes a fresh machine ready and does nothing on a ready one; every other task
 //! runs it first, so nothing is ever installed by hand.
 
+mod arch;
 mod bench;
 mod dist;
 mod setup;
@@ -14,6 +15,7 @@ use std::{
 };
 
 use anyhow::{Context as _, Result};
+use arch::Arch;
 use clap::{Parser, Subcommand};
 use setup::run;
 
@@ -29,8 +31,13 @@ enum Task {
     /// Install what building, testing and the benchmark need (nightly rust-src,
     /// bpf-linker, strace, tmux, prometheus, libbpf-tools).
     Setup,
-    /// Build the release `syscost` binary (target/release/syscost).
-    Build,
+    /// Build the release `syscost` binary (target/release/syscost; for another
+    /// architecture target/TRIPLE/release/syscost, cross-built).
+    Build {
+        /// The architecture to build for (this machine's when not given).
+        #[arg(long, value_enum)]
+        target: Option<Arch>,
+    },
     /// Run the unit and integration tests (the integration tests need root).
     Test {
         /// Extra arguments for `cargo test`.
@@ -65,18 +72,27 @@ enum Task {
         #[arg(long)]
         slow_calls: bool,
     },
-    /// Boot each kernel of the matrix (Linux 5.10, 6.1, 6.12) in qemu and run the kernel
-    /// suite of the root tests inside it, as the VM's root; one line per kernel.
+    /// Boot each kernel of the matrix (Linux 5.10, 6.1, 6.12, on x86_64 and arm64) in
+    /// qemu and run the kernel suite of the root tests inside it, as the VM's root; one
+    /// line per kernel.
     VmTest {
         /// Kernels to boot (e.g. 5.10 6.12); all of the matrix when none is given.
         kernels: Vec<String>,
+        /// Only this architecture's kernels (both when not given).
+        #[arg(long, value_enum)]
+        arch: Option<Arch>,
     },
     /// Build the Debian package and a release tarball under target/dist (binary with the
     /// kernel programs, manual pages, completions, README).
     Dist {
-        /// Also install the package, run it, remove it and check nothing is left (root).
+        /// Also install the package, run it, remove it and check nothing is left (root);
+        /// for another architecture: check the package's architecture, its files against
+        /// this machine's package and run its syscost under qemu's user mode.
         #[arg(long)]
         check: bool,
+        /// The architecture to package (this machine's when not given).
+        #[arg(long, value_enum)]
+        target: Option<Arch>,
     },
     /// Build and run `syscost` with these arguments, e.g. `cargo xtask run -- run -- ls`.
     Run {
@@ -91,9 +107,9 @@ fn main() -> Result<()> {
     setup::setup()?;
     match cli.task {
         Task::Setup => Ok(()),
-        Task::Build => build(&root),
+        Task::Build { target } => build_for(&root, target.unwrap_or_else(host)),
         Task::Test { args } => test(&root, &args),
-        Task::VmTest { kernels } => vm::vm_test(&root, &kernels),
+        Task::VmTest { kernels, arch } => vm::vm_test(&root, &kernels, arch),
         Task::Bench {
             rounds,
             calls,
@@ -129,9 +145,10 @@ fn main() -> Result<()> {
                 .context("cannot start target/release/syscost")?;
             std::process::exit(status.code().unwrap_or(1));
         }
-        Task::Dist { check } => {
-            build(&root)?;
-            dist::dist(&root, check)
+        Task::Dist { check, target } => {
+            let arch = target.unwrap_or_else(host);
+            build_for(&root, arch)?;
+            dist::dist(&root, arch, check)
         }
         Task::Run { args } => {
             build(&root)?;
@@ -163,16 +180,43 @@ fn build(root: &Path) -> Result<()> {
     run(cargo(root).args(["build", "--release", "-p", "syscost-user", "--bins"]))
 }
 
+/// This machine's architecture.
+fn host() -> Arch {
+    Arch::ALL
+        .into_iter()
+        .find(|a| a.is_host())
+        .expect("syscost builds on x86_64 and aarch64 only")
+}
+
+/// The release binaries for `arch` (cross-built for another architecture, after the
+/// cross packages are installed).
+fn build_for(root: &Path, arch: Arch) -> Result<()> {
+    if arch.is_host() {
+        return build(root);
+    }
+    setup::cross_packages()?;
+    run(&mut arch::cargo(
+        root,
+        arch,
+        &["build", "--release", "-p", "syscost-user", "--bins"],
+    ))?;
+    println!(
+        "{}",
+        arch.out_dir(root, "release").join("syscost").display()
+    );
+    Ok(())
+}
+
 fn test(root: &Path, extra: &[String]) -> Result<()> {
     test_crates(root, extra)?;
     // The package: built, installed, run, removed, nothing left (root only; the whole
     // suite only, not a filtered run). Then the kernel matrix.
     if setup::is_root() && extra.is_empty() {
         build(root)?;
-        dist::dist(root, true)?;
+        dist::dist(root, host(), true)?;
     }
     if extra.is_empty() {
-        vm::vm_test(root, &[])?;
+        vm::vm_test(root, &[], None)?;
     }
     Ok(())
 }

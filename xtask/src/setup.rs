@@ -212,9 +212,33 @@ fn is_executable(p: &Path) -> bool {
     fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// What building for arm64 and its kernel matrix need beyond the rest: the cross
+/// compiler and C library, qemu's user mode (the arm64 `syscost` writes its own manual
+/// pages and completions for the package) and the arm64 machine emulator.
+const CROSS_PACKAGES: [(&str, &str); 4] = [
+    ("gcc-aarch64-linux-gnu", "aarch64-linux-gnu-gcc"),
+    (
+        "libc6-dev-arm64-cross",
+        "/usr/aarch64-linux-gnu/lib/libc.so",
+    ),
+    ("qemu-user", "qemu-aarch64"),
+    ("qemu-system-arm", "qemu-system-aarch64"),
+];
+
+/// The packages of `CROSS_PACKAGES`, installed when missing (by the tasks that build for
+/// arm64: `build --target aarch64`, `dist --target aarch64`, the arm64 kernel matrix).
+pub fn cross_packages() -> Result<()> {
+    install_missing(&CROSS_PACKAGES)
+}
+
 fn apt_packages() -> Result<()> {
-    let missing: Vec<&str> = APT_PACKAGES
-        .into_iter()
+    install_missing(&APT_PACKAGES)
+}
+
+fn install_missing(packages: &[(&str, &str)]) -> Result<()> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
         .filter(|(_, command)| !has_command(command))
         .map(|(package, _)| package)
         .collect();

@@ -3,7 +3,7 @@
 # pointers, no debug information): chain, chain-static, chain-lib with libchainlib.so
 # (found beside it), short, fdreuse, flockwait, classes; and chain-fp (-O0 -g, frame pointers). The tests
 # run it; so does `cargo xtask vm-test`, which ships the results to the VMs (no
-# compiler there).
+# compiler there), with CC=aarch64-linux-gnu-gcc for the arm64 ones.
 set -eu
 out=$1
 src=$(dirname "$0")
@@ -19,5 +19,8 @@ $cc $flags -pthread -o "$out/fdreuse.tmp" "$src/fdreuse.c" && mv "$out/fdreuse.t
 # The same chain built for debugging (-O0 -g, frame pointers kept).
 $cc -O0 -g -fno-omit-frame-pointer -o "$out/chain-fp.tmp" "$src/chain.c" && mv "$out/chain-fp.tmp" "$out/chain-fp"
 $cc $flags -pthread -o "$out/flockwait.tmp" "$src/flockwait.c" && mv "$out/flockwait.tmp" "$out/flockwait"
-# strace's syscall classes, one call of each of a list of syscalls (tests/strace_compat.rs).
-$cc $flags -o "$out/classes.tmp" "$src/classes.c" && mv "$out/classes.tmp" "$out/classes"
+# strace's syscall classes, one call of each of a list of x86_64 syscalls
+# (tests/strace_compat.rs, which runs on x86_64 only).
+case $($cc -dumpmachine) in
+x86_64*) $cc $flags -o "$out/classes.tmp" "$src/classes.c" && mv "$out/classes.tmp" "$out/classes" ;;
+esac

@@ -10,10 +10,14 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::setup::{output, run};
+use crate::{
+    arch::Arch,
+    setup::{output, run},
+};
 
 /// One kernel of the matrix.
 pub struct Kernel {
+    pub arch: Arch,
     /// What `cargo xtask vm-test KERNEL` matches: the version ("5.10") or the release.
     pub version: &'static str,
     /// `uname -r` inside the VM.
@@ -23,27 +27,64 @@ pub struct Kernel {
     pub sha256: &'static str,
 }
 
-/// Oldest first: Debian 11 (bullseye), 12 (bookworm), 13 (trixie).
-pub const KERNELS: [Kernel; 3] = [
+/// Oldest first, per architecture: Debian 11 (bullseye), 12 (bookworm), 13 (trixie).
+pub const KERNELS: [Kernel; 6] = [
     Kernel {
+        arch: Arch::X86_64,
         version: "5.10",
         release: "5.10.0-32-cloud-amd64",
         pool_path: "pool/main/l/linux/linux-image-5.10.0-32-cloud-amd64-unsigned_5.10.223-1_amd64.deb",
         sha256: "b1fb8d34c26105a2ba1271a3df868a9eea460657df98c77fd08822ef4908c9db",
     },
     Kernel {
+        arch: Arch::X86_64,
         version: "6.1",
         release: "6.1.0-47-cloud-amd64",
         pool_path: "pool/main/l/linux/linux-image-6.1.0-47-cloud-amd64-unsigned_6.1.170-3_amd64.deb",
         sha256: "554cf5c453f93c86d9af849d98f21826fe9ea3d0eeec6a5c6ed603a5788ff054",
     },
     Kernel {
+        arch: Arch::X86_64,
         version: "6.12",
         release: "6.12.117+deb13-cloud-amd64",
         pool_path: "pool/main/l/linux/linux-image-6.12.117+deb13-cloud-amd64-unsigned_6.12.117-1_amd64.deb",
         sha256: "4113a615a1f1535ed4356ca03d428c74536b00f6ccb58e049a2ffd6a1cb3f1ad",
     },
+    Kernel {
+        arch: Arch::Aarch64,
+        version: "5.10",
+        release: "5.10.0-32-cloud-arm64",
+        pool_path: "pool/main/l/linux/linux-image-5.10.0-32-cloud-arm64-unsigned_5.10.223-1_arm64.deb",
+        sha256: "08a251b974eed35af81fe63b96732ae3861745bc639dc56c0de67f581475cad7",
+    },
+    Kernel {
+        arch: Arch::Aarch64,
+        version: "6.1",
+        release: "6.1.0-47-cloud-arm64",
+        pool_path: "pool/main/l/linux/linux-image-6.1.0-47-cloud-arm64-unsigned_6.1.170-3_arm64.deb",
+        sha256: "dde73c3da16c414fa4f789b75f02c902db045b02c8aed32353ce30e6515e4522",
+    },
+    Kernel {
+        arch: Arch::Aarch64,
+        version: "6.12",
+        release: "6.12.117+deb13-cloud-arm64",
+        pool_path: "pool/main/l/linux/linux-image-6.12.117+deb13-cloud-arm64-unsigned_6.12.117-1_arm64.deb",
+        sha256: "e0261b7e2ab499379b8b2c384fc28d9a51f762f40d071c8ed51e05e6e83ba879",
+    },
 ];
+
+/// Debian's static busybox for arm64 (the arm64 VMs' shell; the x86_64 ones use this
+/// machine's), pinned like the kernels.
+pub const BUSYBOX_ARM64: Package = Package {
+    pool_path: "pool/main/b/busybox/busybox-static_1.35.0-4+deb12u1+b1_arm64.deb",
+    sha256: "732c9135564fc71337e0e05fb4da4d11e6c28c1834bce3e405e575afef2a52f5",
+};
+
+/// A package of the archive, by path and sha256.
+pub struct Package {
+    pub pool_path: &'static str,
+    pub sha256: &'static str,
+}
 
 /// Where packages come from: the archive the system's apt uses, else Debian's own.
 fn archive() -> String {
@@ -61,23 +102,31 @@ pub fn archive_in(sources: &str) -> Option<String> {
         .map(|u| u.trim_end_matches('/').to_string())
 }
 
-/// The kernels `wanted` names (all of them when empty); an unknown name is an error.
-pub fn select(wanted: &[String]) -> Result<Vec<&'static Kernel>> {
+/// The kernels `wanted` names (all of them when empty), of `arch` (both when `None`);
+/// a version ("6.1") names each architecture's, a release one kernel; an unknown name
+/// is an error.
+pub fn select(wanted: &[String], arch: Option<Arch>) -> Result<Vec<&'static Kernel>> {
+    let of_arch = |k: &&Kernel| arch.is_none_or(|a| k.arch == a);
     if wanted.is_empty() {
-        return Ok(KERNELS.iter().collect());
+        return Ok(KERNELS.iter().filter(of_arch).collect());
     }
-    wanted
-        .iter()
-        .map(|w| {
-            KERNELS
-                .iter()
-                .find(|k| k.version == w || k.release == w)
-                .with_context(|| {
-                    let known: Vec<&str> = KERNELS.iter().map(|k| k.version).collect();
-                    format!("no kernel '{w}' in the matrix ({})", known.join(", "))
-                })
-        })
-        .collect()
+    let mut out = Vec::new();
+    for w in wanted {
+        let found: Vec<&Kernel> = KERNELS
+            .iter()
+            .filter(of_arch)
+            .filter(|k| k.version == w || k.release == w)
+            .collect();
+        if found.is_empty() {
+            let mut known: Vec<&str> = KERNELS.iter().map(|k| k.version).collect();
+            known.dedup();
+            bail!("no kernel '{w}' in the matrix ({})", known.join(", "));
+        }
+        out.extend(found);
+    }
+    out.sort_by_key(|k| (k.arch, KERNELS.iter().position(|o| o.release == k.release)));
+    out.dedup_by_key(|k| k.release);
+    Ok(out)
 }
 
 /// The cache of packages and kernels: `$XDG_CACHE_HOME/syscost/kernels`.
@@ -90,12 +139,11 @@ fn cache_dir() -> PathBuf {
     base.join("syscost/kernels")
 }
 
-impl Kernel {
-    /// The kernel image: the package fetched on first use, checked against its sha256
-    /// on every use, and the image taken out of it afresh.
-    pub fn vmlinuz(&self) -> Result<PathBuf> {
+impl Package {
+    /// The package file in the cache: fetched on first use, checked against its sha256
+    /// on every use.
+    pub fn fetch(&self) -> Result<PathBuf> {
         let dir = cache_dir();
-        let image = dir.join(format!("vmlinuz-{}", self.release));
         fs::create_dir_all(&dir)?;
         let file = Path::new(self.pool_path)
             .file_name()
@@ -116,6 +164,37 @@ impl Kernel {
             }
             fs::rename(&partial, &deb)?;
         }
+        Ok(deb)
+    }
+
+    /// One file of the package's data (`./bin/busybox`), its bytes.
+    pub fn file(&self, member: &str) -> Result<Vec<u8>> {
+        let deb = self.fetch()?;
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "dpkg-deb --fsys-tarfile '{}' | tar -xO '{member}'",
+                deb.display()
+            ))
+            .output()?;
+        if !o.status.success() || o.stdout.is_empty() {
+            bail!("{}: no {member}", deb.display());
+        }
+        Ok(o.stdout)
+    }
+}
+
+impl Kernel {
+    /// The kernel image: the package fetched on first use, checked against its sha256
+    /// on every use, and the image taken out of it afresh.
+    pub fn vmlinuz(&self) -> Result<PathBuf> {
+        let dir = cache_dir();
+        let image = dir.join(format!("vmlinuz-{}", self.release));
+        let deb = Package {
+            pool_path: self.pool_path,
+            sha256: self.sha256,
+        }
+        .fetch()?;
         let unpacked = dir.join(format!("unpack-{}", self.release));
         let _ = fs::remove_dir_all(&unpacked);
         fs::create_dir_all(&unpacked)?;
@@ -166,12 +245,31 @@ mod tests {
             assert_eq!(k.sha256.len(), 64, "{}", k.release);
             assert!(k.pool_path.contains(k.release), "{}", k.release);
             assert!(k.release.starts_with(k.version), "{}", k.release);
+            assert!(
+                k.release.ends_with(k.arch.debian())
+                    && k.pool_path.ends_with(&format!("_{}.deb", k.arch.debian())),
+                "{}",
+                k.release
+            );
         }
-        assert_eq!(select(&[]).unwrap().len(), KERNELS.len());
+        assert_eq!(select(&[], None).unwrap().len(), KERNELS.len());
+        let releases = |w: &[&str], a| -> Vec<&str> {
+            let w: Vec<String> = w.iter().map(|s| s.to_string()).collect();
+            select(&w, a).unwrap().iter().map(|k| k.release).collect()
+        };
         assert_eq!(
-            select(&["5.10".into()]).unwrap()[0].release,
-            "5.10.0-32-cloud-amd64"
+            releases(&["5.10"], None),
+            ["5.10.0-32-cloud-amd64", "5.10.0-32-cloud-arm64"]
         );
-        assert!(select(&["4.19".into()]).is_err());
+        assert_eq!(
+            releases(&["6.12", "5.10"], Some(Arch::Aarch64)),
+            ["5.10.0-32-cloud-arm64", "6.12.117+deb13-cloud-arm64"]
+        );
+        assert_eq!(releases(&["6.1.0-47-cloud-amd64"], None).len(), 1);
+        assert_eq!(select(&[], Some(Arch::X86_64)).unwrap().len(), 3);
+        assert!(select(&["4.19".into()], None).is_err());
+        assert!(
+            BUSYBOX_ARM64.pool_path.ends_with("_arm64.deb") && BUSYBOX_ARM64.sha256.len() == 64
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `cargo xtask vm-test [KERNEL...]`: the kernel suite on every kernel of the matrix,
 //! each booted in qemu with an initramfs of the test binaries. One line per kernel,
-//! `kernel 5.10.0-32-cloud-amd64: N passed, 0 failed`; any failure, panic, hang or
+//! `kernel 5.10.0-32-cloud-amd64: N passed, 0 failed`, arm64's under
+//! `qemu-system-aarch64 -machine virt` beside x86_64's; any failure, panic, hang or
 //! missing result fails the task, with the consoles' last lines shown.
 
 mod initramfs;
@@ -17,69 +18,62 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::setup::output;
+use crate::{arch::Arch, setup::output};
 
 /// The most one kernel may take, boot to power-off (TCG runs the suite in a few minutes).
 const KERNEL_TIMEOUT: Duration = Duration::from_secs(900);
 
-pub fn vm_test(root: &Path, wanted: &[String]) -> Result<()> {
-    let kernels = kernels::select(wanted)?;
+pub fn vm_test(root: &Path, wanted: &[String], arch: Option<Arch>) -> Result<()> {
+    let kernels = kernels::select(wanted, arch)?;
     let started = Instant::now();
-    let built = build_tests(root)?;
+    let mut arches: Vec<Arch> = kernels.iter().map(|k| k.arch).collect();
+    arches.dedup();
+    if arches.iter().any(|a| !a.is_host()) {
+        crate::setup::cross_packages()?;
+    }
     let vm_dir = root.join("target/vm");
     fs::create_dir_all(&vm_dir)?;
-    let archive = vm_dir.join("initramfs.cpio");
-    fs::write(&archive, initramfs_for(&built)?.cpio()?)?;
-    let accel = accelerator();
-    let mut failed = Vec::new();
-    let count = kernels.len();
-    for k in kernels {
-        let image = k.vmlinuz()?;
-        let t = Instant::now();
-        let result = boot(&image, &archive, &vm_dir, k.release, accel)?;
-        let secs = t.elapsed().as_secs();
-        let expected = suite::SUITE
-            .iter()
-            .map(|(_, t)| t.len() as u64)
-            .sum::<u64>();
-        let passed_all = matches!(&result, Outcome::Finished(r)
-            if r.failed == 0 && r.problems.is_empty() && r.passed == expected);
-        match &result {
-            Outcome::Finished(r) if passed_all => {
-                println!(
-                    "kernel {}: {} passed, 0 failed ({secs} s)",
-                    k.release, r.passed
-                );
-            }
-            Outcome::Finished(r) => {
-                println!(
-                    "kernel {}: {} passed, {} failed, {} of the suite's {expected} without a result ({secs} s)",
-                    k.release,
-                    r.passed,
-                    r.failed,
-                    expected.saturating_sub(r.passed + r.failed)
-                );
-                for p in &r.problems {
-                    println!("  {p}");
-                }
-                failed.push(k.release);
-            }
-            Outcome::Unfinished { why } => {
-                println!("kernel {}: no result ({why}, {secs} s)", k.release);
-                failed.push(k.release);
-            }
-        }
-        if !passed_all {
-            show_tail(
-                "console",
-                &vm_dir.join(format!("{}.console", k.release)),
-                40,
-            );
-            show_tail("tests", &vm_dir.join(format!("{}.tests", k.release)), 80);
-        }
+    // Each architecture's tests and archive, built one after the other (a build takes
+    // both cores).
+    let mut archives = BTreeMap::new();
+    for &a in &arches {
+        let built = build_tests(root, a)?;
+        let archive = vm_dir.join(format!("initramfs-{}.cpio", a.name()));
+        fs::write(&archive, initramfs_for(&built)?.cpio()?)?;
+        archives.insert(a, archive);
     }
+    let accel = accelerator();
+    let expected = suite::SUITE
+        .iter()
+        .map(|(_, t)| t.len() as u64)
+        .sum::<u64>();
+    // One emulator per architecture at a time, side by side (TCG runs each VM on one
+    // host thread); each architecture's kernels in turn.
+    let failed: Vec<&str> = std::thread::scope(|scope| {
+        let runs: Vec<_> = arches
+            .iter()
+            .map(|&a| {
+                let (kernels, archives, vm_dir) = (&kernels, &archives, &vm_dir);
+                scope.spawn(move || -> Result<Vec<&'static str>> {
+                    let mut failed = Vec::new();
+                    for k in kernels.iter().filter(|k| k.arch == a) {
+                        if !run_kernel(k, &archives[&a], vm_dir, accel, expected)? {
+                            failed.push(k.release);
+                        }
+                    }
+                    Ok(failed)
+                })
+            })
+            .collect();
+        let mut failed = Vec::new();
+        for r in runs {
+            failed.extend(r.join().expect("a kernel's thread panicked")?);
+        }
+        Ok::<_, anyhow::Error>(failed)
+    })?;
     println!(
-        "vm-test: {count} kernel(s) in {} s ({accel})",
+        "vm-test: {} kernel(s) in {} s ({accel}, one emulator per architecture at a time)",
+        kernels.len(),
         started.elapsed().as_secs()
     );
     if !failed.is_empty() {
@@ -88,24 +82,91 @@ pub fn vm_test(root: &Path, wanted: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The test binaries of syscost-user by name, and the binaries they start.
-struct Built {
-    tests: BTreeMap<String, PathBuf>,
-    programs: Vec<PathBuf>,
-    /// The stack tests' C programs (tests/c/build.sh).
-    c_programs: Vec<PathBuf>,
+/// Boots one kernel with its architecture's archive and prints its line (with the
+/// consoles' last lines when anything failed). Whether the whole suite passed.
+fn run_kernel(
+    k: &kernels::Kernel,
+    archive: &Path,
+    vm_dir: &Path,
+    accel: &str,
+    expected: u64,
+) -> Result<bool> {
+    let image = k.vmlinuz()?;
+    let t = Instant::now();
+    let result = boot(k.arch, &image, archive, vm_dir, k.release, accel)?;
+    let secs = t.elapsed().as_secs();
+    let passed_all = matches!(&result, Outcome::Finished(r)
+        if r.failed == 0 && r.problems.is_empty() && r.passed == expected);
+    // One block per kernel: the two architectures' threads print whole reports.
+    let mut report = String::new();
+    match &result {
+        Outcome::Finished(r) if passed_all => {
+            report += &format!(
+                "kernel {}: {} passed, 0 failed ({secs} s)\n",
+                k.release, r.passed
+            );
+        }
+        Outcome::Finished(r) => {
+            report += &format!(
+                "kernel {}: {} passed, {} failed, {} of the suite's {expected} without a result ({secs} s)\n",
+                k.release,
+                r.passed,
+                r.failed,
+                expected.saturating_sub(r.passed + r.failed)
+            );
+            for p in &r.problems {
+                report += &format!("  {p}\n");
+            }
+        }
+        Outcome::Unfinished { why } => {
+            report += &format!("kernel {}: no result ({why}, {secs} s)\n", k.release);
+        }
+    }
+    if !passed_all {
+        report += &tail(
+            "console",
+            &vm_dir.join(format!("{}.console", k.release)),
+            40,
+        );
+        if k.arch.is_host() {
+            report += &tail("tests", &vm_dir.join(format!("{}.tests", k.release)), 80);
+        }
+    }
+    print!("{report}");
+    Ok(passed_all)
 }
 
-/// Builds the integration tests (the same debug build `cargo test` makes) and returns
-/// where cargo put them.
-fn build_tests(root: &Path) -> Result<Built> {
+/// The test binaries of syscost-user by name, and the binaries they start.
+struct Built {
+    arch: Arch,
+    tests: BTreeMap<String, PathBuf>,
+    programs: Vec<PathBuf>,
+    /// The stack tests' C programs (tests/c/build.sh): where they were built, and
+    /// where the tests look for them (CARGO_TARGET_TMPDIR, the same for every target).
+    c_programs: Vec<(PathBuf, PathBuf)>,
+}
+
+/// Builds the integration tests for `arch` (the same debug build `cargo test` makes,
+/// cross-built for another architecture) and returns where cargo put them.
+fn build_tests(root: &Path, arch: Arch) -> Result<Built> {
     let out = output(
-        crate::cargo(root)
-            .args(["test", "--no-run", "-p", "syscost-user", "--tests"])
-            .args(["--message-format", "json-render-diagnostics"])
-            .stderr(Stdio::inherit()),
+        crate::arch::cargo(
+            root,
+            arch,
+            &[
+                "test",
+                "--no-run",
+                "-p",
+                "syscost-user",
+                "--tests",
+                "--message-format",
+                "json-render-diagnostics",
+            ],
+        )
+        .stderr(Stdio::inherit()),
     )?;
     let mut built = Built {
+        arch,
         tests: BTreeMap::new(),
         programs: Vec::new(),
         c_programs: Vec::new(),
@@ -129,29 +190,45 @@ fn build_tests(root: &Path) -> Result<Built> {
         }
     }
     // The stack tests' C programs, where those tests look for them (the VMs have no
-    // compiler): CARGO_TARGET_TMPDIR, beside the test binaries' deps/ directory.
-    let target = built
+    // compiler): CARGO_TARGET_TMPDIR, beside the test binaries' deps/ directory (for
+    // another architecture, beside its TRIPLE/ directory).
+    let exe = built
         .tests
         .values()
         .next()
-        .and_then(|t| t.ancestors().nth(3))
-        .context("no test binary built")?
+        .context("no test binary built")?;
+    let target_dir = exe
+        .ancestors()
+        .nth(if arch.is_host() { 3 } else { 4 })
+        .context("a test binary outside a target directory")?
         .to_path_buf();
-    let c_dir = target.join("tmp/c-workloads");
+    let vm_c_dir = target_dir.join("tmp/c-workloads");
+    let c_dir = if arch.is_host() {
+        vm_c_dir.clone()
+    } else {
+        target_dir.join(arch.triple()).join("tmp/c-workloads")
+    };
     let script = root.join("syscost-user/tests/c/build.sh");
-    let status = Command::new("sh").arg(&script).arg(&c_dir).status()?;
+    let mut sh = Command::new("sh");
+    if !arch.is_host() {
+        sh.env("CC", format!("{}gcc", arch.gnu_prefix()));
+    }
+    let status = sh.arg(&script).arg(&c_dir).status()?;
     if !status.success() {
         bail!("{} failed", script.display());
     }
     for e in fs::read_dir(&c_dir)? {
-        built.c_programs.push(e?.path());
+        let e = e?;
+        built
+            .c_programs
+            .push((e.path(), vm_c_dir.join(e.file_name())));
     }
     for (binary, tests) in suite::SUITE {
         let exe = built
             .tests
             .get(*binary)
             .with_context(|| format!("cargo built no test binary '{binary}'"))?;
-        let listed = output(Command::new(exe).args(["--list", "--format", "terse"]))?;
+        let listed = output(arch.command(exe).args(["--list", "--format", "terse"]))?;
         let missing = suite::missing(tests, &listed);
         if !missing.is_empty() {
             bail!(
@@ -167,11 +244,19 @@ fn build_tests(root: &Path) -> Result<Built> {
 /// paths (the tests find syscost there), and the libraries they load.
 fn initramfs_for(built: &Built) -> Result<initramfs::Tree> {
     let mut t = initramfs::Tree::default();
-    let busybox = Path::new("/bin/busybox");
-    if !busybox.exists() {
-        bail!("/bin/busybox is missing: install busybox-static");
+    if built.arch.is_host() {
+        let busybox = Path::new("/bin/busybox");
+        if !busybox.exists() {
+            bail!("/bin/busybox is missing: install busybox-static");
+        }
+        t.copy_from_host(busybox)?;
+    } else {
+        t.file(
+            Path::new("/bin/busybox"),
+            kernels::BUSYBOX_ARM64.file("./bin/busybox")?,
+            true,
+        );
     }
-    t.copy_from_host(busybox)?;
     t.symlink("/bin/sh", "busybox");
     for d in [
         "/proc", "/sys", "/dev", "/tmp", "/root", "/run", "/usr/bin", "/sbin",
@@ -189,53 +274,125 @@ fn initramfs_for(built: &Built) -> Result<initramfs::Tree> {
         b"root:x:0:\nnogroup:x:65534:\n".to_vec(),
         false,
     );
-    let mut binaries: Vec<PathBuf> = built.programs.clone();
+    // (where each was built, where it goes in the VM)
+    let mut binaries: Vec<(PathBuf, PathBuf)> = built
+        .programs
+        .iter()
+        .map(|p| (p.clone(), p.clone()))
+        .collect();
     for (binary, _) in suite::SUITE {
-        binaries.push(built.tests[*binary].clone());
+        let b = built.tests[*binary].clone();
+        binaries.push((b.clone(), b));
     }
     binaries.extend(built.c_programs.iter().cloned());
     let mut libraries = Vec::new();
-    for b in &binaries {
+    for (b, in_vm) in &binaries {
         // The init mounts these: a binary under one would be hidden.
         if ["/proc", "/sys", "/dev", "/run"]
             .iter()
-            .any(|m| b.starts_with(m))
+            .any(|m| in_vm.starts_with(m))
         {
-            bail!("{} is under a directory the VM mounts over", b.display());
+            bail!(
+                "{} is under a directory the VM mounts over",
+                in_vm.display()
+            );
         }
+        let c_program = built.c_programs.iter().any(|(p, _)| p == b);
         // The C programs keep their debug information (one test reads its lines).
-        let data = if built.c_programs.contains(b) {
+        let data = if c_program {
             fs::read(b)?
         } else {
-            stripped(b)?
+            stripped(built.arch, b)?
         };
-        t.file(b, data, true);
-        // A static binary (one of the C programs; ldd fails on it) loads nothing.
-        let ldd = match output(Command::new("ldd").arg(b)) {
-            Ok(l) => l,
-            Err(_) if built.c_programs.contains(b) => continue,
-            Err(e) => return Err(e),
-        };
-        libraries.extend(initramfs::shared_libraries(&ldd));
+        t.file(in_vm, data, true);
+        if built.arch.is_host() {
+            // A static binary (one of the C programs; ldd fails on it) loads nothing.
+            let ldd = match output(Command::new("ldd").arg(b)) {
+                Ok(l) => l,
+                Err(_) if c_program => continue,
+                Err(e) => return Err(e),
+            };
+            libraries.extend(initramfs::shared_libraries(&ldd));
+        } else {
+            for l in cross_libraries(built.arch, b)? {
+                libraries.push(l);
+            }
+        }
     }
     libraries.sort();
     libraries.dedup();
     for l in libraries {
-        t.copy_from_host(&l)?;
+        if built.arch.is_host() {
+            t.copy_from_host(&l)?;
+        } else {
+            // The loader and the libraries in /lib, where the target's loader looks.
+            let name = l.file_name().context("a library without a name")?;
+            t.file(&Path::new("/lib").join(name), fs::read(&l)?, true);
+        }
     }
     t.file(Path::new("/init"), init_script(built).into_bytes(), true);
     Ok(t)
 }
 
+/// The shared libraries another architecture's binary loads, with its loader: its
+/// NEEDED entries and theirs, from the cross C library's folder (the libraries it
+/// finds beside itself, as libchainlib.so, are shipped with it).
+fn cross_libraries(arch: Arch, binary: &Path) -> Result<Vec<PathBuf>> {
+    let readelf = format!("{}readelf", arch.gnu_prefix());
+    let lib = arch.sysroot_lib();
+    let mut out = Vec::new();
+    let mut todo = vec![binary.to_path_buf()];
+    while let Some(b) = todo.pop() {
+        let dynamic = output(Command::new(&readelf).arg("-d").arg(&b))?;
+        let headers = output(Command::new(&readelf).arg("-l").arg(&b))?;
+        // [Requesting program interpreter: /lib/ld-linux-aarch64.so.1]
+        if let Some(interp) = headers.lines().find_map(|l| {
+            l.split_once("interpreter: ")
+                .map(|(_, r)| r.trim_end_matches(']'))
+        }) {
+            let name = Path::new(interp)
+                .file_name()
+                .context("an empty interpreter")?;
+            let p = lib.join(name);
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        for l in dynamic.lines().filter(|l| l.contains("(NEEDED)")) {
+            // 0x...1 (NEEDED)  Shared library: [libc.so.6]
+            let Some(name) = l.split('[').nth(1).map(|n| n.trim_end_matches(']')) else {
+                continue;
+            };
+            let p = lib.join(name);
+            if !p.exists() {
+                if binary.parent().is_some_and(|d| d.join(name).exists()) {
+                    continue;
+                }
+                bail!("{} needs {name}, not in {}", b.display(), lib.display());
+            }
+            if !out.contains(&p) {
+                out.push(p.clone());
+                todo.push(p);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A binary without its debug sections (the symbol table stays: slow-call stacks are
 /// symbolized from it), to keep the initramfs small.
-fn stripped(binary: &Path) -> Result<Vec<u8>> {
+fn stripped(arch: Arch, binary: &Path) -> Result<Vec<u8>> {
     let tmp = std::env::temp_dir().join(format!(
         "syscost-vm-{}-{}",
         std::process::id(),
         binary.file_name().unwrap_or_default().to_string_lossy()
     ));
-    let ok = Command::new("objcopy")
+    let objcopy = if arch.is_host() {
+        "objcopy".to_string()
+    } else {
+        format!("{}objcopy", arch.gnu_prefix())
+    };
+    let ok = Command::new(objcopy)
         .arg("--strip-debug")
         .arg(binary)
         .arg(&tmp)
@@ -251,9 +408,17 @@ fn stripped(binary: &Path) -> Result<Vec<u8>> {
 }
 
 /// The VM's init: mounts what syscost and the tests use, runs each test binary of the
-/// suite on the second serial port, and powers off.
+/// suite on the tests' serial port (x86_64: the second; arm64's virt machine has one,
+/// shared with the kernel's messages), and powers off.
 fn init_script(built: &Built) -> String {
-    let mut s = String::from(include_str!("init.sh"));
+    const SECOND_PORT: &str = "exec 3>/dev/ttyS1";
+    let init = include_str!("init.sh");
+    assert!(init.contains(SECOND_PORT));
+    let mut s = if built.arch.is_host() {
+        init.to_string()
+    } else {
+        init.replacen(SECOND_PORT, "exec 3>/dev/ttyAMA0", 1)
+    };
     for (binary, tests) in suite::SUITE {
         s.push_str(&format!(
             "run_suite {binary} {} {}\n",
@@ -337,16 +502,36 @@ mod initramfs_results {
 }
 
 /// Boots `image` with the initramfs and waits for it to power off.
-fn boot(image: &Path, archive: &Path, dir: &Path, release: &str, accel: &str) -> Result<Outcome> {
+fn boot(
+    arch: Arch,
+    image: &Path,
+    archive: &Path,
+    dir: &Path,
+    release: &str,
+    accel: &str,
+) -> Result<Outcome> {
     let console = dir.join(format!("{release}.console"));
-    let tests = dir.join(format!("{release}.tests"));
+    // arm64's virt machine has one serial port: the tests write beside the kernel.
+    let tests = if arch.is_host() {
+        dir.join(format!("{release}.tests"))
+    } else {
+        console.clone()
+    };
     let _ = fs::remove_file(&console);
     let _ = fs::remove_file(&tests);
-    let mut cmd = Command::new("qemu-system-x86_64");
-    match accel {
-        "kvm" => cmd.args(["-accel", "kvm", "-cpu", "host"]),
-        // Never -cpu host without KVM; "max" gives TCG's full feature set (rdrand too).
+    let mut cmd = Command::new(arch.qemu_system());
+    match (arch, accel) {
+        (Arch::X86_64, "kvm") => cmd.args(["-accel", "kvm", "-cpu", "host"]),
+        // Never -cpu host without KVM; "max" gives TCG's full feature set (rdrand too;
+        // on arm64 AArch32 at EL0, which the compat test runs).
         _ => cmd.args(["-accel", "tcg,thread=single", "-cpu", "max"]),
+    };
+    let tty = match arch {
+        Arch::X86_64 => "ttyS0",
+        Arch::Aarch64 => {
+            cmd.args(["-machine", "virt"]);
+            "ttyAMA0"
+        }
     };
     cmd.args(["-m", "2048", "-smp", "2", "-nodefaults", "-display", "none"])
         .args(["-monitor", "none", "-no-reboot", "-kernel"])
@@ -354,18 +539,21 @@ fn boot(image: &Path, archive: &Path, dir: &Path, release: &str, accel: &str) ->
         .arg("-initrd")
         .arg(archive)
         // loglevel=5: warnings reach the console, where a splat fails the kernel.
-        .args([
-            "-append",
-            "console=ttyS0 panic=-1 loglevel=5 random.trust_cpu=on",
-        ])
+        .arg("-append")
+        .arg(format!(
+            "console={tty} panic=-1 loglevel=5 random.trust_cpu=on"
+        ))
         .arg("-serial")
-        .arg(format!("file:{}", console.display()))
-        .arg("-serial")
-        .arg(format!("file:{}", tests.display()))
-        .stdin(Stdio::null())
+        .arg(format!("file:{}", console.display()));
+    if arch.is_host() {
+        cmd.arg("-serial").arg(format!("file:{}", tests.display()));
+    }
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().context("cannot start qemu-system-x86_64")?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", arch.qemu_system()))?;
     let deadline = Instant::now() + KERNEL_TIMEOUT;
     let status = loop {
         if let Some(s) = child.try_wait()? {
@@ -426,18 +614,21 @@ fn kernel_splat(console: &str) -> Option<String> {
     Some(named.trim().to_string())
 }
 
-fn show_tail(what: &str, path: &Path, lines: usize) {
+/// The last `lines` lines of a file, under a heading.
+fn tail(what: &str, path: &Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     let from = all.len().saturating_sub(lines);
-    println!(
-        "--- last {} lines of the {what} ({}):",
+    let mut out = format!(
+        "--- last {} lines of the {what} ({}):\n",
         all.len() - from,
         path.display()
     );
     for l in &all[from..] {
-        println!("{l}");
+        out += l;
+        out += "\n";
     }
+    out
 }
 
 #[cfg(test)]

@@ -370,6 +370,7 @@ fn parse_set(value: &str) -> Result<Parsed> {
 mod tests {
     use super::*;
 
+    #[cfg(target_arch = "x86_64")]
     fn names(set: &BTreeSet<SyscallId>) -> Vec<String> {
         set.iter().map(SyscallId::name).collect()
     }

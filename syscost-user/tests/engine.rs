@@ -146,8 +146,12 @@ fn nanosleep_latency_matches_the_workloads_own_timing() {
     let s = p.syscall("clock_nanosleep").expect("clock_nanosleep seen");
     assert_eq!(s.calls, 100);
     let ours = s.avg_ns as f64;
+    // The workload times the libc call from outside (clock reads, the wrapper, the
+    // kernel's entry and exit), syscost the syscall between its tracepoints: never more,
+    // and less by what lies outside, under 1% of a 1 ms sleep on hardware, about 6% on
+    // an emulated arm64 CPU (the kernel matrix's).
     assert!(
-        (ours - own).abs() / own < 0.05,
+        ours <= own * 1.005 && ours >= own * 0.90,
         "syscost mean {ours} ns, workload's own {own} ns"
     );
     assert!(s.min_ns >= 1_000_000, "a 1 ms sleep took {} ns", s.min_ns);
@@ -723,14 +727,21 @@ fn compare_runs_every_way_and_counts_exactly() {
     assert!(text.contains("strace -f -c"), "{text}");
 }
 
-/// Builds a static i386 program making `n` getppid calls through `int $0x80`.
-/// A static i386 program (written by the workload as bytes: no assembler or linker, so
-/// the test runs wherever the kernel runs 32-bit programs, the matrix's VMs too) that
-/// calls getppid (32-bit syscall 64) `n` times through `int $0x80` and exits 0.
-fn i386_getppid_program(dir: &std::path::Path, n: u32) -> std::path::PathBuf {
+/// This architecture's 32-bit ABI: the workload's name of it, the prefix of its
+/// syscalls' names, and the 64-bit name of its getppid's number (64).
+#[cfg(target_arch = "x86_64")]
+const COMPAT: (&str, &str, &str) = ("i386", "i386:", "semget");
+#[cfg(target_arch = "aarch64")]
+const COMPAT: (&str, &str, &str) = ("arm", "arm:", "write");
+
+/// A static 32-bit program (i386's, or on arm64 AArch32's; written by the workload as
+/// bytes: no assembler or linker, so the test runs wherever the kernel runs 32-bit
+/// programs, the matrix's VMs too) that calls getppid (32-bit syscall 64 on both) `n`
+/// times (`int $0x80`, `svc #0`) and exits 0.
+fn compat_getppid_program(dir: &std::path::Path, n: u32) -> std::path::PathBuf {
     let exe = dir.join("g32");
     let o = Command::new(workload_path())
-        .args(["program", "i386", &n.to_string()])
+        .args(["program", COMPAT.0, &n.to_string()])
         .arg(&exe)
         .output()
         .unwrap();
@@ -739,15 +750,18 @@ fn i386_getppid_program(dir: &std::path::Path, n: u32) -> std::path::PathBuf {
 }
 
 #[test]
-fn compat_syscalls_are_named_from_the_i386_table() {
+fn compat_syscalls_are_named_from_the_32_bit_table() {
     let Some(t) = root_test!() else {
         return;
     };
-    let exe = i386_getppid_program(&t.dir, 1000);
+    let (_, prefix, native_64) = COMPAT;
+    let getppid32 = format!("{prefix}getppid");
+    let exe = compat_getppid_program(&t.dir, 1000);
     // The program itself works: it exits 0 (a kernel without 32-bit support fails here).
     let status = Command::new(&exe).status().unwrap();
     assert!(status.success(), "{status}");
-    // i386 syscall 64 is getppid; as an x86_64 number it would be semget.
+    // 32-bit syscall 64 is getppid; as a 64-bit number it would be semget (x86_64) or
+    // write (arm64).
     let exe = exe.to_str().unwrap();
     let (_, p) = {
         let json_path = t.path("g32.json");
@@ -760,10 +774,10 @@ fn compat_syscalls_are_named_from_the_i386_table() {
         assert!(o.status.success(), "{}", stderr(&o));
         (o, read_profile(&json_path))
     };
-    assert_eq!(calls(&p, "i386:getppid"), 1000);
-    assert_eq!(calls(&p, "semget"), 0);
+    assert_eq!(calls(&p, &getppid32), 1000);
+    assert_eq!(calls(&p, native_64), 0);
     assert_eq!(calls(&p, "getppid"), 0);
-    // A 64-bit shell that execs the i386 program: the ABI is learnt again after exec.
+    // A 64-bit shell that execs the 32-bit program: the ABI is learnt again after exec.
     let json_path = t.path("sh.json");
     let o = output(
         syscost()
@@ -773,8 +787,8 @@ fn compat_syscalls_are_named_from_the_i386_table() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let p = read_profile(&json_path);
-    assert_eq!(calls(&p, "i386:getppid"), 1000);
-    assert_eq!(calls(&p, "semget"), 0);
+    assert_eq!(calls(&p, &getppid32), 1000);
+    assert_eq!(calls(&p, native_64), 0);
     assert!(
         calls(&p, "wait4") >= 1,
         "the shell's own 64-bit calls keep their names"

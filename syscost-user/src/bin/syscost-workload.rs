@@ -356,6 +356,12 @@ fn write_program(path: &std::path::Path, abi: Abi, n: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// Whether a `/proc/PID/syscall` line says the task is blocked in read(2) (x86_64's
+/// number 0, arm64's 63).
+fn in_read(syscall_line: &str) -> bool {
+    syscall_line.split_whitespace().next() == Some(libc::SYS_read.to_string().as_str())
+}
+
 /// fork(2) as the raw syscall (arm64 has no fork: clone with SIGCHLD and nothing
 /// shared, as glibc's fork makes it there).
 ///
@@ -521,7 +527,7 @@ fn work(args: &[String]) {
                     })
                 })
                 .collect();
-            // Every thread blocked in its read (syscall 0 in /proc) before `ready`.
+            // Every thread blocked in its read (as /proc says) before `ready`.
             let me = std::process::id().to_string();
             let blocked = || {
                 std::fs::read_dir("/proc/self/task")
@@ -530,7 +536,7 @@ fn work(args: &[String]) {
                         let e = e.ok()?;
                         (e.file_name() != me.as_str()).then(|| {
                             std::fs::read_to_string(e.path().join("syscall"))
-                                .is_ok_and(|s| s.starts_with("0 "))
+                                .is_ok_and(|s| in_read(&s))
                         })
                     })
                     .filter(|&b| b)
@@ -577,7 +583,7 @@ fn work(args: &[String]) {
                     _ => panic!("fork failed: {}", std::io::Error::last_os_error()),
                 }
             }
-            // Every process of the tree blocked in its read (syscall 0) before `ready`.
+            // Every process of the tree blocked in its read before `ready`.
             let tree = || -> Vec<u32> {
                 let mut all: Vec<u32> = pids.iter().map(|&p| p as u32).collect();
                 for &p in &pids {
@@ -597,7 +603,7 @@ fn work(args: &[String]) {
                     .iter()
                     .filter(|p| {
                         std::fs::read_to_string(format!("/proc/{p}/syscall"))
-                            .is_ok_and(|s| s.starts_with("0 "))
+                            .is_ok_and(|s| in_read(&s))
                     })
                     .count();
                 if t.len() == 2 * c as usize && blocked == t.len() {

@@ -17,7 +17,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "attach_misses_nothing_after_attaching",
             "attach_follow_traces_the_tree_that_exists_at_attach",
             "doctor_says_yes_exactly_when_the_default_commands_work",
-            "compat_syscalls_are_named_from_the_i386_table",
+            "compat_syscalls_are_named_from_the_32_bit_table",
         ],
     ),
     (

@@ -149,9 +149,14 @@ fn nanosleep_latency_matches_the_workloads_own_timing() {
     // The workload times the libc call from outside (clock reads, the wrapper, the
     // kernel's entry and exit), syscost the syscall between its tracepoints: never more,
     // and less by what lies outside, under 1% of a 1 ms sleep on hardware, about 6% on
-    // an emulated arm64 CPU (the kernel matrix's).
+    // the kernel matrix's emulated arm64 CPU.
+    let least = if cfg!(target_arch = "aarch64") {
+        0.90
+    } else {
+        0.95
+    };
     assert!(
-        ours <= own * 1.005 && ours >= own * 0.90,
+        ours <= own * 1.005 && ours >= own * least,
         "syscost mean {ours} ns, workload's own {own} ns"
     );
     assert!(s.min_ns >= 1_000_000, "a 1 ms sleep took {} ns", s.min_ns);
@@ -757,8 +762,20 @@ fn compat_syscalls_are_named_from_the_32_bit_table() {
     let (_, prefix, native_64) = COMPAT;
     let getppid32 = format!("{prefix}getppid");
     let exe = compat_getppid_program(&t.dir, 1000);
-    // The program itself works: it exits 0 (a kernel without 32-bit support fails here).
-    let status = Command::new(&exe).status().unwrap();
+    // The program itself works: it exits 0 (a kernel without 32-bit support fails here;
+    // an arm64 CPU without AArch32, as the newest, cannot exec it: said, and a failure
+    // under CI).
+    let status = match Command::new(&exe).status() {
+        Err(e) if e.raw_os_error() == Some(libc::ENOEXEC) => {
+            let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+            assert!(!ci, "this machine cannot exec a 32-bit program: {e}");
+            eprintln!(
+                "\n*** SKIPPED compat_syscalls_are_named_from_the_32_bit_table: this machine cannot exec a 32-bit program ({e}) ***\n"
+            );
+            return;
+        }
+        s => s.unwrap(),
+    };
     assert!(status.success(), "{status}");
     // 32-bit syscall 64 is getppid; as a 64-bit number it would be semget (x86_64) or
     // write (arm64).

@@ -76,7 +76,8 @@ enum Task {
     /// qemu and run the kernel suite of the root tests inside it, as the VM's root; one
     /// line per kernel.
     VmTest {
-        /// Kernels to boot (e.g. 5.10 6.12); all of the matrix when none is given.
+        /// Kernels to boot (e.g. 5.10 6.12; a version names each architecture's); when
+        /// none is given, every kernel of the matrix but arm64's 5.10.
         kernels: Vec<String>,
         /// Only this architecture's kernels (both when not given).
         #[arg(long, value_enum)]

@@ -1,7 +1,8 @@
 #!/bin/busybox sh
 # The kernel matrix's init: the file systems syscost and its tests use, then the test
 # binaries one after the other, their output on the second serial port (the first one
-# carries the kernel's messages). Generated lines at the end call run_suite and finish.
+# carries the kernel's messages; arm64's virt machine has one, where the generated script
+# writes both). Generated lines at the end call run_suite and finish.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin HOME=/root TMPDIR=/tmp CI=true RUST_BACKTRACE=1
 mount -t proc proc /proc

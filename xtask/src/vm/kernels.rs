@@ -132,8 +132,12 @@ pub fn select(wanted: &[String], arch: Option<Arch>) -> Result<Vec<&'static Kern
             .filter(|k| k.version == w || k.release == w)
             .collect();
         if found.is_empty() {
-            let mut known: Vec<&str> = KERNELS.iter().map(|k| k.version).collect();
-            known.dedup();
+            let mut known: Vec<&str> = Vec::new();
+            for k in &KERNELS {
+                if !known.contains(&k.version) {
+                    known.push(k.version);
+                }
+            }
             bail!("no kernel '{w}' in the matrix ({})", known.join(", "));
         }
         out.extend(found);

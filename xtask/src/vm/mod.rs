@@ -76,7 +76,7 @@ pub fn vm_test(root: &Path, wanted: &[String], arch: Option<Arch>) -> Result<()>
     })?;
     let failed = failed.into_inner().unwrap();
     println!(
-        "vm-test: {} kernel(s) in {} s ({accel}, two at a time)",
+        "vm-test: {} kernel(s) in {} s (x86_64: {accel}, arm64: tcg; two at a time)",
         kernels.len(),
         started.elapsed().as_secs()
     );

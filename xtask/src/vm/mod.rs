@@ -20,8 +20,11 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::{arch::Arch, setup::output};
 
-/// The most one kernel may take, boot to power-off (TCG runs the suite in a few minutes).
-const KERNEL_TIMEOUT: Duration = Duration::from_secs(900);
+/// The most one kernel may take, boot to power-off (TCG runs the suite in a few minutes,
+/// arm64's beside another VM in about 15).
+fn kernel_timeout(arch: Arch) -> Duration {
+    Duration::from_secs(if arch.is_host() { 900 } else { 1800 })
+}
 
 pub fn vm_test(root: &Path, wanted: &[String], arch: Option<Arch>) -> Result<()> {
     let kernels = kernels::select(wanted, arch)?;
@@ -140,6 +143,40 @@ fn run_kernel(
     Ok(passed_all)
 }
 
+/// The build of the suite's tests for `arch`, printing cargo's JSON messages: for this
+/// machine the one `cargo test` made (every test binary); for another architecture its
+/// suite's binaries only, in a target directory of their own (target/cross), so that it
+/// may run beside this machine's build and tests (`cargo xtask test` starts it first).
+pub fn test_build(root: &Path, arch: Arch) -> Command {
+    let mut args = vec![
+        "test",
+        "--no-run",
+        "-p",
+        "syscost-user",
+        "--message-format",
+        "json-render-diagnostics",
+    ];
+    let cross_dir = root.join("target/cross");
+    let cross_dir = cross_dir.to_str().expect("a UTF-8 checkout path");
+    if arch.is_host() {
+        args.push("--tests");
+    } else {
+        for (binary, _) in suite::SUITE {
+            args.extend(["--test", binary]);
+        }
+        args.extend(["--target-dir", cross_dir]);
+    }
+    // Emulated arm64 runs a debug build (BTF and ELF parsing, the loader, the unwinder,
+    // the symbolizer) some 10 times slower than x86_64's: it is optimized there, its
+    // debug assertions and overflow checks kept; line tables are all the debug
+    // information the tests' backtraces need.
+    if arch == Arch::Aarch64 {
+        args.extend(["--config", "profile.dev.opt-level=2"]);
+        args.extend(["--config", "profile.dev.debug=\"line-tables-only\""]);
+    }
+    crate::arch::cargo(root, arch, &args)
+}
+
 /// The test binaries of syscost-user by name, and the binaries they start.
 struct Built {
     arch: Arch,
@@ -152,30 +189,7 @@ struct Built {
 /// Builds the integration tests for `arch` (the same debug build `cargo test` makes,
 /// cross-built for another architecture) and returns where cargo put them.
 fn build_tests(root: &Path, arch: Arch) -> Result<Built> {
-    let mut args = vec![
-        "test",
-        "--no-run",
-        "-p",
-        "syscost-user",
-        "--message-format",
-        "json-render-diagnostics",
-    ];
-    // This machine's build is the one `cargo test` made (every test binary); another
-    // architecture's builds the suite's binaries only.
-    if arch.is_host() {
-        args.push("--tests");
-    } else {
-        for (binary, _) in suite::SUITE {
-            args.extend(["--test", binary]);
-        }
-    }
-    // Emulated arm64 runs a debug build's dependencies (BTF and ELF parsing, the
-    // loader, the unwinder) some 10 times slower than x86_64's: they are optimized
-    // there, syscost's own crates stay the debug build the tests are.
-    if arch == Arch::Aarch64 {
-        args.extend(["--config", "profile.dev.package.\"*\".opt-level=2"]);
-    }
-    let out = output(crate::arch::cargo(root, arch, &args).stderr(Stdio::inherit()))?;
+    let out = output(test_build(root, arch).stderr(Stdio::inherit()))?;
     let mut built = Built {
         arch,
         tests: BTreeMap::new(),
@@ -560,7 +574,7 @@ fn boot(
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", arch.qemu_system()))?;
-    let deadline = Instant::now() + KERNEL_TIMEOUT;
+    let deadline = Instant::now() + kernel_timeout(arch);
     let status = loop {
         if let Some(s) = child.try_wait()? {
             break Some(s);
@@ -577,7 +591,7 @@ fn boot(
     let console_text = fs::read_to_string(&console).unwrap_or_default();
     Ok(match status {
         None => Outcome::Unfinished {
-            why: format!("still running after {} s", KERNEL_TIMEOUT.as_secs()),
+            why: format!("still running after {} s", kernel_timeout(arch).as_secs()),
         },
         Some(_) if console_text.contains("Kernel panic") => Outcome::Unfinished {
             why: "kernel panic".to_string(),

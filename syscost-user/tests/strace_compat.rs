@@ -159,8 +159,8 @@ fn u_runs_the_command_as_the_user() {
 /// of the same program (tests/c/classes.c: one call of each of a list of syscalls that
 /// covers every class), strace 6.1 being the one installed. Needs root and strace.
 /// The program makes x86_64 syscalls (tests/c/classes.c, built on x86_64 only).
-#[test]
 #[cfg(target_arch = "x86_64")]
+#[test]
 fn classes_show_the_rows_strace_shows() {
     let Some(t) = root_test!() else {
         return;

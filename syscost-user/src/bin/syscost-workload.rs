@@ -782,12 +782,18 @@ fn work(args: &[String]) {
             let n = arg(args, 1);
             // CPU 0 for this thread and the threads it starts.
             pin(0);
+            // Both threads start yielding once both exist: a thread yielding alone does
+            // not switch (seen on an emulated CPU, where starting a thread is slow).
+            let both = std::sync::Arc::new(std::sync::Barrier::new(2));
+            let theirs = both.clone();
             let yielder = std::thread::spawn(move || {
+                theirs.wait();
                 for _ in 0..n {
                     // SAFETY: no arguments.
                     unsafe { libc::sched_yield() };
                 }
             });
+            both.wait();
             for _ in 0..n {
                 // SAFETY: no arguments.
                 unsafe { libc::sched_yield() };

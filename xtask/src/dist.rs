@@ -37,9 +37,7 @@ pub fn dist(root: &Path, arch: Arch, check: bool) -> Result<()> {
     if let Ok(entries) = fs::read_dir(&dist) {
         for e in entries.flatten() {
             let file = e.file_name().to_string_lossy().into_owned();
-            if file.ends_with(&format!("_{}.deb", arch.debian()))
-                || file == format!("{name}.tar.gz")
-            {
+            if is_package_of(&file, arch) || file == format!("{name}.tar.gz") {
                 fs::remove_file(e.path())?;
             }
         }
@@ -72,12 +70,7 @@ pub fn dist(root: &Path, arch: Arch, check: bool) -> Result<()> {
         deb_cmd.args(["--target", arch.triple()]);
     }
     run(deb_cmd.arg("-o").arg(&dist))?;
-    let deb = fs::read_dir(&dist)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.to_string_lossy()
-                .ends_with(&format!("_{}.deb", arch.debian()))
-        })
+    let deb = package_in(&dist, arch)?
         .with_context(|| format!("cargo deb wrote no {} package", arch.debian()))?;
 
     let stage = dist.join(&name);
@@ -134,6 +127,18 @@ pub fn dist(root: &Path, arch: Arch, check: bool) -> Result<()> {
         foreign_check(root, arch, &deb, &tarball)?;
     }
     Ok(())
+}
+
+/// Whether a file name is a Debian package of `arch` (`syscost_0.1.0-1_arm64.deb`).
+fn is_package_of(file: &str, arch: Arch) -> bool {
+    file.ends_with(&format!("_{}.deb", arch.debian()))
+}
+
+/// The package of `arch` in `dir`, if there is one.
+fn package_in(dir: &Path, arch: Arch) -> Result<Option<PathBuf>> {
+    Ok(fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| is_package_of(&p.to_string_lossy(), arch)))
 }
 
 /// The files of a package (`dpkg-deb -c`) or a tarball (`tar -tzf`), by path; the
@@ -203,12 +208,7 @@ fn foreign_check(root: &Path, arch: Arch, deb: &Path, tarball: &Path) -> Result<
     let dist_dir = root.join("target/dist");
     let version_no = env!("CARGO_PKG_VERSION");
     let host_tarball = dist_dir.join(format!("syscost-{version_no}-{}-linux.tar.gz", host.name()));
-    let host_deb = fs::read_dir(&dist_dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.to_string_lossy()
-                .ends_with(&format!("_{}.deb", host.debian()))
-        });
+    let host_deb = package_in(&dist_dir, host)?;
     let (host_deb, host_tarball) = match host_deb {
         Some(d) if host_tarball.exists() => (d, host_tarball),
         _ => {

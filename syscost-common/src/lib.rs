@@ -181,7 +181,8 @@ pub struct ThreadSlot {
     /// Time switched out during the current syscall so far, ns.
     pub off_ns: u64,
     /// Context switches during the current syscall where the thread blocked
-    /// (voluntary) / was preempted or yielded while runnable (involuntary).
+    /// (voluntary) / was preempted or yielded while runnable (involuntary). The top bit
+    /// of `voluntary` is [`ThreadSlot::SWITCH_IN_UNSEEN`], not a count.
     pub voluntary: u32,
     pub involuntary: u32,
     /// Completed syscalls of this thread and their time (ns), since it was first seen.
@@ -190,6 +191,11 @@ pub struct ThreadSlot {
 }
 
 impl ThreadSlot {
+    /// In `voluntary`: the thread was switched out again inside the current syscall
+    /// without its return to a CPU having been seen (the kernel reports no
+    /// `sched_switch` for some switches; see `counter::SWITCH_IN_UNSEEN`).
+    pub const SWITCH_IN_UNSEEN: u32 = 1 << 31;
+
     pub const EMPTY: Self = Self {
         tid: 0,
         key: KEY_NONE,
@@ -431,7 +437,8 @@ pub struct SlowEvent {
     pub user_stack_base: u64,
     /// Bytes of that copy (whole pages: a page that cannot be read ends it).
     pub user_stack_bytes: u32,
-    pub _pad: u32,
+    /// `slow_flags::*`.
+    pub flags: u32,
     /// The address of the process's `mm_struct`: a new one after an exec, so userspace
     /// knows when the mappings it read for the process are no longer its.
     pub mm: u64,
@@ -472,8 +479,21 @@ pub mod counter {
     /// Exit records the ring buffer had no room for (no call is lost: those processes'
     /// figures are read when userspace finds them gone).
     pub const EXIT_UNSENT: u32 = 8;
+    /// Calls that were seen leaving the CPU but not coming back: the kernel reports no
+    /// `sched_switch` for some switches (seen on 6.18 when a CPU leaves its idle task;
+    /// ftrace and perf miss the same switches). Their time from that switch-out to the
+    /// next switch-in seen, or to the exit, counts as switched out: an upper bound, never
+    /// time on a CPU.
+    pub const SWITCH_IN_UNSEEN: u32 = 9;
     /// Number of counters.
-    pub const COUNT: u32 = 9;
+    pub const COUNT: u32 = 10;
+}
+
+/// `SlowEvent::flags`.
+pub mod slow_flags {
+    /// The call's return to a CPU after a switch-out was not seen
+    /// (`counter::SWITCH_IN_UNSEEN`): its `offcpu_ns` is an upper bound.
+    pub const SWITCH_IN_UNSEEN: u32 = 1;
 }
 
 /// Where a slot's counter `c` is in `COUNTERS`.

@@ -73,7 +73,7 @@ use syscost_common::{
     KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD, KEYS_PER_SLOT, ProcRecord, ProcSlot,
     SLOW_STACK_FRAMES, SlowRecord, StatsEntry, ThreadSlot, TopKey, TopValue, USER_STACK_PAGE, abi,
     auto_mode, bucket_index, counter, counter_index, is_error_return, key_is_compat, proc_value,
-    syscall_key, top_key_bit,
+    slow_flags, syscall_key, top_key_bit,
 };
 
 use self::{maps::*, procs::*, slow::*, stats::*, threads::*, top::*};
@@ -98,6 +98,8 @@ pub(crate) struct Call {
     pub off_ns: u64,
     pub voluntary: u32,
     pub involuntary: u32,
+    /// A return to a CPU was not seen: `off_ns` is an upper bound.
+    pub switch_in_unseen: bool,
 }
 
 #[raw_tracepoint(tracepoint = "sys_enter")]
@@ -218,14 +220,30 @@ fn end_call(tid: u32, stats_slot: u32, now: u64) -> Option<Call> {
     let ns = now - start;
     slot.calls += 1;
     slot.total_ns += ns;
+    let (mut off_ns, mut voluntary) = (slot.off_ns, slot.voluntary);
+    // Still switched out as far as sched_switch told, or marked so by a later
+    // switch-out: the thread came back unseen. The time from that switch-out to now
+    // counts as switched out (an upper bound), and the call is counted, so it is never
+    // shown as time on a CPU.
+    let switch_in_unseen =
+        slot.off_since_ns | u64::from(voluntary & ThreadSlot::SWITCH_IN_UNSEEN) != 0;
+    if switch_in_unseen {
+        if slot.off_since_ns != 0 {
+            off_ns += now - slot.off_since_ns;
+            slot.off_since_ns = 0;
+        }
+        voluntary &= !ThreadSlot::SWITCH_IN_UNSEEN;
+        count(stats_slot, counter::SWITCH_IN_UNSEEN);
+    }
     Some(Call {
         key,
         nr: slot.nr,
         start,
         ns,
-        off_ns: slot.off_ns,
-        voluntary: slot.voluntary,
+        off_ns,
+        voluntary,
         involuntary: slot.involuntary,
+        switch_in_unseen,
     })
 }
 
@@ -254,7 +272,13 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
     {
         let slot = unsafe { &mut *slot };
         if slot.enter_ns != 0 {
-            slot.off_since_ns = unsafe { bpf_ktime_get_ns() };
+            if slot.off_since_ns == 0 {
+                slot.off_since_ns = unsafe { bpf_ktime_get_ns() };
+            } else {
+                // Out again, never seen coming back: the earlier switch-out still holds
+                // (the time since counts as switched out), and the call is marked.
+                slot.voluntary |= ThreadSlot::SWITCH_IN_UNSEEN;
+            }
             // The kernel's own rule (nvcsw vs nivcsw): a switch is voluntary when the
             // thread was not preempted and was no longer runnable; a runnable thread
             // switched out (preempted, or sched_yield) is not blocked.

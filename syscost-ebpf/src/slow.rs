@@ -127,7 +127,11 @@ fn report<const P: usize>(
         (*e).fd_mnt_id = mnt_id;
         (*e).user_stack_base = base;
         (*e).user_stack_bytes = bytes;
-        (*e)._pad = 0;
+        (*e).flags = if call.switch_in_unseen {
+            slow_flags::SWITCH_IN_UNSEEN
+        } else {
+            0
+        };
     }
     entry.submit(0);
     count(stats_slot, counter::SLOW);

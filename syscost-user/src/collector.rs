@@ -183,6 +183,11 @@ impl Snapshot {
         self.counters[counter::UNPAIRED as usize]
     }
 
+    /// Calls whose return to a CPU was not seen (their off-CPU time an upper bound).
+    pub fn switch_ins_unseen(&self) -> u64 {
+        self.counters[counter::SWITCH_IN_UNSEEN as usize]
+    }
+
     /// What happened between `earlier` and `self` (both cumulative, same tracer).
     pub fn since(&self, earlier: &Snapshot) -> Snapshot {
         let zero = Counts::default();
@@ -272,6 +277,7 @@ impl Snapshot {
             duration_ns,
             offcpu_tracked,
             unpaired: self.unpaired(),
+            switch_ins_unseen: self.switch_ins_unseen(),
             dropped: self.dropped(),
             syscalls,
             processes: Vec::new(),

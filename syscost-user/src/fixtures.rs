@@ -86,6 +86,7 @@ pub fn server_profile(scale: u64) -> Profile {
         duration_ns: 10_000_000_000,
         offcpu_tracked: true,
         unpaired: 1,
+        switch_ins_unseen: 0,
         dropped: 0,
         syscalls: vec![
             syscall("read", 0, 2000 * scale, 1000 * scale, 1_800),

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::latency::Bucket;
 
 /// Version of the JSON schema written by this build. Readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The whole measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -27,6 +27,11 @@ pub struct Profile {
     pub offcpu_tracked: bool,
     /// Exits whose enter was not seen (syscalls in flight at attach time).
     pub unpaired: u64,
+    /// Calls seen leaving the CPU but not coming back: the kernel reports no
+    /// `sched_switch` for some switches. Their time from that switch-out counts as
+    /// switched out (an upper bound), never as time on a CPU.
+    #[serde(default)]
+    pub switch_ins_unseen: u64,
     /// Events that could not be recorded (see docs/design.md); 0 in a complete profile.
     pub dropped: u64,
     /// One entry per syscall seen.
@@ -155,6 +160,10 @@ pub struct SlowCall {
     pub latency_ns: u64,
     /// Of the latency, switched out (blocked or preempted).
     pub offcpu_ns: u64,
+    /// The call's return to a CPU after a switch-out was not seen: `offcpu_ns` is an
+    /// upper bound (it runs to the exit).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub switch_in_unseen: bool,
     /// Return value (`-1` with `errno` on error, like strace).
     pub ret: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -316,6 +325,7 @@ impl Profile {
             duration_ns: self.duration_ns,
             offcpu_tracked: self.offcpu_tracked,
             unpaired: self.unpaired,
+            switch_ins_unseen: self.switch_ins_unseen,
             dropped: self.dropped,
             syscalls: summed(&processes),
             processes,
@@ -553,8 +563,9 @@ impl SyscallProfile {
     }
 }
 
-/// JSON schema of `syscost top --json`: 1 had no `arch` (x86_64) and no `cgroup`.
-pub const TOP_SCHEMA: u32 = 2;
+/// JSON schema of `syscost top --json`: 1 had no `arch` (x86_64) and no `cgroup`, 2 no
+/// `switch_ins_unseen`.
+pub const TOP_SCHEMA: u32 = 3;
 
 /// The document `syscost top --json` writes: the totals of every process seen.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -575,6 +586,9 @@ pub struct TopDocument {
     pub offcpu_tracked: bool,
     /// Process-syscall pairs the kernel side had no room for.
     pub dropped: u64,
+    /// Calls whose return to a CPU was not seen ([`Profile::switch_ins_unseen`]).
+    #[serde(default)]
+    pub switch_ins_unseen: u64,
     pub processes: Vec<ProcessTotals>,
 }
 
@@ -596,6 +610,7 @@ impl TopDocument {
             duration_ns: (self.duration_secs.max(0.0) * 1e9) as u64,
             offcpu_tracked: self.offcpu_tracked,
             unpaired: 0,
+            switch_ins_unseen: self.switch_ins_unseen,
             dropped: self.dropped,
             syscalls: summed(&self.processes),
             processes: self.processes.clone(),

@@ -251,6 +251,20 @@ impl Tracer {
         self.offcpu
     }
 
+    /// Takes the sched_switch program out of the kernel: from now on a thread switched
+    /// out inside a syscall comes back unseen, as a thread does where the kernel
+    /// reports no sched_switch for its return (the programs' answer to that is what the
+    /// tests check). The split stays on: the switches seen before count.
+    pub fn detach_sched_switch(&mut self) -> Result<()> {
+        let prog: &mut RawTracePoint = self
+            .ebpf
+            .program_mut("syscost_sched_switch")
+            .context("program syscost_sched_switch missing from the object")?
+            .try_into()?;
+        prog.unload()
+            .context("cannot take syscost_sched_switch out of the kernel")
+    }
+
     /// The features on, and the default ones this kernel lacks.
     pub fn features(&self) -> &Features {
         &self.features

@@ -163,3 +163,79 @@ fn samples_grow_exactly_and_their_intervals_are_valid_profiles() {
     }
     session.finish().unwrap();
 }
+
+/// A thread seen leaving the CPU inside a call, whose return the kernel does not report
+/// (as 6.18 does for some switches out of the idle task): the call's time from that
+/// switch-out counts as switched out, and the call is counted, never shown on a CPU.
+/// The kernel's silence is made here by taking the sched_switch program out while the
+/// thread is blocked.
+#[test]
+fn a_return_to_the_cpu_that_is_not_seen_is_counted_and_never_on_cpu() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let mut tracer = Tracer::load(TracerOptions {
+        slots: 1,
+        offcpu: true,
+        ..Default::default()
+    })
+    .expect("the programs load");
+    tracer
+        .trace_process(std::process::id())
+        .expect("this process is traced");
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (r, w) = (fds[0], fds[1]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // readv: no other thread of the test process makes one.
+    let reader = std::thread::spawn(move || {
+        // SAFETY: gettid has no arguments.
+        tx.send(unsafe { libc::gettid() } as u32).unwrap();
+        let mut byte = 0u8;
+        let iov = libc::iovec {
+            iov_base: (&raw mut byte).cast(),
+            iov_len: 1,
+        };
+        // SAFETY: one iovec of one byte, alive for the call.
+        unsafe { libc::readv(r, &iov, 1) }
+    });
+    let tid = rx.recv().unwrap();
+    let switched_out = wait_until(
+        "the reader switched out inside its readv",
+        Duration::from_secs(60),
+        Duration::from_millis(1),
+        || match tracer.thread(tid) {
+            Some(t) if t.nr == libc::SYS_readv as u64 && t.enter_ns != 0 && t.off_since_ns != 0 => {
+                Ok(t.off_since_ns)
+            }
+            t => Err(format!(": its slot {t:?}")),
+        },
+    );
+    tracer.detach_sched_switch().unwrap();
+    let written = syscost_user::sampler::monotonic_ns();
+    // SAFETY: one byte from a live buffer.
+    assert_eq!(unsafe { libc::write(w, [7u8].as_ptr().cast(), 1) }, 1);
+    assert_eq!(reader.join().unwrap(), 1);
+    let mut sampler = Sampler::new(tracer, false);
+    let snapshot = sampler.snapshot(0).unwrap();
+    let p = snapshot.to_profile(Target::default(), 1, true).unwrap();
+    let readv = p.syscall("readv").expect("readv counted");
+    assert_eq!((readv.calls, readv.voluntary_switches), (1, 1), "{readv:?}");
+    // Away at least from the switch-out seen to the write that woke it, at most the
+    // whole call.
+    assert!(
+        readv.offcpu_ns >= written - switched_out && readv.offcpu_ns <= readv.total_ns,
+        "readv: {} ns switched out of {} ns; the write came {} ns after its switch-out",
+        readv.offcpu_ns,
+        readv.total_ns,
+        written - switched_out
+    );
+    assert_eq!(p.switch_ins_unseen, 1);
+    sampler.unload().unwrap();
+    // SAFETY: both ends are ours and closed once.
+    unsafe {
+        libc::close(r);
+        libc::close(w);
+    }
+}

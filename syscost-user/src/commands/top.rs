@@ -90,6 +90,10 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     let totals = finished.top_totals;
     let dropped = finished.snapshots.first().map_or(0, |s| s.dropped());
     let unpaired = finished.snapshots.first().map_or(0, |s| s.unpaired());
+    let unseen = finished
+        .snapshots
+        .first()
+        .map_or(0, |s| s.switch_ins_unseen());
     let elapsed = started.elapsed().as_secs_f64();
     let mut out = render_totals(
         "syscost top",
@@ -101,9 +105,19 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         offcpu,
     );
     out += &unpaired_line(unpaired);
+    if let Some(line) = crate::report::strace_table::switch_ins_unseen_line(unseen) {
+        out += &line;
+        out.push('\n');
+    }
     super::print_out(&out);
     if let Some(p) = &args.json {
-        let json = to_json(&totals, elapsed, dropped, offcpu, cgroup_path.as_deref())?;
+        let json = to_json(
+            &totals,
+            elapsed,
+            (dropped, unseen),
+            offcpu,
+            cgroup_path.as_deref(),
+        )?;
         std::fs::write(p, json).with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(0)
@@ -394,10 +408,11 @@ pub fn render_totals(
 }
 
 /// The totals as JSON ([`TopDocument`]).
+/// `(dropped, switch_ins_unseen)`: the counters of the whole run.
 pub fn to_json(
     rows: &[ProcessRow],
     secs: f64,
-    dropped: u64,
+    (dropped, switch_ins_unseen): (u64, u64),
     offcpu: bool,
     cgroup: Option<&str>,
 ) -> Result<String> {
@@ -408,6 +423,7 @@ pub fn to_json(
         duration_secs: secs,
         offcpu_tracked: offcpu,
         dropped,
+        switch_ins_unseen,
         processes: rows.iter().map(ProcessTotals::from).collect(),
     };
     Ok(crate::untrusted::json_safe(serde_json::to_string_pretty(&doc)?) + "\n")
@@ -465,7 +481,7 @@ mod tests {
         let cols: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(cols[6], "-", "{t}");
         let j: serde_json::Value =
-            serde_json::from_str(&to_json(&rows, 2.0, 7, true, None).unwrap()).unwrap();
+            serde_json::from_str(&to_json(&rows, 2.0, (7, 0), true, None).unwrap()).unwrap();
         assert_eq!(j["processes"][1]["calls"], 300);
         assert_eq!(j["processes"][1]["syscalls"][0]["name"], "getpid");
         assert_eq!(j["dropped"], 7);

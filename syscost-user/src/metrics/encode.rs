@@ -274,6 +274,15 @@ impl Collector for Scrape {
             ),
             |p| p.unpaired,
         )?;
+        self.per_process(
+            &mut encoder,
+            (
+                "syscost_switch_ins_unseen",
+                "Calls whose return to a CPU the kernel did not report: their time from that switch-out counts as switched out (an upper bound).",
+                None,
+            ),
+            |p| p.switch_ins_unseen,
+        )?;
         let offcpu = self.offcpu_tracked;
         for (name, help, pick) in [
             (

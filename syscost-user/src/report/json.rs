@@ -82,9 +82,9 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             upgrade_from_v2(&mut value);
         }
         2 => upgrade_from_v2(&mut value),
-        // Versions 4 and 5 only added optional fields (target.cgroup, processes,
-        // slow_*; features, unavailable).
-        3 | 4 => {
+        // Versions 4, 5 and 6 only added optional fields (target.cgroup, processes,
+        // slow_*; features, unavailable; switch_ins_unseen, switch_in_unseen).
+        3..=5 => {
             if let Some(obj) = value.as_object_mut() {
                 obj.insert("version".into(), Value::from(SCHEMA_VERSION));
             }
@@ -252,7 +252,7 @@ mod tests {
         let text = to_string(&p);
         assert_eq!(parse(text.as_bytes()).unwrap(), p);
         for key in [
-            "\"version\": 5",
+            "\"version\": 6",
             "\"errnos\": {",
             "\"EBADF\": 2",
             "\"lo_ns\": 120",
@@ -295,7 +295,7 @@ mod tests {
         let text = to_string(&snap.to_profile(Target::default(), 1, true).unwrap());
         assert!(text.contains("\"nr\": 64,"), "{text}");
         let v2 = text
-            .replace("\"version\": 5", "\"version\": 2")
+            .replace("\"version\": 6", "\"version\": 2")
             .replace("\"nr\": 64,", "\"nr\": 576,");
         let p = parse(v2.as_bytes()).unwrap();
         assert_eq!((p.version, p.syscalls[0].nr), (SCHEMA_VERSION, 64));
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn reads_version_3_profiles() {
-        let text = to_string(&sample()).replace("\"version\": 5", "\"version\": 3");
+        let text = to_string(&sample()).replace("\"version\": 6", "\"version\": 3");
         assert_eq!(parse(text.as_bytes()).unwrap(), sample());
     }
 
@@ -335,6 +335,19 @@ mod tests {
     }
 
     #[test]
+    fn reads_version_5_profiles() {
+        let mut sample = sample();
+        sample.switch_ins_unseen = 3;
+        let mut v: Value = serde_json::from_str(&to_string(&sample)).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.insert("version".into(), Value::from(5));
+        assert_eq!(o.remove("switch_ins_unseen"), Some(Value::from(3)));
+        let p = parse(serde_json::to_string(&v).unwrap().as_bytes()).unwrap();
+        assert_eq!((p.version, p.switch_ins_unseen), (SCHEMA_VERSION, 0));
+        assert_eq!(p.syscalls, sample.syscalls);
+    }
+
+    #[test]
     fn bad_files_say_what_is_wrong() {
         assert_eq!(err(b""), "empty file, not a syscost profile");
         assert_eq!(err(b"  \n"), "empty file, not a syscost profile");
@@ -346,7 +359,7 @@ mod tests {
             "not a syscost profile: no \"version\" number"
         );
         assert!(
-            err(text.replace("\"version\": 5", "\"version\": 9").as_bytes())
+            err(text.replace("\"version\": 6", "\"version\": 9").as_bytes())
                 .contains("newer than this syscost")
         );
         assert!(
@@ -430,6 +443,7 @@ mod tests {
             duration_secs: 2.5,
             offcpu_tracked: true,
             dropped: 3,
+            switch_ins_unseen: 0,
             processes: vec![
                 proc_(10, "a", 100, 4),
                 proc_(11, "b", 50, 2),
@@ -510,7 +524,7 @@ mod tests {
         add(39, 10, 5_000, 1_000);
         // An exit record's figures as the kernel had them: off-CPU above the total.
         add(0, 3, 900, 1_200);
-        let text = crate::commands::top::to_json(&[row.clone()], 1.5, 0, true, None).unwrap();
+        let text = crate::commands::top::to_json(&[row.clone()], 1.5, (0, 0), true, None).unwrap();
         let p = parse(text.as_bytes()).unwrap();
         assert_eq!(p.processes.len(), 1);
         assert_eq!(p.totals(), (13, 2, 5_900));

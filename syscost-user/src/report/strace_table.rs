@@ -419,8 +419,18 @@ fn usual_table(
     push(extend(total, latency_pad, per_cols(calls, total_ns)));
 }
 
-/// The lines after the table: per-unit figures, unpaired calls, slow calls, what the
-/// kernel lacks.
+/// The line about calls whose return to a CPU was not seen, when there were any.
+pub fn switch_ins_unseen_line(calls: u64) -> Option<String> {
+    (calls > 0).then(|| {
+        format!(
+            "syscost: {} returned to a CPU unseen (the kernel reported the switch-out, no switch-in): their time from that switch-out counts as blocked, an upper bound",
+            crate::units::counted(calls as usize, "call", "calls")
+        )
+    })
+}
+
+/// The lines after the table: per-unit figures, unpaired calls, calls whose return to a
+/// CPU was not seen, slow calls, what the kernel lacks.
 fn trailer(
     profile: &Profile,
     all: &Profile,
@@ -459,6 +469,9 @@ fn trailer(
             "syscost: {} syscall exits without a seen enter (in flight when tracing began), {} events dropped",
             profile.unpaired, profile.dropped
         ));
+    }
+    if let Some(line) = switch_ins_unseen_line(profile.switch_ins_unseen) {
+        push(line);
     }
     if let Some(threshold) = &profile.slow_threshold {
         let mut by: std::collections::BTreeMap<&str, u64> = Default::default();
@@ -611,6 +624,18 @@ mod tests {
         assert!(text.ends_with(
             "syscost: 2 syscall exits without a seen enter (in flight when tracing began), 0 events dropped\n"
         ));
+    }
+
+    #[test]
+    fn says_how_many_calls_came_back_unseen() {
+        let mut p = profile();
+        assert!(!render(&p, &TableOptions::default()).contains("unseen"));
+        p.switch_ins_unseen = 1;
+        assert!(render(&p, &TableOptions::default()).ends_with(
+            "syscost: 1 call returned to a CPU unseen (the kernel reported the switch-out, no switch-in): their time from that switch-out counts as blocked, an upper bound\n"
+        ));
+        p.switch_ins_unseen = 3;
+        assert!(render(&p, &TableOptions::default()).contains("syscost: 3 calls returned"));
     }
 
     #[test]

@@ -192,6 +192,7 @@ impl Decoder {
             syscall,
             latency_ns: e.latency_ns,
             offcpu_ns: e.offcpu_ns,
+            switch_in_unseen: e.flags & syscost_common::slow_flags::SWITCH_IN_UNSEEN != 0,
             ret,
             errno,
             args,

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::{collections::BTreeMap, io::BufRead as _, process::Stdio, time::Duration};
+use std::{collections::BTreeMap, process::Stdio, time::Duration};
 
 use common::*;
 use syscost_user::map_sizes::TableSizes;
@@ -99,7 +99,7 @@ fn scrapes_of_a_busy_target_keep_their_invariants() {
         .arg(target.id().to_string())
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let mut err = std::io::BufReader::new(export.stderr.take().unwrap()).lines();
+    let mut err = Lines::of(export.stderr.take().unwrap(), "stderr");
     let addr = endpoint_in(&err.next().unwrap().unwrap());
     let mut previous: BTreeMap<String, f64> = BTreeMap::new();
     let mut checked = 0;
@@ -278,7 +278,7 @@ fn every_event_accounted(
         ])
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let mut export_err = std::io::BufReader::new(export.stderr.take().unwrap()).lines();
+    let mut export_err = Lines::of(export.stderr.take().unwrap(), "stderr");
     let addr = endpoint_in(
         &export_err
             .by_ref()
@@ -290,9 +290,9 @@ fn every_event_accounted(
         use std::io::Write as _;
         writeln!(w.stdin.as_mut().unwrap(), "go").unwrap();
     }
-    assert!(w.wait().unwrap().success());
+    assert!(w.wait_exit().success());
     let finish = |tracer: Reaped| {
-        let o = tracer.into_inner().wait_with_output().unwrap();
+        let o = tracer.into_inner().output_within();
         assert!(o.status.success());
         String::from_utf8_lossy(&o.stdout).into_owned()
     };

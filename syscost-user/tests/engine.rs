@@ -4,7 +4,7 @@
 mod common;
 
 use std::{
-    io::{BufRead as _, BufReader, Write as _},
+    io::Write as _,
     process::{Command, Stdio},
     time::Duration,
 };
@@ -226,7 +226,7 @@ fn attach_misses_nothing_after_attaching() {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn_reaped();
-    let mut lines = BufReader::new(work.stdout.take().unwrap()).lines();
+    let mut lines = Lines::of(work.stdout.take().unwrap(), "stdout");
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
 
     let json_path = t.path("attach.json");
@@ -238,9 +238,9 @@ fn attach_misses_nothing_after_attaching() {
         .stdout(Stdio::null())
         .spawn_reaped();
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
-    assert!(work.wait().unwrap().success());
-    assert!(bystander.wait().unwrap().success());
-    let o = tracer.into_inner().wait_with_output().unwrap();
+    assert!(work.wait_exit().success());
+    assert!(bystander.wait_exit().success());
+    let o = tracer.into_inner().output_within();
     assert!(o.status.success());
     let rest: Vec<String> = err.map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.contains("exited")), "{rest:?}");
@@ -274,7 +274,7 @@ fn attach_stops_after_duration_and_prints_intervals() {
     ]));
     let took = start.elapsed();
     sleeper.kill().unwrap();
-    sleeper.wait().unwrap();
+    sleeper.wait_exit();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(took < Duration::from_secs(10), "{took:?}");
     let out = stdout(&o);
@@ -324,8 +324,8 @@ fn attach_follow_traces_the_tree_that_exists_at_attach() {
         "{first}"
     );
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
-    assert!(work.wait().unwrap().success());
-    let o = tracer.into_inner().wait_with_output().unwrap();
+    assert!(work.wait_exit().success());
+    let o = tracer.into_inner().output_within();
     assert!(o.status.success());
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 4000);
@@ -346,9 +346,9 @@ fn sigterm_ends_attach_cleanly() {
     let (tracer, err) = attach(busy.id(), &[]);
     // SAFETY: signals our own child.
     unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) };
-    let o = tracer.into_inner().wait_with_output().unwrap();
+    let o = tracer.into_inner().output_within();
     busy.kill().unwrap();
-    busy.wait().unwrap();
+    busy.wait_exit();
     assert!(
         o.status.success(),
         "{:?}",
@@ -501,11 +501,11 @@ fn every_command_works_with_cap_bpf_and_cap_perfmon() {
     );
     assert!(first.starts_with("syscost: watching"), "{first}");
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
-    assert!(work.wait().unwrap().success());
+    assert!(work.wait_exit().success());
     std::thread::sleep(std::time::Duration::from_millis(1200));
     // SAFETY: signals the top this test started.
     unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
-    let o = top.into_inner().wait_with_output().unwrap();
+    let o = top.into_inner().output_within();
     assert!(o.status.success(), "{}", unprivileged(&o));
     let rows = top_json(&json);
     let row = rows.get(&work.id()).unwrap_or_else(|| panic!("{rows:?}"));
@@ -602,7 +602,7 @@ fn doctor_says_yes_exactly_when_the_default_commands_work() {
         .stderr(Stdio::piped())
         .spawn_reaped();
     let mut attach = attach.into_inner();
-    let mut err = BufReader::new(attach.stderr.take().unwrap()).lines();
+    let mut err = Lines::of(attach.stderr.take().unwrap(), "stderr");
     let first = err
         .by_ref()
         .map_while(Result::ok)
@@ -610,7 +610,7 @@ fn doctor_says_yes_exactly_when_the_default_commands_work() {
         .unwrap_or_default();
     let attach_ok = if first.starts_with("syscost: tracing process") {
         writeln!(w.stdin.as_mut().unwrap()).unwrap();
-        let done = attach.wait().unwrap().success();
+        let done = attach.wait_exit().success();
         done && calls(&read_profile(&attach_json), "getppid") == 2000
     } else {
         let _ = attach.kill();
@@ -847,8 +847,8 @@ fn interval_tables_add_up_to_the_final_table() {
         .stdout(Stdio::null())
         .spawn_reaped();
     let (tracer, _err) = attach(work.id(), &["-i", "0.2"]);
-    assert!(work.wait().unwrap().success());
-    let o = tracer.into_inner().wait_with_output().unwrap();
+    assert!(work.wait_exit().success());
+    let o = tracer.into_inner().output_within();
     assert!(o.status.success());
     let text = stdout(&o);
     let mut t = tables(&text);

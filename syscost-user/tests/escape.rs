@@ -8,7 +8,7 @@
 mod common;
 
 use std::{
-    io::{BufRead as _, Write as _},
+    io::Write as _,
     os::unix::ffi::OsStrExt as _,
     path::PathBuf,
     process::{Command, Stdio},
@@ -93,11 +93,11 @@ fn run_report_diff_and_flame_escape_what_the_process_chose() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let mut err = std::io::BufReader::new(run.stderr.take().unwrap()).lines();
+    let mut err = Lines::of(run.stderr.take().unwrap(), "stderr");
     let mut lines = until_reads_printed(&mut err);
     writeln!(run.stdin.as_mut().unwrap()).unwrap();
     lines.extend(err.map_while(Result::ok));
-    let o = run.into_inner().wait_with_output().unwrap();
+    let o = run.into_inner().output_within();
     assert!(o.status.success(), "{lines:?}");
     assert_clean("run's stdout", &o.stdout);
     let err = lines.join("\n");
@@ -211,9 +211,9 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
     writeln!(w.stdin.as_mut().unwrap()).unwrap();
     let mut lines = until_reads_printed(&mut err);
     writeln!(w.stdin.as_mut().unwrap()).unwrap();
-    assert!(w.wait().unwrap().success());
+    assert!(w.wait_exit().success());
     let rest = std::thread::spawn(move || err.map_while(Result::ok).collect::<Vec<String>>());
-    let o = attach.into_inner().wait_with_output().unwrap();
+    let o = attach.into_inner().output_within();
     assert!(o.status.success());
     assert_clean("attach's table", &o.stdout);
     lines.extend(rest.join().unwrap());
@@ -223,7 +223,7 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
     std::thread::sleep(std::time::Duration::from_millis(1200));
     // SAFETY: signals our own child.
     unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
-    let o = top.into_inner().wait_with_output().unwrap();
+    let o = top.into_inner().output_within();
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_clean("top's tables", &o.stdout);
     let tables = text(&o.stdout);

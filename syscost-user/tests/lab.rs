@@ -67,7 +67,7 @@ fn start_server(args: &[&str]) -> (Reaped, BufReader<std::process::ChildStderr>,
 }
 
 fn finish(mut server: Reaped, mut err: BufReader<std::process::ChildStderr>) -> String {
-    assert!(server.wait().unwrap().success());
+    assert!(server.wait_exit().success());
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
     rest
@@ -155,7 +155,7 @@ fn profile_server(
     let port = port_from(&mut err);
     let out = load(port, load_args);
     assert!(out.contains("errors=0"), "{out}");
-    assert!(run.wait().unwrap().success());
+    assert!(run.wait_exit().success());
     read_profile(&json_path)
 }
 

@@ -6,7 +6,7 @@
 mod common;
 
 use std::{
-    io::{BufRead as _, BufReader, Read as _, Write as _},
+    io::{Read as _, Write as _},
     net::TcpStream,
     process::{Command, Stdio},
     time::{Duration, Instant},
@@ -125,7 +125,7 @@ fn prometheus_scrapes_the_exact_count() {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn_reaped();
-    let mut out = BufReader::new(work.stdout.take().unwrap()).lines();
+    let mut out = Lines::of(work.stdout.take().unwrap(), "stdout");
     assert_eq!(out.next().unwrap().unwrap(), "ready");
 
     let (mut export, endpoint) = start_export(&work.id().to_string(), &[]);
@@ -133,7 +133,7 @@ fn prometheus_scrapes_the_exact_count() {
     // The workload runs to the end; its final counts stay on the endpoint.
     writeln!(work.stdin.take().unwrap(), "go").unwrap();
     assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
-    assert!(work.wait().unwrap().success());
+    assert!(work.wait_exit().success());
     let (status, text) = get(&endpoint, "/metrics").unwrap();
     assert_eq!(status, 200, "{text}");
     let line = format!(
@@ -229,10 +229,10 @@ fn prometheus_scrapes_the_exact_count() {
     // SIGTERM ends the export cleanly; the programs are gone (checked on drop).
     // SAFETY: signals the process this test started.
     unsafe { libc::kill(export.id() as i32, libc::SIGTERM) };
-    assert!(export.wait().unwrap().success());
+    assert!(export.wait_exit().success());
     // SAFETY: as above.
     unsafe { libc::kill(prometheus.id() as i32, libc::SIGTERM) };
-    prometheus.wait().unwrap();
+    prometheus.wait_exit();
 }
 
 /// Starts `syscost export -p PIDS` on a free port; the process and its endpoint.
@@ -242,7 +242,7 @@ fn start_export(pids: &str, extra: &[&str]) -> (Reaped, String) {
         .args(extra)
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let mut err = BufReader::new(export.stderr.take().unwrap()).lines();
+    let mut err = Lines::of(export.stderr.take().unwrap(), "stderr");
     let first = err.next().unwrap().unwrap();
     let endpoint = first
         .split("http://")
@@ -273,7 +273,7 @@ fn each_process_has_its_own_exact_series_from_one_set_of_programs() {
         .collect();
     let mut outs: Vec<_> = works
         .iter_mut()
-        .map(|w| BufReader::new(w.stdout.take().unwrap()).lines())
+        .map(|w| Lines::of(w.stdout.take().unwrap(), "stdout"))
         .collect();
     for out in &mut outs {
         assert_eq!(out.next().unwrap().unwrap(), "ready");
@@ -290,7 +290,7 @@ fn each_process_has_its_own_exact_series_from_one_set_of_programs() {
     for (w, out) in works.iter_mut().zip(&mut outs) {
         writeln!(w.stdin.take().unwrap(), "go").unwrap();
         assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
-        assert!(w.wait().unwrap().success());
+        assert!(w.wait_exit().success());
     }
     let (status, text) = get(&endpoint, "/metrics").unwrap();
     assert_eq!(status, 200, "{text}");
@@ -313,7 +313,7 @@ fn each_process_has_its_own_exact_series_from_one_set_of_programs() {
     );
     // SAFETY: signals the process this test started.
     unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
-    assert!(export.wait().unwrap().success());
+    assert!(export.wait_exit().success());
 }
 
 /// The endpoint a `--metrics-addr` command announced on stderr.
@@ -333,7 +333,7 @@ fn scrape_while_held(
     endpoint: &str,
 ) -> String {
     let mut stdin = stdin;
-    let mut out = BufReader::new(stdout).lines();
+    let mut out = Lines::of(stdout, "the workload's stdout");
     assert_eq!(out.next().unwrap().unwrap(), "ready");
     writeln!(stdin, "go").unwrap();
     assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
@@ -370,7 +370,7 @@ fn run_and_attach_serve_while_they_trace() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let mut err = BufReader::new(run.stderr.take().unwrap()).lines();
+    let mut err = Lines::of(run.stderr.take().unwrap(), "stderr");
     let endpoint = announced(&mut err);
     let text = scrape_while_held(
         run.stdin.take().unwrap(),
@@ -384,7 +384,7 @@ fn run_and_attach_serve_while_they_trace() {
         )),
         "{text}"
     );
-    assert!(run.wait().unwrap().success());
+    assert!(run.wait_exit().success());
 
     let m = 5_432;
     let mut work = Command::new(workload_path())
@@ -398,7 +398,7 @@ fn run_and_attach_serve_while_they_trace() {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let mut err = BufReader::new(attach.stderr.take().unwrap()).lines();
+    let mut err = Lines::of(attach.stderr.take().unwrap(), "stderr");
     let endpoint = announced(&mut err);
     assert!(
         err.next()
@@ -416,6 +416,6 @@ fn run_and_attach_serve_while_they_trace() {
         work.id()
     );
     assert!(text.contains(&line), "{line} not in:\n{text}");
-    assert!(work.wait().unwrap().success());
-    assert!(attach.wait().unwrap().success());
+    assert!(work.wait_exit().success());
+    assert!(attach.wait_exit().success());
 }

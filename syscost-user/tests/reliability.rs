@@ -5,7 +5,7 @@
 mod common;
 
 use std::{
-    io::{BufReader, Write as _},
+    io::Write as _,
     process::{Child, Command, Stdio},
     time::Duration,
 };
@@ -19,10 +19,7 @@ fn signal(child: &Child, sig: i32) {
 
 /// A workload blocked on stdin that, once told, makes `n` getppid calls in `k` threads
 /// and prints its own result.
-fn waiting_workload(
-    k: u64,
-    n: u64,
-) -> (Reaped, std::io::Lines<BufReader<std::process::ChildStdout>>) {
+fn waiting_workload(k: u64, n: u64) -> (Reaped, StdoutLines) {
     waiting(&["threads", &k.to_string(), &n.to_string()])
 }
 
@@ -36,7 +33,7 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
         // attach() waits for the line syscost prints once its signal handlers are in.
         let (tracer, _err) = attach(work.id(), &[]);
         signal(&tracer, sig);
-        let o = tracer.into_inner().wait_with_output().unwrap();
+        let o = tracer.into_inner().output_within();
         if sig == libc::SIGKILL {
             assert_eq!(o.status.code(), None, "killed");
         } else {
@@ -50,7 +47,7 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
         );
         // The target was never touched: it still runs and finishes its work.
         writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
-        assert!(work.wait().unwrap().success(), "target after signal {sig}");
+        assert!(work.wait_exit().success(), "target after signal {sig}");
     }
 }
 
@@ -86,7 +83,7 @@ fn run_ended_by_signals_leaves_the_command_running() {
     // Once the command runs (its exec done), syscost is past loading.
     wait_for_child(&run, "syscost-workloa");
     signal(&run, libc::SIGINT);
-    assert!(run.wait().unwrap().success());
+    assert!(run.wait_exit().success());
     assert_eq!(
         read_profile(&json)
             .syscall("clock_nanosleep")
@@ -105,7 +102,7 @@ fn run_ended_by_signals_leaves_the_command_running() {
     wait_for_child(&run, "syscost-workloa");
     signal(&run, libc::SIGTERM);
     let mut run = run;
-    assert_eq!(run.wait().unwrap().code(), Some(128 + libc::SIGTERM));
+    assert_eq!(run.wait_exit().code(), Some(128 + libc::SIGTERM));
     assert!(read_profile(&json).syscall("execve").is_some());
 
     // SIGKILL: syscost is gone, its programs unload, the command finishes on its own.
@@ -120,7 +117,7 @@ fn run_ended_by_signals_leaves_the_command_running() {
         .spawn_reaped();
     wait_for_child(&run, "sh");
     signal(&run, libc::SIGKILL);
-    run.wait().unwrap();
+    run.wait_exit();
     assert_eq!(t.wait_for_unload(), Vec::<String>::new());
     wait_until(
         "the command to finish",
@@ -140,15 +137,8 @@ fn thread_churn_and_2000_threads_count_exactly() {
     let json = t.path("churn.json");
     let (tracer, _err) = attach(work.id(), &["--json", json.to_str().unwrap()]);
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
-    assert!(work.wait().unwrap().success());
-    assert!(
-        tracer
-            .into_inner()
-            .wait_with_output()
-            .unwrap()
-            .status
-            .success()
-    );
+    assert!(work.wait_exit().success());
+    assert!(tracer.into_inner().output_within().status.success());
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 50 * 20 * 200);
     assert_eq!(calls(&p, "clone3") + calls(&p, "clone"), 1000);
@@ -196,8 +186,8 @@ fn threads_with_ids_beyond_the_old_pid_max_are_counted() {
         std::fs::write("/proc/sys/kernel/ns_last_pid", "4000000").unwrap();
         writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
         let line = out.next().unwrap().unwrap();
-        assert!(work.wait().unwrap().success());
-        let o = tracer.into_inner().wait_with_output().unwrap();
+        assert!(work.wait_exit().success());
+        let o = tracer.into_inner().output_within();
         assert!(o.status.success());
         line.strip_prefix("tids=")
             .unwrap_or_else(|| panic!("{line}"))
@@ -245,7 +235,7 @@ fn attach_and_detach_50_times_leaks_nothing() {
     assert_eq!(t.wait_for_unload(), Vec::<String>::new());
     assert_eq!(fds(busy.id()), target_fds, "the target's fds are untouched");
     busy.kill().unwrap();
-    busy.wait().unwrap();
+    busy.wait_exit();
 }
 
 #[test]
@@ -324,9 +314,9 @@ fn a_reused_pid_is_not_counted() {
         },
     );
     writeln!(reuser.stdin.as_mut().unwrap(), "go").unwrap();
-    assert!(reuser.wait().unwrap().success());
+    assert!(reuser.wait_exit().success());
     writeln!(run.stdin.as_mut().unwrap(), "end").unwrap();
-    assert!(run.wait().unwrap().success());
+    assert!(run.wait_exit().success());
     let p = read_profile(&json);
     // The shell asks for its parent's pid itself (for $PPID): as many times as in the
     // same script run where no pid is reused. The process that reused the pid, with its
@@ -376,9 +366,9 @@ fn ten_seconds_on_both_cores_counts_exactly_and_stays_light() {
     let t0 = ticks(tracer.id());
     std::thread::sleep(Duration::from_secs(6));
     let used = ticks(tracer.id()) - t0;
-    assert!(work.wait().unwrap().success());
+    assert!(work.wait_exit().success());
     let elapsed = started.elapsed();
-    let o = tracer.into_inner().wait_with_output().unwrap();
+    let o = tracer.into_inner().output_within();
     assert!(o.status.success());
     assert!(err.any(|l| l.is_ok_and(|l| l.contains("exited"))));
     // 100 ticks a second: at most 1% of one core over the 6 s sampled.
@@ -425,7 +415,7 @@ fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
         .collect();
     assert!(!ids.is_empty());
     assert_eq!(run_counts(&ids), 0, "statistics were on before the test");
-    let (export, first, _err) = started(
+    let (mut export, first, _err) = started(
         syscost()
             .args(["export", "--metrics-addr", "127.0.0.1:0", "-p", &pid])
             .stdout(Stdio::null()),
@@ -462,7 +452,7 @@ fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
     );
     // SAFETY: signals the export this test started.
     unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
-    assert!(export.into_inner().wait().unwrap().success());
+    assert!(export.wait_exit().success());
     // syscost ended: nothing keeps them on.
     let ended = run_counts(&ids);
     std::thread::sleep(Duration::from_secs(1));

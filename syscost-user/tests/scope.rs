@@ -6,7 +6,7 @@ mod common;
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    io::{BufRead as _, BufReader, Write as _},
+    io::Write as _,
     process::{Command, Stdio},
     time::Duration,
 };
@@ -24,7 +24,7 @@ fn moved_in(cg: &TestCgroup, args: &[&str]) -> u32 {
     let pid = w.id();
     cg.enter(pid);
     writeln!(w.stdin.as_mut().unwrap()).unwrap();
-    assert!(w.into_inner().wait().unwrap().success());
+    assert!(w.wait_exit().success());
     pid
 }
 
@@ -60,19 +60,19 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn_reaped();
-    let mut out = BufReader::new(leaving.stdout.take().unwrap()).lines();
+    let mut out = Lines::of(leaving.stdout.take().unwrap(), "stdout");
     assert_eq!(out.next().unwrap().unwrap(), "ready");
     let root = syscost_user::cgroup::v2_mount().unwrap();
     std::fs::write(root.join("cgroup.procs"), leaving.id().to_string()).unwrap();
     writeln!(leaving.stdin.as_mut().unwrap()).unwrap();
-    assert!(leaving.into_inner().wait().unwrap().success());
+    assert!(leaving.wait_exit().success());
     // Outside: not counted.
     run_ok(Command::new(workload_path()).args(["getppid", "5000"]));
     // Moved in while waiting: counted from then on.
     let moved = moved_in(&cg, &["getppid", "2000"]);
 
     sigint(tracer.id());
-    let o = tracer.into_inner().wait_with_output().unwrap();
+    let o = tracer.into_inner().output_within();
     let rest: Vec<String> = err.map_while(Result::ok).collect();
     assert!(o.status.success(), "{rest:?}");
     let p = read_profile(&json);
@@ -152,18 +152,18 @@ fn top_counts_every_process_exactly_but_itself() {
     );
     let mut pids = Vec::new();
     for n in [3000u64, 7000] {
-        let c = Command::new(workload_path())
+        let mut c = Command::new(workload_path())
             .args(["getppid", &n.to_string()])
             .stdout(Stdio::null())
             .spawn_reaped();
         pids.push((c.id(), n));
-        assert!(c.into_inner().wait().unwrap().success());
+        assert!(c.wait_exit().success());
     }
     // A second past the last exit: the next interval has read them.
     std::thread::sleep(Duration::from_millis(1200));
     let own = top.id();
     sigint(own);
-    let o = top.into_inner().wait_with_output().unwrap();
+    let o = top.into_inner().output_within();
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = top_json(&json);
     for &(pid, n) in &pids {
@@ -203,15 +203,15 @@ fn top_of_a_cgroup_leaves_the_rest_out() {
             .stdout(Stdio::piped()),
     );
     assert!(first.contains(&cg.path), "{first}");
-    let outside = Command::new(workload_path())
+    let mut outside = Command::new(workload_path())
         .args(["getppid", "4000"])
         .stdout(Stdio::null())
         .spawn_reaped();
     let outside_pid = outside.id();
-    assert!(outside.into_inner().wait().unwrap().success());
+    assert!(outside.wait_exit().success());
     let inside = moved_in(&cg, &["getppid", "1500"]);
     sigint(top.id());
-    let o = top.into_inner().wait_with_output().unwrap();
+    let o = top.into_inner().output_within();
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = top_json(&json);
     assert!(!rows.contains_key(&outside_pid), "{rows:?}");
@@ -277,7 +277,7 @@ fn export_top_keeps_its_series_bounded_and_growing() {
     let cgroups: Vec<TestCgroup> = (0..8)
         .map(|i| TestCgroup::new(&format!("bound-{i}")))
         .collect();
-    let (export, first, _err) = started(
+    let (mut export, first, _err) = started(
         syscost()
             .args([
                 "export",
@@ -366,7 +366,7 @@ fn export_top_keeps_its_series_bounded_and_growing() {
         "8 busy cgroups for 5 series: some went to other"
     );
     sigint(export.id());
-    assert!(export.into_inner().wait().unwrap().success());
+    assert!(export.wait_exit().success());
 }
 
 /// The churn of a build or a CI runner: 3,000 processes one after the other (about as
@@ -396,7 +396,7 @@ fn top_keeps_every_call_of_3000_short_lived_processes() {
             .stdout(Stdio::null()),
     );
     sigint(top.id());
-    let o = top.into_inner().wait_with_output().unwrap();
+    let o = top.into_inner().output_within();
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -450,7 +450,7 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
         return;
     };
     let cg = TestCgroup::new("churn");
-    let (export, first, _err) = started(
+    let (mut export, first, _err) = started(
         syscost()
             .args([
                 "export",
@@ -484,7 +484,7 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
         assert_eq!(dropped(&scrape_text(&addr)), 0.0);
         std::thread::sleep(Duration::from_millis(300));
     }
-    assert!(work.wait().unwrap().success());
+    assert!(work.wait_exit().success());
     // The series are fed once a second: two seconds after the last exit, all is in.
     std::thread::sleep(Duration::from_millis(2200));
     let after = scrape_text(&addr);
@@ -498,7 +498,7 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
     assert_eq!(gained(processes, None), gained(cgroups, None));
     assert_eq!(dropped(&after), 0.0);
     sigint(export.id());
-    assert!(export.into_inner().wait().unwrap().success());
+    assert!(export.wait_exit().success());
 }
 
 /// With a per-process table too small on purpose (8 pairs), the calls it has no room
@@ -528,7 +528,7 @@ fn a_shrunken_per_process_table_counts_every_call_it_loses() {
     assert!(first.starts_with("syscost: tracing cgroup"), "{first}");
     moved_in(&cg, &["spawn", "50", "100"]);
     sigint(attach.id());
-    let o = attach.into_inner().wait_with_output().unwrap();
+    let o = attach.into_inner().output_within();
     assert!(o.status.success(), "{}", stderr(&o));
     let p = read_profile(&json);
     let total: u64 = p.syscalls.iter().map(|s| s.calls).sum();
@@ -590,10 +590,10 @@ fn top_counts_a_shell_loop_as_run_does() {
         .unwrap()
         .parse()
         .unwrap();
-    assert!(launcher.wait().unwrap().success());
+    assert!(launcher.wait_exit().success());
     let launcher = launcher.id();
     sigint(top.id());
-    let o = top.into_inner().wait_with_output().unwrap();
+    let o = top.into_inner().output_within();
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&top_json).unwrap()).unwrap();
@@ -637,7 +637,7 @@ fn threads_already_inside_a_call_count_as_unpaired() {
     let (mut w, _out) = ready(Command::new(workload_path()).args(["threads-waiting", "2", "100"]));
     cg.enter(w.id());
     let json = t.path("cg.json");
-    let (attach, first, _err) = started(
+    let (mut attach, first, _err) = started(
         syscost()
             .args(["attach", "--no-tui", "--cgroup", &cg.path, "--json"])
             .arg(&json)
@@ -645,9 +645,9 @@ fn threads_already_inside_a_call_count_as_unpaired() {
     );
     assert!(first.starts_with("syscost: tracing cgroup"), "{first}");
     writeln!(w.stdin.as_mut().unwrap(), "go").unwrap();
-    assert!(w.wait().unwrap().success());
+    assert!(w.wait_exit().success());
     sigint(attach.id());
-    assert!(attach.into_inner().wait().unwrap().success());
+    assert!(attach.wait_exit().success());
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 200);
     assert_eq!((p.unpaired, p.dropped), (3, 0));
@@ -665,9 +665,9 @@ fn threads_already_inside_a_call_count_as_unpaired() {
     assert!(first.contains(&cg.path), "{first}");
     writeln!(w.stdin.as_mut().unwrap(), "go").unwrap();
     let pid = w.id();
-    assert!(w.wait().unwrap().success());
+    assert!(w.wait_exit().success());
     sigint(top.id());
-    let o = top.into_inner().wait_with_output().unwrap();
+    let o = top.into_inner().output_within();
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(syscall_calls(&top_json(&json)[&pid], "getppid"), 200);
     assert!(

@@ -51,7 +51,7 @@ fn exactly_the_slow_calls_with_fd_and_function() {
         }
     }
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
-    let o = tracer.into_inner().wait_with_output().unwrap();
+    let o = tracer.into_inner().output_within();
     lines.extend(rx.iter());
     assert!(o.status.success(), "{lines:?}");
     let p = read_profile(&json);

@@ -435,7 +435,7 @@ fn capital_c_prints_each_second_and_the_summary() {
         .spawn_reaped();
     let o = output(syscost().args(["attach", "-C", "-d", "2.5", "-p", &sleeper.id().to_string()]));
     sleeper.kill().unwrap();
-    sleeper.wait().unwrap();
+    sleeper.wait_exit();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     // Two one-second tables, the last half second, and the summary.

@@ -289,7 +289,7 @@ fn live_view_shows_counts_resizes_and_quits_with_the_final_table() {
     tmux.assert_restored("q");
 
     busy.kill().unwrap();
-    busy.wait().unwrap();
+    busy.wait_exit();
 }
 
 #[test]
@@ -332,7 +332,7 @@ fn signals_restore_the_terminal_and_print_the_table() {
             tmux.assert_restored(name);
         }
         busy.kill().unwrap();
-        busy.wait().unwrap();
+        busy.wait_exit();
     }
 }
 
@@ -418,7 +418,7 @@ fn syscost_ends_when_its_terminal_goes_away() {
     assert_eq!(t.wait_for_unload(), Vec::<String>::new());
     assert!(busy.try_wait().unwrap().is_none(), "the target runs on");
     busy.kill().unwrap();
-    busy.wait().unwrap();
+    busy.wait_exit();
 }
 
 /// With tables too small for the workload's threads, the live view's header, the table
@@ -444,7 +444,7 @@ fn the_live_view_shows_the_dropped_figure_the_json_saves() {
     };
     tmux.wait_for("the live view", |s| s.contains(&format!("pid {pid}")));
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
-    assert!(work.wait().unwrap().success());
+    assert!(work.wait_exit().success());
     let frozen = tmux.wait_for("the exited banner", |s| s.contains(" exited: view frozen"));
     let header: u64 = frozen
         .split(" · dropped ")
@@ -570,13 +570,13 @@ fn tops_drill_down_counts_from_the_enter() {
     let Some(_t) = root_test!() else {
         return;
     };
-    use std::io::{BufRead as _, Write as _};
+    use std::io::Write as _;
     let mut work = Command::new(workload_path())
         .args(["per-line", "3000"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn_reaped();
-    let mut out = std::io::BufReader::new(work.stdout.take().unwrap()).lines();
+    let mut out = Lines::of(work.stdout.take().unwrap(), "stdout");
     let pid = work.id();
     let Some(tmux) = session("drill", 150, 40, "top") else {
         return;

@@ -173,9 +173,96 @@ pub fn workload_path() -> &'static str {
     env!("CARGO_BIN_EXE_syscost-workload")
 }
 
-/// Runs syscost and returns its output, failing the test on a spawn error.
+/// How long a test waits for one event (a line, a process's end, a state) before it
+/// fails saying what it waited for: long enough for the kernel matrix's emulated CPUs,
+/// some ten times slower than this machine, and never forever.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `cmd` to its end and returns its output; fails the test on a spawn error, and
+/// after [`PATIENCE`] (the command's process group killed, what it printed shown).
 pub fn output(cmd: &mut Command) -> Output {
-    cmd.output().expect("cannot run syscost")
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn_reaped();
+    let read = |r: Option<Box<dyn std::io::Read + Send>>| {
+        let mut r = r.expect("piped");
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = read(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = read(child.stderr.take().map(|s| Box::new(s) as _));
+    let what = format!("{:?} to exit", cmd.get_program());
+    let status = wait_child(&mut child, &what);
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// Waits for `child` to exit; after [`PATIENCE`] the child and its process group are
+/// killed and the test fails "timed out waiting for `what`".
+pub fn wait_child(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() >= deadline {
+            // SAFETY: signals the child and the process group it may lead.
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+                libc::kill(child.id() as i32, libc::SIGKILL);
+            }
+            let _ = child.wait();
+            panic!(
+                "timed out after {} s waiting for {what} (pid {}, killed)",
+                PATIENCE.as_secs(),
+                child.id()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A child's end, awaited with a deadline ([`PATIENCE`]) instead of forever.
+pub trait WaitWithin {
+    /// Its exit status.
+    fn wait_exit(&mut self) -> std::process::ExitStatus;
+    /// Its exit status and what it wrote to the stdout and stderr still piped.
+    fn output_within(self) -> Output;
+}
+
+impl WaitWithin for Child {
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let what = format!("process {} to exit", self.id());
+        wait_child(self, &what)
+    }
+
+    fn output_within(mut self) -> Output {
+        let read = |r: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_end(&mut v);
+                }
+                v
+            })
+        };
+        let out = read(self.stdout.take().map(|s| Box::new(s) as _));
+        let err = read(self.stderr.take().map(|s| Box::new(s) as _));
+        let status = self.wait_exit();
+        Output {
+            status,
+            stdout: out.join().unwrap(),
+            stderr: err.join().unwrap(),
+        }
+    }
 }
 
 pub fn stderr(o: &Output) -> String {
@@ -220,20 +307,94 @@ pub fn printed(o: &Output, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {key}= in {out:?}"))
 }
 
+/// Lines of a child's output, read on a thread of their own so that every wait for one
+/// has a deadline: `next()` gives the next line (`Ok`, as `std::io::Lines` does) or
+/// `None` at the end, and fails the test after [`PATIENCE`] without one, with what it
+/// waited for and the last lines seen.
+pub struct Lines {
+    rx: std::sync::mpsc::Receiver<String>,
+    what: String,
+    last: std::collections::VecDeque<String>,
+}
+
+impl Lines {
+    /// The lines of `from`, called `what` in a failure ("syscost's stderr").
+    pub fn of(from: impl std::io::Read + Send + 'static, what: &str) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(from).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            rx,
+            what: what.to_string(),
+            last: Default::default(),
+        }
+    }
+
+    /// The next line, `None` at the end; fails after [`PATIENCE`].
+    pub fn line(&mut self) -> Option<String> {
+        match self.rx.recv_timeout(PATIENCE) {
+            Ok(l) => {
+                if self.last.len() == 5 {
+                    self.last.pop_front();
+                }
+                self.last.push_back(l.clone());
+                Some(l)
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+                "timed out after {} s waiting for a line of {}; the last lines: {:?}",
+                PATIENCE.as_secs(),
+                self.what,
+                self.last
+            ),
+        }
+    }
+
+    /// Reads up to the first line that `wanted` accepts and gives it; fails at the end
+    /// of the output or after [`PATIENCE`] without one, saying `awaited`.
+    pub fn until(&mut self, awaited: &str, mut wanted: impl FnMut(&str) -> bool) -> String {
+        while let Some(l) = self.line() {
+            if wanted(&l) {
+                return l;
+            }
+        }
+        panic!(
+            "{} ended before {awaited}; its last lines: {:?}",
+            self.what, self.last
+        )
+    }
+
+    /// Every line up to the end (the writer exited).
+    pub fn rest(&mut self) -> Vec<String> {
+        std::iter::from_fn(|| self.line()).collect()
+    }
+}
+
+impl Iterator for Lines {
+    type Item = std::io::Result<String>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.line().map(Ok)
+    }
+}
+
 /// Lines of a child's stderr.
-pub type StderrLines = std::io::Lines<std::io::BufReader<std::process::ChildStderr>>;
+pub type StderrLines = Lines;
 
 /// Starts `cmd` (a syscost command) with stderr piped; its first stderr line (syscost's
 /// "tracing"/"watching"/"serving" line, said once it is ready) and the lines after.
 pub fn started(cmd: &mut Command) -> (Reaped, String, StderrLines) {
     let mut child = cmd.stderr(std::process::Stdio::piped()).spawn_reaped();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut err = Lines::of(child.stderr.take().unwrap(), "syscost's stderr");
     // A kernel lacking a default measurement says so first, in a line of its own.
-    let first = err
-        .by_ref()
-        .map(Result::unwrap)
-        .find(|l| !l.starts_with("syscost: this kernel:"))
-        .expect("syscost said nothing");
+    let first = err.until("its first line", |l| {
+        !l.starts_with("syscost: this kernel:")
+    });
     (child, first, err)
 }
 
@@ -250,7 +411,7 @@ pub fn attach(pid: u32, extra: &[&str]) -> (Reaped, StderrLines) {
 }
 
 /// Lines of a child's stdout.
-pub type StdoutLines = std::io::Lines<std::io::BufReader<std::process::ChildStdout>>;
+pub type StdoutLines = Lines;
 
 /// Starts `cmd` (the workload, in a mode that prints `ready` once it is set up) with
 /// stdin and stdout piped, and waits for `ready`; the lines of its stdout after it.
@@ -259,8 +420,8 @@ pub fn ready(cmd: &mut Command) -> (Reaped, StdoutLines) {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn_reaped();
-    let mut out = std::io::BufReader::new(w.stdout.take().unwrap()).lines();
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let mut out = Lines::of(w.stdout.take().unwrap(), "the workload's stdout");
+    assert_eq!(out.line().as_deref(), Some("ready"));
     (w, out)
 }
 

@@ -41,15 +41,18 @@ fn run_counts_getppid_exactly() {
     );
     assert_eq!((p.unpaired, p.dropped), (0, 0));
     assert_plausible_getppid(&p);
-    // A CPU-bound syscall loop is on the CPU, and the split adds up exactly everywhere.
+    // A getppid never blocks: no voluntary switch, and time switched out only where it
+    // was preempted (a loaded machine may preempt the loop inside a call).
     assert!(p.offcpu_tracked);
     let g = p.syscall("getppid").unwrap();
-    assert!(
-        g.offcpu_ns * 20 < g.total_ns,
-        "getppid blocked {} of {} ns",
-        g.offcpu_ns,
-        g.total_ns
-    );
+    assert_eq!(g.voluntary_switches, 0, "{g:?}");
+    if g.involuntary_switches == 0 {
+        assert_eq!(
+            g.offcpu_ns, 0,
+            "switched out {} ns, never preempted",
+            g.offcpu_ns
+        );
+    }
 }
 
 #[test]
@@ -147,16 +150,12 @@ fn nanosleep_latency_matches_the_workloads_own_timing() {
     assert_eq!(s.calls, 100);
     let ours = s.avg_ns as f64;
     // The workload times the libc call from outside (clock reads, the wrapper, the
-    // kernel's entry and exit), syscost the syscall between its tracepoints: never more,
-    // and less by what lies outside, under 1% of a 1 ms sleep on hardware, about 6% on
-    // the kernel matrix's emulated arm64 CPU.
-    let least = if cfg!(target_arch = "aarch64") {
-        0.90
-    } else {
-        0.95
-    };
+    // kernel's entry and exit), syscost the syscall between its tracepoints: never more.
+    // Less by an amount that depends on the CPU (a few us here, some 90 us on an
+    // emulated arm64 one): the bound below is the kernel's own instead, every 1 ms
+    // sleep at least 1 ms between its tracepoints.
     assert!(
-        ours <= own * 1.005 && ours >= own * least,
+        ours <= own * 1.005,
         "syscost mean {ours} ns, workload's own {own} ns"
     );
     assert!(s.min_ns >= 1_000_000, "a 1 ms sleep took {} ns", s.min_ns);
@@ -260,7 +259,7 @@ fn attach_stops_after_duration_and_prints_intervals() {
         return;
     };
     let mut sleeper = Command::new(workload_path())
-        .args(["sleep", "20000"])
+        .args(["sleep", "600000"])
         .spawn_reaped();
     let start = std::time::Instant::now();
     let o = output(syscost().args([
@@ -276,12 +275,15 @@ fn attach_stops_after_duration_and_prints_intervals() {
     sleeper.kill().unwrap();
     sleeper.wait_exit();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    // Traced for 1.2 s, then it stops (a hang fails at output's deadline).
+    assert!(took >= Duration::from_millis(1200), "{took:?}");
     let out = stdout(&o);
-    assert_eq!(out.matches("--- interval ending").count(), 2, "{out}");
-    assert_eq!(out.matches("--- last interval, ending").count(), 1, "{out}");
-    // Two interval tables, the last part (0.2 s), and the final one.
-    assert_eq!(out.matches("% time     seconds").count(), 4, "{out}");
+    // A table every 0.5 s up to the end: two, or one where the machine was so slow that
+    // the second tick came after the end; then the last part and the final table.
+    let intervals = out.matches("--- interval ending").count();
+    assert!((1..=2).contains(&intervals), "{intervals} interval tables");
+    assert_eq!(out.matches("--- last interval, ending").count(), 1);
+    assert_eq!(out.matches("% time     seconds").count(), intervals + 2);
     assert!(stderr(&o).contains("syscost: tracing process"));
     // Asleep the whole time: the empty table says why in a line.
     assert!(
@@ -493,22 +495,30 @@ fn every_command_works_with_cap_bpf_and_cap_perfmon() {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&_t.dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let json = _t.path("top.json");
-    let (top, first, _err) = started(
+    let (mut top, first, _err) = started(
         with_bpf_caps()
-            .args(["top", "--no-tui", "-i", "0.5", "--json"])
+            .args(["top", "--no-tui", "-i", "0.5", "-n", "0", "--json"])
             .arg(&json)
-            .stdout(Stdio::null()),
+            .stdout(Stdio::piped()),
     );
     assert!(first.starts_with("syscost: watching"), "{first}");
+    let mut tables = Lines::of(top.stdout.take().unwrap(), "top's stdout");
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     assert!(work.wait_exit().success());
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // Its row in a table: top has seen its calls (the totals after the signal are top's
+    // final read, whatever was left in the tables then).
+    let pid = work.id().to_string();
+    tables.until("the workload's row", |l| {
+        l.split_whitespace().next() == Some(pid.as_str())
+    });
     // SAFETY: signals the top this test started.
     unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
     let o = top.into_inner().output_within();
     assert!(o.status.success(), "{}", unprivileged(&o));
     let rows = top_json(&json);
-    let row = rows.get(&work.id()).unwrap_or_else(|| panic!("{rows:?}"));
+    let row = rows
+        .get(&work.id())
+        .unwrap_or_else(|| panic!("pid {} not among {} rows", work.id(), rows.len()));
     assert_eq!(syscall_calls(row, "getppid"), 3000, "{row}");
     // The demo (the lab's server and load, the server profiled) and compare.
     let o = output(with_bpf_caps().args(["demo", "--no-tui", "-d", "1", "--rate", "100"]));
@@ -834,29 +844,48 @@ fn tables(text: &str) -> Vec<std::collections::BTreeMap<String, u64>> {
 }
 
 /// `attach -i`: the interval tables, the last one up to the target's exit included, add
-/// up to the final table, syscall by syscall, and that is exact.
+/// up to the final table, syscall by syscall, and that is exact. The workload makes its
+/// calls in rounds, each when told, until six interval tables have been printed, however
+/// fast the machine.
 #[test]
 fn interval_tables_add_up_to_the_final_table() {
     let Some(_t) = root_test!() else {
         return;
     };
-    // A busy getppid loop (a second or two), already running when syscost attaches: the
-    // calls between the load and the first interval are in it too.
-    let mut work = Command::new(workload_path())
-        .args(["getppid", "8000000"])
-        .stdout(Stdio::null())
-        .spawn_reaped();
-    let (tracer, _err) = attach(work.id(), &["-i", "0.2"]);
+    const ROUND: u64 = 20_000;
+    const INTERVALS: usize = 6;
+    // Already waiting (in 50 ms polls) when syscost attaches: the calls between the load
+    // and the first interval are in it too.
+    let (mut work, mut done) =
+        ready(Command::new(workload_path()).args(["--wait-stdin", "per-line", &ROUND.to_string()]));
+    let (mut tracer, _err) = attach(work.id(), &["-i", "0.2"]);
+    let mut out = Lines::of(tracer.stdout.take().unwrap(), "syscost's stdout");
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    let mut text = Vec::new();
+    let mut rounds = 0;
+    while text
+        .iter()
+        .filter(|l: &&String| l.starts_with("--- interval ending"))
+        .count()
+        < INTERVALS
+    {
+        writeln!(work.stdin.as_mut().unwrap()).unwrap();
+        done.until("the workload's `done`", |l| l == "done");
+        rounds += 1;
+        // What syscost printed meanwhile.
+        text.extend(std::iter::from_fn(|| out.line_ready()));
+    }
+    drop(work.stdin.take());
     assert!(work.wait_exit().success());
-    let o = tracer.into_inner().output_within();
-    assert!(o.status.success());
-    let text = stdout(&o);
+    text.extend(out.rest());
+    assert!(tracer.wait_exit().success());
+    let text = text.join("\n");
     let mut t = tables(&text);
     let last = t.pop().expect("the final table");
-    assert!(t.len() >= 6, "{} interval tables:\n{text}", t.len());
     assert!(
         text.contains("--- last interval, ending "),
-        "no last interval:\n{text}"
+        "no last interval in {} tables",
+        t.len()
     );
     let mut sum = std::collections::BTreeMap::<String, u64>::new();
     for table in &t {
@@ -864,8 +893,21 @@ fn interval_tables_add_up_to_the_final_table() {
             *sum.entry(name.clone()).or_default() += calls;
         }
     }
-    assert_eq!(sum, last, "the intervals against the final table:\n{text}");
-    assert!(last.get("getppid").is_some_and(|&n| n > 100_000), "{text}");
+    let differ: Vec<_> = sum
+        .keys()
+        .chain(last.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| sum.get(*k) != last.get(*k))
+        .map(|k| format!("{k}: intervals {:?}, final {:?}", sum.get(k), last.get(k)))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "the {} intervals against the final table: {differ:?}",
+        t.len()
+    );
+    // The first line was the go-ahead, each later one a round: every one counted.
+    assert_eq!(last.get("getppid"), Some(&(rounds * ROUND)));
 }
 
 /// A kernel thread is refused end to end, in one line, before anything is loaded.

@@ -339,13 +339,7 @@ impl Lines {
     /// The next line, `None` at the end; fails after [`PATIENCE`].
     pub fn line(&mut self) -> Option<String> {
         match self.rx.recv_timeout(PATIENCE) {
-            Ok(l) => {
-                if self.last.len() == 5 {
-                    self.last.pop_front();
-                }
-                self.last.push_back(l.clone());
-                Some(l)
-            }
+            Ok(l) => Some(self.seen(l)),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
                 "timed out after {} s waiting for a line of {}; the last lines: {:?}",
@@ -354,6 +348,21 @@ impl Lines {
                 self.last
             ),
         }
+    }
+
+    /// A line already read, if there is one; never waits.
+    pub fn line_ready(&mut self) -> Option<String> {
+        let l = self.rx.try_recv().ok()?;
+        Some(self.seen(l))
+    }
+
+    /// Keeps `l` among the last lines shown in a failure.
+    fn seen(&mut self, l: String) -> String {
+        if self.last.len() == 5 {
+            self.last.pop_front();
+        }
+        self.last.push_back(l.clone());
+        l
     }
 
     /// Reads up to the first line that `wanted` accepts and gives it; fails at the end

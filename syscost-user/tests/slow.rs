@@ -8,6 +8,33 @@ use std::io::Write as _;
 
 use common::*;
 
+/// Slow calls in a line each, the first three: syscall, innermost function, latency and
+/// time switched out; and how many there were.
+fn summary<'a>(calls: impl IntoIterator<Item = &'a syscost_user::profile::SlowCall>) -> String {
+    let calls: Vec<_> = calls.into_iter().collect();
+    let mut out: Vec<String> = calls
+        .iter()
+        .take(3)
+        .map(|c| {
+            format!(
+                "{}() in {} by tid {}: {} ns, {} ns switched out",
+                c.syscall,
+                c.stack
+                    .first()
+                    .and_then(|f| f.function.as_deref())
+                    .unwrap_or("?"),
+                c.tid,
+                c.latency_ns,
+                c.offcpu_ns
+            )
+        })
+        .collect();
+    if calls.len() > 3 {
+        out.push(format!("and {} more", calls.len() - 3));
+    }
+    out.join("; ")
+}
+
 #[test]
 fn exactly_the_slow_calls_with_fd_and_function() {
     let Some(t) = root_test!() else {
@@ -47,13 +74,23 @@ fn exactly_the_slow_calls_with_fd_and_function() {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         match rx.recv_timeout(left) {
             Ok(l) => lines.push(l),
-            Err(e) => panic!("slow calls not all printed ({e}): {lines:?}"),
+            Err(e) => panic!(
+                "slow calls not all printed ({e}): {} nanosleep, {} read of {} lines; the last: {:?}",
+                seen(&lines, "nanosleep"),
+                seen(&lines, "read"),
+                lines.len(),
+                lines.last()
+            ),
         }
     }
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     let o = tracer.into_inner().output_within();
     lines.extend(rx.iter());
-    assert!(o.status.success(), "{lines:?}");
+    assert!(
+        o.status.success(),
+        "syscost failed; its last lines: {:?}",
+        &lines[lines.len().saturating_sub(3)..]
+    );
     let p = read_profile(&json);
     assert_eq!(calls(&p, "getppid"), 20_000);
     let by = |name: &str| p.slow_calls.iter().filter(|c| c.syscall == name).count();
@@ -89,7 +126,9 @@ fn exactly_the_slow_calls_with_fd_and_function() {
             made("read", "syscost_test_slow_read")
         ),
         (200, 50),
-        "{others:#?}"
+        "{} other slow calls, the first: {}",
+        others.len(),
+        summary(others.iter().copied())
     );
     assert_eq!(p.slow_dropped, 0);
     // Exactly the calls over the threshold, every syscall alike, against the statistics
@@ -114,7 +153,7 @@ fn exactly_the_slow_calls_with_fd_and_function() {
     }
     assert!(p.slow_calls.iter().all(|c| p.syscall(&c.syscall).is_some()));
     for c in &p.slow_calls {
-        assert!(c.latency_ns >= 1_000_000, "{c:?}");
+        assert!(c.latency_ns >= 1_000_000, "{}", summary([c]));
         assert_eq!(c.pid, work.id());
         match (c.syscall.as_str(), innermost(c).as_str()) {
             ("nanosleep", "syscost_test_slow_sleep") => {
@@ -135,18 +174,25 @@ fn exactly_the_slow_calls_with_fd_and_function() {
             ("read", "syscost_test_slow_read") => {
                 assert!(
                     c.fd.as_deref().is_some_and(|f| f.starts_with("pipe:[")),
-                    "{c:?}"
+                    "{}: fd {:?}",
+                    summary([c]),
+                    c.fd
                 );
                 assert_eq!(c.ret, 1);
                 // Blocked, not spinning: most of the 20 ms switched out, and where it
                 // blocked in the kernel: the pipe's read.
-                assert!(c.offcpu_ns * 2 > c.latency_ns, "{c:?}");
+                assert!(c.offcpu_ns * 2 > c.latency_ns, "{}", summary([c]));
                 assert!(
                     c.kernel_stack.iter().any(|f| f
                         .function
                         .as_deref()
                         .is_some_and(|n| n.contains("pipe_read"))),
-                    "{c:?}"
+                    "{}: kernel stack {:?}",
+                    summary([c]),
+                    c.kernel_stack
+                        .iter()
+                        .filter_map(|f| f.function.as_deref())
+                        .collect::<Vec<_>>()
                 );
             }
             _ => {}
@@ -154,7 +200,11 @@ fn exactly_the_slow_calls_with_fd_and_function() {
     }
     // Printed as they came (--no-tui), and counted in the table.
     let printed = lines.iter().filter(|l| l.starts_with("slow: ")).count();
-    assert_eq!(printed, p.slow_calls.len(), "{lines:?}");
+    assert_eq!(
+        printed,
+        p.slow_calls.len(),
+        "slow lines printed against the JSON"
+    );
     let summary = format!(
         "syscost: {} slow calls (--slow 1.00ms): nanosleep {}",
         p.slow_calls.len(),
@@ -239,7 +289,19 @@ fn a_threshold_of_one_syscall_reports_only_it() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let p = read_profile(&json);
-    assert_eq!(p.slow_calls.len(), 50, "only the 50 reads of 20 ms");
+    let others: Vec<_> = p
+        .slow_calls
+        .iter()
+        .filter(|c| {
+            c.stack.first().and_then(|f| f.function.as_deref()) != Some("syscost_test_slow_read")
+        })
+        .collect();
+    assert_eq!(
+        (p.slow_calls.len(), others.len()),
+        (50, 0),
+        "only the 50 reads of 20 ms; the others: {}",
+        summary(others.iter().copied())
+    );
     assert!(p.slow_calls.iter().all(|c| c.syscall == "read"));
     // Blocked, but no kernel stacks without --kernel-stacks.
     assert!(p.slow_calls.iter().all(|c| c.kernel_stack.is_empty()));

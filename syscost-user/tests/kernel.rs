@@ -55,8 +55,12 @@ fn a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samp
         // SAFETY: -1 is no descriptor: EBADF, no effect.
         unsafe { libc::fchdir(-1) };
     }
-    // Long enough for the clock to publish samples of its own too.
-    std::thread::sleep(Duration::from_millis(700));
+    // Two of the clock's own samples first (every 200 ms), so that the subscribers have
+    // seen the clock's samples and the one taken now; `b` keeps its copies unread.
+    let mut clock = Vec::new();
+    while clock.len() < 2 {
+        clock.push(a.recv_timeout(PATIENCE).expect("a sample from the session's clock"));
+    }
     let now = handle.sample_now().expect("a sample");
     let p = now
         .snapshot(0)
@@ -79,7 +83,7 @@ fn a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samp
     // in order: the very same objects (the clock may have published more since).
     let upto = |rx: &std::sync::mpsc::Receiver<Arc<syscost_user::session::Sample>>| {
         let mut got = Vec::new();
-        while let Ok(s) = rx.recv_timeout(Duration::from_secs(5)) {
+        while let Ok(s) = rx.recv_timeout(PATIENCE) {
             let last = s.seq == now.seq;
             got.push(s);
             if last {
@@ -88,7 +92,9 @@ fn a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samp
         }
         panic!("sample {} never came", now.seq);
     };
-    let (got_a, got_b) = (upto(&a), upto(&b));
+    let mut got_a = clock;
+    got_a.extend(upto(&a));
+    let got_b = upto(&b);
     assert!(
         got_a.len() >= 3,
         "the clock published: {} samples",

@@ -94,18 +94,48 @@ pub struct Package {
     pub sha256: &'static str,
 }
 
-/// Where packages come from: the archive the system's apt uses, else Debian's own.
-fn archive() -> String {
-    let sources = fs::read_to_string("/etc/apt/sources.list.d/debian.sources").unwrap_or_default();
-    archive_in(&sources).unwrap_or_else(|| "http://deb.debian.org/debian".to_string())
+/// Where packages come from: the archive the system's apt uses (its deb822 `.sources`
+/// files and one-line `.list` files), and nowhere else.
+fn archive() -> Result<String> {
+    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
+    if let Ok(dir) = fs::read_dir("/etc/apt/sources.list.d") {
+        let mut more: Vec<PathBuf> = dir.filter_map(|e| Some(e.ok()?.path())).collect();
+        more.sort();
+        files.extend(more);
+    }
+    let sources: String = files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "sources" || e == "list"))
+        .filter_map(|f| fs::read_to_string(f).ok())
+        .collect::<Vec<_>>()
+        .join("\n");
+    archive_in(&sources).context(
+        "no Debian archive in this system's apt sources (/etc/apt/sources.list, /etc/apt/sources.list.d): the kernel matrix fetches its kernels from the archive apt uses; add one there",
+    )
 }
 
-/// The first `URIs:` of a deb822 sources file that is not the security archive.
+/// The first archive of apt sources that is not the security archive: a deb822 `URIs:`
+/// line or a one-line `deb URI SUITE ...` entry.
 pub fn archive_in(sources: &str) -> Option<String> {
     sources
         .lines()
-        .filter_map(|l| l.strip_prefix("URIs:"))
-        .flat_map(str::split_whitespace)
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .flat_map(|l| {
+            let uris = if let Some(u) = l.strip_prefix("URIs:") {
+                u.split_whitespace().collect::<Vec<_>>()
+            } else if let Some(rest) = l.strip_prefix("deb ") {
+                // `deb [options] URI suite components`
+                let rest = match rest.trim_start().strip_prefix('[') {
+                    Some(r) => r.split_once(']').map_or("", |(_, r)| r),
+                    None => rest,
+                };
+                rest.split_whitespace().take(1).collect()
+            } else {
+                Vec::new()
+            };
+            uris
+        })
         .find(|u| !u.contains("security"))
         .map(|u| u.trim_end_matches('/').to_string())
 }
@@ -169,11 +199,20 @@ impl Package {
             .context("a pool path without a file name")?;
         let deb = dir.join(file);
         if !deb.exists() || sha256(&deb)? != self.sha256 {
-            let url = format!("{}/{}", archive(), self.pool_path);
+            let url = format!("{}/{}", archive()?, self.pool_path);
             eprintln!("vm-test: fetching {url}");
             let partial = deb.with_extension("part");
             run(Command::new("curl")
-                .args(["-fsSL", "--retry", "3", "-o"])
+                .args([
+                    "-fsSL",
+                    "--retry",
+                    "3",
+                    "--connect-timeout",
+                    "30",
+                    "--max-time",
+                    "1800",
+                    "-o",
+                ])
                 .arg(&partial)
                 .arg(&url))?;
             let got = sha256(&partial)?;
@@ -248,14 +287,25 @@ mod tests {
 
     #[test]
     fn the_archive_comes_from_the_systems_sources() {
-        let sources = "Types: deb\n# http://snapshot.debian.org/archive/debian/20250520T000000Z\n\
+        let sources = "Types: deb\n# URIs: http://old.example/debian\n\
                        URIs: http://mirror.example/debian/\nSuites: bookworm\n\n\
                        Types: deb\nURIs: http://mirror.example/debian-security\n";
         assert_eq!(
             archive_in(sources).as_deref(),
             Some("http://mirror.example/debian")
         );
+        let list = "# deb http://old.example/debian bookworm main\n\
+                    deb http://mirror.example/debian-security bookworm-security main\n\
+                    deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian/ bookworm main\n";
+        assert_eq!(
+            archive_in(list).as_deref(),
+            Some("http://mirror.example/debian")
+        );
         assert_eq!(archive_in(""), None);
+        assert_eq!(
+            archive_in("deb-src http://mirror.example/debian bookworm main"),
+            None
+        );
     }
 
     #[test]

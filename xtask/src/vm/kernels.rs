@@ -122,7 +122,7 @@ pub fn archive_in(sources: &str) -> Option<String> {
         .map(str::trim)
         .filter(|l| !l.starts_with('#'))
         .flat_map(|l| {
-            let uris = if let Some(u) = l.strip_prefix("URIs:") {
+            if let Some(u) = l.strip_prefix("URIs:") {
                 u.split_whitespace().collect::<Vec<_>>()
             } else if let Some(rest) = l.strip_prefix("deb ") {
                 // `deb [options] URI suite components`
@@ -133,8 +133,7 @@ pub fn archive_in(sources: &str) -> Option<String> {
                 rest.split_whitespace().take(1).collect()
             } else {
                 Vec::new()
-            };
-            uris
+            }
         })
         .find(|u| !u.contains("security"))
         .map(|u| u.trim_end_matches('/').to_string())

@@ -17,29 +17,200 @@ fn programs() -> &'static PathBuf {
     c_programs()
 }
 
-/// The chain programs wait this long (ms) after their calls: what these tests check is
-/// the unwind, not the race with a process's exit (that one is
-/// `processes_that_exit_right_after_their_slow_calls_keep_their_names`, on the host).
-const HOLD: &str = "200";
+/// The argument that makes a C program wait on its stdin after its calls
+/// (tests/c/stdin_wait.h) until the test, having seen syscost report them, closes it: a
+/// program's mappings and descriptors are read as its calls arrive, so it must not exit
+/// before, however slow the machine.
+const STDIN: &str = "stdin";
 
-fn run_slow(t: &RootTest, extra: &[&str], program: &str, args: &[&str]) -> Profile {
-    read_profile(&run_slow_json(t, extra, program, args))
+/// The C programs' names: their failures on stderr start with one and a colon.
+const PROGRAMS: &[&str] = &[
+    "chain",
+    "chain-fp",
+    "chain-lib",
+    "chain-static",
+    "short",
+    "fdreuse",
+    "flockwait",
+];
+
+/// What a C program calls last before it waits on its stdin (tests/c/stdin_wait.h's
+/// mark: a 2 ms poll, ppoll where there is no poll). Calls are reported in the order they
+/// ended: once its report is seen, every call made before it has been received.
+const MARK: &[&str] = &["poll", "ppoll"];
+
+/// Whether `line` of syscost's stderr begins the report of a slow call of one of
+/// `syscalls` made by a thread of `comm` (`slow: NAME(...) ... tid N COMM`).
+fn reports(line: &str, syscalls: &[&str], comm: &str) -> bool {
+    line.strip_prefix("slow: ").is_some_and(|r| {
+        syscalls
+            .iter()
+            .any(|s| r.strip_prefix(s).is_some_and(|a| a.starts_with('(')))
+    }) && line.ends_with(&format!(" {comm}"))
+}
+
+/// The thread id in a report's first line.
+fn report_tid(line: &str) -> Option<u32> {
+    line.rsplit_once(" tid ")?.1.split(' ').next()?.parse().ok()
+}
+
+/// A step for [`held`] that has seen what it awaited at the `n`th report of a slow call
+/// of `syscalls` by `comm`.
+fn nth_report<'a>(
+    n: usize,
+    syscalls: &'a [&'a str],
+    comm: &'a str,
+) -> impl FnMut(&str, &mut std::process::ChildStdin) -> bool + 'a {
+    let mut seen = 0;
+    move |l, _| {
+        if reports(l, syscalls, comm) {
+            seen += 1;
+        }
+        seen == n
+    }
+}
+
+/// The last 5 lines of `lines` that syscost or a C program said of itself (not slow
+/// calls, nor the table).
+fn messages(lines: &[String]) -> Vec<&str> {
+    let said: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .filter(|l| {
+            l.starts_with("syscost:")
+                || PROGRAMS
+                    .iter()
+                    .any(|p| l.strip_prefix(p).is_some_and(|r| r.starts_with(':')))
+        })
+        .collect();
+    said[said.len().saturating_sub(5)..].to_vec()
+}
+
+/// Runs `cmd`, a `syscost run` of a C program that waits on its stdin, with that stdin
+/// piped: gives each line of syscost's stderr to `step` (with the program's stdin, to
+/// write to) until it has seen what it awaited (`awaited`, in a failure at the end of
+/// the output or after [`PATIENCE`]), then closes the program's stdin and waits (with
+/// the same deadline) for syscost to end, successfully. Every line of its stderr.
+fn held(
+    cmd: &mut std::process::Command,
+    awaited: &str,
+    mut step: impl FnMut(&str, &mut std::process::ChildStdin) -> bool,
+) -> Vec<String> {
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn_reaped();
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut err = Lines::of(child.stderr.take().expect("piped"), "syscost's stderr");
+    let mut lines = Vec::new();
+    err.until(awaited, |l| {
+        lines.push(l.to_string());
+        step(l, &mut stdin)
+    });
+    drop(stdin);
+    lines.extend(err.rest());
+    let status = child.wait_exit();
+    assert!(
+        status.success(),
+        "syscost run: {status}; its last messages: {:?}",
+        messages(&lines)
+    );
+    lines
+}
+
+/// `syscost run --slow 1ms --json FILE EXTRA -- PROGRAM CALLS US stdin`: a chain program,
+/// held until syscost has reported its `calls` slow clock_nanosleeps; the profile.
+fn run_chain(t: &RootTest, extra: &[&str], program: &str, calls: usize, us: &str) -> Profile {
+    read_profile(&run_chain_json(t, extra, program, calls, us))
 }
 
 /// The same, and where the profile is.
-fn run_slow_json(t: &RootTest, extra: &[&str], program: &str, args: &[&str]) -> PathBuf {
+fn run_chain_json(t: &RootTest, extra: &[&str], program: &str, calls: usize, us: &str) -> PathBuf {
     let json = t.path(&format!("{program}.json"));
-    let o = output(
+    held(
         syscost()
             .args(["run", "--slow", "1ms", "--json"])
             .arg(&json)
             .args(extra)
             .arg("--")
             .arg(programs().join(program))
-            .args(args),
+            .args([&calls.to_string(), us, STDIN]),
+        &format!("the report of {program}'s slow clock_nanosleep {calls}"),
+        nth_report(calls, &["clock_nanosleep"], program),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     json
+}
+
+/// A call in a few words: its syscall, thread, innermost function and latency.
+fn brief(c: &SlowCall) -> String {
+    let inner = c
+        .stack
+        .iter()
+        .find_map(|f| f.function.as_deref())
+        .or_else(|| c.stack.first().and_then(|f| f.unknown.as_deref()))
+        .unwrap_or("no frame");
+    format!(
+        "{} of {} tid {} in {inner}, {} us",
+        c.syscall,
+        c.comm,
+        c.tid,
+        c.latency_ns / 1000
+    )
+}
+
+/// How many slow calls of each (comm, syscall) a profile has, the 8 most common.
+fn tally(p: &Profile) -> String {
+    let mut n = std::collections::BTreeMap::<(&str, &str), usize>::new();
+    for c in &p.slow_calls {
+        *n.entry((c.comm.as_str(), c.syscall.as_str())).or_default() += 1;
+    }
+    let mut n: Vec<_> = n.into_iter().collect();
+    n.sort_by_key(|e| std::cmp::Reverse(e.1));
+    let shown: Vec<String> = n
+        .iter()
+        .take(8)
+        .map(|((comm, syscall), k)| format!("{comm} {syscall} x{k}"))
+        .collect();
+    format!("{} slow calls: {}", p.slow_calls.len(), shown.join(", "))
+}
+
+/// A call and its stack in one line, innermost first, at most 8 frames.
+fn stack_line(c: &SlowCall) -> String {
+    let f: Vec<String> = c
+        .stack
+        .iter()
+        .take(8)
+        .map(|f| match (&f.function, &f.module, &f.unknown) {
+            (Some(n), Some(m), _) => format!("{n} ({m})"),
+            (Some(n), None, _) => n.clone(),
+            (None, _, Some(why)) => format!("{:#x} [{why}]", f.addr),
+            (None, Some(m), None) => format!("{:#x} ({m})", f.addr),
+            (None, None, None) => format!("{:#x}", f.addr),
+        })
+        .collect();
+    format!("{}; {} frames: {}", brief(c), c.stack.len(), f.join(" <- "))
+}
+
+/// How many calls, and the first 3 with their stacks in one line each.
+fn some_stacks(calls: &[&SlowCall]) -> String {
+    let first: Vec<String> = calls.iter().take(3).map(|c| stack_line(c)).collect();
+    format!("{} calls, the first: [{}]", calls.len(), first.join(" | "))
+}
+
+/// A call and what it says of its descriptor.
+fn fd_brief(c: &SlowCall) -> String {
+    format!("{}, fd {:?} ({:?})", brief(c), c.fd, c.fd_unknown)
+}
+
+/// How many lines a text has, and its first 3 (each cut at 160 characters).
+fn first_lines(text: &str) -> String {
+    let first: Vec<String> = text
+        .lines()
+        .take(3)
+        .map(|l| l.chars().take(160).collect())
+        .collect();
+    format!("{} lines, the first: {first:?}", text.lines().count())
 }
 
 /// The calls of `syscall` made by `comm`.
@@ -86,19 +257,22 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
         ("chain_outer", "chain"),
         ("main", "chain"),
     ];
+    // Each program waits on its stdin after its calls until syscost has reported them
+    // all: what these tests check is the unwind, not the race with a process's exit
+    // (that is `processes_that_exit_right_after_their_slow_calls_keep_their_names`).
     // A dynamic binary: glibc's nanosleep -> clock_nanosleep wrapper (no frame pointer
     // in either), then the program's own functions.
-    let json = run_slow_json(&t, &[], "chain", &["20", "2000", HOLD]);
+    let json = run_chain_json(&t, &[], "chain", 20, "2000");
     let p = read_profile(&json);
     let calls = slow_of(&p, "chain", "clock_nanosleep");
-    assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
+    assert_eq!(calls.len(), 20, "{}", tally(&p));
     for c in &calls {
-        assert!(names_in_order(c, &chain), "{:#?}", c.stack);
+        assert!(names_in_order(c, &chain), "{}", stack_line(c));
         assert_eq!(
             c.stack[0].module.as_deref(),
             Some("libc.so.6"),
-            "{:#?}",
-            c.stack
+            "{}",
+            stack_line(c)
         );
     }
     // The flame graph's folded stacks and the trace carry the whole chain.
@@ -108,37 +282,44 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
         stdout(&folded).lines().any(
             |l| l.contains(";main;chain_outer;chain_inner;") && l.contains(";clock_nanosleep ")
         ),
-        "{}",
-        stdout(&folded)
+        "no folded stack has main;chain_outer;chain_inner;...;clock_nanosleep: {}",
+        first_lines(&stdout(&folded))
     );
     let trace = output(syscost().arg("trace").arg(&json));
     assert!(trace.status.success(), "{}", stderr(&trace));
-    assert!(stdout(&trace).contains("chain_outer"), "{}", stdout(&trace));
+    assert!(
+        stdout(&trace).contains("chain_outer"),
+        "no chain_outer in the trace's {} bytes",
+        stdout(&trace).len()
+    );
     // The same walked by frame pointers only (--stack-size 0): the program's functions
     // are out of its reach (the frame-pointer walk alone).
-    let p = run_slow(&t, &["--stack-size", "0"], "chain", &["5", "2000", HOLD]);
+    let p = run_chain(&t, &["--stack-size", "0"], "chain", 5, "2000");
     let calls = slow_of(&p, "chain", "clock_nanosleep");
-    assert_eq!(calls.len(), 5);
+    assert_eq!(calls.len(), 5, "{}", tally(&p));
+    let reached: Vec<_> = calls
+        .iter()
+        .copied()
+        .filter(|c| frames(c).iter().any(|(n, _)| n == "main"))
+        .collect();
     assert!(
-        calls
-            .iter()
-            .all(|c| !frames(c).iter().any(|(n, _)| n == "main")),
-        "{:#?}",
-        calls[0].stack
+        reached.is_empty(),
+        "main reached without the stack copy: {}",
+        some_stacks(&reached)
     );
 
     // Built for debugging (-O0 -g, frame pointers), five calls of 3 ms: named, in its
     // module, with file and line from its DWARF.
-    let p = run_slow(&t, &[], "chain-fp", &["5", "3000", HOLD]);
+    let p = run_chain(&t, &[], "chain-fp", 5, "3000");
     let calls = slow_of(&p, "chain-fp", "clock_nanosleep");
-    assert_eq!(calls.len(), 5, "{:#?}", p.slow_calls);
+    assert_eq!(calls.len(), 5, "{}", tally(&p));
     let chain = [
         ("chain_inner", "chain-fp"),
         ("chain_outer", "chain-fp"),
         ("main", "chain-fp"),
     ];
     for c in &calls {
-        assert!(names_in_order(c, &chain), "{:#?}", c.stack);
+        assert!(names_in_order(c, &chain), "{}", stack_line(c));
         let inner = c
             .stack
             .iter()
@@ -147,15 +328,16 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
             inner
                 .and_then(|f| f.location.as_deref())
                 .is_some_and(|l| l.starts_with("chain.c:")),
-            "{:#?}",
-            c.stack
+            "chain_inner's location: {:?}; {}",
+            inner.map(|f| &f.location),
+            stack_line(c)
         );
     }
 
     // A shared library of the tests' own between the program and glibc.
-    let p = run_slow(&t, &[], "chain-lib", &["20", "2000", HOLD]);
+    let p = run_chain(&t, &[], "chain-lib", 20, "2000");
     let calls = slow_of(&p, "chain-lib", "clock_nanosleep");
-    assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
+    assert_eq!(calls.len(), 20, "{}", tally(&p));
     let chain = [
         ("lib_inner", "libchainlib.so"),
         ("lib_middle", "libchainlib.so"),
@@ -163,20 +345,20 @@ fn stacks_reach_main_through_code_without_frame_pointers() {
         ("main", "chain-lib"),
     ];
     for c in &calls {
-        assert!(names_in_order(c, &chain), "{:#?}", c.stack);
+        assert!(names_in_order(c, &chain), "{}", stack_line(c));
     }
 
     // A static binary: one object, glibc's functions in it.
-    let p = run_slow(&t, &[], "chain-static", &["20", "2000", HOLD]);
+    let p = run_chain(&t, &[], "chain-static", 20, "2000");
     let calls = slow_of(&p, "chain-static", "clock_nanosleep");
-    assert_eq!(calls.len(), 20, "{:#?}", p.slow_calls);
+    assert_eq!(calls.len(), 20, "{}", tally(&p));
     let chain = [
         ("chain_inner", "chain-static"),
         ("chain_outer", "chain-static"),
         ("main", "chain-static"),
     ];
     for c in &calls {
-        assert!(names_in_order(c, &chain), "{:#?}", c.stack);
+        assert!(names_in_order(c, &chain), "{}", stack_line(c));
     }
 }
 
@@ -186,41 +368,60 @@ fn processes_that_exit_right_after_their_slow_calls_keep_their_names() {
         return;
     };
     // 200 processes, each exiting 1 ms after its last slow call: each call's stack is
-    // unwound and named after its process is gone (its mappings were read at its first
-    // call, its objects kept open).
+    // unwound and named from what was read at its process's first call (its mappings,
+    // its objects kept open), whether the process is still there or not. How soon after
+    // its first call a process may exit is a race with syscost's reader that a slow or
+    // busy machine loses (docs/usage.md states that limit); what this test proves is
+    // the naming, so each process waits between its two calls for a byte on its stdin,
+    // written once syscost has reported the first: its mappings read, it makes its last
+    // call and exits 1 ms after, and every call must be named.
     let short = programs().join("short");
     let script = format!(
-        "i=0; while [ $i -lt 200 ]; do {}; i=$((i+1)); done",
+        "i=0; while [ $i -lt 200 ]; do {} {STDIN}; i=$((i+1)); done",
         short.display()
     );
     let json = t.path("short.json");
-    let o = output(
+    let mut last = None;
+    let mut let_go = 0;
+    held(
         syscost()
             .args(["run", "--slow", "1ms", "--json"])
             .arg(&json)
             .args(["--", "sh", "-c", &script]),
+        "the first slow call of each of 200 short processes",
+        |l, stdin| {
+            use std::io::Write as _;
+            // Each process's two sleeps come one after the other, the processes one after
+            // another: a thread other than the last's is a new process's first call.
+            if reports(l, &["clock_nanosleep"], "short") && report_tid(l) != last {
+                last = report_tid(l);
+                stdin
+                    .write_all(b"x")
+                    .and_then(|()| stdin.flush())
+                    .expect("writing to short's stdin");
+                let_go += 1;
+            }
+            let_go == 200
+        },
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     let p = read_profile(&json);
-    assert_eq!(p.slow_dropped, 0);
+    assert_eq!(p.slow_dropped, 0, "{}", tally(&p));
     let calls = slow_of(&p, "short", "clock_nanosleep");
-    assert_eq!(calls.len(), 400, "two slow calls in each of 200 processes");
+    assert_eq!(
+        calls.len(),
+        400,
+        "two slow calls in each of 200 processes: {}",
+        tally(&p)
+    );
     let unnamed: Vec<_> = calls
         .iter()
+        .copied()
         .filter(|c| !names_in_order(c, &[("short_work", "short"), ("main", "short")]))
         .collect();
-    // The receiving thread has 3 ms from a process's first slow call to its exit to read
-    // its mappings; a busy machine can delay it longer (the limit docs/usage.md states).
-    // Such a call says so; any other unnamed call, or more than 1% of them, fails.
-    let raced = |c: &&&syscost_user::profile::SlowCall| {
-        c.stack.len() == 1
-            && c.stack[0].unknown.as_deref() == Some("process exited before its mappings were read")
-    };
     assert!(
-        unnamed.len() <= 4 && unnamed.iter().all(raced),
-        "{} of 400 not named: {:#?}",
-        unnamed.len(),
-        unnamed.iter().find(|c| !raced(c)).or(unnamed.first())
+        unnamed.is_empty(),
+        "of 400 calls, not named: {}",
+        some_stacks(&unnamed)
     );
     let pids: std::collections::BTreeSet<u32> = calls.iter().map(|c| c.pid).collect();
     assert_eq!(pids.len(), 200);
@@ -231,28 +432,37 @@ fn a_descriptor_is_named_only_while_it_names_the_file_of_its_call() {
     let Some(t) = root_test!() else {
         return;
     };
-    // Each slow read's descriptor is closed and reopened on /dev/null microseconds after
-    // the read returns, and syscost reads /proc/PID/fd 20 ms after the call arrives (a
-    // test fault, so that the reuse comes first on any machine): the kernel side's inode
-    // and mount of the pipe tell the two apart.
+    // Each slow read's descriptor is closed and given to /dev/null (one dup2) microseconds
+    // after the read returns, and syscost reads /proc/PID/fd only once the descriptor no
+    // longer holds the call's inode (a test fault, so that the reuse comes first on any
+    // machine; it waits for that, not for a time): the kernel side's inode and mount of
+    // the pipe tell the two apart. The program lives until syscost has reported its last
+    // call, so that every read is read while it does.
     let json = t.path("fdreuse.json");
-    let o = output(
+    let lines = held(
         syscost()
             .env("SYSCOST_TEST_FAULT", "late-fd")
             .args(["run", "--slow", "1ms", "--json"])
             .arg(&json)
             .arg("--")
             .arg(programs().join("fdreuse"))
-            .arg("20"),
+            .args(["20", STDIN]),
+        "the report of fdreuse's last call (its mark)",
+        nth_report(1, MARK, "fdreuse"),
     );
-    assert!(o.status.success(), "{}", stderr(&o));
+    let ran_out: Vec<_> = lines
+        .iter()
+        .filter(|l| l.contains("SYSCOST_TEST_FAULT=late-fd"))
+        .take(3)
+        .collect();
+    assert!(ran_out.is_empty(), "the fault's wait ran out: {ran_out:?}");
     let p = read_profile(&json);
     // The main thread's reads (the other thread's reads of /proc may be slow too).
     let reads: Vec<_> = slow_of(&p, "fdreuse", "read")
         .into_iter()
         .filter(|c| c.tid == c.pid)
         .collect();
-    assert_eq!(reads.len(), 20, "{:#?}", p.slow_calls);
+    assert_eq!(reads.len(), 20, "{}", tally(&p));
     // By the time each is read its number holds /dev/null, a later round's pipe, nothing,
     // or the process is gone: never its own pipe, so no read may be named.
     for c in &reads {
@@ -266,26 +476,49 @@ fn a_descriptor_is_named_only_while_it_names_the_file_of_its_call() {
                             | "the process exited before it was read"
                     )
                 ),
-            "{c:#?}"
+            "{}",
+            fd_brief(c)
         );
     }
+    let mut why = std::collections::BTreeMap::<Option<&str>, usize>::new();
+    for c in &reads {
+        *why.entry(c.fd_unknown.as_deref()).or_default() += 1;
+    }
     assert!(
-        reads.iter().any(|c| c.fd_unknown.as_deref()
-            == Some("closed and reused for another file before it was read")),
-        "no read was told from its descriptor's reuse: {reads:#?}"
+        why.contains_key(&Some(
+            "closed and reused for another file before it was read"
+        )),
+        "no read was told from its descriptor's reuse: {why:?}"
     );
 
     // A regular file's descriptor, still open when its slow call is read: named (its
-    // inode and mount id are the kernel's).
+    // inode and mount id are the kernel's). The program keeps it open, waiting on its
+    // stdin, until syscost has reported its last call.
     let file = t.path("lockfile");
-    let p = run_slow(&t, &[], "flockwait", &[file.to_str().unwrap(), "10"]);
-    // The ten waits, and any unlock a loaded machine made slow too.
+    let json = t.path("flockwait.json");
+    held(
+        syscost()
+            .args(["run", "--slow", "1ms", "--json"])
+            .arg(&json)
+            .arg("--")
+            .arg(programs().join("flockwait"))
+            .arg(&file)
+            .args(["10", STDIN]),
+        "the report of flockwait's last call (its mark)",
+        nth_report(1, MARK, "flockwait"),
+    );
+    let p = read_profile(&json);
+    // The ten waits (LOCK_EX), and any unlock a loaded machine made slow too.
     let locks: Vec<_> = slow_of(&p, "flockwait", "flock")
         .into_iter()
         .filter(|c| c.tid == c.pid)
         .collect();
-    assert!(locks.len() >= 10, "{:#?}", p.slow_calls);
+    let waits = locks
+        .iter()
+        .filter(|c| c.args[1] == libc::LOCK_EX as u64)
+        .count();
+    assert_eq!(waits, 10, "{}", tally(&p));
     for c in &locks {
-        assert_eq!(c.fd.as_deref(), file.to_str(), "{c:#?}");
+        assert_eq!(c.fd.as_deref(), file.to_str(), "{}", fd_brief(c));
     }
 }

@@ -67,11 +67,32 @@ pub struct Decoder {
     stacks: super::stacks::Stacks,
 }
 
-/// `SYSCOST_TEST_FAULT=late-fd`: each fd is read 20 ms after its call arrives (the
-/// tests' way to make a descriptor change before it is read, on any machine).
-fn late_fd() -> bool {
+/// `SYSCOST_TEST_FAULT=late-fd`: each call's descriptor `fd` of process `pid` is read
+/// only once it no longer holds the file of inode `ino` it held at the call's exit
+/// (closed, another file took its number, or the process is gone), polled every 200 us
+/// for at most 60 s (then a line on stderr says so): the tests' way to make a descriptor
+/// change before it is read, on a machine of any speed. Without the fault, nothing.
+fn late_fd(pid: u32, fd: u64, ino: u64) {
     static LATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *LATE.get_or_init(|| std::env::var("SYSCOST_TEST_FAULT").is_ok_and(|v| v == "late-fd"))
+    if !*LATE.get_or_init(|| std::env::var("SYSCOST_TEST_FAULT").is_ok_and(|v| v == "late-fd"))
+        || ino == 0
+        || (fd as i64 as i32) < 0
+    {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt as _;
+    let limit = std::time::Duration::from_secs(60);
+    let start = std::time::Instant::now();
+    while std::fs::metadata(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|m| m.ino() == ino) {
+        if start.elapsed() >= limit {
+            eprintln!(
+                "syscost: SYSCOST_TEST_FAULT=late-fd: descriptor {fd} of process {pid} still held inode {ino} after {} s; read as it is",
+                limit.as_secs()
+            );
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
 }
 
 /// A slow call received, its stacks not unwound nor named yet.
@@ -134,9 +155,7 @@ impl Decoder {
             .unwrap_or(&syscall)
             .to_string();
         let (fd, fd_unknown) = if FD_FIRST.contains(&plain.as_str()) {
-            if late_fd() {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
+            late_fd(e.tgid, e.args[0], e.fd_ino);
             match fd_name(e.tgid, e.args[0], (e.fd_ino, e.fd_mnt_id)) {
                 Ok(name) => (Some(name), None),
                 // AT_FDCWD: the arguments are shown as they are.

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds the slow-call stack tests' C programs into $1, the usual way (-O2, no frame
 # pointers, no debug information): chain, chain-static, chain-lib with libchainlib.so
-# (found beside it), short, fdreuse, flockwait, classes; and chain-fp (-O0 -g, frame pointers). The tests
+# (found beside it), short, fdreuse, flockwait, classes; and chain-fp (-O0 -g, frame
+# pointers); in_syscall.h and stdin_wait.h are their handshakes. The tests
 # run it; so does `cargo xtask vm-test`, which ships the results to the VMs (no
 # compiler there), with CC=aarch64-linux-gnu-gcc for the arm64 ones.
 set -eu

@@ -1,8 +1,10 @@
-/* main -> app_outer -> lib_middle -> lib_inner (libchainlib.so) -> nanosleep; then it
- * waits HOLD ms (0 by default, in poll) before it exits. Usage: chain-lib CALLS MICROSECONDS [HOLD] */
-#include <poll.h>
+/* main -> app_outer -> lib_middle -> lib_inner (libchainlib.so) -> nanosleep. With
+ * "stdin" it then waits on its stdin (stdin_wait.h: until the test has seen syscost
+ * report its calls) before it exits. Usage: chain-lib CALLS MICROSECONDS [stdin] */
 #include <stdlib.h>
 #include <time.h>
+
+#include "stdin_wait.h"
 
 void lib_middle(int calls, long us);
 volatile int sink;
@@ -15,8 +17,7 @@ __attribute__((noinline)) void app_outer(int calls, long us) {
 int main(int argc, char **argv) {
     app_outer(argc > 1 ? atoi(argv[1]) : 5, argc > 2 ? atol(argv[2]) : 2000);
     sink++;
-    /* The hold in poll: not one of the calls the tests count. */
-    int hold = argc > 3 ? atoi(argv[3]) : 0;
-    if (hold > 0) poll(NULL, 0, hold);
+    /* In poll: not one of the calls the tests count. */
+    if (argc > 3 && asks_stdin(argv[3])) wait_stdin();
     return 0;
 }

@@ -1,10 +1,12 @@
 /* main -> chain_outer -> chain_inner -> nanosleep (glibc: clock_nanosleep), built
  * without frame pointers: the slow-call stack tests' known call chain. Each call is
- * followed by work, so no call becomes a jump; then it waits HOLD ms (0 by default, in
- * poll) before it exits. Usage: chain CALLS MICROSECONDS [HOLD] */
-#include <poll.h>
+ * followed by work, so no call becomes a jump. With "stdin" it then waits on its stdin
+ * (stdin_wait.h: until the test has seen syscost report its calls) before it exits.
+ * Usage: chain CALLS MICROSECONDS [stdin] */
 #include <stdlib.h>
 #include <time.h>
+
+#include "stdin_wait.h"
 
 volatile int sink;
 
@@ -22,8 +24,7 @@ __attribute__((noinline)) void chain_outer(int calls, long us) {
 int main(int argc, char **argv) {
     chain_outer(argc > 1 ? atoi(argv[1]) : 5, argc > 2 ? atol(argv[2]) : 2000);
     sink++;
-    /* The hold in poll: not one of the calls the tests count. */
-    int hold = argc > 3 ? atoi(argv[3]) : 0;
-    if (hold > 0) poll(NULL, 0, hold);
+    /* In poll: not one of the calls the tests count. */
+    if (argc > 3 && asks_stdin(argv[3])) wait_stdin();
     return 0;
 }

@@ -1,11 +1,15 @@
 /* Slow calls on a regular file's descriptor: each round a thread holds an exclusive
  * flock on PATH for 3 ms while the main thread's flock on its own descriptor of the
  * same file waits for it (the holder lets go 3 ms after it sees the main thread in
- * flock); then it waits 200 ms before it exits. Usage: flockwait PATH
- * ROUNDS */
+ * flock). With "stdin", after its rounds the main thread makes a slow call of its own
+ * (stdin_wait.h's mark) and waits on its stdin, its descriptor still open: it lives
+ * until the test has seen syscost report that call, that is, until syscost has
+ * received (and named the descriptor of) every flock. Usage: flockwait PATH ROUNDS
+ * [stdin] */
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include "in_syscall.h"
+#include "stdin_wait.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -24,8 +28,8 @@ static void *holder(void *arg) {
     held = 1;
     /* Until the main thread waits in its flock (a loaded machine may keep it from it),
      * then 3 ms more. */
-    struct timespec tick = {0, 100000}, ts = {0, 3000000};
-    for (int i = 0; i < 10000 && !in_syscall(main_tid, "73 "); i++) nanosleep(&tick, NULL);
+    wait_in_syscall(main_tid, SYS_flock, "flock");
+    struct timespec ts = {0, 3000000};
     nanosleep(&ts, NULL);
     flock(fd, LOCK_UN);
     close(fd);
@@ -48,8 +52,10 @@ int main(int argc, char **argv) {
         flock(fd, LOCK_UN);
         pthread_join(t, NULL);
     }
-    /* The descriptor stays open a while after the last call: it is read while open. */
-    struct timespec end = {0, 200000000};
-    nanosleep(&end, NULL);
+    if (argc > 3 && asks_stdin(argv[3])) {
+        mark();
+        wait_stdin();
+    }
+    close(fd);
     return 0;
 }

@@ -59,7 +59,10 @@ fn a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samp
     // seen the clock's samples and the one taken now; `b` keeps its copies unread.
     let mut clock = Vec::new();
     while clock.len() < 2 {
-        clock.push(a.recv_timeout(PATIENCE).expect("a sample from the session's clock"));
+        clock.push(
+            a.recv_timeout(PATIENCE)
+                .expect("a sample from the session's clock"),
+        );
     }
     let now = handle.sample_now().expect("a sample");
     let p = now

@@ -7,7 +7,7 @@ mod common;
 use std::{
     io::Write as _,
     process::{Child, Command, Stdio},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use common::*;
@@ -55,7 +55,7 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
 fn wait_for_child(parent: &Child, comm: &str) {
     wait_until(
         "the command to start",
-        Duration::from_secs(10),
+        PATIENCE,
         Duration::from_millis(20),
         || {
             first_child(parent.id())
@@ -106,23 +106,27 @@ fn run_ended_by_signals_leaves_the_command_running() {
     assert!(read_profile(&json).syscall("execve").is_some());
 
     // SIGKILL: syscost is gone, its programs unload, the command finishes on its own.
+    // The command waits for a line on stdin (the pipe this test holds) before its work:
+    // it is still running when syscost is killed.
     let marker = t.path("done");
     let script = format!(
-        "{} getppid 200000 >/dev/null && touch {}",
+        "read line && {} getppid 200000 >/dev/null && touch {}",
         workload_path(),
         marker.display()
     );
     let mut run = syscost()
-        .args(["run", "--", "sh", "-c", &format!("sleep 0.5; {script}")])
+        .args(["run", "--", "sh", "-c", &script])
+        .stdin(Stdio::piped())
         .spawn_reaped();
     wait_for_child(&run, "sh");
     signal(&run, libc::SIGKILL);
     run.wait_exit();
     assert_eq!(t.wait_for_unload(), Vec::<String>::new());
+    writeln!(run.stdin.as_mut().unwrap(), "go").unwrap();
     wait_until(
         "the command to finish",
-        Duration::from_secs(10),
-        Duration::from_millis(50),
+        PATIENCE,
+        Duration::from_millis(20),
         || marker.exists().then_some(()).ok_or_else(String::new),
     );
 }
@@ -149,23 +153,73 @@ fn thread_churn_and_2000_threads_count_exactly() {
     assert_eq!((p.unpaired, p.dropped), (0, 0));
 }
 
-/// Restores a sysctl when dropped.
-struct Sysctl {
-    path: &'static str,
+const PID_MAX: &str = "/proc/sys/kernel/pid_max";
+
+/// pid_max changed while this lives. The value it had is written back when this is
+/// dropped and, should the test be killed first, by a restorer: a workload in a session
+/// of its own (`restore-on-eof`) that holds the old value and writes it back once its
+/// stdin, a pipe whose write end only this test holds, is closed, as it is when the test
+/// ends in any way (SIGKILL included).
+struct PidMax {
     old: String,
+    restorer: Child,
 }
 
-impl Sysctl {
-    fn set(path: &'static str, value: &str) -> Self {
-        let old = std::fs::read_to_string(path).unwrap();
-        std::fs::write(path, value).unwrap();
-        Self { path, old }
+impl PidMax {
+    /// Starts the restorer, then sets pid_max to `value`.
+    fn set(value: u32) -> Self {
+        let old = std::fs::read_to_string(PID_MAX)
+            .unwrap_or_else(|e| panic!("cannot read {PID_MAX}: {e}"))
+            .trim()
+            .to_string();
+        let mut restorer = Command::new(workload_path())
+            .args(["restore-on-eof", PID_MAX, &old])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start the pid_max restorer: {e}"));
+        let mut out = Lines::of(restorer.stdout.take().unwrap(), "the restorer's stdout");
+        assert_eq!(
+            out.line().as_deref(),
+            Some("ready"),
+            "the pid_max restorer did not start"
+        );
+        let guard = Self { old, restorer };
+        guard.to(value);
+        guard
+    }
+
+    fn to(&self, value: u32) {
+        std::fs::write(PID_MAX, value.to_string())
+            .unwrap_or_else(|e| panic!("cannot set pid_max to {value}: {e}"));
     }
 }
 
-impl Drop for Sysctl {
+impl Drop for PidMax {
     fn drop(&mut self) {
-        let _ = std::fs::write(self.path, self.old.trim());
+        let mut failed = Vec::new();
+        if let Err(e) = std::fs::write(PID_MAX, &self.old) {
+            failed.push(format!("cannot set pid_max back to {}: {e}", self.old));
+        }
+        // The restorer writes it too once its stdin is closed, then exits.
+        drop(self.restorer.stdin.take());
+        let status = wait_child(&mut self.restorer, "the pid_max restorer to exit");
+        if !status.success() {
+            failed.push(format!("the pid_max restorer failed: {status}"));
+        }
+        match std::fs::read_to_string(PID_MAX) {
+            Ok(now) if now.trim() == self.old => {}
+            now => failed.push(format!(
+                "pid_max {now:?} after the test, {} before",
+                self.old
+            )),
+        }
+        if failed.is_empty() {
+        } else if std::thread::panicking() {
+            eprintln!("{}", failed.join("; "));
+        } else {
+            panic!("{}", failed.join("; "));
+        }
     }
 }
 
@@ -176,26 +230,24 @@ fn threads_with_ids_beyond_the_old_pid_max_are_counted() {
     };
     // The tables do not depend on pid_max: syscost loads while pid_max is the old
     // default (32,768); it is then raised to the 64-bit maximum and the workload's
-    // threads get ids above 4,000,000. They are counted like any other.
-    let (mut work, mut out) = waiting_workload(4, 1000);
+    // threads are made with ids from 4,000,001 (clone3 with set_tid). They are counted
+    // like any other.
+    let pid_max = PidMax::set(32_768);
+    let (mut work, mut out) = waiting(&["threads-at", "4000001", "4", "1000"]);
     let json = t.path("high.json");
-    let tids: Vec<u32> = {
-        let _max = Sysctl::set("/proc/sys/kernel/pid_max", "32768");
-        let (tracer, _err) = attach(work.id(), &["--json", json.to_str().unwrap()]);
-        std::fs::write("/proc/sys/kernel/pid_max", "4194304").unwrap();
-        std::fs::write("/proc/sys/kernel/ns_last_pid", "4000000").unwrap();
-        writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
-        let line = out.next().unwrap().unwrap();
-        assert!(work.wait_exit().success());
-        let o = tracer.into_inner().output_within();
-        assert!(o.status.success());
-        line.strip_prefix("tids=")
-            .unwrap_or_else(|| panic!("{line}"))
-            .split(',')
-            .map(|t| t.parse().unwrap())
-            .collect()
-    };
-    assert_eq!(tids.len(), 4);
+    let (tracer, _err) = attach(work.id(), &["--json", json.to_str().unwrap()]);
+    pid_max.to(4_194_304);
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    let line = out.until("the threads' ids", |l| l.starts_with("tids="));
+    assert!(work.wait_exit().success());
+    let o = tracer.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    drop(pid_max);
+    let tids: Vec<u32> = line["tids=".len()..]
+        .split(',')
+        .map(|t| t.parse().unwrap_or_else(|_| panic!("{line}")))
+        .collect();
+    assert_eq!(tids.len(), 4, "{line}");
     assert!(
         tids.iter().all(|&t| t > 4_000_000),
         "the threads' ids: {tids:?}"
@@ -210,32 +262,43 @@ fn attach_and_detach_50_times_leaks_nothing() {
     let Some(t) = root_test!() else {
         return;
     };
-    let mut busy = Command::new(workload_path())
-        .args(["getppid", "100000000000"])
-        .stdout(Stdio::null())
+    // A target that makes 1,000 getppid calls for each line it reads, then says `done`.
+    let mut target = Command::new(workload_path())
+        .args(["per-line", "1000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .spawn_reaped();
+    let mut out = Lines::of(target.stdout.take().unwrap(), "the target's stdout");
+    let mut calls_made = |target: &mut Reaped, round: &str| {
+        writeln!(target.stdin.as_mut().unwrap(), "{round}").unwrap();
+        out.until(&format!("`done` after {round}"), |l| l == "done");
+    };
     let fds = |pid: u32| {
         std::fs::read_dir(format!("/proc/{pid}/fd"))
             .unwrap()
             .count()
     };
-    let target_fds = fds(busy.id());
+    // One round untraced first: the target is set up, every fd of its own open.
+    calls_made(&mut target, "warm-up");
+    let target_fds = fds(target.id());
     for i in 0..50 {
-        let o = output(syscost().args([
-            "attach",
-            "--no-tui",
-            "-d",
-            "0.01",
-            "-p",
-            &busy.id().to_string(),
-        ]));
-        assert!(o.status.success(), "run {i}: {}", stderr(&o));
-        assert!(stdout(&o).contains(" getppid"), "run {i}");
+        let json = t.path(&format!("round-{i}.json"));
+        let (tracer, _err) = attach(target.id(), &["--json", json.to_str().unwrap()]);
+        calls_made(&mut target, &format!("round {i}"));
+        signal(&tracer, libc::SIGINT);
+        let o = tracer.into_inner().output_within();
+        assert!(o.status.success(), "round {i}: {}", stderr(&o));
+        assert_eq!(calls(&read_profile(&json), "getppid"), 1000, "round {i}");
     }
     assert_eq!(t.wait_for_unload(), Vec::<String>::new());
-    assert_eq!(fds(busy.id()), target_fds, "the target's fds are untouched");
-    busy.kill().unwrap();
-    busy.wait_exit();
+    assert_eq!(
+        fds(target.id()),
+        target_fds,
+        "the target's fds are untouched"
+    );
+    // The end of its stdin ends it.
+    drop(target.stdin.take());
+    assert!(target.wait_exit().success());
 }
 
 #[test]
@@ -258,88 +321,106 @@ fn missing_btf_is_one_clear_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// A pid no task has, far behind the last one the kernel gave (ns_last_pid, only read):
+/// it hands pids out upwards from there, so it comes to this one last. `skip`: another
+/// one for each retry.
+fn free_pid(skip: u32) -> u32 {
+    let read = |path: &str| -> i64 {
+        let v = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        v.trim().parse().unwrap_or_else(|_| panic!("{path}: {v:?}"))
+    };
+    let (last, max) = (read("/proc/sys/kernel/ns_last_pid"), read(PID_MAX));
+    // Pids up to 300 are left to the kernel's own threads after a wrap.
+    let span = max - 301;
+    (0..span)
+        .map(|i| 301 + (last - 301 - 1000 - 100 * i64::from(skip) - i).rem_euclid(span))
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .expect("a free pid") as u32
+}
+
 #[test]
 fn a_reused_pid_is_not_counted() {
     let Some(t) = root_test!() else {
         return;
     };
     let json = t.path("reuse.json");
-    // The traced command forks a child that sleeps and exits, then waits for a line on
-    // stdin: it is still traced while the pid is reused.
-    let script = format!("{} sleep 300; read line", workload_path());
-    let mut run = syscost()
-        .args(["run", "-o", "/dev/null", "--json"])
-        .arg(&json)
-        .args(["--", "sh", "-c", &script])
-        .stdin(Stdio::piped())
-        .spawn_reaped();
-    wait_for_child(&run, "sh");
-    let sh = first_child(run.id()).unwrap();
-    let child = wait_until(
-        "the traced child",
-        Duration::from_secs(10),
-        Duration::from_millis(5),
-        || first_child(sh).ok_or_else(String::new),
-    );
-    wait_until(
-        "the traced child to exit",
-        Duration::from_secs(10),
-        Duration::from_millis(5),
-        || {
-            (!std::path::Path::new(&format!("/proc/{child}")).exists())
-                .then_some(())
-                .ok_or_else(String::new)
-        },
-    );
-    // An unrelated process gets the child's pid (made to, through ns_last_pid; another
-    // process of the machine may take it first, so it tries until it has it) and makes
-    // 5,000 getppid calls.
-    let mut reuser = wait_until(
-        "a process with the reused pid",
-        Duration::from_secs(20),
-        Duration::from_millis(10),
-        || {
-            std::fs::write("/proc/sys/kernel/ns_last_pid", (child - 1).to_string()).unwrap();
-            let mut w = Command::new(workload_path())
-                .args(["--wait-stdin", "getppid", "5000"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn_reaped();
-            if w.id() == child {
-                Ok(w)
-            } else {
-                let _ = w.kill();
-                Err(format!(": got pid {} instead of {child}", w.id()))
-            }
-        },
-    );
-    writeln!(reuser.stdin.as_mut().unwrap(), "go").unwrap();
-    assert!(reuser.wait_exit().success());
-    writeln!(run.stdin.as_mut().unwrap(), "end").unwrap();
-    assert!(run.wait_exit().success());
-    let p = read_profile(&json);
-    // The shell asks for its parent's pid itself (for $PPID): as many times as in the
-    // same script run where no pid is reused. The process that reused the pid, with its
-    // 5,000 calls, counts for none.
-    let control = t.path("control.json");
-    let o = output(
-        syscost()
+    // The traced command makes a child at a free pid (clone3 with set_tid), which makes
+    // 1,000 getppid calls and exits; once it is reaped the command waits for a line on
+    // stdin, still traced, while an unrelated process is made with the child's pid (set_tid
+    // again) and makes 5,000 getppid calls. Should another process take the pid in
+    // between (the exec-at workload exits 3), the whole round is made again at another.
+    for attempt in 0..5 {
+        let mut run = syscost()
             .args(["run", "-o", "/dev/null", "--json"])
-            .arg(&control)
-            .args(["--", "sh", "-c", &script])
-            .stdin({
-                std::fs::write(t.path("line"), "end\n").unwrap();
-                std::fs::File::open(t.path("line")).unwrap()
-            }),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let expected = calls(&read_profile(&control), "getppid");
-    assert!(expected < 10, "the shell alone: {expected} getppid");
-    assert_eq!(
-        calls(&p, "getppid"),
-        expected,
-        "the process that reused pid {child} was counted"
-    );
+            .arg(&json)
+            .args(["--", workload_path(), "fork-at"])
+            .arg(free_pid(attempt).to_string())
+            .arg("1000")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn_reaped();
+        let mut out = Lines::of(run.stdout.take().unwrap(), "the traced command's stdout");
+        let line = out.until("the traced child's pid", |l| l.starts_with("child="));
+        let child: u32 = line["child=".len()..].parse().unwrap();
+        let reuser = output(Command::new(workload_path()).args([
+            "exec-at",
+            &child.to_string(),
+            workload_path(),
+            "getppid",
+            "5000",
+        ]));
+        writeln!(run.stdin.as_mut().unwrap(), "end").unwrap();
+        assert!(run.wait_exit().success());
+        if reuser.status.code() == Some(3) && attempt < 4 {
+            continue;
+        }
+        assert!(reuser.status.success(), "{}", stderr(&reuser));
+        assert!(
+            stdout(&reuser).starts_with(&format!("child={child}\n")),
+            "the unrelated process did not get pid {child}: {}",
+            stdout(&reuser)
+        );
+        // The child's calls, and none of the process that reused its pid.
+        assert_eq!(
+            calls(&read_profile(&json), "getppid"),
+            1000,
+            "the traced child, then an unrelated process at its pid {child}: counted wrong"
+        );
+        return;
+    }
+}
+
+/// CPU time process `pid` has used, in clock ticks (utime + stime of /proc/PID/stat).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/stat: {e}"));
+    // After the comm: state(3) ... utime(14) stime(15), the 12th and 13th fields.
+    let f: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let field = |i: usize| -> u64 {
+        f.get(i)
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("/proc/{pid}/stat: {stat}"))
+    };
+    field(11) + field(12)
+}
+
+/// Reads `lines` up to the next that `wanted` accepts, keeping every line in `kept`.
+fn read_to(lines: &mut Lines, kept: &mut Vec<String>, awaited: &str, wanted: fn(&str) -> bool) {
+    loop {
+        let l = lines
+            .line()
+            .unwrap_or_else(|| panic!("syscost's stdout ended before {awaited}"));
+        let done = wanted(&l);
+        kept.push(l);
+        if done {
+            return;
+        }
+    }
 }
 
 #[test]
@@ -347,39 +428,80 @@ fn ten_seconds_on_both_cores_counts_exactly_and_stays_light() {
     let Some(t) = root_test!() else {
         return;
     };
-    // Two threads as fast as they can, about 10 s here, tallying 2 x 15,000,000 calls.
-    let (mut work, _out) = waiting_workload(2, 15_000_000);
+    // Two threads calling getppid as fast as they can until told to stop; the workload
+    // then says how many calls they made.
+    let (mut work, mut out) = waiting(&["getppid-until", "2"]);
     let json = t.path("busy.json");
-    let (tracer, mut err) = attach(work.id(), &["-i", "1", "--json", json.to_str().unwrap()]);
-    let started = std::time::Instant::now();
+    let (mut tracer, mut err) = attach(work.id(), &["-i", "1", "--json", json.to_str().unwrap()]);
+    let mut tables = Lines::of(tracer.stdout.take().unwrap(), "syscost's stdout");
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
-    // Sample syscost's own CPU time while the target runs.
-    let ticks = |pid: u32| -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let after = stat.rsplit(')').next().unwrap_or("");
-        // After the comm: state(3) ... utime(14) stime(15), i.e. the 12th and 13th
-        // fields (some before them, such as tpgid, can be -1: no filtering).
-        let f: Vec<&str> = after.split_whitespace().collect();
-        let field = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-        field(11) + field(12)
-    };
-    let t0 = ticks(tracer.id());
-    std::thread::sleep(Duration::from_secs(6));
-    let used = ticks(tracer.id()) - t0;
-    assert!(work.wait_exit().success());
-    let elapsed = started.elapsed();
-    let o = tracer.into_inner().output_within();
-    assert!(o.status.success());
-    assert!(err.any(|l| l.is_ok_and(|l| l.contains("exited"))));
-    // 100 ticks a second: at most 1% of one core over the 6 s sampled.
-    assert!(used <= 6, "syscost used {used} ticks in 6 s");
-    // Responsive: an interval table for about every second of the run.
-    let intervals = stdout(&o).matches("--- interval ending").count() as u64;
-    assert!(
-        intervals + 2 >= elapsed.as_secs(),
-        "{intervals} interval tables in {elapsed:?}"
+    wait_until(
+        "the workload's two threads",
+        PATIENCE,
+        Duration::from_millis(5),
+        || {
+            let tasks =
+                std::fs::read_dir(format!("/proc/{}/task", work.id())).map_or(0, |d| d.count());
+            (tasks >= 3)
+                .then_some(())
+                .ok_or_else(|| format!(": {tasks} tasks"))
+        },
     );
-    assert_eq!(calls(&read_profile(&json), "getppid"), 30_000_000);
+    // The window: from one interval table to the fifth after it, however long that
+    // takes. syscost's CPU time in it, against the busy target's over the same window.
+    let mut kept = Vec::new();
+    let table = |l: &str| l.starts_with("--- interval ending");
+    read_to(&mut tables, &mut kept, "an interval table", table);
+    let (ours, theirs) = (cpu_ticks(tracer.id()), cpu_ticks(work.id()));
+    for _ in 0..5 {
+        read_to(&mut tables, &mut kept, "an interval table", table);
+    }
+    let used = cpu_ticks(tracer.id()) - ours;
+    let target_used = cpu_ticks(work.id()) - theirs;
+    writeln!(work.stdin.as_mut().unwrap(), "stop").unwrap();
+    let line = out.until("the workload's count", |l| l.starts_with("calls="));
+    let made: u64 = line["calls=".len()..].parse().unwrap();
+    assert!(work.wait_exit().success());
+    kept.extend(tables.rest());
+    assert!(tracer.into_inner().wait_exit().success());
+    err.until("syscost's line that the target exited", |l| {
+        l.contains("exited")
+    });
+    // Light: its own work does not follow the calls; a twentieth of the target's CPU
+    // time at most (a tick more for the ticks' rounding).
+    assert!(
+        used <= 1 + target_used / 20,
+        "syscost used {used} ticks of CPU time while the target it traced used {target_used}"
+    );
+    assert_eq!(calls(&read_profile(&json), "getppid"), made);
+    // The interval tables, the last one's partial interval included, add up to it.
+    let mut sections = Vec::new();
+    for l in &kept {
+        if l.starts_with("--- ") {
+            sections.push(String::new());
+        }
+        if let Some(s) = sections.last_mut() {
+            s.push_str(l);
+            s.push('\n');
+        }
+    }
+    let per_table: Vec<u64> = sections
+        .iter()
+        .map(|s| table_calls(s, "getppid").unwrap_or(0))
+        .collect();
+    assert!(
+        sections
+            .last()
+            .is_some_and(|s| s.starts_with("--- last interval")),
+        "no last interval table after {} tables",
+        sections.len()
+    );
+    assert_eq!(
+        per_table.iter().sum::<u64>(),
+        made,
+        "getppid of the {} tables: {per_table:?}",
+        per_table.len()
+    );
 }
 
 /// How many times the programs of ids `ids` have run, as the kernel counts them: only
@@ -392,22 +514,51 @@ fn run_counts(ids: &[u32]) -> u64 {
         .sum()
 }
 
+/// `syscost_bpf_measured_seconds_total` of the endpoint at `addr`: the wall time of the
+/// own-cost windows closed so far.
+fn measured_seconds(addr: &str) -> f64 {
+    let text = scrape_text(addr);
+    text.lines()
+        .find_map(|l| l.strip_prefix("syscost_bpf_measured_seconds_total "))
+        .and_then(|v| v.parse().ok())
+        .expect("syscost_bpf_measured_seconds_total in the exposition")
+}
+
+/// Observations, `x` where the witness's count moved and `.` where it did not, with `|`
+/// after each where a window was seen closed; runs counted ("3x|40.").
+fn observed(moved: &[bool], closed: &[usize]) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while i < moved.len() {
+        let mut j = i + 1;
+        while j < moved.len() && moved[j] == moved[i] && !closed.contains(&(j - 1)) {
+            j += 1;
+        }
+        s.push_str(&format!("{}{}", j - i, if moved[i] { 'x' } else { '.' }));
+        if closed.contains(&(j - 1)) {
+            s.push('|');
+        }
+        i = j;
+    }
+    s
+}
+
 /// BPF run-time statistics are on only in the own-cost windows (1 s in every 10 s) and
-/// off once syscost ends. A second tracer of the same busy process, with
-/// `--no-run-stats`, is the witness: the kernel counts its programs' runs only while
-/// statistics are on, so its counts move only in the windows of the endpoint's syscost.
+/// off once syscost ends. A second tracer, with `--no-run-stats`, is the witness: the
+/// kernel counts its programs' runs (at every syscall of the machine) only while
+/// statistics are on. The endpoint's `syscost_bpf_measured_seconds_total` grows as each
+/// window closes; the witness's count moves in the scrapes up to a window's close and
+/// stays put from then on until the next window.
 #[test]
 fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
     let Some(_t) = root_test!() else {
         return;
     };
-    let busy = Command::new(workload_path())
-        .args(["getppid", "100000000000"])
-        .stdout(Stdio::null())
-        .spawn_reaped();
-    let pid = busy.id().to_string();
+    // The traced process: alive until its stdin says otherwise (or ends).
+    let (mut target, _out) = waiting(&["getppid", "0"]);
+    let pid = target.id().to_string();
     let before: Vec<u32> = loaded_syscost_programs().iter().map(|p| p.0).collect();
-    let (witness, _werr) = attach(busy.id(), &["--no-run-stats"]);
+    let (witness, _werr) = attach(target.id(), &["--no-run-stats"]);
     let ids: Vec<u32> = loaded_syscost_programs()
         .iter()
         .map(|p| p.0)
@@ -421,46 +572,92 @@ fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
             .stdout(Stdio::null()),
     );
     let addr = endpoint_in(&first);
-    // Scraped every 100 ms for 12 s (the endpoint's scrapes drive its windows): the
-    // witness's count moves for about a second at the start and at 10 s, and not
-    // otherwise.
-    let (mut moving, mut still) = (Duration::ZERO, Duration::ZERO);
-    let mut last = run_counts(&ids);
-    let started_at = std::time::Instant::now();
-    let mut at = started_at;
-    while started_at.elapsed() < Duration::from_secs(12) {
-        scrape_text(&addr);
-        std::thread::sleep(Duration::from_millis(100));
+    // Observations back to back, each from one reading of the witness's count to the
+    // next, a scrape in between: whether the count moved, and the windows' time so far.
+    // Until two windows were seen closed and, after the second, one observation that
+    // did not move.
+    let (mut moved, mut seconds) = (Vec::new(), Vec::new());
+    let mut closed: Vec<usize> = Vec::new();
+    let deadline = Instant::now() + PATIENCE;
+    let mut count = run_counts(&ids);
+    let waiting_for_off = |moved: &[bool], closed: &[usize]| {
+        moved.last() == Some(&true) || closed.last() == Some(&(moved.len() - 1))
+    };
+    while closed.len() < 2 || (closed.len() == 2 && waiting_for_off(&moved, &closed)) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {} s waiting for two own-cost windows to close: {}",
+            PATIENCE.as_secs(),
+            observed(&moved, &closed)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        let m = measured_seconds(&addr);
         let now = run_counts(&ids);
-        // The time since the last look, measured (a loaded machine stretches it).
-        let took = at.elapsed();
-        at = std::time::Instant::now();
-        if now > last {
-            moving += took;
-        } else {
-            still += took;
+        if m > seconds.last().copied().unwrap_or(0.0) {
+            closed.push(moved.len());
         }
-        last = now;
+        moved.push(now > count);
+        seconds.push(m);
+        count = now;
     }
+    let seen = observed(&moved, &closed);
+    assert_eq!(closed.len(), 2, "{seen}");
+    let (first_close, second_close) = (closed[0], closed[1]);
+    // A window lasts 1 s at least: so much more measured time at each close.
+    for &c in &closed {
+        let grew = seconds[c] - if c == 0 { 0.0 } else { seconds[c - 1] };
+        assert!(grew >= 0.999, "a window of {grew} s: {seen}");
+    }
+    // Where the count moved: in runs, each ending where a window closed (in that
+    // observation or the one before).
+    let runs_ending: Vec<usize> = (0..moved.len())
+        .filter(|&i| moved[i] && moved.get(i + 1) != Some(&true))
+        .collect();
+    let after_first: Vec<usize> = runs_ending
+        .iter()
+        .copied()
+        .filter(|&e| e > first_close)
+        .collect();
+    // After the first close: off, then one window's run ending at the second close,
+    // then off again.
     assert!(
-        moving >= Duration::from_millis(1500) && moving <= Duration::from_millis(3000),
-        "statistics on for {moving:?} of 12 s (two windows of 1 s expected)"
+        !moved[first_close + 1],
+        "statistics still on after the first window closed: {seen}"
+    );
+    assert_eq!(
+        after_first.len(),
+        1,
+        "statistics on other than in one window between the closes: {seen}"
     );
     assert!(
-        still >= Duration::from_secs(9),
-        "statistics off for {still:?} of 12 s"
+        after_first[0] + 1 >= second_close && after_first[0] <= second_close,
+        "statistics on, not up to the second window's close: {seen}"
+    );
+    // Up to the first close (the window opened as syscost started, maybe before the
+    // first observation): on at most in one run, ending at it.
+    assert!(
+        runs_ending
+            .iter()
+            .filter(|&&e| e <= first_close)
+            .all(|&e| e + 1 >= first_close),
+        "statistics on before the first window's end: {seen}"
     );
     // SAFETY: signals the export this test started.
     unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
     assert!(export.wait_exit().success());
-    // syscost ended: nothing keeps them on.
+    // syscost ended: nothing keeps them on. Syscalls made now (this process's reads of
+    // the counts are some) would run the witness's programs, counted if they were on.
     let ended = run_counts(&ids);
-    std::thread::sleep(Duration::from_secs(1));
+    for _ in 0..1000 {
+        // SAFETY: getppid has no arguments and cannot fail.
+        unsafe { libc::getppid() };
+    }
     assert_eq!(
         run_counts(&ids),
         ended,
         "statistics left on after syscost ended"
     );
     drop(witness);
-    drop(busy);
+    writeln!(target.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(target.wait_exit().success());
 }

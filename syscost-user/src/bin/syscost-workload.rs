@@ -1,7 +1,7 @@
 //! A workload with a known number of syscalls, for syscost's own tests.
 //!
 //! ```text
-//! syscost-workload [--wait-stdin] MODE ARGS...
+//! syscost-workload [--die-with-parent] [--wait-stdin] MODE ARGS...
 //!   getppid N          N getppid calls; prints ns_per_call=<own timing>
 //!   close-ebadf N      N close(-1) calls, each failing with EBADF
 //!   threads K N        K threads, N getppid calls each (and one gettid); prints
@@ -25,8 +25,9 @@
 //!                      deadlines) for SECS seconds, plus 100 clock_nanosleep a second
 //!   slow-mix           20,000 getppid; 200 nanosleep of 2 ms from the function
 //!                      `syscost_test_slow_sleep`; 50 reads of a pipe from
-//!                      `syscost_test_slow_read`, each blocked about 20 ms until a
-//!                      forked child (asked through another pipe) writes a byte;
+//!                      `syscost_test_slow_read`, each blocked at least 20 ms: a
+//!                      forked child (asked through another pipe, waiting in poll)
+//!                      writes a byte 20 ms after it sees the read begin;
 //!                      then spins 0.5 s and calls exit_group (with --hold: waits)
 //!   seccomp N          installs a seccomp filter that refuses getppid with EPERM,
 //!                      then makes N getppid calls (the kernel skips each: its exit is
@@ -56,7 +57,9 @@
 //!                      "f ESC[2J 0xff DEL U+009B U+202E Z U+10FF9B" (control bytes, a
 //!                      byte that is not UTF-8, a C1 control, a direction override,
 //!                      the code point that stands for byte 0x9b, as UTF-8),
-//!                      each blocked about 5 ms until a forked child writes a byte
+//!                      each blocked at least 5 ms: a forked child waits until the
+//!                      read is blocked (its /proc/PID/task/TID/syscall line), then
+//!                      5 ms, then writes a byte; the child makes no read call
 //!                      (the FIFO stays in DIR, open until the process exits)
 //!   exec PROG ARGS...  runs PROG in a child forked with nothing between the fork and
 //!                      the execve (as `syscost run` starts its command); prints
@@ -66,15 +69,32 @@
 //!                      (ten distinct syscalls in all); prints per_process_ns=<own
 //!                      timing of fork, exec, exit, wait> and cpu_per_process_ns=<its
 //!                      and the children's CPU time per process>
+//!   threads-at TID K N K threads made with clone3 and `set_tid` (needs CAP_SYS_ADMIN
+//!                      and TID+K below pid_max), at ids TID, TID+1, ... (an id taken:
+//!                      the next one up, 100 at most), N getppid calls and one gettid
+//!                      each; prints tids=<the threads' ids>
+//!   fork-at PID N      a child process made with clone3 and `set_tid`, at pid PID (taken:
+//!                      the next one up, 100 at most), that makes N getppid calls and
+//!                      exits; once it is reaped prints child=<its pid>, then waits for a
+//!                      line on stdin (or its end) and exits
+//!   exec-at PID PROG ARGS...  PROG run in a child made with clone3 and `set_tid` at
+//!                      exactly PID (exits 3, saying so, when PID is taken); prints
+//!                      child=<pid> and exits with the child's status
+//!   getppid-until K    K threads calling getppid until a line on stdin (or its end);
+//!                      prints calls=<the calls they made>
+//!   restore-on-eof FILE VALUE  a restorer: in a session of its own (setsid), deaf to
+//!                      SIGINT, SIGHUP, SIGTERM and SIGPIPE, prints `ready`, reads stdin
+//!                      to its end (its writer closed it, or died), then writes VALUE to
+//!                      FILE; exits 0, or 1 when the write failed
 //! ```
 //! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work;
 //! with `--hold` (after `--wait-stdin`, if both) it prints `done` after the work and waits
 //! (in poll) for another line (or the end of stdin) before it exits.
+//! With `--die-with-parent` (first, before the other flags) it is killed (SIGKILL) when
+//! the thread that started it ends, a test killed outright included: an endless mode
+//! then does not outlive its test (it makes two getppid calls at its start).
 
-use std::{
-    io::{BufRead as _, Write as _},
-    time::Instant,
-};
+use std::{io::Write as _, time::Instant};
 
 fn getppid_n(n: u64) {
     for _ in 0..n {
@@ -138,9 +158,42 @@ fn arg(args: &[String], i: usize) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: syscost-workload [--wait-stdin] [--hold] MODE ARGS, MODE one of: getppid close-ebadf threads threads-waiting tree-waiting churn pipe-block pingpong fork nanosleep paced slow-mix per-line seccomp sleep exit mixed-forever numbers numbers-forever leader-exit exec-thread switches program hostile exec spawn (their arguments at the top of its source)"
+        "usage: syscost-workload [--die-with-parent] [--wait-stdin] [--hold] MODE ARGS, MODE one of: getppid close-ebadf threads threads-waiting tree-waiting churn pipe-block pingpong fork nanosleep paced slow-mix per-line seccomp sleep exit mixed-forever numbers numbers-forever leader-exit exec-thread switches program hostile exec spawn threads-at fork-at exec-at getppid-until restore-on-eof (their arguments at the top of its source)"
     );
     std::process::exit(2)
+}
+
+/// One line of stdin without its newline, `None` at its end, read a byte at a time from
+/// fd 0: a buffered read could take the next line too, and a later poll of fd 0 would
+/// then wait for a line already read.
+fn stdin_line() -> Option<String> {
+    let mut line = Vec::new();
+    loop {
+        let mut b = 0u8;
+        // SAFETY: reads one byte into a live byte.
+        match unsafe { libc::read(0, (&raw mut b).cast(), 1) } {
+            1 if b == b'\n' => return Some(String::from_utf8_lossy(&line).into_owned()),
+            1 => line.push(b),
+            0 if line.is_empty() => return None,
+            0 => return Some(String::from_utf8_lossy(&line).into_owned()),
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => panic!("cannot read stdin: {}", std::io::Error::last_os_error()),
+        }
+    }
+}
+
+/// Polls `reached` every millisecond until it holds; after 300 s (a slow emulated CPU
+/// included) says what it waited for and exits 1, so a test waiting on this workload
+/// fails rather than hangs.
+fn await_state(what: &str, mut reached: impl FnMut() -> bool) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(300);
+    while !reached() {
+        if Instant::now() > deadline {
+            eprintln!("syscost-workload: timed out waiting for {what}");
+            std::process::exit(1);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// `--hold` was given: the work's own end waits for main's.
@@ -148,12 +201,22 @@ static HOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--die-with-parent") {
+        args.remove(0);
+        let parent = std::os::unix::process::parent_id();
+        // SAFETY: prctl with integer arguments only.
+        let r = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+        assert_eq!(r, 0, "prctl: {}", std::io::Error::last_os_error());
+        // The parent already gone (before the prctl): this process is an orphan.
+        if std::os::unix::process::parent_id() != parent {
+            std::process::exit(1);
+        }
+    }
     if args.first().map(String::as_str) == Some("--wait-stdin") {
         args.remove(0);
         println!("ready");
         std::io::stdout().flush().unwrap();
-        let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line).unwrap();
+        stdin_line();
     }
     let hold = args.first().map(String::as_str) == Some("--hold");
     if hold {
@@ -173,8 +236,7 @@ fn main() {
         };
         // SAFETY: one pollfd, no timeout.
         unsafe { libc::poll(&mut fd, 1, -1) };
-        let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line).unwrap();
+        stdin_line();
     }
 }
 
@@ -542,9 +604,9 @@ fn work(args: &[String]) {
                     .filter(|&b| b)
                     .count()
             };
-            while blocked() < k as usize {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
+            await_state("every thread blocked in its read", || {
+                blocked() >= k as usize
+            });
             println!("ready");
             std::io::stdout().flush().unwrap();
             let mut line = String::new();
@@ -597,7 +659,7 @@ fn work(args: &[String]) {
                 }
                 all
             };
-            loop {
+            await_state("every process of the tree blocked in its read", || {
                 let t = tree();
                 let blocked = t
                     .iter()
@@ -606,11 +668,8 @@ fn work(args: &[String]) {
                             .is_ok_and(|s| in_read(&s))
                     })
                     .count();
-                if t.len() == 2 * c as usize && blocked == t.len() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
+                t.len() == 2 * c as usize && blocked == t.len()
+            });
             println!("ready");
             std::io::stdout().flush().unwrap();
             let mut line = String::new();
@@ -749,12 +808,11 @@ fn work(args: &[String]) {
             let n = arg(args, 1);
             std::thread::spawn(move || {
                 // Wait until the leader has gone (its /proc status says zombie).
-                while !std::fs::read_to_string("/proc/self/status")
-                    .unwrap_or_default()
-                    .contains("State:\tZ")
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
+                await_state("the leader's exit", || {
+                    std::fs::read_to_string("/proc/self/status")
+                        .unwrap_or_default()
+                        .contains("State:\tZ")
+                });
                 getppid_n(n);
                 // SAFETY: ends the whole process.
                 unsafe { libc::syscall(libc::SYS_exit_group, 0) };
@@ -839,7 +897,6 @@ fn work(args: &[String]) {
         Some("slow-mix") => slow_mix(),
         Some("per-line") => {
             let n = arg(args, 1);
-            let mut line = String::new();
             loop {
                 // Waits in poll, 50 ms at a time: a poll call every 50 ms keeps the
                 // process among those with calls in any interval.
@@ -852,13 +909,12 @@ fn work(args: &[String]) {
                 if unsafe { libc::poll(&mut pfd, 1, 50) } == 0 {
                     continue;
                 }
-                if std::io::stdin().read_line(&mut line).unwrap() == 0 {
+                if stdin_line().is_none() {
                     break;
                 }
                 getppid_n(n);
                 println!("done");
                 std::io::stdout().flush().unwrap();
-                line.clear();
             }
         }
         Some("seccomp") => {
@@ -906,6 +962,11 @@ fn work(args: &[String]) {
                 assert_eq!(unsafe { libc::syscall(libc::SYS_getppid) }, -1);
             }
         }
+        Some("threads-at") => threads_at_mode(args),
+        Some("fork-at") => fork_at_mode(args),
+        Some("exec-at") => exec_at_mode(args),
+        Some("getppid-until") => getppid_until_mode(args),
+        Some("restore-on-eof") => restore_on_eof_mode(args),
         Some("sleep") => std::thread::sleep(std::time::Duration::from_millis(arg(args, 1))),
         Some("exit") => std::process::exit(arg(args, 1) as i32),
         _ => usage(),
@@ -931,16 +992,64 @@ fn hostile(dir: &std::path::Path) {
         0,
         "mkfifo failed"
     );
-    // SAFETY: the child only calls open, nanosleep, write and _exit.
+    // Made before the fork (the child makes raw syscalls only): where the reader's
+    // state shows, and a buffer of its own for each read, so that the writer tells read
+    // i (its second argument `bufs + i`) from the one before.
+    let mut bufs = [0u8; 10];
+    let base = bufs.as_mut_ptr() as usize;
+    // The reader is the main thread (tid = pid).
+    let reader = std::process::id();
+    let state = std::ffi::CString::new(format!("/proc/{reader}/task/{reader}/syscall")).unwrap();
+    let nr = libc::SYS_read.to_string().into_bytes();
+    let reading: Vec<Vec<u8>> = (0..10)
+        .map(|i| format!("{:#x}", base + i).into_bytes())
+        .collect();
+    // SAFETY: the child only calls open, pread, close, clock_gettime, nanosleep, write
+    // and _exit.
     let writer = unsafe { libc::fork() };
     if writer == 0 {
+        // For each read: waits until the reader is blocked inside it (its
+        // /proc/PID/task/TID/syscall line: read's number, its fd, then the read's own
+        // buffer), then 5 ms, then writes the byte: each read blocks at least 5 ms
+        // however late either process runs. pread, not read: the writer makes no read
+        // call of its own (the tests count the slow ones). 300 s at most per read.
         unsafe {
             let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
             let ts = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: 5_000_000,
             };
-            for _ in 0..10 {
+            let tick = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000,
+            };
+            let mut line = [0u8; 256];
+            for want in &reading {
+                let mut start: libc::timespec = std::mem::zeroed();
+                libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut start);
+                loop {
+                    let sfd = libc::open(state.as_ptr(), libc::O_RDONLY);
+                    let n = if sfd >= 0 {
+                        libc::pread(sfd, line.as_mut_ptr().cast(), line.len(), 0)
+                    } else {
+                        -1
+                    };
+                    libc::close(sfd);
+                    if n > 0 {
+                        // "NR FD BUF ...": no allocation in the child.
+                        let mut fields = line[..n as usize].split(|&b| b == b' ');
+                        let read = fields.next() == Some(&nr[..]);
+                        if read && fields.nth(1) == Some(&want[..]) {
+                            break;
+                        }
+                    }
+                    let mut now: libc::timespec = std::mem::zeroed();
+                    libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now);
+                    if now.tv_sec - start.tv_sec > 300 {
+                        libc::_exit(2);
+                    }
+                    libc::nanosleep(&tick, std::ptr::null_mut());
+                }
                 libc::nanosleep(&ts, std::ptr::null_mut());
                 libc::write(fd, b"x".as_ptr().cast(), 1);
             }
@@ -950,13 +1059,21 @@ fn hostile(dir: &std::path::Path) {
     // SAFETY: opens our FIFO; one byte at a time into a valid buffer.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY) };
     assert!(fd >= 0, "cannot open the FIFO");
-    let mut b = [0u8; 1];
-    for _ in 0..10 {
-        assert_eq!(unsafe { libc::read(fd, b.as_mut_ptr().cast(), 1) }, 1);
+    for i in 0..10 {
+        // SAFETY: one byte into bufs[i].
+        assert_eq!(
+            unsafe { libc::read(fd, bufs[i..].as_mut_ptr().cast(), 1) },
+            1,
+            "the writer ended before the read's byte"
+        );
     }
     let mut status = 0;
     // SAFETY: our own child.
     unsafe { libc::waitpid(writer, &mut status, 0) };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the FIFO's writer failed (status {status:#x}; 2: the reader never blocked in a read)"
+    );
     // The FIFO stays, open, until the process exits: what syscost reads of the fd.
 }
 
@@ -1038,13 +1155,20 @@ fn slow_mix() {
         assert_eq!(syscost_test_slow_sleep(&ts), 0);
     }
     // The writer is a child process (not traced by `attach -p`, and idle while it
-    // waits): for each round the reader sends a byte on `go`, the child sleeps 20 ms and
-    // answers on `data`, so each read of `data` blocks about 20 ms, and no thread of
-    // this process spins or sleeps beside it.
+    // waits): for each round the reader sends a byte on `go`, the child waits until the
+    // reader is inside its read of `data`, sleeps 20 ms and answers, so each read of
+    // `data` blocks at least 20 ms however late either process runs, and no thread of
+    // this process spins or sleeps beside it. The child waits for `go` in poll, not in
+    // a read: under `run` (which follows it) a delay of the reader makes no slow read.
     let (mut go, mut data) = ([0i32; 2], [0i32; 2]);
     // SAFETY: fill two fds each.
     assert_eq!(unsafe { libc::pipe(go.as_mut_ptr()) }, 0);
     assert_eq!(unsafe { libc::pipe(data.as_mut_ptr()) }, 0);
+    // Made before the fork: the child only makes raw syscalls.
+    let reader = std::process::id();
+    let syscall_file =
+        std::ffi::CString::new(format!("/proc/{reader}/task/{reader}/syscall")).unwrap();
+    let in_read = format!("{} ", libc::SYS_read).into_bytes();
     // SAFETY: the child uses raw syscalls only, then _exit.
     match unsafe { libc::fork() } {
         0 => unsafe {
@@ -1053,9 +1177,37 @@ fn slow_mix() {
                 tv_nsec: 20_000_000,
             };
             let mut b = [0u8; 1];
+            let mut line = [0u8; 64];
             for _ in 0..50 {
-                if libc::read(go[0], b.as_mut_ptr().cast(), 1) != 1 {
+                let mut pfd = libc::pollfd {
+                    fd: go[0],
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                if libc::poll(&mut pfd, 1, -1) != 1
+                    || libc::read(go[0], b.as_mut_ptr().cast(), 1) != 1
+                {
                     libc::_exit(1);
+                }
+                // The reader inside its read: looked at every millisecond (in poll, not
+                // nanosleep: the tests count the child's 50 sleeps), for 300 s at most.
+                let mut tries = 300_000;
+                loop {
+                    let fd = libc::open(syscall_file.as_ptr(), libc::O_RDONLY);
+                    let n = if fd >= 0 {
+                        libc::read(fd, line.as_mut_ptr().cast(), line.len())
+                    } else {
+                        -1
+                    };
+                    libc::close(fd);
+                    if n >= in_read.len() as isize && line.starts_with(&in_read) {
+                        break;
+                    }
+                    tries -= 1;
+                    if tries == 0 {
+                        libc::_exit(2);
+                    }
+                    libc::poll(std::ptr::null_mut(), 0, 1);
                 }
                 libc::nanosleep(&wait, std::ptr::null_mut());
                 libc::write(data[1], b"x".as_ptr().cast(), 1);
@@ -1083,4 +1235,365 @@ fn slow_mix() {
     }
     // SAFETY: ends the process without a join.
     unsafe { libc::syscall(libc::SYS_exit_group, 0) };
+}
+
+/// The arguments of clone3(2) up to `set_tid_size` (`CLONE_ARGS_SIZE_VER1`, Linux 5.5):
+/// the libc crate does not define the struct for every target.
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+}
+
+/// How many ids, up from the one asked for, `fork-at` and `threads-at` try when an id is
+/// taken (EEXIST).
+const ID_TRIES: i32 = 100;
+
+/// fork(2) as clone3 with the child's pid set to `pid` (`set_tid`; needs CAP_SYS_ADMIN in
+/// the pid namespace, and `pid` below its pid_max): 0 in the child, the child's pid in
+/// the parent, or the error (EEXIST: the pid is taken).
+///
+/// # Safety
+/// As fork: the child may only call async-signal-safe functions.
+unsafe fn fork_at(pid: i32) -> std::io::Result<i32> {
+    let ids = [pid as libc::pid_t];
+    let args = CloneArgs {
+        exit_signal: libc::SIGCHLD as u64,
+        set_tid: ids.as_ptr() as u64,
+        set_tid_size: 1,
+        ..Default::default()
+    };
+    // SAFETY: a valid clone_args of the size given; without CLONE_VM the child runs on
+    // its own copy of this process, stack included, as after fork.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &raw const args,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(r as i32)
+    }
+}
+
+/// Waits for child `pid`; its exit code (128 + the signal that killed it).
+fn reap(pid: i32) -> i32 {
+    let mut status = 0;
+    // SAFETY: waits for a child of this process.
+    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(r, pid, "waitpid: {}", std::io::Error::last_os_error());
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    }
+}
+
+/// `fork-at PID N`: a child at PID (or the next free id up) making N getppid calls;
+/// prints child=<its pid> once it is reaped, then waits for a line on stdin.
+fn fork_at_mode(args: &[String]) {
+    let (first, n) = (arg(args, 1) as i32, arg(args, 2));
+    let mut pid = first;
+    let child = loop {
+        // SAFETY: the child makes raw syscalls only, then _exit.
+        match unsafe { fork_at(pid) } {
+            Ok(0) => {
+                getppid_n(n);
+                // SAFETY: ends the child.
+                unsafe { libc::_exit(0) };
+            }
+            Ok(child) => break child,
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && pid - first < ID_TRIES => pid += 1,
+            Err(e) => panic!("clone3 with set_tid {pid}: {e}"),
+        }
+    };
+    assert_eq!(reap(child), 0, "child {child}");
+    println!("child={child}");
+    std::io::stdout().flush().unwrap();
+    stdin_line();
+}
+
+/// `exec-at PID PROG ARGS...`: PROG in a child at exactly PID (exit 3 when PID is
+/// taken); prints child=<pid> and exits with the child's status.
+fn exec_at_mode(args: &[String]) -> ! {
+    let pid = arg(args, 1) as i32;
+    let argv: Vec<std::ffi::CString> = args[2..]
+        .iter()
+        .map(|a| std::ffi::CString::new(a.as_str()).unwrap())
+        .collect();
+    if argv.is_empty() {
+        usage();
+    }
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    // SAFETY: the child only calls execve and exit_group.
+    match unsafe { fork_at(pid) } {
+        Ok(0) => unsafe {
+            libc::syscall(libc::SYS_execve, ptrs[0], ptrs.as_ptr(), environ);
+            libc::syscall(libc::SYS_exit_group, 127);
+            unreachable!()
+        },
+        Ok(child) => {
+            println!("child={child}");
+            std::io::stdout().flush().unwrap();
+            std::process::exit(reap(child))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+            eprintln!("syscost-workload: pid {pid} is taken");
+            std::process::exit(3)
+        }
+        Err(e) => panic!("clone3 with set_tid {pid}: {e}"),
+    }
+}
+
+/// A thread of `threads-at`: the calls it makes, and its ids.
+struct AtThread {
+    n: u64,
+    /// Its tid, written by the kernel at clone3 (CLONE_PARENT_SETTID), set to 0 with a
+    /// futex wake once the thread is gone (CLONE_CHILD_CLEARTID).
+    alive: std::sync::atomic::AtomicU32,
+    /// Its id as the thread itself read it (gettid).
+    tid: std::sync::atomic::AtomicU32,
+}
+
+/// The body of a `threads-at` thread. It runs on this process's thread pointer (no
+/// CLONE_SETTLS), so it makes raw syscalls only and touches no thread-local storage.
+extern "C" fn at_thread(arg: *mut libc::c_void) {
+    // SAFETY: `arg` is the AtThread that `threads_at_mode` keeps until the thread is gone.
+    let t = unsafe { &*(arg as *const AtThread) };
+    getppid_n(t.n);
+    // SAFETY: gettid cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    t.tid
+        .store(tid as u32, std::sync::atomic::Ordering::Release);
+}
+
+/// A thread with id `tid` (clone3 with set_tid) running `at_thread(t)` on `stack`, which
+/// then exits (SYS_exit); its id, or the error (EEXIST: the id is taken).
+///
+/// # Safety
+/// `stack` (16-byte aligned, a multiple of 16 long) and `t` must outlive the thread.
+unsafe fn clone3_thread(tid: i32, stack: &mut [u8], t: &AtThread) -> std::io::Result<i32> {
+    let ids = [tid as libc::pid_t];
+    let alive = t.alive.as_ptr() as u64;
+    let args = CloneArgs {
+        flags: (libc::CLONE_VM
+            | libc::CLONE_FS
+            | libc::CLONE_FILES
+            | libc::CLONE_SIGHAND
+            | libc::CLONE_THREAD
+            | libc::CLONE_SYSVSEM
+            | libc::CLONE_PARENT_SETTID
+            | libc::CLONE_CHILD_CLEARTID) as u64,
+        child_tid: alive,
+        parent_tid: alive,
+        stack: stack.as_mut_ptr() as u64,
+        stack_size: stack.len() as u64,
+        set_tid: ids.as_ptr() as u64,
+        set_tid_size: 1,
+        ..Default::default()
+    };
+    let f: extern "C" fn(*mut libc::c_void) = at_thread;
+    let arg = (t as *const AtThread).cast_mut().cast::<libc::c_void>();
+    let ret: i64;
+    // SAFETY: clone3 returns in both threads; the new one, on its own stack, calls
+    // f(arg) and exits (exit, 60 on x86_64, 93 on arm64) without returning here. Every
+    // register but the result (and rcx, r11 on x86_64) is the same in both.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "mov rdi, rdx",
+            "call r8",
+            "mov eax, 60",
+            "xor edi, edi",
+            "syscall",
+            "ud2",
+            "2:",
+            inlateout("rax") libc::SYS_clone3 => ret,
+            in("rdi") &raw const args,
+            in("rsi") std::mem::size_of::<CloneArgs>(),
+            in("rdx") arg,
+            in("r8") f,
+            lateout("rcx") _,
+            lateout("r11") _,
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        std::arch::asm!(
+            "svc #0",
+            "cbnz x0, 2f",
+            "mov x0, x2",
+            "blr x3",
+            "mov x8, #93",
+            "mov x0, #0",
+            "svc #0",
+            "brk #0",
+            "2:",
+            inlateout("x0") &raw const args => ret,
+            in("x1") std::mem::size_of::<CloneArgs>(),
+            in("x2") arg,
+            in("x3") f,
+            in("x8") libc::SYS_clone3,
+        );
+    }
+    if ret < 0 {
+        Err(std::io::Error::from_raw_os_error(-ret as i32))
+    } else {
+        Ok(ret as i32)
+    }
+}
+
+/// `threads-at TID K N`: K threads at ids TID and up (an id taken: the next one), N
+/// getppid calls and one gettid each; prints tids=<the ids the threads read>.
+fn threads_at_mode(args: &[String]) {
+    const STACK: usize = 256 << 10;
+    let (first, k, n) = (arg(args, 1) as i32, arg(args, 2), arg(args, 3));
+    let layout = std::alloc::Layout::from_size_align(STACK, 16).unwrap();
+    let threads: Vec<Box<AtThread>> = (0..k)
+        .map(|_| {
+            Box::new(AtThread {
+                n,
+                alive: 0.into(),
+                tid: 0.into(),
+            })
+        })
+        .collect();
+    let mut stacks = Vec::new();
+    let mut id = first;
+    for t in &threads {
+        // SAFETY: a non-zero size; freed below, once every thread is gone.
+        let stack = unsafe { std::alloc::alloc(layout) };
+        assert!(!stack.is_null(), "no memory for a stack");
+        stacks.push(stack);
+        // SAFETY: STACK bytes just allocated.
+        let stack = unsafe { std::slice::from_raw_parts_mut(stack, STACK) };
+        loop {
+            // SAFETY: the stack and `t` live until the thread is gone (waited for below).
+            match unsafe { clone3_thread(id, stack, t) } {
+                Ok(tid) => {
+                    id = tid + 1;
+                    break;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) && id - first < ID_TRIES => {
+                    id += 1
+                }
+                Err(e) => panic!("clone3 of a thread with set_tid {id}: {e}"),
+            }
+        }
+    }
+    // Each thread gone: the kernel clears its `alive` and wakes this futex.
+    for t in &threads {
+        loop {
+            let v = t.alive.load(std::sync::atomic::Ordering::Acquire);
+            if v == 0 {
+                break;
+            }
+            // SAFETY: waits on a live u32 while it holds `v` (not FUTEX_PRIVATE: the
+            // kernel's wake at the thread's exit is a shared one).
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    t.alive.as_ptr(),
+                    libc::FUTEX_WAIT,
+                    v,
+                    std::ptr::null::<libc::timespec>(),
+                )
+            };
+        }
+    }
+    for stack in stacks {
+        // SAFETY: allocated above with `layout`; its thread is gone.
+        unsafe { std::alloc::dealloc(stack, layout) };
+    }
+    let tids: Vec<String> = threads
+        .iter()
+        .map(|t| t.tid.load(std::sync::atomic::Ordering::Acquire).to_string())
+        .collect();
+    println!("tids={}", tids.join(","));
+}
+
+/// `getppid-until K`: K threads calling getppid until a line on stdin (or its end);
+/// prints calls=<the calls they made>.
+fn getppid_until_mode(args: &[String]) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = (0..arg(args, 1))
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut calls = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    getppid_n(1);
+                    calls += 1;
+                }
+                calls
+            })
+        })
+        .collect();
+    stdin_line();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let calls: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    println!("calls={calls}");
+}
+
+/// `restore-on-eof FILE VALUE`: in a session of its own, deaf to SIGINT, SIGHUP, SIGTERM
+/// and SIGPIPE, prints `ready`, reads stdin to its end, then writes VALUE to FILE (exit
+/// 0; 1 when the write failed).
+fn restore_on_eof_mode(args: &[String]) -> ! {
+    let (Some(file), Some(value)) = (args.get(1), args.get(2)) else {
+        usage()
+    };
+    // SAFETY: setsid and signal take no pointers.
+    unsafe {
+        if libc::setsid() < 0 {
+            eprintln!(
+                "syscost-workload: setsid: {}",
+                std::io::Error::last_os_error()
+            );
+            std::process::exit(1);
+        }
+        for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGTERM, libc::SIGPIPE] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    println!("ready");
+    std::io::stdout().flush().unwrap();
+    let mut buf = [0u8; 64];
+    loop {
+        // SAFETY: reads into a live buffer.
+        match unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) } {
+            0 => break,
+            r if r > 0 => {}
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => break,
+        }
+    }
+    match std::fs::write(file, value) {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "syscost-workload: cannot write {value} to {file}: {e}"
+            );
+            std::process::exit(1)
+        }
+    }
 }

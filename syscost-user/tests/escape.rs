@@ -36,12 +36,49 @@ fn assert_clean(what: &str, bytes: &[u8]) {
     let c1 = bytes
         .windows(2)
         .position(|w| w[0] == 0xc2 && (0x80..0xa0).contains(&w[1]));
-    assert!(
-        bad.is_none() && c1.is_none(),
-        "{what} holds a control byte at {:?}:\n{}",
-        bad.or(c1),
-        String::from_utf8_lossy(bytes)
-    );
+    if let Some(at) = bad.or(c1) {
+        // The line that holds it, its bytes escaped.
+        let start = bytes[..at]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let end = bytes[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| at + i);
+        panic!(
+            "{what} holds a control byte at {at}, in the line {:?}",
+            String::from_utf8_lossy(&bytes[start..end])
+        );
+    }
+}
+
+/// The lines of `text` that hold `needle` (at most 5), or its last 10 lines when none
+/// does: what a failure shows of a long output.
+fn around(text: &str, needle: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let hits: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains(needle))
+        .take(5)
+        .collect();
+    if hits.is_empty() {
+        let last = &lines[lines.len().saturating_sub(10)..];
+        format!(
+            "no line holds {needle:?}; the last {} of {} lines:\n{}",
+            last.len(),
+            lines.len(),
+            last.join("\n")
+        )
+    } else {
+        hits.join("\n")
+    }
+}
+
+/// The last `n` of `lines`, one a line.
+fn last(lines: &[String], n: usize) -> String {
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// The workload's binary copied under the hostile name, in the test's directory.
@@ -62,7 +99,10 @@ fn until_reads_printed(err: &mut StderrLines) -> Vec<String> {
     {
         match err.next() {
             Some(Ok(l)) => lines.push(l),
-            _ => panic!("syscost ended before 10 slow reads: {lines:?}"),
+            _ => panic!(
+                "syscost ended before 10 slow reads; its last lines:\n{}",
+                last(&lines, 10)
+            ),
         }
     }
     lines
@@ -98,14 +138,26 @@ fn run_report_diff_and_flame_escape_what_the_process_chose() {
     writeln!(run.stdin.as_mut().unwrap()).unwrap();
     lines.extend(err.map_while(Result::ok));
     let o = run.into_inner().output_within();
-    assert!(o.status.success(), "{lines:?}");
+    assert!(
+        o.status.success(),
+        "syscost run failed; its last lines:\n{}",
+        last(&lines, 20)
+    );
     assert_clean("run's stdout", &o.stdout);
     let err = lines.join("\n");
     assert_clean("run's stderr", err.as_bytes());
     // The slow reads: the comm and the FIFO escaped as strace escapes them.
-    assert!(err.contains("tid "), "{err}");
-    assert!(err.contains(&*shown(COMM)), "{err}");
-    assert!(err.contains(&format!("{FIFO_SHOWN}>")), "{err}");
+    assert!(err.contains("tid "), "{}", around(&err, "slow: read("));
+    assert!(
+        err.contains(&*shown(COMM)),
+        "{}",
+        around(&err, "slow: read(")
+    );
+    assert!(
+        err.contains(&format!("{FIFO_SHOWN}>")),
+        "{}",
+        around(&err, "slow: read(")
+    );
 
     // The JSON keeps the exact bytes.
     let p = read_profile(&json);
@@ -115,7 +167,13 @@ fn run_report_diff_and_flame_escape_what_the_process_chose() {
         .iter()
         .filter(|c| c.syscall == "read")
         .collect();
-    assert_eq!(reads.len(), 10, "{:?}", p.slow_calls);
+    assert_eq!(
+        reads.len(),
+        10,
+        "slow reads ({} slow calls in all); the first 3: {:?}",
+        p.slow_calls.len(),
+        &reads[..reads.len().min(3)]
+    );
     for c in &reads {
         assert_eq!(c.comm, COMM);
         let fd = encode(c.fd.as_deref().unwrap_or_default());
@@ -142,7 +200,7 @@ fn run_report_diff_and_flame_escape_what_the_process_chose() {
             assert!(
                 text(&o.stdout).contains("\\33[31mEVIL\\7;"),
                 "{}",
-                text(&o.stdout)
+                around(&text(&o.stdout), "EVIL")
             );
         }
     }
@@ -167,7 +225,7 @@ fn run_report_diff_and_flame_escape_what_the_process_chose() {
             Err(e) => panic!("the SVG is not well-formed XML: {e}"),
         }
     }
-    assert!(svg.contains("\\33[31mEVIL\\7"));
+    assert!(svg.contains("\\33[31mEVIL\\7"), "{}", around(&svg, "EVIL"));
 }
 
 #[test]
@@ -184,7 +242,7 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
     );
     cg.enter(w.id());
     let top_file = t.path("top.json");
-    let (top, first_top, _top_err) = started(
+    let (mut top, first_top, mut top_err) = started(
         syscost()
             .args([
                 "top", "--no-tui", "-i", "0.5", "--cgroup", &cg.path, "--json",
@@ -192,6 +250,7 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
             .arg(&top_file)
             .stdout(Stdio::piped()),
     );
+    let mut top_out = Lines::of(top.stdout.take().unwrap(), "top's stdout");
     assert_clean("top's first line", first_top.as_bytes());
     assert!(first_top.contains(CGROUP_SHOWN), "{first_top}");
     let (attach, first, mut err) = started(
@@ -219,20 +278,45 @@ fn attach_and_top_escape_what_the_process_and_its_cgroup_chose() {
     lines.extend(rest.join().unwrap());
     let lines = lines.join("\n");
     assert_clean("attach's stderr", lines.as_bytes());
-    assert!(lines.contains(&format!("{FIFO_SHOWN}>")), "{lines}");
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    assert!(
+        lines.contains(&format!("{FIFO_SHOWN}>")),
+        "{}",
+        around(&lines, "slow: read(")
+    );
+    // top has counted the process once a table shows it under the comm it chose (its
+    // calls after the prctl: the reads, and its exit, at the latest).
+    let pid = w.id().to_string();
+    let mut tables = vec![
+        top_out.until("a table row of the workload under its comm", |l| {
+            l.split_whitespace().next() == Some(pid.as_str()) && l.contains("\\33[31mEVIL\\7")
+        }),
+    ];
     // SAFETY: signals our own child.
     unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
-    let o = top.into_inner().output_within();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert_clean("top's tables", &o.stdout);
-    let tables = text(&o.stdout);
-    assert!(tables.contains("\\33[31mEVIL\\7"), "{tables}");
-    assert!(tables.contains(CGROUP_SHOWN), "{tables}");
+    tables.extend(top_out.rest());
+    let status = top.wait_exit();
+    assert!(
+        status.success(),
+        "top: {status}; its stderr: {:?}",
+        top_err.rest()
+    );
+    let tables = tables.join("\n");
+    assert_clean("top's tables", tables.as_bytes());
+    assert!(tables.contains(CGROUP_SHOWN), "{}", around(&tables, &pid));
     // top's JSON: exact.
     let rows = top_json(&top_file);
-    let row = rows.get(&w.id()).unwrap_or_else(|| panic!("{rows:?}"));
+    let row = rows.get(&w.id()).unwrap_or_else(|| {
+        panic!(
+            "no row of pid {pid} in top's JSON; {} rows, pids {:?}",
+            rows.len(),
+            rows.keys().take(10).collect::<Vec<_>>()
+        )
+    });
     // The bytes of the cgroup's path, exactly (the name's U+10FF9B is four bytes).
     assert_eq!(encode(row["cgroup"].as_str().unwrap()), cg.path.as_bytes());
-    assert!(row["comm"] == COMM || row["comm"] == text(EXE), "{row}");
+    assert!(
+        row["comm"] == COMM || row["comm"] == text(EXE),
+        "comm {}",
+        row["comm"]
+    );
 }

@@ -4,26 +4,41 @@
 mod common;
 
 use std::{
-    io::{BufRead, BufReader, Read},
+    io::{Read as _, Write as _},
     process::Stdio,
+    time::Duration,
 };
 
 use common::*;
 use syscost_user::profile::per_unit;
 
-/// Reads lines until the server says where it listens; its port.
-fn port_from(stderr: &mut impl BufRead) -> u16 {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "server ended before listening"
-        );
-        if let Some(rest) = line.split("listening on 127.0.0.1:").nth(1) {
-            return rest.split_whitespace().next().unwrap().parse().unwrap();
-        }
-    }
+/// How long the server and the load may run at most (`--duration`): they stop by
+/// themselves long before, at their count, however slow the machine.
+fn at_most() -> String {
+    PATIENCE.as_secs().to_string()
+}
+
+/// Reads lines until the server says where it listens
+/// ("echo-server: listening on 127.0.0.1:PORT (...), pid PID"); its port and pid.
+fn listening(stderr: &mut StderrLines) -> (u16, u32) {
+    let line = stderr.until("the server's listening line", |l| {
+        l.contains("listening on 127.0.0.1:")
+    });
+    let port = line
+        .split("listening on 127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    let pid = line
+        .rsplit(", pid ")
+        .next()
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {line:?}"));
+    (port, pid)
+}
+
+fn port_from(stderr: &mut StderrLines) -> u16 {
+    listening(stderr).0
 }
 
 fn load(port: u16, args: &[&str]) -> String {
@@ -35,7 +50,7 @@ fn load(port: u16, args: &[&str]) -> String {
                 "--addr",
                 &format!("127.0.0.1:{port}"),
                 "--duration",
-                "60",
+                &at_most(),
             ])
             .args(args),
     );
@@ -48,7 +63,7 @@ fn load(port: u16, args: &[&str]) -> String {
     stdout(&o)
 }
 
-fn start_server(args: &[&str]) -> (Reaped, BufReader<std::process::ChildStderr>, u16) {
+fn start_server(args: &[&str]) -> (Reaped, StderrLines, u16) {
     let mut server = syscost()
         .args([
             "lab",
@@ -56,21 +71,19 @@ fn start_server(args: &[&str]) -> (Reaped, BufReader<std::process::ChildStderr>,
             "--addr",
             "127.0.0.1:0",
             "--duration",
-            "60",
+            &at_most(),
         ])
         .args(args)
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let mut err = Lines::of(server.stderr.take().unwrap(), "the server's stderr");
     let port = port_from(&mut err);
     (server, err, port)
 }
 
-fn finish(mut server: Reaped, mut err: BufReader<std::process::ChildStderr>) -> String {
+fn finish(mut server: Reaped, mut err: StderrLines) -> String {
     assert!(server.wait_exit().success());
-    let mut rest = String::new();
-    err.read_to_string(&mut rest).unwrap();
-    rest
+    err.rest().join("\n")
 }
 
 #[test]
@@ -135,6 +148,18 @@ fn profile_server(
     server: &[&str],
     load_args: &[&str],
 ) -> syscost_user::profile::Profile {
+    profile_server_with(t, server, |port, _| {
+        let out = load(port, load_args);
+        assert!(out.contains("errors=0"), "{out}");
+    })
+}
+
+/// [`profile_server`] with the connections made by `drive(port, server's pid)`.
+fn profile_server_with(
+    t: &RootTest,
+    server: &[&str],
+    drive: impl FnOnce(u16, u32),
+) -> syscost_user::profile::Profile {
     let json_path = t.path("server.json");
     let mut run = syscost()
         .args(["run", "--per", "accept4", "-o", "/dev/null", "--json"])
@@ -147,16 +172,59 @@ fn profile_server(
             "--addr",
             "127.0.0.1:0",
         ])
-        .args(["--duration", "60"])
+        .args(["--duration", &at_most()])
         .args(server)
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let mut err = BufReader::new(run.stderr.take().unwrap());
-    let port = port_from(&mut err);
-    let out = load(port, load_args);
-    assert!(out.contains("errors=0"), "{out}");
-    assert!(run.wait_exit().success());
+    let mut err = Lines::of(run.stderr.take().unwrap(), "syscost run's stderr");
+    let (port, pid) = listening(&mut err);
+    drive(port, pid);
+    let status = run.wait_exit();
+    assert!(status.success(), "syscost run: {status}: {:?}", err.rest());
     read_profile(&json_path)
+}
+
+/// Whether a `/proc/PID/syscall` line says the task is blocked in an epoll wait
+/// (glibc's epoll_wait is the epoll_pwait syscall where there is no epoll_wait).
+fn in_epoll_wait(line: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    let waits = [libc::SYS_epoll_wait, libc::SYS_epoll_pwait];
+    #[cfg(not(target_arch = "x86_64"))]
+    let waits = [libc::SYS_epoll_pwait];
+    let nr = line.split_whitespace().next().and_then(|n| n.parse().ok());
+    nr.is_some_and(|nr: libc::c_long| waits.contains(&nr))
+}
+
+/// `n` connections one after the other, each of one 12-byte request: the client reads
+/// the echo, then waits until the server (`pid`, one thread) is blocked in epoll_wait,
+/// done with what it read, and only then closes. The client's FIN so never comes
+/// before the server's read after the request: in ET mode that read fails with EAGAIN,
+/// on every connection.
+fn one_request_each_closed_when_the_server_waits(port: u16, pid: u32, n: u64) {
+    let state = format!("/proc/{pid}/task/{pid}/syscall");
+    for i in 0..n {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_nodelay(true).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        s.write_all(b"hello syscos").unwrap();
+        let mut echo = [0u8; 12];
+        s.read_exact(&mut echo)
+            .unwrap_or_else(|e| panic!("connection {i}: no echo: {e}"));
+        assert_eq!(&echo, b"hello syscos", "connection {i}");
+        wait_until(
+            &format!("the server to wait in epoll after connection {i}'s echo"),
+            PATIENCE,
+            Duration::from_micros(100),
+            || {
+                let line = std::fs::read_to_string(&state).unwrap_or_default();
+                if in_epoll_wait(&line) {
+                    Ok(())
+                } else {
+                    Err(format!("; its state: {}", line.trim()))
+                }
+            },
+        );
+    }
 }
 
 #[test]
@@ -209,32 +277,33 @@ fn stopping_on_short_reads_saves_the_failing_read() {
             .and_then(|r| r.errnos.get("EAGAIN").copied())
             .unwrap_or(0)
     };
-    let plain = profile_server(
+    // Each client closes only once the server waits again, done with its request: the
+    // server's read after the request always comes before the FIN (were the FIN there,
+    // that read would return 0 instead of failing, as it may under a load generator).
+    let n = 300;
+    let max = n.to_string();
+    let plain = profile_server_with(&t, &["--mode", "et", "--max-conns", &max], |port, pid| {
+        one_request_each_closed_when_the_server_waits(port, pid, n)
+    });
+    let short = profile_server_with(
         &t,
-        &["--mode", "et", "--max-conns", "300"],
-        &["-n", "300", "-c", "1"],
+        &["--mode", "et", "--stop-on-short-read", "--max-conns", &max],
+        |port, pid| one_request_each_closed_when_the_server_waits(port, pid, n),
     );
-    let short = profile_server(
-        &t,
-        &["--mode", "et", "--stop-on-short-read", "--max-conns", "300"],
-        &["-n", "300", "-c", "1"],
+    // Plain ET reads until a read fails: one EAGAIN a connection. Stopping on the short
+    // read of the request saves exactly that read: no EAGAIN, one read fewer each.
+    assert_eq!(
+        (eagain(&plain), eagain(&short)),
+        (n, 0),
+        "EAGAIN reads, plain and stopping on short reads"
     );
-    // Not one per connection: when the client's FIN is already there, the read after the
-    // request returns 0 instead of failing.
-    assert!(
-        eagain(&plain) >= 50,
-        "plain ET: {} EAGAIN reads",
-        eagain(&plain)
+    assert_eq!(
+        calls(&plain, "read") - calls(&short, "read"),
+        n,
+        "reads: plain {}, stopping on short reads {}",
+        calls(&plain, "read"),
+        calls(&short, "read")
     );
-    assert!(
-        eagain(&short) < eagain(&plain) / 4,
-        "{} vs {}",
-        eagain(&short),
-        eagain(&plain)
-    );
-    // Fewer reads; the total of all syscalls also depends on how wake-ups batch, so it
-    // is not asserted.
-    assert!(calls(&short, "read") < calls(&plain, "read"));
 }
 
 #[test]
@@ -251,8 +320,13 @@ fn demo_runs_and_cleans_up() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains(" accept4"), "{out}");
-    assert!(out.contains("per accept4: "), "{out}");
+    let accept4: Vec<&str> = out.lines().filter(|l| l.contains("accept4")).collect();
+    assert!(
+        out.contains(" accept4"),
+        "no accept4 row in the demo's {} lines",
+        out.lines().count()
+    );
+    assert!(out.contains("per accept4: "), "{accept4:?}");
     let left: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -270,10 +344,10 @@ fn demo_runs_and_cleans_up() {
 #[test]
 fn the_server_listens_on_loopback_by_default() {
     let mut server = syscost()
-        .args(["lab", "echo-server", "--duration", "10"])
+        .args(["lab", "echo-server", "--duration", &at_most()])
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let mut err = Lines::of(server.stderr.take().unwrap(), "the server's stderr");
     let port = port_from(&mut err);
     let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
     let tcp6 = std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();

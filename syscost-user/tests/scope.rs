@@ -14,8 +14,36 @@ use std::{
 use common::*;
 
 fn run_ok(c: &mut Command) {
-    let o = c.output().unwrap();
+    let o = output(c);
     assert!(o.status.success(), "{:?}: {}", c, stderr(&o));
+}
+
+/// The lines of `text` that hold `needle` (at most 10), or its last 10 lines when none
+/// does: what a failure shows of a long output.
+fn lines_with(text: &str, needle: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let hits: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains(needle))
+        .take(10)
+        .collect();
+    if hits.is_empty() {
+        let last = &lines[lines.len().saturating_sub(10)..];
+        format!(
+            "no line of {} holds {needle:?}; the last ones:\n{}",
+            lines.len(),
+            last.join("\n")
+        )
+    } else {
+        hits.join("\n")
+    }
+}
+
+/// The last lines of a child's stderr, up to its end (the child has exited).
+fn last_lines(err: &mut StderrLines) -> String {
+    let rest = err.rest();
+    rest[rest.len().saturating_sub(10)..].join("\n")
 }
 
 /// A workload started outside the cgroup, waiting on stdin; moved in, then released.
@@ -74,13 +102,17 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
     sigint(tracer.id());
     let o = tracer.into_inner().output_within();
     let rest: Vec<String> = err.map_while(Result::ok).collect();
-    assert!(o.status.success(), "{rest:?}");
+    assert!(
+        o.status.success(),
+        "{:?}",
+        &rest[rest.len().saturating_sub(10)..]
+    );
     let p = read_profile(&json);
     assert_eq!(
         calls(&p, "getppid"),
         3 * 1000 + 700 + 2000,
         "{}",
-        stdout(&o)
+        lines_with(&stdout(&o), "getppid")
     );
     assert_eq!(p.target.cgroup.as_deref(), Some(cg.path.as_str()));
     assert_eq!(p.dropped, 0);
@@ -93,7 +125,17 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
     };
     let mut per: Vec<u64> = p.processes.iter().map(getppid).filter(|&n| n > 0).collect();
     per.sort();
-    assert_eq!(per, vec![700, 1000, 1000, 1000, 2000], "{:#?}", p.processes);
+    assert_eq!(
+        per,
+        vec![700, 1000, 1000, 1000, 2000],
+        "getppid of each of the {} processes (pid, calls): {:?}",
+        p.processes.len(),
+        p.processes
+            .iter()
+            .map(|pt| (pt.pid, getppid(pt)))
+            .take(10)
+            .collect::<Vec<_>>()
+    );
     let m = p
         .processes
         .iter()
@@ -115,7 +157,7 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
         table_calls(&stdout(&r), "getppid"),
         Some(2000),
         "{}",
-        stdout(&r)
+        lines_with(&stdout(&r), "getppid")
     );
     let d = output(
         syscost()
@@ -128,7 +170,8 @@ fn a_cgroup_is_counted_exactly_with_processes_started_and_moved_in() {
     assert_eq!(
         d["total"]["calls"]["before"].as_f64(),
         Some(m.calls as f64),
-        "{d}"
+        "the diff's total: {}",
+        d["total"]
     );
     assert_eq!(d["errnos_tracked"], false);
 }
@@ -140,9 +183,10 @@ fn top_counts_every_process_exactly_but_itself() {
         return;
     };
     let json = t.path("top.json");
-    let (top, first, _err) = started(
+    // Every row in each table (-n 0): the workloads' rows show among the machine's.
+    let (mut top, first, mut err) = started(
         syscost()
-            .args(["top", "--no-tui", "-i", "0.5", "--json"])
+            .args(["top", "--no-tui", "-i", "0.5", "-n", "0", "--json"])
             .arg(&json)
             .stdout(Stdio::piped()),
     );
@@ -150,6 +194,7 @@ fn top_counts_every_process_exactly_but_itself() {
         first.starts_with("syscost: watching the machine"),
         "{first}"
     );
+    let mut out = Lines::of(top.stdout.take().unwrap(), "top's stdout");
     let mut pids = Vec::new();
     for n in [3000u64, 7000] {
         let mut c = Command::new(workload_path())
@@ -159,16 +204,44 @@ fn top_counts_every_process_exactly_but_itself() {
         pids.push((c.id(), n));
         assert!(c.wait_exit().success());
     }
-    // A second past the last exit: the next interval has read them.
-    std::thread::sleep(Duration::from_millis(1200));
+    // The tables are read until an interval has read each workload's calls (its row in
+    // a table, as it ran or from its exit record) and two tables were printed.
+    let is_table = |l: &str| l.starts_with("--- ") && l.contains(" with syscalls in the last");
+    let (mut tables, mut in_a_table) = (0, BTreeSet::new());
+    while tables < 2 || in_a_table.len() < pids.len() {
+        let l = out.line().unwrap_or_else(|| {
+            panic!(
+                "top ended after {tables} tables, the rows of {in_a_table:?} of {pids:?} \
+                 read; its stderr: {}",
+                last_lines(&mut err)
+            )
+        });
+        tables += usize::from(is_table(&l));
+        let pid = l
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid.filter(|p| pids.iter().any(|&(q, _)| q == *p)) {
+            in_a_table.insert(pid);
+        }
+    }
     let own = top.id();
     sigint(own);
-    let o = top.into_inner().output_within();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = out.rest();
+    let status = top.wait_exit();
+    assert!(status.success(), "top: {status}: {}", last_lines(&mut err));
+    tables += printed.iter().filter(|l| is_table(l)).count();
     let rows = top_json(&json);
     for &(pid, n) in &pids {
-        let row = rows.get(&pid).unwrap_or_else(|| panic!("no row for {pid}"));
-        assert_eq!(syscall_calls(row, "getppid"), n, "{row}");
+        let row = rows
+            .get(&pid)
+            .unwrap_or_else(|| panic!("no row for {pid} among {} rows in top's JSON", rows.len()));
+        assert_eq!(
+            syscall_calls(row, "getppid"),
+            n,
+            "pid {pid}: {} calls in all",
+            row["calls"]
+        );
         assert_eq!(row["exited"], true);
         assert_eq!(row["comm"], "syscost-workloa");
     }
@@ -182,11 +255,20 @@ fn top_counts_every_process_exactly_but_itself() {
         );
         assert!(r.status.success(), "{}", stderr(&r));
         let text = stdout(&r);
-        assert_eq!(table_calls(&text, "getppid"), Some(*n), "{text}");
-        assert!(text.contains("by process: 1 process made"), "{text}");
+        assert_eq!(
+            table_calls(&text, "getppid"),
+            Some(*n),
+            "{}",
+            lines_with(&text, "getppid")
+        );
+        assert!(
+            text.contains("by process: 1 process made"),
+            "{}",
+            lines_with(&text, "by process")
+        );
     }
     // The text tables were printed each interval.
-    assert!(stdout(&o).matches(" with syscalls in the last").count() >= 2);
+    assert!(tables >= 2, "{tables} tables");
 }
 
 #[test]
@@ -212,13 +294,26 @@ fn top_of_a_cgroup_leaves_the_rest_out() {
     let inside = moved_in(&cg, &["getppid", "1500"]);
     sigint(top.id());
     let o = top.into_inner().output_within();
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.status.success(), "top: {}", o.status);
     let rows = top_json(&json);
-    assert!(!rows.contains_key(&outside_pid), "{rows:?}");
-    assert_eq!(syscall_calls(&rows[&inside], "getppid"), 1500);
     assert!(
-        rows.values().all(|r| r["cgroup"] == cg.path.as_str()),
-        "only the cgroup's processes: {rows:?}"
+        !rows.contains_key(&outside_pid),
+        "the outside process {outside_pid} has a row: {}",
+        rows[&outside_pid]["cgroup"]
+    );
+    let row = rows
+        .get(&inside)
+        .unwrap_or_else(|| panic!("no row for {inside}; pids {:?}", rows.keys()));
+    assert_eq!(syscall_calls(row, "getppid"), 1500);
+    let strays: Vec<String> = rows
+        .values()
+        .filter(|r| r["cgroup"] != cg.path.as_str())
+        .take(5)
+        .map(|r| format!("{} {} {}", r["pid"], r["comm"], r["cgroup"]))
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "only the cgroup's processes; also: {strays:?}"
     );
     // The file names its cgroup, and `report` of it sums the cgroup's processes.
     let doc: serde_json::Value =
@@ -230,7 +325,7 @@ fn top_of_a_cgroup_leaves_the_rest_out() {
         table_calls(&stdout(&r), "getppid"),
         Some(1500),
         "{}",
-        stdout(&r)
+        lines_with(&stdout(&r), "getppid")
     );
 }
 
@@ -254,6 +349,48 @@ fn samples(text: &str, family: &str) -> BTreeMap<String, f64> {
             Some((labels.to_string(), value.trim().parse().ok()?))
         })
         .collect()
+}
+
+/// Calls of raw syscall number `nr` in the samples of `family`, over all its series.
+fn raw_calls(text: &str, family: &str, nr: u32) -> f64 {
+    let name = format!("syscall_{nr:#x}");
+    samples(text, family)
+        .iter()
+        .filter(|(l, _)| label(l, "syscall") == name)
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// The raw syscall the marker process makes (ENOSYS; nothing else on the machine makes
+/// it, nor the 600 of the tests' own workloads).
+const MARKER: u32 = 601;
+
+/// A scrape of `export --top`'s series fed after this call (they are fed from the
+/// samples, once a second): a process makes 2 calls of raw syscall [`MARKER`], and the
+/// first scrape whose series count them is the one returned. `marked`: the marker's
+/// calls so far.
+fn next_feed(addr: &str, marked: &mut f64) -> String {
+    run_ok(
+        Command::new(workload_path())
+            .args(["numbers", "2", &MARKER.to_string()])
+            .stdout(Stdio::null()),
+    );
+    *marked += 2.0;
+    let want = *marked;
+    wait_until(
+        "a feed of the series after the marker's calls",
+        PATIENCE,
+        Duration::from_millis(100),
+        || {
+            let text = scrape_text(addr);
+            let n = raw_calls(&text, "syscost_process_syscalls_total", MARKER);
+            if n >= want {
+                Ok(text)
+            } else {
+                Err(format!(": {n} of the marker's {want} calls so far"))
+            }
+        },
+    )
 }
 
 fn label<'a>(labels: &'a str, name: &str) -> &'a str {
@@ -323,16 +460,10 @@ fn export_top_keeps_its_series_bounded_and_growing() {
         last = now.into_iter().chain(by_cgroup).collect();
     }
     // The series are fed once a second.
-    let made = |text: &str, fam: &str| -> f64 {
-        samples(text, fam)
-            .iter()
-            .filter(|(l, _)| label(l, "syscall") == "syscall_0x258")
-            .map(|(_, v)| v)
-            .sum()
-    };
+    let made = |text: &str, fam: &str| raw_calls(text, fam, 600);
     let text = wait_until(
         "every call of the 200 processes on the endpoint",
-        Duration::from_secs(10),
+        PATIENCE,
         Duration::from_millis(200),
         || {
             let text = scrape();
@@ -344,18 +475,21 @@ fn export_top_keeps_its_series_bounded_and_growing() {
             }
         },
     );
-    // Let a second more be fed: nothing more comes (nothing counted twice).
-    std::thread::sleep(Duration::from_millis(1200));
-    let text = {
-        let later = scrape();
-        assert_eq!(made(&later, family), made(&text, family));
-        later
-    };
-    assert_eq!(made(&text, family), 200.0 * 100.0, "{text}");
+    // A later feed: nothing more comes (nothing counted twice).
+    let later = next_feed(&addr, &mut 0.0);
+    assert_eq!(made(&later, family), made(&text, family), "a later feed");
+    let text = later;
+    assert_eq!(
+        made(&text, family),
+        200.0 * 100.0,
+        "{}",
+        lines_with(&text, "syscall_0x258")
+    );
     assert_eq!(
         made(&text, "syscost_cgroup_syscalls_total"),
         200.0 * 100.0,
-        "{text}"
+        "{}",
+        lines_with(&text, "syscall_0x258")
     );
     assert!(
         text.contains("pid=\"other\""),
@@ -437,7 +571,11 @@ fn top_keeps_every_call_of_3000_short_lived_processes() {
         .lines()
         .find_map(|l| l.strip_prefix("unpaired ")?.split(':').next()?.parse().ok())
         .unwrap_or(0);
-    assert!(unpaired < 1000, "{unpaired} unpaired:\n{printed}");
+    assert!(
+        unpaired < 1000,
+        "{unpaired} unpaired: {}",
+        lines_with(&printed, "unpaired")
+    );
 }
 
 /// The same churn under `export --top`, inside a cgroup of the test's: the cgroup's
@@ -472,30 +610,62 @@ fn export_top_keeps_every_call_of_3000_short_lived_processes() {
             .sum()
     };
     let dropped = |text: &str| {
-        unlabelled(text, "syscost_events_dropped_total")
-            .unwrap_or_else(|| panic!("no syscost_events_dropped_total sample:\n{text}"))
+        unlabelled(text, "syscost_events_dropped_total").unwrap_or_else(|| {
+            panic!(
+                "no unlabelled syscost_events_dropped_total sample:\n{}",
+                lines_with(text, "syscost_events_dropped")
+            )
+        })
     };
     let before = scrape_text(&addr);
     assert_eq!(dropped(&before), 0.0);
     let (mut work, _out) = waiting(&["spawn", "3000", "100"]);
     cg.enter(work.id());
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
-    while work.try_wait().unwrap().is_none() {
-        assert_eq!(dropped(&scrape_text(&addr)), 0.0);
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    // Nothing dropped on any scrape while it runs.
+    wait_until(
+        "the workload's 3,000 processes to end",
+        PATIENCE,
+        Duration::from_millis(300),
+        || {
+            assert_eq!(dropped(&scrape_text(&addr)), 0.0, "while the processes ran");
+            match work.try_wait().unwrap() {
+                Some(_) => Ok(()),
+                None => Err(String::new()),
+            }
+        },
+    );
     assert!(work.wait_exit().success());
-    // The series are fed once a second: two seconds after the last exit, all is in.
-    std::thread::sleep(Duration::from_millis(2200));
-    let after = scrape_text(&addr);
     let (processes, cgroups) = (
         "syscost_process_syscalls_total",
         "syscost_cgroup_syscalls_total",
     );
     let gained =
-        |family, cgroup| getppid(&after, family, cgroup) - getppid(&before, family, cgroup);
-    assert_eq!(gained(cgroups, Some(&cg.path)), 300_000.0);
-    assert_eq!(gained(processes, None), gained(cgroups, None));
+        |now: &str, family, cgroup| getppid(now, family, cgroup) - getppid(&before, family, cgroup);
+    // The series are fed once a second: the count reached, then a later feed, which
+    // adds nothing (nothing counted twice).
+    let reached = wait_until(
+        "the cgroup's 300,000 getppid on the endpoint",
+        PATIENCE,
+        Duration::from_millis(200),
+        || {
+            let now = scrape_text(&addr);
+            match gained(&now, cgroups, Some(&cg.path)) {
+                n if n >= 300_000.0 => Ok(n),
+                n => Err(format!(": {n} so far")),
+            }
+        },
+    );
+    let after = next_feed(&addr, &mut 0.0);
+    assert_eq!(
+        (reached, gained(&after, cgroups, Some(&cg.path))),
+        (300_000.0, 300_000.0),
+        "the cgroup's getppid when reached, and at a later feed"
+    );
+    assert_eq!(
+        gained(&after, processes, None),
+        gained(&after, cgroups, None)
+    );
     assert_eq!(dropped(&after), 0.0);
     sigint(export.id());
     assert!(export.wait_exit().success());
@@ -673,6 +843,6 @@ fn threads_already_inside_a_call_count_as_unpaired() {
     assert!(
         stdout(&o).contains("unpaired 3: calls in flight when tracing began, in no row"),
         "{}",
-        stdout(&o)
+        lines_with(&stdout(&o), "unpaired")
     );
 }

@@ -107,11 +107,11 @@ impl Drop for RootTest {
     }
 }
 
-/// Waits up to 5 s for syscost's programs to leave the kernel (they are freed after an
-/// RCU grace period, not the moment the last fd closes); the names of those still loaded
-/// then, other than the ids in `before`.
+/// Waits up to [`PATIENCE`] for syscost's programs to leave the kernel (they are freed
+/// after an RCU grace period, not the moment the last fd closes); the names of those
+/// still loaded then, other than the ids in `before`.
 pub fn wait_for_unload_except(before: &[u32]) -> Vec<String> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + PATIENCE;
     loop {
         let left: Vec<String> = loaded_syscost_programs()
             .into_iter()

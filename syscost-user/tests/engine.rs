@@ -341,22 +341,24 @@ fn sigterm_ends_attach_cleanly() {
     let Some(_t) = root_test!() else {
         return;
     };
-    let mut busy = Command::new(workload_path())
-        .args(["getppid", "2000000000"])
-        .spawn_reaped();
+    // Calls made when told, so that some are in the table however busy the machine.
+    let (mut work, mut done) = waiting(&["per-line", "1000"]);
     // attach() returns once syscost says it traces, which it says with its handlers in.
-    let (tracer, err) = attach(busy.id(), &[]);
+    let (tracer, err) = attach(work.id(), &[]);
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    done.until("the workload's `done`", |l| l == "done");
     // SAFETY: signals our own child.
     unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) };
     let o = tracer.into_inner().output_within();
-    busy.kill().unwrap();
-    busy.wait_exit();
+    drop(work.stdin.take());
+    assert!(work.wait_exit().success());
     assert!(
         o.status.success(),
         "{:?}",
         err.map_while(Result::ok).collect::<Vec<_>>()
     );
-    assert!(stdout(&o).contains(" getppid"), "{}", stdout(&o));
+    assert_eq!(table_calls(&stdout(&o), "getppid"), Some(1000));
 }
 
 #[test]

@@ -776,7 +776,48 @@ fn top_counts_a_shell_loop_as_run_does() {
     assert_eq!(rows.len(), 3001, "the shell and its 3,000 children");
     assert!(rows.iter().any(|r| r["pid"] == shell));
     let by_top: u64 = rows.iter().map(|r| r["calls"].as_u64().unwrap()).sum();
-    assert_eq!(by_top, by_run, "dropped {}", v["dropped"]);
+    // Where they differ, per syscall (run's count, top's) and the rows that hold it.
+    let mut per_top: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &rows {
+        for s in r["syscalls"].as_array().unwrap() {
+            *per_top.entry(s["name"].as_str().unwrap().to_string()).or_default() +=
+                s["calls"].as_u64().unwrap();
+        }
+    }
+    let per_run: BTreeMap<String, u64> = run
+        .syscalls
+        .iter()
+        .map(|s| (s.name.clone(), s.calls))
+        .collect();
+    let differ: Vec<(String, u64, u64)> = per_run
+        .keys()
+        .chain(per_top.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|n| {
+            let (a, b) = (per_run.get(n).copied(), per_top.get(n).copied());
+            (n.clone(), a.unwrap_or(0), b.unwrap_or(0))
+        })
+        .filter(|(_, a, b)| a != b)
+        .collect();
+    let odd_rows: Vec<String> = differ
+        .iter()
+        .flat_map(|(n, _, _)| {
+            let counts: Vec<u64> = rows.iter().map(|r| syscall_calls(r, n)).collect();
+            let usual = counts.iter().copied().max_by_key(|c| counts.iter().filter(|&&x| x == *c).count());
+            rows.iter()
+                .zip(counts.clone())
+                .filter(move |(_, c)| Some(*c) != usual)
+                .map(|(r, c)| format!("pid {} {}: {n} {c}", r["pid"], r["comm"]))
+                .take(5)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        by_top, by_run,
+        "dropped {}; (syscall, by run, by top) where they differ: {differ:?}; rows apart from the rest: {odd_rows:?}",
+        v["dropped"]
+    );
     assert_eq!(v["dropped"], 0);
     // No child's return from its fork is taken for a call in flight: at most the
     // launcher's read, blocked (or not yet) when it was moved in.

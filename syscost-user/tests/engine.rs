@@ -865,12 +865,19 @@ fn interval_tables_add_up_to_the_final_table() {
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     let mut text = Vec::new();
     let mut rounds = 0;
+    let deadline = std::time::Instant::now() + PATIENCE;
     while text
         .iter()
         .filter(|l: &&String| l.starts_with("--- interval ending"))
         .count()
         < INTERVALS
     {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{INTERVALS} interval tables not printed within {} s ({rounds} rounds made); syscost printed: {:?}",
+            PATIENCE.as_secs(),
+            &text[text.len().saturating_sub(10)..]
+        );
         writeln!(work.stdin.as_mut().unwrap()).unwrap();
         done.until("the workload's `done`", |l| l == "done");
         rounds += 1;

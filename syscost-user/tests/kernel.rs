@@ -7,6 +7,7 @@ mod common;
 use std::{sync::Arc, time::Duration};
 
 use common::*;
+use syscost_common::ThreadSlot;
 use syscost_user::{
     profile::Target,
     sampler::Sampler,
@@ -210,12 +211,18 @@ fn a_return_to_the_cpu_that_is_not_seen_is_counted_and_never_on_cpu() {
         unsafe { libc::readv(r, &iov, 1) }
     });
     let tid = rx.recv().unwrap();
+    // Blocked, not preempted on its way there: the switch-out seen was a voluntary one.
     let switched_out = wait_until(
-        "the reader switched out inside its readv",
-        Duration::from_secs(60),
+        "the reader blocked inside its readv",
+        PATIENCE,
         Duration::from_millis(1),
         || match tracer.thread(tid) {
-            Some(t) if t.nr == libc::SYS_readv as u64 && t.enter_ns != 0 && t.off_since_ns != 0 => {
+            Some(t)
+                if t.nr == libc::SYS_readv as u64
+                    && t.enter_ns != 0
+                    && t.off_since_ns != 0
+                    && t.voluntary & !ThreadSlot::SWITCH_IN_UNSEEN != 0 =>
+            {
                 Ok(t.off_since_ns)
             }
             t => Err(format!(": its slot {t:?}")),
@@ -240,7 +247,9 @@ fn a_return_to_the_cpu_that_is_not_seen_is_counted_and_never_on_cpu() {
         readv.total_ns,
         written - switched_out
     );
-    assert_eq!(p.switch_ins_unseen, 1);
+    // At least the reader's: the other tests of this binary run threads of this process
+    // too, and one of them switched out inside a call as the program left is as unseen.
+    assert!(p.switch_ins_unseen >= 1, "{}", p.switch_ins_unseen);
     sampler.unload().unwrap();
     // SAFETY: both ends are ours and closed once.
     unsafe {

@@ -63,7 +63,7 @@ fn exactly_the_slow_calls_with_fd_and_function() {
     });
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     let mut lines = Vec::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + PATIENCE;
     let seen = |lines: &[String], name: &str| {
         lines
             .iter()

@@ -165,8 +165,20 @@ pub fn c_programs() -> &'static PathBuf {
     })
 }
 
+/// syscost, to be started by the test: should the test's thread end without reaping it
+/// (a test killed, a panic unwound past its guard), syscost gets SIGTERM, which ends it
+/// as Ctrl-C does: its programs unloaded, `run`'s command told too.
 pub fn syscost() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_syscost"))
+    use std::os::unix::process::CommandExt as _;
+    let mut c = Command::new(env!("CARGO_BIN_EXE_syscost"));
+    // SAFETY: prctl is async-signal-safe and touches only the child.
+    unsafe {
+        c.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    c
 }
 
 pub fn workload_path() -> &'static str {
@@ -186,22 +198,43 @@ pub fn output(cmd: &mut Command) -> Output {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn_reaped();
-    let read = |r: Option<Box<dyn std::io::Read + Send>>| {
-        let mut r = r.expect("piped");
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = read(child.stdout.take().map(|s| Box::new(s) as _));
-    let err = read(child.stderr.take().map(|s| Box::new(s) as _));
+    let out = read_all(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = read_all(child.stderr.take().map(|s| Box::new(s) as _));
     let what = format!("{:?} to exit", cmd.get_program());
     let status = wait_child(&mut child, &what);
     Output {
         status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
+        stdout: out.collected("its stdout"),
+        stderr: err.collected("its stderr"),
+    }
+}
+
+/// What a pipe held up to its end, read on a thread of its own.
+pub struct ReadAll(std::sync::mpsc::Receiver<Vec<u8>>);
+
+/// Reads `r` (if piped) to its end on a thread of its own.
+pub fn read_all(r: Option<Box<dyn std::io::Read + Send>>) -> ReadAll {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(mut r) = r {
+            let _ = r.read_to_end(&mut v);
+        }
+        let _ = tx.send(v);
+    });
+    ReadAll(rx)
+}
+
+impl ReadAll {
+    /// The bytes, once the pipe's last writer closed it (the process ended, and any
+    /// child it left holding the pipe); fails after [`PATIENCE`].
+    pub fn collected(self, what: &str) -> Vec<u8> {
+        self.0.recv_timeout(PATIENCE).unwrap_or_else(|_| {
+            panic!(
+                "{what} still open {} s after the process ended: a process it left holds it",
+                PATIENCE.as_secs()
+            )
+        })
     }
 }
 
@@ -245,22 +278,13 @@ impl WaitWithin for Child {
     }
 
     fn output_within(mut self) -> Output {
-        let read = |r: Option<Box<dyn std::io::Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut v = Vec::new();
-                if let Some(mut r) = r {
-                    let _ = r.read_to_end(&mut v);
-                }
-                v
-            })
-        };
-        let out = read(self.stdout.take().map(|s| Box::new(s) as _));
-        let err = read(self.stderr.take().map(|s| Box::new(s) as _));
+        let out = read_all(self.stdout.take().map(|s| Box::new(s) as _));
+        let err = read_all(self.stderr.take().map(|s| Box::new(s) as _));
         let status = self.wait_exit();
         Output {
             status,
-            stdout: out.join().unwrap(),
-            stderr: err.join().unwrap(),
+            stdout: out.collected("its stdout"),
+            stderr: err.collected("its stderr"),
         }
     }
 }
@@ -368,10 +392,19 @@ impl Lines {
     /// Reads up to the first line that `wanted` accepts and gives it; fails at the end
     /// of the output or after [`PATIENCE`] without one, saying `awaited`.
     pub fn until(&mut self, awaited: &str, mut wanted: impl FnMut(&str) -> bool) -> String {
+        // A writer that never stops writing is waited on no longer than a silent one.
+        let deadline = std::time::Instant::now() + PATIENCE;
         while let Some(l) = self.line() {
             if wanted(&l) {
                 return l;
             }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out after {} s waiting for {awaited} in {}; the last lines: {:?}",
+                PATIENCE.as_secs(),
+                self.what,
+                self.last
+            );
         }
         panic!(
             "{} ended before {awaited}; its last lines: {:?}",
@@ -454,7 +487,11 @@ pub fn endpoint_in(line: &str) -> String {
 /// `# EOF`.
 pub fn scrape_text(addr: &str) -> String {
     use std::io::{Read as _, Write as _};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let to: std::net::SocketAddr = addr.parse().unwrap();
+    let mut stream = std::net::TcpStream::connect_timeout(&to, PATIENCE)
+        .unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    stream.set_write_timeout(Some(PATIENCE)).unwrap();
     write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
     let mut text = String::new();
     stream.read_to_string(&mut text).unwrap();

@@ -108,35 +108,100 @@ fn archive() -> Result<String> {
         .filter(|f| f.extension().is_some_and(|e| e == "sources" || e == "list"))
         .filter_map(|f| fs::read_to_string(f).ok())
         .collect::<Vec<_>>()
-        .join("\n");
-    archive_in(&sources).context(
+        // A file's last stanza ends with the file.
+        .join("\n\n");
+    archive_in(&sources, codename().as_deref()).context(
         "no Debian archive in this system's apt sources (/etc/apt/sources.list, /etc/apt/sources.list.d): the kernel matrix fetches its kernels from the archive apt uses; add one there",
     )
 }
 
-/// The first archive of apt sources that is not the security archive: a deb822 `URIs:`
-/// line or a one-line `deb URI SUITE ...` entry.
-pub fn archive_in(sources: &str) -> Option<String> {
-    sources
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.starts_with('#'))
-        .flat_map(|l| {
-            if let Some(u) = l.strip_prefix("URIs:") {
-                u.split_whitespace().collect::<Vec<_>>()
-            } else if let Some(rest) = l.strip_prefix("deb ") {
-                // `deb [options] URI suite components`
-                let rest = match rest.trim_start().strip_prefix('[') {
-                    Some(r) => r.split_once(']').map_or("", |(_, r)| r),
-                    None => rest,
-                };
-                rest.split_whitespace().take(1).collect()
-            } else {
-                Vec::new()
-            }
-        })
+/// One entry of apt's sources: a deb822 stanza or a one-line `deb` entry.
+#[derive(Debug, Default)]
+struct Source {
+    types: Vec<String>,
+    uris: Vec<String>,
+    suites: Vec<String>,
+    components: Vec<String>,
+    enabled: bool,
+}
+
+/// The entries of apt sources `text`: deb822 stanzas (`Types:`, `URIs:`, `Suites:`,
+/// `Components:`, `Enabled:`; separated by blank lines) and one-line entries (`deb
+/// [options] URI SUITE COMPONENT...`).
+fn sources_in(text: &str) -> Vec<Source> {
+    let mut out = Vec::new();
+    let mut stanza: Option<Source> = None;
+    let words = |v: &str| v.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() {
+            out.extend(stanza.take());
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        let one_line = ["deb ", "deb-src "]
+            .iter()
+            .find_map(|t| line.strip_prefix(t).map(|rest| (t.trim(), rest)));
+        if let Some((kind, rest)) = one_line {
+            let rest = match rest.trim_start().strip_prefix('[') {
+                Some(r) => r.split_once(']').map_or("", |(_, r)| r),
+                None => rest,
+            };
+            let mut w = rest.split_whitespace().map(str::to_string);
+            out.push(Source {
+                types: vec![kind.to_string()],
+                uris: w.next().into_iter().collect(),
+                suites: w.next().into_iter().collect(),
+                components: w.collect(),
+                enabled: true,
+            });
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let s = stanza.get_or_insert_with(|| Source {
+            enabled: true,
+            ..Source::default()
+        });
+        match key.trim().to_ascii_lowercase().as_str() {
+            "types" => s.types = words(value),
+            "uris" => s.uris = words(value),
+            "suites" => s.suites = words(value),
+            "components" => s.components = words(value),
+            "enabled" => s.enabled = !value.trim().eq_ignore_ascii_case("no"),
+            _ => {}
+        }
+    }
+    out.extend(stanza);
+    out
+}
+
+/// The Debian archive of apt sources `text`: the first enabled binary (`deb`) source
+/// with the `main` component and a suite of this release (`codename`, or
+/// `codename-updates` and the like, when the release is known), that is not the
+/// security archive.
+pub fn archive_in(text: &str, codename: Option<&str>) -> Option<String> {
+    let of_release = |suite: &str| {
+        codename.is_none_or(|c| suite == c || suite.strip_prefix(c).is_some_and(|r| r.starts_with('-')))
+    };
+    sources_in(text)
+        .into_iter()
+        .filter(|s| s.enabled && s.types.iter().any(|t| t == "deb"))
+        .filter(|s| s.components.iter().any(|c| c == "main"))
+        .filter(|s| s.suites.iter().any(|x| of_release(x) && !x.contains("security")))
+        .flat_map(|s| s.uris)
         .find(|u| !u.contains("security"))
         .map(|u| u.trim_end_matches('/').to_string())
+}
+
+/// This system's release codename (`VERSION_CODENAME` of /etc/os-release).
+fn codename() -> Option<String> {
+    fs::read_to_string("/etc/os-release").ok()?.lines().find_map(|l| {
+        let v = l.strip_prefix("VERSION_CODENAME=")?.trim_matches('"');
+        (!v.is_empty()).then(|| v.to_string())
+    })
 }
 
 /// The kernels `wanted` names (the default ones when empty: x86_64's three and arm64's
@@ -287,23 +352,45 @@ mod tests {
     #[test]
     fn the_archive_comes_from_the_systems_sources() {
         let sources = "Types: deb\n# URIs: http://old.example/debian\n\
-                       URIs: http://mirror.example/debian/\nSuites: bookworm\n\n\
-                       Types: deb\nURIs: http://mirror.example/debian-security\n";
+                       URIs: http://mirror.example/debian/\nSuites: bookworm bookworm-updates\n\
+                       Components: main\n\n\
+                       Types: deb\nURIs: http://mirror.example/debian-security\n\
+                       Suites: bookworm-security\nComponents: main\n";
+        let found = |text: &str, codename| archive_in(text, codename);
         assert_eq!(
-            archive_in(sources).as_deref(),
+            found(sources, Some("bookworm")).as_deref(),
             Some("http://mirror.example/debian")
         );
         let list = "# deb http://old.example/debian bookworm main\n\
                     deb http://mirror.example/debian-security bookworm-security main\n\
                     deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian/ bookworm main\n";
         assert_eq!(
-            archive_in(list).as_deref(),
+            found(list, Some("bookworm")).as_deref(),
             Some("http://mirror.example/debian")
         );
-        assert_eq!(archive_in(""), None);
+        assert_eq!(found("", None), None);
         assert_eq!(
-            archive_in("deb-src http://mirror.example/debian bookworm main"),
+            found("deb-src http://mirror.example/debian bookworm main", None),
             None
+        );
+        // A third party's repository (its own component, or another release's suite),
+        // a source turned off and a source-only stanza are passed over.
+        let mixed = "deb [arch=amd64] http://vendor.example/linux/debian bookworm stable\n\
+                     deb http://other.example/debian trixie main\n\n\
+                     Types: deb\nURIs: http://off.example/debian\nSuites: bookworm\n\
+                     Components: main\nEnabled: no\n\n\
+                     Types: deb-src\nURIs: http://src.example/debian\nSuites: bookworm\n\
+                     Components: main\n\n\
+                     Types: deb deb-src\nURIs: http://mirror.example/debian\n\
+                     Suites: bookworm\nComponents: main contrib\n";
+        assert_eq!(
+            found(mixed, Some("bookworm")).as_deref(),
+            Some("http://mirror.example/debian")
+        );
+        // Without a known release, any suite with `main` will do.
+        assert_eq!(
+            found("deb http://other.example/debian trixie main", None).as_deref(),
+            Some("http://other.example/debian")
         );
     }
 

@@ -5,10 +5,134 @@
 //! what differs between kernels: whether sched_switch passes `prev_state`, and where a
 //! task's cgroup ancestry is kept. Features are probed here, not inferred from versions.
 
-use anyhow::{Context as _, Result, anyhow, bail};
-use btf_rs::{Btf, Type};
+mod raw;
+
+use std::sync::OnceLock;
+
+use anyhow::{Result, anyhow, bail};
+use raw::{Btf, Type};
 
 const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+/// The structs and typedefs the layout reads.
+const NAMES: [&str; 12] = [
+    "task_struct",
+    "signal_struct",
+    "pt_regs",
+    "files_struct",
+    "fdtable",
+    "file",
+    "inode",
+    "path",
+    "mount",
+    "css_set",
+    "cgroup",
+    "btf_trace_sched_switch",
+];
+
+/// The running kernel's BTF, `/sys/kernel/btf/vmlinux`, taken once per process for
+/// every reader of it (the layout; the BTF typed programs are loaded against): mapped
+/// where the kernel lets the file be mapped (6.16 on: nothing is copied), else read in
+/// one go (5 MB or so).
+pub fn vmlinux() -> Result<&'static [u8]> {
+    static BYTES: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
+    let bytes = BYTES.get_or_init(|| {
+        let fail = |e: std::io::Error| {
+            format!(
+                "cannot read {VMLINUX} ({e}): syscost needs a kernel built with CONFIG_DEBUG_INFO_BTF"
+            )
+        };
+        let file = std::fs::File::open(VMLINUX).map_err(fail)?;
+        let len = file.metadata().map_err(fail)?.len() as usize;
+        if let Some(mapped) = map_whole(&file, len) {
+            return Ok(mapped);
+        }
+        let mut v = Vec::with_capacity(len);
+        std::io::Read::read_to_end(&mut &file, &mut v).map_err(fail)?;
+        Ok(Vec::leak(v))
+    });
+    match bytes {
+        Ok(b) => Ok(b),
+        Err(e) => Err(anyhow!("{e}")),
+    }
+}
+
+/// `file`'s `len` bytes mapped read-only for the rest of the process, if the file can be
+/// mapped.
+fn map_whole(file: &std::fs::File, len: usize) -> Option<&'static [u8]> {
+    use std::os::fd::AsRawFd as _;
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: a private read-only mapping of an open file, never unmapped: the slice
+    // stays valid as long as the process lives, and the kernel's BTF does not change.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            0,
+        );
+        (p != libc::MAP_FAILED).then(|| std::slice::from_raw_parts(p.cast::<u8>(), len))
+    }
+}
+
+/// aya's loader, made on a thread of its own while syscost reads the layout. syscost
+/// relocates nothing against the kernel's BTF (the programs get their offsets from the
+/// layout, as load-time constants), so the loader is given none; but aya 0.14's
+/// `EbpfLoader::new()` reads and parses `/sys/kernel/btf/vmlinux` regardless (some 25 ms,
+/// half of a start; aya 0.15 defers it, and needs a newer Rust). Its thread therefore
+/// makes it with its root moved to /sys/kernel/btf, where the path aya opens does not
+/// exist: the root of that thread only (`unshare(CLONE_FS)`), which then ends. Where the
+/// move is refused (no CAP_SYS_CHROOT), the loader is made as usual.
+pub struct Loader(Option<std::thread::JoinHandle<aya::EbpfLoader<'static>>>);
+
+impl Loader {
+    pub fn start() -> Self {
+        Self(
+            std::thread::Builder::new()
+                .name("syscost-loader".into())
+                .spawn(|| {
+                    // SAFETY: unshare(CLONE_FS) gives this thread a root and a working
+                    // directory of its own; chroot then moves only this thread's.
+                    unsafe {
+                        if libc::unshare(libc::CLONE_FS) == 0 {
+                            libc::chroot(c"/sys/kernel/btf".as_ptr());
+                        }
+                    }
+                    let mut loader = aya::EbpfLoader::new();
+                    loader.btf(None);
+                    loader
+                })
+                .ok(),
+        )
+    }
+
+    /// The loader, once made (made here if its thread could not be).
+    pub fn get(self) -> aya::EbpfLoader<'static> {
+        self.0.and_then(|t| t.join().ok()).unwrap_or_else(|| {
+            let mut loader = aya::EbpfLoader::new();
+            loader.btf(None);
+            loader
+        })
+    }
+}
+
+/// [`vmlinux`] as aya reads it, parsed once, for the programs typed by the kernel's BTF
+/// (the benchmark's tp_btf candidate, doctor's fentry probe).
+pub fn aya_btf() -> Result<&'static aya::Btf> {
+    static BTF: OnceLock<Result<aya::Btf, String>> = OnceLock::new();
+    let bytes = vmlinux()?;
+    match BTF.get_or_init(|| {
+        aya::Btf::parse(bytes, aya::Endianness::default())
+            .map_err(|e| format!("cannot parse {VMLINUX}: {e}"))
+    }) {
+        Ok(b) => Ok(b),
+        Err(e) => Err(anyhow!("{e}")),
+    }
+}
 
 /// What the kernel programs need to know about this kernel's layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,47 +221,58 @@ pub struct CgroupWalk {
 }
 
 impl KernelLayout {
-    /// Reads the running kernel's BTF.
+    /// The running kernel's layout, from its BTF (worked out once per process).
     pub fn read() -> Result<Self> {
-        let btf = Btf::from_file(VMLINUX).with_context(|| {
-            format!(
-                "cannot read {VMLINUX}: syscost needs a kernel built with CONFIG_DEBUG_INFO_BTF"
-            )
-        })?;
+        static LAYOUT: OnceLock<Result<KernelLayout, String>> = OnceLock::new();
+        let layout = LAYOUT.get_or_init(|| {
+            vmlinux()
+                .and_then(Self::from_btf)
+                .map_err(|e| format!("{e:#}"))
+        });
+        match layout {
+            Ok(l) => Ok(*l),
+            Err(e) => Err(anyhow!("{e}")),
+        }
+    }
+
+    /// The layout described by raw BTF `bytes` (of the structs and typedefs in `NAMES`).
+    fn from_btf(bytes: &[u8]) -> Result<Self> {
+        let btf = Btf::parse(bytes, &NAMES).map_err(|e| anyhow!("cannot read {VMLINUX}: {e:#}"))?;
+        let btf = &btf;
         Ok(Self {
-            task_pid_offset: member_offset(&btf, "task_struct", "pid")?,
-            task_tgid_offset: member_offset(&btf, "task_struct", "tgid")?,
-            task_signal_offset: member_offset(&btf, "task_struct", "signal")?,
+            task_pid_offset: member_offset(btf, "task_struct", "pid")?,
+            task_tgid_offset: member_offset(btf, "task_struct", "tgid")?,
+            task_signal_offset: member_offset(btf, "task_struct", "signal")?,
             // Both only serve --slow's details: a kernel without them is not refused
             // (0: the kernel side reads nothing).
-            task_mm_offset: member_offset(&btf, "task_struct", "mm").unwrap_or(0),
-            task_exec_id_offset: member_offset(&btf, "task_struct", "self_exec_id").unwrap_or(0),
+            task_mm_offset: member_offset(btf, "task_struct", "mm").unwrap_or(0),
+            task_exec_id_offset: member_offset(btf, "task_struct", "self_exec_id").unwrap_or(0),
             file_offsets: (|| -> Result<[u64; 8]> {
                 Ok([
-                    member_offset(&btf, "task_struct", "files")?,
-                    member_offset(&btf, "files_struct", "fdt")?,
-                    member_offset(&btf, "fdtable", "max_fds")?,
-                    member_offset(&btf, "fdtable", "fd")?,
-                    member_offset(&btf, "file", "f_inode")?,
-                    member_offset(&btf, "inode", "i_ino")?,
-                    member_offset(&btf, "file", "f_path")? + member_offset(&btf, "path", "mnt")?,
-                    member_offset(&btf, "mount", "mnt_id")?
-                        .wrapping_sub(member_offset(&btf, "mount", "mnt")?),
+                    member_offset(btf, "task_struct", "files")?,
+                    member_offset(btf, "files_struct", "fdt")?,
+                    member_offset(btf, "fdtable", "max_fds")?,
+                    member_offset(btf, "fdtable", "fd")?,
+                    member_offset(btf, "file", "f_inode")?,
+                    member_offset(btf, "inode", "i_ino")?,
+                    member_offset(btf, "file", "f_path")? + member_offset(btf, "path", "mnt")?,
+                    member_offset(btf, "mount", "mnt_id")?
+                        .wrapping_sub(member_offset(btf, "mount", "mnt")?),
                 ])
             })()
             .unwrap_or([0; 8]),
-            signal_live_offset: member_offset(&btf, "signal_struct", "live")?,
-            registers: Registers::read(&btf)?,
-            switch_has_prev_state: tracepoint_args(&btf, "sched_switch")? >= 4,
-            task_state_offset: member_offset(&btf, "task_struct", "__state")
-                .or_else(|_| member_offset(&btf, "task_struct", "state"))
+            signal_live_offset: member_offset(btf, "signal_struct", "live")?,
+            registers: Registers::read(btf)?,
+            switch_has_prev_state: tracepoint_args(btf, "sched_switch")? >= 4,
+            task_state_offset: member_offset(btf, "task_struct", "__state")
+                .or_else(|_| member_offset(btf, "task_struct", "state"))
                 .ok(),
             cgroup_walk: (|| {
                 Ok::<_, anyhow::Error>(CgroupWalk {
-                    task_cgroups: member_offset(&btf, "task_struct", "cgroups")?,
-                    css_set_dfl_cgrp: member_offset(&btf, "css_set", "dfl_cgrp")?,
-                    cgroup_level: member_offset(&btf, "cgroup", "level")?,
-                    cgroup_ancestor_ids: member_offset(&btf, "cgroup", "ancestor_ids")?,
+                    task_cgroups: member_offset(btf, "task_struct", "cgroups")?,
+                    css_set_dfl_cgrp: member_offset(btf, "css_set", "dfl_cgrp")?,
+                    cgroup_level: member_offset(btf, "cgroup", "level")?,
+                    cgroup_ancestor_ids: member_offset(btf, "cgroup", "ancestor_ids")?,
                 })
             })()
             .ok(),
@@ -159,14 +294,13 @@ impl KernelLayout {
 /// pointer to a function whose first parameter is the probe's private data).
 fn tracepoint_args(btf: &Btf, name: &str) -> Result<usize> {
     let typedef = format!("btf_trace_{name}");
-    for t in btf.resolve_types_by_name(&typedef)? {
-        let mut t = t;
+    for &id in btf.named(&typedef)? {
+        let mut t = btf.get(id)?;
         // typedef -> pointer -> function prototype.
         for _ in 0..4 {
             t = match t {
-                Type::FuncProto(f) => return Ok(f.parameters.len().saturating_sub(1)),
-                Type::Typedef(x) => btf.resolve_chained_type(&x)?,
-                Type::Ptr(x) => btf.resolve_chained_type(&x)?,
+                Type::FuncProto(params) => return Ok(params.saturating_sub(1)),
+                Type::Typedef(x) | Type::Ptr(x) => btf.get(x)?,
                 _ => break,
             };
         }
@@ -216,9 +350,9 @@ pub fn check_kernel() -> Result<()> {
 
 /// Byte offset of `member` in `struct name`.
 fn member_offset(btf: &Btf, name: &str, member: &str) -> Result<u64> {
-    for t in btf.resolve_types_by_name(name)? {
-        if let Type::Struct(s) = t
-            && let Some(bits) = find_member(btf, &s, member)?
+    for &id in btf.named(name)? {
+        if let Type::Composite { members, union: false } = btf.get(id)?
+            && let Some(bits) = find_member(btf, &members, member)?
         {
             if bits % 8 != 0 {
                 bail!("{name}.{member} is a bitfield");
@@ -233,22 +367,21 @@ fn member_offset(btf: &Btf, name: &str, member: &str) -> Result<u64> {
 
 /// Bit offset of `member` in a struct or union, looking into anonymous struct and union
 /// members too (`pt_regs.cs` sits in an anonymous union since 6.9).
-fn find_member(btf: &Btf, s: &btf_rs::Struct, member: &str) -> Result<Option<u64>> {
-    for m in &s.members {
-        let name = btf.resolve_name(m)?;
-        if name == member {
-            if m.bitfield_size().unwrap_or(0) != 0 {
+fn find_member(btf: &Btf, members: &raw::Members, member: &str) -> Result<Option<u64>> {
+    for m in btf.members(members)? {
+        if m.name == member {
+            if m.bitfield_size != 0 {
                 bail!("{member} is a bitfield");
             }
-            return Ok(Some(u64::from(m.bit_offset())));
+            return Ok(Some(u64::from(m.bit_offset)));
         }
-        if name.is_empty() {
-            let inner = match btf.resolve_chained_type(m)? {
-                Type::Struct(x) | Type::Union(x) => find_member(btf, &x, member)?,
+        if m.name.is_empty() {
+            let inner = match btf.get(m.type_id)? {
+                Type::Composite { members, .. } => find_member(btf, &members, member)?,
                 _ => None,
             };
             if let Some(bits) = inner {
-                return Ok(Some(u64::from(m.bit_offset()) + bits));
+                return Ok(Some(u64::from(m.bit_offset) + bits));
             }
         }
     }
@@ -258,6 +391,64 @@ fn find_member(btf: &Btf, s: &btf_rs::Struct, member: &str) -> Result<Option<u64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reader agrees with btf-rs on every struct and union of this kernel: each
+    /// member's name, bit offset and bitfield size; and finds the same structs by name.
+    #[test]
+    fn reads_every_struct_as_btf_rs_does() {
+        if !std::path::Path::new(VMLINUX).exists() {
+            let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+            assert!(!ci, "{VMLINUX} missing, and a test may not skip under CI");
+            eprintln!(
+                "\n*** SKIPPED reads_every_struct_as_btf_rs_does: {VMLINUX} is missing on this machine ***\n"
+            );
+            return;
+        }
+        let bytes = vmlinux().unwrap();
+        let ours = Btf::parse(bytes, &NAMES).unwrap();
+        let theirs = btf_rs::Btf::from_bytes(bytes).unwrap();
+        let mut composites = 0;
+        for id in 1..=ours.len() as u32 {
+            let t = theirs.resolve_type_by_id(id).unwrap();
+            let (btf_rs::Type::Struct(s) | btf_rs::Type::Union(s)) = &t else {
+                assert!(
+                    !matches!(ours.get(id).unwrap(), Type::Composite { .. }),
+                    "type {id}: a struct here, not for btf-rs"
+                );
+                continue;
+            };
+            let Type::Composite { members, union } = ours.get(id).unwrap() else {
+                panic!("type {id}: btf-rs has a struct or union, this reader not");
+            };
+            assert_eq!(union, matches!(t, btf_rs::Type::Union(_)), "type {id}");
+            let members = ours.members(&members).unwrap();
+            assert_eq!(members.len(), s.members.len(), "type {id}");
+            for (m, theirs_m) in members.iter().zip(&s.members) {
+                assert_eq!(m.name, theirs.resolve_name(theirs_m).unwrap(), "type {id}");
+                assert_eq!(m.bit_offset, theirs_m.bit_offset(), "type {id}.{}", m.name);
+                assert_eq!(
+                    m.bitfield_size,
+                    theirs_m.bitfield_size().unwrap_or(0),
+                    "type {id}.{}",
+                    m.name
+                );
+            }
+            composites += 1;
+        }
+        assert!(composites > 1000, "{composites} structs and unions");
+        for name in NAMES {
+            let mut expected = theirs.resolve_ids_by_name(name).unwrap();
+            expected.retain(|&id| {
+                matches!(
+                    theirs.resolve_type_by_id(id).unwrap(),
+                    btf_rs::Type::Struct(_) | btf_rs::Type::Union(_) | btf_rs::Type::Typedef(_)
+                )
+            });
+            expected.sort();
+            assert_eq!(ours.named(name).unwrap(), expected.as_slice(), "{name}");
+            assert!(!expected.is_empty(), "{name}");
+        }
+    }
 
     /// Reads this machine's BTF; every kernel syscost supports has it.
     #[test]

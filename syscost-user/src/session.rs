@@ -10,7 +10,7 @@ use std::{
     os::fd::OwnedFd,
     path::PathBuf,
     sync::{
-        Arc, Mutex,
+        Arc, Condvar, Mutex,
         atomic::{AtomicBool, Ordering},
         mpsc,
     },
@@ -144,7 +144,10 @@ struct Shared {
     own_cost: AtomicBool,
     /// [`Want`] bits.
     wants: std::sync::atomic::AtomicU8,
-    stop: AtomicBool,
+    /// Set to end the clock, which waits on the condition variable between its steps
+    /// (so the end does not wait for a step).
+    stop: Mutex<bool>,
+    stopped: Condvar,
     offcpu: bool,
     features: Features,
 }
@@ -193,7 +196,8 @@ impl Session {
             drilled: AtomicBool::new(false),
             own_cost: AtomicBool::new(false),
             wants: std::sync::atomic::AtomicU8::new(0),
-            stop: AtomicBool::new(false),
+            stop: Mutex::new(false),
+            stopped: Condvar::new(),
             offcpu,
             features,
         });
@@ -246,7 +250,8 @@ impl Session {
     }
 
     fn stop_clock(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
+        *lock(&self.shared.stop) = true;
+        self.shared.stopped.notify_all();
         if let Some(c) = self.clock.take() {
             let _ = c.join();
         }
@@ -359,7 +364,7 @@ impl Shared {
     /// reads the table itself, so it is not read twice).
     fn run_clock(&self) {
         let mut next = Instant::now() + self.interval;
-        while !self.stop.load(Ordering::Acquire) {
+        while !*lock(&self.stop) {
             let exited_now = match &*lock(&self.watch) {
                 Watch::Process { pidfd, .. } => crate::process::has_exited(pidfd),
                 _ => false,
@@ -388,7 +393,14 @@ impl Shared {
             let wait = next
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(50));
-            std::thread::sleep(wait);
+            let stop = lock(&self.stop);
+            let (stop, _) = self
+                .stopped
+                .wait_timeout_while(stop, wait, |stop| !*stop)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if *stop {
+                break;
+            }
         }
     }
 

@@ -169,6 +169,7 @@ impl Tracer {
                 "--kernel-stacks takes the stack at the switch-out, which the on-CPU split follows: drop --no-offcpu"
             );
         }
+        let mut loader = Some(crate::kernel_btf::Loader::start());
         crate::kernel_btf::check_kernel()?;
         privileges::check()?;
         process::check_pid_namespace()?;
@@ -183,10 +184,6 @@ impl Tracer {
             options.offcpu = false;
             features.unavailable.push(format!("no on-CPU split: {why}"));
         }
-        let cgroup_walk = match options.auto {
-            Auto::Cgroup { .. } => cgroup_filter(&layout)?,
-            _ => None,
-        };
         let slots = options.slots.max(1);
         let mut sizes = TableSizes::for_slots(slots);
         if options.top {
@@ -195,15 +192,24 @@ impl Tracer {
         if let Ok(spec) = std::env::var("SYSCOST_TABLE_SIZES") {
             sizes = sizes.with_overrides(&spec)?;
         }
-        let mut ebpf = load_object(&options, &layout, cgroup_walk, slots, &sizes)?;
-        if let Some(slow) = &options.slow {
-            let keys = &slow.per_key;
-            let mut thresholds: Array<&mut MapData, u64> =
-                Array::try_from(ebpf.map_mut("SLOW_NS").context("SLOW_NS map missing")?)?;
-            for (k, t) in (0..).zip(keys) {
-                thresholds.set(k, t, 0)?;
+        // `--cgroup` calls the cgroup-ancestor helper where the kernel lets tracing
+        // programs call it (5.14 on, and backports): the programs are loaded so first,
+        // and only a kernel that refuses the helper costs a second load, which reads the
+        // ancestry from the task instead.
+        let mut cgroup_walk = None;
+        let mut ebpf = loop {
+            let made = loader.take().map_or_else(EbpfLoader::new, crate::kernel_btf::Loader::get);
+            match load_and_attach(made, &options, &layout, cgroup_walk, slots, &sizes) {
+                Err(e)
+                    if e.is::<AncestorHelperRefused>()
+                        && cgroup_walk.is_none()
+                        && matches!(options.auto, Auto::Cgroup { .. }) =>
+                {
+                    cgroup_walk = Some(layout.cgroup_walk.context(CGROUP_FLOOR)?);
+                }
+                r => break r?,
             }
-        }
+        };
         let logger = match EbpfLogger::init(&mut ebpf) {
             Ok(l) => Some(l),
             Err(e) => {
@@ -211,7 +217,6 @@ impl Tracer {
                 None
             }
         };
-        attach(&mut ebpf, &programs(options.offcpu, options.auto))?;
         for (on, name) in [
             (options.offcpu, "offcpu"),
             (options.slow.is_some(), "slow"),
@@ -357,7 +362,7 @@ impl Tracer {
         let mut ebpf = load_default_object()?;
         attach(&mut ebpf, programs)?;
         if variant == "btf" {
-            let btf = aya::Btf::from_sys_fs()?;
+            let btf = crate::kernel_btf::aya_btf()?;
             for (name, tp) in [
                 ("cand_btf_exit", "sys_exit"),
                 ("cand_btf_enter", "sys_enter"),
@@ -366,7 +371,7 @@ impl Tracer {
                     .program_mut(name)
                     .with_context(|| format!("program {name} missing"))?
                     .try_into()?;
-                prog.load(tp, &btf)
+                prog.load(tp, btf)
                     .map_err(|e| explain_program_error(name, e))?;
                 prog.attach()?;
             }
@@ -377,12 +382,12 @@ impl Tracer {
     /// Whether an fentry program loads here (loaded, never attached, then dropped).
     pub fn fentry_loads() -> Result<()> {
         let mut ebpf = load_default_object()?;
-        let btf = aya::Btf::from_sys_fs().context("cannot read the kernel's BTF")?;
+        let btf = crate::kernel_btf::aya_btf()?;
         let prog: &mut aya::programs::FEntry = ebpf
             .program_mut("doctor_fentry")
             .context("program doctor_fentry missing from the object")?
             .try_into()?;
-        prog.load("do_exit", &btf)
+        prog.load("do_exit", btf)
             .map_err(|e| anyhow::Error::new(e).context("fentry refused"))
     }
 
@@ -722,9 +727,7 @@ fn cgroup_filter(layout: &KernelLayout) -> Result<Option<crate::kernel_btf::Cgro
     }
     match layout.cgroup_walk {
         Some(walk) => Ok(Some(walk)),
-        None => anyhow::bail!(
-            "--cgroup needs Linux 5.14 or later here: this kernel's tracing programs lack bpf_get_current_ancestor_cgroup_id and its cgroups keep no ancestor_ids"
-        ),
+        None => anyhow::bail!("{CGROUP_FLOOR}"),
     }
 }
 
@@ -762,6 +765,7 @@ fn load_default_object() -> Result<Ebpf> {
     process::check_pid_namespace()?;
     let layout = KernelLayout::read()?;
     load_object(
+        EbpfLoader::new(),
         &TracerOptions::default(),
         &layout,
         None,
@@ -770,10 +774,11 @@ fn load_default_object() -> Result<Ebpf> {
     )
 }
 
-/// Loads the object for this kernel's `layout` with its tables sized by `sizes` for
+/// Loads the object with `loader` (consumed) for this kernel's `layout`, with its tables sized by `sizes` for
 /// `slots` processes; nothing is attached yet. `cgroup_walk`: read the cgroup ancestry
 /// from the task instead of calling the helper.
 fn load_object(
+    loader: EbpfLoader<'static>,
     options: &TracerOptions,
     layout: &KernelLayout,
     cgroup_walk: Option<crate::kernel_btf::CgroupWalk>,
@@ -814,7 +819,8 @@ fn load_object(
         None => u64::MAX,
     };
     let (proc_mask, thread_mask) = (sizes.proc_slots - 1, sizes.thread_slots - 1);
-    let ebpf = EbpfLoader::new()
+    let mut loader: EbpfLoader<'_> = loader;
+    let ebpf = loader
         .override_global("FOLLOW_FORKS", &follow, true)
         .override_global("PROC_MASK", &proc_mask, true)
         .override_global("THREAD_MASK", &thread_mask, true)
@@ -887,6 +893,48 @@ fn load_object(
     Ok(ebpf)
 }
 
+/// The object loaded as [`load_object`] loads it, `--slow`'s thresholds set, and the
+/// programs of `options` attached.
+fn load_and_attach(
+    loader: EbpfLoader<'static>,
+    options: &TracerOptions,
+    layout: &KernelLayout,
+    cgroup_walk: Option<crate::kernel_btf::CgroupWalk>,
+    slots: u32,
+    sizes: &TableSizes,
+) -> Result<Ebpf> {
+    let mut ebpf = load_object(loader, options, layout, cgroup_walk, slots, sizes)?;
+    if let Some(slow) = &options.slow {
+        let keys = &slow.per_key;
+        let mut thresholds: Array<&mut MapData, u64> =
+            Array::try_from(ebpf.map_mut("SLOW_NS").context("SLOW_NS map missing")?)?;
+        for (k, t) in (0..).zip(keys) {
+            thresholds.set(k, t, 0)?;
+        }
+    }
+    attach(&mut ebpf, &programs(options.offcpu, options.auto))?;
+    Ok(ebpf)
+}
+
+const CGROUP_FLOOR: &str = "--cgroup needs Linux 5.14 or later here: this kernel's tracing programs lack bpf_get_current_ancestor_cgroup_id and its cgroups keep no ancestor_ids";
+
+/// The verifier refused a program for its call of `bpf_get_current_ancestor_cgroup_id`
+/// (a kernel whose tracing programs lack it, before 5.14).
+#[derive(Debug)]
+struct AncestorHelperRefused(String);
+
+impl std::fmt::Display for AncestorHelperRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the kernel refused program {}'s call of bpf_get_current_ancestor_cgroup_id",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for AncestorHelperRefused {}
+
 /// Loads and attaches `(program, raw tracepoint)` pairs, in order.
 fn attach(ebpf: &mut Ebpf, programs: &[(&str, &str)]) -> Result<()> {
     for &(name, tracepoint) in programs {
@@ -894,7 +942,16 @@ fn attach(ebpf: &mut Ebpf, programs: &[(&str, &str)]) -> Result<()> {
             .program_mut(name)
             .with_context(|| format!("program {name} missing from the object"))?
             .try_into()?;
-        prog.load().map_err(|e| explain_program_error(name, e))?;
+        if let Err(e) = prog.load() {
+            if let ProgramError::LoadError { verifier_log, .. } = &e
+                && verifier_log
+                    .to_string()
+                    .contains("bpf_get_current_ancestor_cgroup_id")
+            {
+                return Err(AncestorHelperRefused(name.to_string()).into());
+            }
+            return Err(explain_program_error(name, e));
+        }
         prog.attach(tracepoint)
             .map_err(|e| explain_program_error(name, e))
             .with_context(|| format!("cannot attach {name} to raw tracepoint {tracepoint}"))?;

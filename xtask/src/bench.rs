@@ -453,7 +453,120 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     }
     refresh_cost(&syscost, &workload)?;
     switch_cost(&syscost, &workload, rounds, calls / 20)?;
-    process_start_cost(&syscost, &workload, rounds, peers)
+    process_start_cost(&syscost, &workload, rounds, peers)?;
+    start_up_cost(&syscost, &workload, rounds.max(10), peers)
+}
+
+/// How long a start takes, wall time, medians of `rounds` interleaved rounds:
+/// `syscost run -- /bin/true` against `/bin/true` bare and under `strace -c`, and from
+/// the exec of `syscost attach -p PID` (of `syscount -p PID`) to its line saying it
+/// traces.
+pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool) -> Result<()> {
+    let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
+    let whole = |cmd: &mut Command| -> Result<f64> {
+        let t = std::time::Instant::now();
+        let s = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .with_context(|| format!("cannot run {cmd:?}"))?;
+        let took = ms(t);
+        if !s.success() {
+            bail!("{cmd:?} failed: {s}");
+        }
+        Ok(took)
+    };
+    // From the exec to the line that says it traces, of a tracer of a workload waiting
+    // on stdin (which ends when the tracer is stopped and its stdin closed).
+    let to_line = |tracer: &mut Command, from_stderr: bool, line: &str| -> Result<f64> {
+        let mut w = Command::new(workload)
+            .args(["--wait-stdin", "getppid", "1"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("cannot start the workload")?;
+        let mut out = BufReader::new(w.stdout.take().unwrap());
+        let mut ready = String::new();
+        out.read_line(&mut ready)?;
+        let t = std::time::Instant::now();
+        let child = start_and_wait(tracer.arg(w.id().to_string()), from_stderr, line);
+        let took = ms(t);
+        let child = child?;
+        stop(child);
+        drop(w.stdin.take());
+        // Read to its end: the workload writes its figure as it ends.
+        let _ = std::io::copy(&mut out, &mut std::io::sink());
+        let _ = w.wait();
+        Ok(took)
+    };
+    let strace = peers && have("strace");
+    let syscount = peers && have("syscount");
+    // syscount attaches classic tracepoints, which need tracefs.
+    let _tracefs = if syscount {
+        Some(Tracefs::mount()?)
+    } else {
+        None
+    };
+    let mut ways: Vec<&str> = vec!["/bin/true", "syscost run -- /bin/true"];
+    if strace {
+        ways.push("strace -c /bin/true");
+    }
+    ways.push("syscost attach -p: to its tracing line");
+    if syscount {
+        ways.push("syscount -p: to its tracing line");
+    }
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
+    for round in 1..=rounds {
+        eprintln!("bench: start-up round {round}/{rounds}");
+        for (i, way) in ways.iter().enumerate() {
+            let took = match *way {
+                "/bin/true" => whole(&mut Command::new("/bin/true"))?,
+                "syscost run -- /bin/true" => whole(
+                    Command::new(syscost).args(["run", "-o", "/dev/null", "--", "/bin/true"]),
+                )?,
+                "strace -c /bin/true" => whole(Command::new("strace").args([
+                    "-c",
+                    "-o",
+                    "/dev/null",
+                    "/bin/true",
+                ]))?,
+                "syscost attach -p: to its tracing line" => to_line(
+                    Command::new(syscost).args(["attach", "--no-tui", "-p"]),
+                    true,
+                    "syscost: tracing",
+                )?,
+                _ => to_line(
+                    Command::new("stdbuf").args(["-oL", "syscount", "-p"]),
+                    false,
+                    "Tracing syscalls",
+                )?,
+            };
+            samples[i].push(took);
+        }
+    }
+    println!("\nstart-up, wall ms: median of {rounds} interleaved rounds");
+    println!(
+        "{:<40} {:>8} {:>8} {:>8}",
+        "what", "median", "min", "max"
+    );
+    let med: Vec<f64> = samples.iter().map(|s| median(s)).collect();
+    for (i, way) in ways.iter().enumerate() {
+        let min = samples[i].iter().copied().fold(f64::INFINITY, f64::min);
+        let max = samples[i].iter().copied().fold(0.0, f64::max);
+        println!("{:<40} {:>8.1} {:>8.1} {:>8.1}", way, med[i], min, max);
+    }
+    println!(
+        "syscost run -- /bin/true adds {:.1} ms to /bin/true",
+        med[1] - med[0]
+    );
+    if syscount {
+        let (own, sc) = (med[ways.len() - 2], med[ways.len() - 1]);
+        println!("syscost attach ready / syscount ready: {:.2}", own / sc.max(1e-3));
+    } else if peers {
+        println!("note: syscount (libbpf-tools) not installed: skipped");
+    }
+    Ok(())
 }
 
 /// What one refresh of the statistics costs syscost, with 50 distinct syscalls in use (a

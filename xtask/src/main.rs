@@ -71,6 +71,11 @@ enum Task {
         /// Only what a slow call costs in the kernel (`--slow`), by `--stack-size`.
         #[arg(long)]
         slow_calls: bool,
+        /// Only the start-up: `run -- /bin/true` against bare and `strace -c`, and the
+        /// time to the tracing line of `attach -p` and of syscount (10 rounds unless
+        /// --rounds says otherwise).
+        #[arg(long)]
+        start_up: bool,
     },
     /// Boot each kernel of the matrix (Linux 5.10, 6.1, 6.12, on x86_64 and arm64) in
     /// qemu and run the kernel suite of the root tests inside it, as the VM's root; one
@@ -119,8 +124,17 @@ fn main() -> Result<()> {
             no_peers,
             process_starts,
             slow_calls,
+            start_up,
         } => {
             build(&root)?;
+            if start_up {
+                return bench::start_up_cost(
+                    &root.join("target/release/syscost"),
+                    &root.join("target/release/syscost-workload"),
+                    rounds.max(10),
+                    !no_peers,
+                );
+            }
             if slow_calls {
                 return bench::slow_call_cost(
                     &root.join("target/release/syscost"),

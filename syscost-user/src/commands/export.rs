@@ -86,6 +86,16 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .iter()
         .map(|t| format!("{} ({})", t.pid, crate::untrusted::shown(&t.comm)))
         .collect();
+    // The signals are caught before the line that says Ctrl-C stops.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")?;
+    let entered = runtime.enter();
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    drop(entered);
     eprintln!(
         "syscost: serving the syscalls of process {} at http://{}/metrics; Ctrl-C to stop",
         names.join(", "),
@@ -93,14 +103,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     );
     super::note_own_cost(&handle);
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the event loop")?;
     runtime.block_on(async {
-        let mut sigint = signal(SignalKind::interrupt())?;
-        let mut sigterm = signal(SignalKind::terminate())?;
-        let mut sighup = signal(SignalKind::hangup())?;
         let (exits, mut exited) = mpsc::unbounded_channel();
         let mut running = targets.len();
         for t in targets {
@@ -218,12 +221,12 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
             args.top_n
         ),
     };
+    let stop = crate::signals::Stop::catch()?;
     eprintln!(
         "syscost: serving {what} at http://{}/metrics; Ctrl-C to stop",
         server.local_addr()
     );
     super::note_own_cost(&handle);
-    let stop = crate::signals::Stop::catch()?;
     let deadline = duration.map(|d| std::time::Instant::now() + d);
     stop.wait_until(
         deadline.unwrap_or_else(|| {

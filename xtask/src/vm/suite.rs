@@ -66,6 +66,16 @@ pub const SUITE: &[(&str, &[&str])] = &[
         &["each_process_has_its_own_exact_series_from_one_set_of_programs"],
     ),
     (
+        "ready",
+        &[
+            "attach_counts_from_its_tracing_line",
+            "attach_f_counts_the_children_forked_after_its_tracing_line",
+            "cgroup_modes_count_a_process_that_runs_and_exits_after_the_line",
+            "top_counts_from_its_watching_line",
+            "export_counts_from_its_serving_line",
+        ],
+    ),
+    (
         "kernel",
         &[
             "a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samples",

@@ -1,0 +1,198 @@
+//! The line that says syscost is tracing (watching, serving) means every call from then
+//! on is counted: in each mode, a workload that starts its calls at that line, and not
+//! a moment later, is counted exactly. In the kernel matrix too, where every start is
+//! slow. Needs root.
+
+mod common;
+
+use std::{io::Write as _, process::Stdio};
+
+use common::*;
+
+/// Calls each workload makes; odd, so that no round number can pass by accident.
+const N: u64 = 20_001;
+
+fn sigint(pid: u32) {
+    // SAFETY: signals a child of this test.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+}
+
+/// Lets a workload waiting on stdin go.
+fn release(w: &mut Reaped) {
+    writeln!(w.stdin.as_mut().unwrap()).unwrap();
+}
+
+#[test]
+fn attach_counts_from_its_tracing_line() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let json = t.path("p.json");
+    let (mut w, _out) = waiting(&["getppid", &N.to_string()]);
+    let (tracer, _err) = attach(w.id(), &["--json", json.to_str().unwrap()]);
+    release(&mut w);
+    assert!(w.wait_exit().success());
+    // It ends by itself when its target exits.
+    let o = tracer.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(calls(&read_profile(&json), "getppid"), N);
+}
+
+#[test]
+fn attach_f_counts_the_children_forked_after_its_tracing_line() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let json = t.path("f.json");
+    let (mut w, _out) = waiting(&["fork", "3", &N.to_string()]);
+    let (tracer, first, _err) = started(
+        syscost()
+            .args(["attach", "--no-tui", "-f", "-p", &w.id().to_string(), "--json"])
+            .arg(&json)
+            .stdout(Stdio::piped()),
+    );
+    assert!(first.starts_with("syscost: tracing process"), "{first}");
+    release(&mut w);
+    assert!(w.wait_exit().success());
+    sigint(tracer.id());
+    let o = tracer.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(calls(&read_profile(&json), "getppid"), 3 * N);
+}
+
+/// A process moved into the cgroup after the line, making its calls and exiting there,
+/// as fast as it can: all of them, in `attach --cgroup` and in `top --cgroup`.
+#[test]
+fn cgroup_modes_count_a_process_that_runs_and_exits_after_the_line() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let cg = TestCgroup::new("ready");
+    let json = t.path("cg.json");
+    let (tracer, first, _err) = started(
+        syscost()
+            .args(["attach", "--no-tui", "--cgroup", &cg.path, "--json"])
+            .arg(&json)
+            .stdout(Stdio::piped()),
+    );
+    assert!(first.starts_with("syscost: tracing cgroup"), "{first}");
+    let o = output(&mut cg.run_inside(&format!("getppid {N}")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    sigint(tracer.id());
+    let o = tracer.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = read_profile(&json);
+    assert_eq!(
+        (calls(&p, "getppid"), p.dropped),
+        (N, 0),
+        "attach --cgroup: getppid and dropped"
+    );
+
+    let top_file = t.path("top.json");
+    let (top, first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "--cgroup", &cg.path, "--json"])
+            .arg(&top_file)
+            .stdout(Stdio::piped()),
+    );
+    assert!(first.starts_with("syscost: watching"), "{first}");
+    let mut c = cg.run_inside(&format!("getppid {N}")).spawn_reaped();
+    let pid = c.id();
+    assert!(c.wait_exit().success());
+    sigint(top.id());
+    let o = top.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = top_json(&top_file);
+    let row = rows
+        .get(&pid)
+        .unwrap_or_else(|| panic!("top --cgroup: no row for {pid} of {} rows", rows.len()));
+    assert_eq!(syscall_calls(row, "getppid"), N, "top --cgroup: pid {pid}");
+}
+
+/// `top` over the machine: a process started at the line has all its calls in its row.
+#[test]
+fn top_counts_from_its_watching_line() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let json = t.path("top.json");
+    let (top, first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "--json"])
+            .arg(&json)
+            .stdout(Stdio::piped()),
+    );
+    assert!(first.starts_with("syscost: watching the machine"), "{first}");
+    let mut c = std::process::Command::new(workload_path())
+        .args(["getppid", &N.to_string()])
+        .stdout(Stdio::null())
+        .spawn_reaped();
+    let pid = c.id();
+    assert!(c.wait_exit().success());
+    sigint(top.id());
+    let o = top.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = top_json(&json);
+    let row = rows
+        .get(&pid)
+        .unwrap_or_else(|| panic!("top: no row for {pid} of {} rows", rows.len()));
+    assert_eq!(syscall_calls(row, "getppid"), N, "top: pid {pid}");
+}
+
+/// `export -p`: the first scrape after the workload, released at the serving line, ends
+/// holds every call; and a SIGINT at once after the line ends it cleanly.
+#[test]
+fn export_counts_from_its_serving_line() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let (mut w, _out) = waiting(&["getppid", &N.to_string()]);
+    let (export, first, mut err) = started(syscost().args([
+        "export",
+        "-p",
+        &w.id().to_string(),
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]));
+    assert!(first.starts_with("syscost: serving"), "{first}");
+    let addr = endpoint_in(&first);
+    release(&mut w);
+    assert!(w.wait_exit().success());
+    // The endpoint keeps the final counts once the process has exited (said on stderr).
+    err.until("the exit of the process", |l| l.contains("exited"));
+    let text = scrape_text(&addr);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("syscost_syscalls_total{") && l.contains("syscall=\"getppid\""))
+        .unwrap_or_else(|| panic!("no getppid series in:\n{}", &text[..text.len().min(2000)]));
+    let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert_eq!(value, N as f64, "{line}");
+    sigint(export.id());
+    let status = export.into_inner().wait_exit();
+    assert!(status.success(), "export after SIGINT: {status}");
+}
+
+/// A SIGINT the moment each mode says it is ready ends it cleanly (exit 0), never by the
+/// signal's default: the signals are caught before the line.
+#[test]
+fn a_sigint_at_the_line_ends_each_mode_cleanly() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let (w, _out) = waiting(&["getppid", "1"]);
+    let pid = w.id().to_string();
+    let modes: [&[&str]; 4] = [
+        &["attach", "--no-tui", "-p", &pid],
+        &["top", "--no-tui"],
+        &["export", "-p", &pid, "--metrics-addr", "127.0.0.1:0"],
+        &["export", "--top", "--metrics-addr", "127.0.0.1:0"],
+    ];
+    for args in modes {
+        let (c, first, _err) = started(syscost().args(args).stdout(Stdio::null()));
+        assert!(first.starts_with("syscost: "), "{args:?}: {first}");
+        sigint(c.id());
+        let status = c.into_inner().wait_exit();
+        assert!(status.success(), "{args:?}: {status} after a SIGINT at {first:?}");
+    }
+    drop(w);
+}

@@ -96,7 +96,10 @@ fn cgroup_modes_count_a_process_that_runs_and_exits_after_the_line() {
             .stdout(Stdio::piped()),
     );
     assert!(first.starts_with("syscost: watching"), "{first}");
-    let mut c = cg.run_inside(&format!("getppid {N}")).spawn_reaped();
+    let mut c = cg
+        .run_inside(&format!("getppid {N}"))
+        .stdout(Stdio::null())
+        .spawn_reaped();
     let pid = c.id();
     assert!(c.wait_exit().success());
     sigint(top.id());

@@ -508,11 +508,18 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
     } else {
         None
     };
+    let baseline = std::env::var("SYSCOST_BENCH_BASELINE").ok();
     let mut ways: Vec<&str> = vec!["/bin/true", "syscost run -- /bin/true"];
+    if baseline.is_some() {
+        ways.push("baseline build's run -- /bin/true");
+    }
     if strace {
         ways.push("strace -c /bin/true");
     }
     ways.push("syscost attach -p: to its tracing line");
+    if baseline.is_some() {
+        ways.push("baseline build's attach -p: to its line");
+    }
     if syscount {
         ways.push("syscount -p: to its tracing line");
     }
@@ -533,6 +540,16 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
                 ]))?,
                 "syscost attach -p: to its tracing line" => to_line(
                     Command::new(syscost).args(["attach", "--no-tui", "-p"]),
+                    true,
+                    "syscost: tracing",
+                )?,
+                "baseline build's run -- /bin/true" => whole(
+                    Command::new(baseline.as_deref().unwrap_or_default())
+                        .args(["run", "-o", "/dev/null", "--", "/bin/true"]),
+                )?,
+                "baseline build's attach -p: to its line" => to_line(
+                    Command::new(baseline.as_deref().unwrap_or_default())
+                        .args(["attach", "--no-tui", "-p"]),
                     true,
                     "syscost: tracing",
                 )?,
@@ -560,8 +577,14 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
         "syscost run -- /bin/true adds {:.1} ms to /bin/true",
         med[1] - med[0]
     );
-    if syscount {
-        let (own, sc) = (med[ways.len() - 2], med[ways.len() - 1]);
+    if let Some(b) = at("baseline build's run -- /bin/true") {
+        println!("the baseline build's run adds {:.1} ms", b - med[0]);
+    }
+    let at = |w: &str| ways.iter().position(|x| *x == w).map(|i| med[i]);
+    if let (Some(own), Some(sc)) = (
+        at("syscost attach -p: to its tracing line"),
+        at("syscount -p: to its tracing line"),
+    ) {
         println!("syscost attach ready / syscount ready: {:.2}", own / sc.max(1e-3));
     } else if peers {
         println!("note: syscount (libbpf-tools) not installed: skipped");

@@ -573,6 +573,7 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
         let max = samples[i].iter().copied().fold(0.0, f64::max);
         println!("{:<40} {:>8.1} {:>8.1} {:>8.1}", way, med[i], min, max);
     }
+    let at = |w: &str| ways.iter().position(|x| *x == w).map(|i| med[i]);
     println!(
         "syscost run -- /bin/true adds {:.1} ms to /bin/true",
         med[1] - med[0]
@@ -580,7 +581,6 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
     if let Some(b) = at("baseline build's run -- /bin/true") {
         println!("the baseline build's run adds {:.1} ms", b - med[0]);
     }
-    let at = |w: &str| ways.iter().position(|x| *x == w).map(|i| med[i]);
     if let (Some(own), Some(sc)) = (
         at("syscost attach -p: to its tracing line"),
         at("syscount -p: to its tracing line"),

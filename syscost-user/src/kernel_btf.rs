@@ -351,7 +351,10 @@ pub fn check_kernel() -> Result<()> {
 /// Byte offset of `member` in `struct name`.
 fn member_offset(btf: &Btf, name: &str, member: &str) -> Result<u64> {
     for &id in btf.named(name)? {
-        if let Type::Composite { members, union: false } = btf.get(id)?
+        if let Type::Composite {
+            members,
+            union: false,
+        } = btf.get(id)?
             && let Some(bits) = find_member(btf, &members, member)?
         {
             if bits % 8 != 0 {

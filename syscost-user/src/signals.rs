@@ -43,8 +43,7 @@ impl Stop {
         let pipe = PIPE.get_or_init(|| {
             let mut fds = [0; 2];
             // SAFETY: pipe2 fills two fds, owned from here on.
-            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0
-            {
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
                 return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
             }
             Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })

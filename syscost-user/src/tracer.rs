@@ -198,7 +198,9 @@ impl Tracer {
         // ancestry from the task instead.
         let mut cgroup_walk = None;
         let mut ebpf = loop {
-            let made = loader.take().map_or_else(EbpfLoader::new, crate::kernel_btf::Loader::get);
+            let made = loader
+                .take()
+                .map_or_else(EbpfLoader::new, crate::kernel_btf::Loader::get);
             match load_and_attach(made, &options, &layout, cgroup_walk, slots, &sizes) {
                 Err(e)
                     if e.is::<AncestorHelperRefused>()

@@ -47,7 +47,14 @@ fn attach_f_counts_the_children_forked_after_its_tracing_line() {
     let (mut w, _out) = waiting(&["fork", "3", &N.to_string()]);
     let (tracer, first, _err) = started(
         syscost()
-            .args(["attach", "--no-tui", "-f", "-p", &w.id().to_string(), "--json"])
+            .args([
+                "attach",
+                "--no-tui",
+                "-f",
+                "-p",
+                &w.id().to_string(),
+                "--json",
+            ])
             .arg(&json)
             .stdout(Stdio::piped()),
     );
@@ -125,7 +132,10 @@ fn top_counts_from_its_watching_line() {
             .arg(&json)
             .stdout(Stdio::piped()),
     );
-    assert!(first.starts_with("syscost: watching the machine"), "{first}");
+    assert!(
+        first.starts_with("syscost: watching the machine"),
+        "{first}"
+    );
     let mut c = std::process::Command::new(workload_path())
         .args(["getppid", &N.to_string()])
         .stdout(Stdio::null())
@@ -195,7 +205,10 @@ fn a_sigint_at_the_line_ends_each_mode_cleanly() {
         assert!(first.starts_with("syscost: "), "{args:?}: {first}");
         sigint(c.id());
         let status = c.into_inner().wait_exit();
-        assert!(status.success(), "{args:?}: {status} after a SIGINT at {first:?}");
+        assert!(
+            status.success(),
+            "{args:?}: {status} after a SIGINT at {first:?}"
+        );
     }
     drop(w);
 }

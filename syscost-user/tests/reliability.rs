@@ -377,7 +377,9 @@ fn a_reused_pid_is_not_counted() {
         assert!(reuser.status.success(), "{}", stderr(&reuser));
         // The child's own output may come first: its exec races the parent's line.
         assert!(
-            stdout(&reuser).lines().any(|l| l == format!("child={child}")),
+            stdout(&reuser)
+                .lines()
+                .any(|l| l == format!("child={child}")),
             "the unrelated process did not get pid {child}: {}",
             stdout(&reuser)
         );

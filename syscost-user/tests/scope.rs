@@ -780,8 +780,9 @@ fn top_counts_a_shell_loop_as_run_does() {
     let mut per_top: BTreeMap<String, u64> = BTreeMap::new();
     for r in &rows {
         for s in r["syscalls"].as_array().unwrap() {
-            *per_top.entry(s["name"].as_str().unwrap().to_string()).or_default() +=
-                s["calls"].as_u64().unwrap();
+            *per_top
+                .entry(s["name"].as_str().unwrap().to_string())
+                .or_default() += s["calls"].as_u64().unwrap();
         }
     }
     let per_run: BTreeMap<String, u64> = run
@@ -804,7 +805,10 @@ fn top_counts_a_shell_loop_as_run_does() {
         .iter()
         .flat_map(|(n, _, _)| {
             let counts: Vec<u64> = rows.iter().map(|r| syscall_calls(r, n)).collect();
-            let usual = counts.iter().copied().max_by_key(|c| counts.iter().filter(|&&x| x == *c).count());
+            let usual = counts
+                .iter()
+                .copied()
+                .max_by_key(|c| counts.iter().filter(|&&x| x == *c).count());
             rows.iter()
                 .zip(counts.clone())
                 .filter(move |(_, c)| Some(*c) != usual)

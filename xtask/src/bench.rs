@@ -529,24 +529,30 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
         for (i, way) in ways.iter().enumerate() {
             let took = match *way {
                 "/bin/true" => whole(&mut Command::new("/bin/true"))?,
-                "syscost run -- /bin/true" => whole(
-                    Command::new(syscost).args(["run", "-o", "/dev/null", "--", "/bin/true"]),
-                )?,
-                "strace -c /bin/true" => whole(Command::new("strace").args([
-                    "-c",
+                "syscost run -- /bin/true" => whole(Command::new(syscost).args([
+                    "run",
                     "-o",
                     "/dev/null",
+                    "--",
                     "/bin/true",
                 ]))?,
+                "strace -c /bin/true" => {
+                    whole(Command::new("strace").args(["-c", "-o", "/dev/null", "/bin/true"]))?
+                }
                 "syscost attach -p: to its tracing line" => to_line(
                     Command::new(syscost).args(["attach", "--no-tui", "-p"]),
                     true,
                     "syscost: tracing",
                 )?,
-                "baseline build's run -- /bin/true" => whole(
-                    Command::new(baseline.as_deref().unwrap_or_default())
-                        .args(["run", "-o", "/dev/null", "--", "/bin/true"]),
-                )?,
+                "baseline build's run -- /bin/true" => {
+                    whole(Command::new(baseline.as_deref().unwrap_or_default()).args([
+                        "run",
+                        "-o",
+                        "/dev/null",
+                        "--",
+                        "/bin/true",
+                    ]))?
+                }
                 "baseline build's attach -p: to its line" => to_line(
                     Command::new(baseline.as_deref().unwrap_or_default())
                         .args(["attach", "--no-tui", "-p"]),
@@ -563,10 +569,7 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
         }
     }
     println!("\nstart-up, wall ms: median of {rounds} interleaved rounds");
-    println!(
-        "{:<40} {:>8} {:>8} {:>8}",
-        "what", "median", "min", "max"
-    );
+    println!("{:<40} {:>8} {:>8} {:>8}", "what", "median", "min", "max");
     let med: Vec<f64> = samples.iter().map(|s| median(s)).collect();
     for (i, way) in ways.iter().enumerate() {
         let min = samples[i].iter().copied().fold(f64::INFINITY, f64::min);
@@ -585,7 +588,10 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
         at("syscost attach -p: to its tracing line"),
         at("syscount -p: to its tracing line"),
     ) {
-        println!("syscost attach ready / syscount ready: {:.2}", own / sc.max(1e-3));
+        println!(
+            "syscost attach ready / syscount ready: {:.2}",
+            own / sc.max(1e-3)
+        );
     } else if peers {
         println!("note: syscount (libbpf-tools) not installed: skipped");
     }

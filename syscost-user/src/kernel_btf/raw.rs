@@ -49,7 +49,10 @@ pub struct Btf<'a> {
 #[derive(Debug)]
 pub enum Type<'a> {
     /// A struct or a union, with its members.
-    Composite { members: Members<'a>, union: bool },
+    Composite {
+        members: Members<'a>,
+        union: bool,
+    },
     Typedef(u32),
     Ptr(u32),
     /// A function prototype and how many parameters it has.
@@ -134,7 +137,10 @@ impl<'a> Btf<'a> {
                 | kind::FUNC
                 | kind::FLOAT
                 | kind::TYPE_TAG => 0,
-                other => bail!("BTF type {} has kind {other}, unknown here", btf.starts.len() + 1),
+                other => bail!(
+                    "BTF type {} has kind {other}, unknown here",
+                    btf.starts.len() + 1
+                ),
             };
             btf.starts.push(at as u32);
             if matches!(k, kind::STRUCT | kind::UNION | kind::TYPEDEF) && name_off != 0 {
@@ -258,7 +264,15 @@ pub(crate) mod tests {
             off
         }
 
-        pub(crate) fn push(&mut self, name: &str, kind: u32, vlen: u32, flag: bool, next: u32, extra: &[u32]) {
+        pub(crate) fn push(
+            &mut self,
+            name: &str,
+            kind: u32,
+            vlen: u32,
+            flag: bool,
+            next: u32,
+            extra: &[u32],
+        ) {
             let name = self.string(name);
             let info = (u32::from(flag) << 31) | (kind << 24) | vlen;
             for w in [name, info, next].iter().chain(extra) {
@@ -314,13 +328,23 @@ pub(crate) mod tests {
         assert_eq!(btf.len(), 7);
         assert_eq!(btf.named("task").unwrap(), &[2]);
         assert_eq!(btf.named("btf_trace_x").unwrap(), &[7]);
-        assert!(btf.named("e").unwrap().is_empty(), "enums are not looked for");
+        assert!(
+            btf.named("e").unwrap().is_empty(),
+            "enums are not looked for"
+        );
         assert!(btf.named("none").unwrap().is_empty());
         assert!(btf.named("int").is_err(), "not asked for");
-        let Type::Composite { members: m, union: false } = btf.get(2).unwrap() else {
+        let Type::Composite {
+            members: m,
+            union: false,
+        } = btf.get(2).unwrap()
+        else {
             panic!("struct task")
         };
-        assert!(matches!(btf.get(3).unwrap(), Type::Composite { union: true, .. }));
+        assert!(matches!(
+            btf.get(3).unwrap(),
+            Type::Composite { union: true, .. }
+        ));
         let m = btf.members(&m).unwrap();
         assert_eq!(m.len(), 4);
         assert_eq!(

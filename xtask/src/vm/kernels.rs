@@ -184,13 +184,18 @@ fn sources_in(text: &str) -> Vec<Source> {
 /// security archive.
 pub fn archive_in(text: &str, codename: Option<&str>) -> Option<String> {
     let of_release = |suite: &str| {
-        codename.is_none_or(|c| suite == c || suite.strip_prefix(c).is_some_and(|r| r.starts_with('-')))
+        codename
+            .is_none_or(|c| suite == c || suite.strip_prefix(c).is_some_and(|r| r.starts_with('-')))
     };
     sources_in(text)
         .into_iter()
         .filter(|s| s.enabled && s.types.iter().any(|t| t == "deb"))
         .filter(|s| s.components.iter().any(|c| c == "main"))
-        .filter(|s| s.suites.iter().any(|x| of_release(x) && !x.contains("security")))
+        .filter(|s| {
+            s.suites
+                .iter()
+                .any(|x| of_release(x) && !x.contains("security"))
+        })
         .flat_map(|s| s.uris)
         .find(|u| !u.contains("security"))
         .map(|u| u.trim_end_matches('/').to_string())
@@ -198,10 +203,13 @@ pub fn archive_in(text: &str, codename: Option<&str>) -> Option<String> {
 
 /// This system's release codename (`VERSION_CODENAME` of /etc/os-release).
 fn codename() -> Option<String> {
-    fs::read_to_string("/etc/os-release").ok()?.lines().find_map(|l| {
-        let v = l.strip_prefix("VERSION_CODENAME=")?.trim_matches('"');
-        (!v.is_empty()).then(|| v.to_string())
-    })
+    fs::read_to_string("/etc/os-release")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let v = l.strip_prefix("VERSION_CODENAME=")?.trim_matches('"');
+            (!v.is_empty()).then(|| v.to_string())
+        })
 }
 
 /// The kernels `wanted` names (the default ones when empty: x86_64's three and arm64's

@@ -95,6 +95,9 @@ impl Loader {
             std::thread::Builder::new()
                 .name("syscost-loader".into())
                 .spawn(|| {
+                    // What this kernel's BPF offers, which aya probes once per process
+                    // (a few ms of small loads), found here too, before the move.
+                    let _ = aya::features();
                     // SAFETY: unshare(CLONE_FS) gives this thread a root and a working
                     // directory of its own; chroot then moves only this thread's.
                     unsafe {

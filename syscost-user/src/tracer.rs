@@ -939,21 +939,47 @@ impl std::error::Error for AncestorHelperRefused {}
 
 /// Loads and attaches `(program, raw tracepoint)` pairs, in order.
 fn attach(ebpf: &mut Ebpf, programs: &[(&str, &str)]) -> Result<()> {
+    // The verifier's time is most of a start: the largest program (the exit's) is
+    // verified on a thread of its own beside the others; all are attached after, in
+    // order.
+    let mut loads: Vec<(&str, &mut RawTracePoint)> = Vec::new();
+    for (name, prog) in ebpf.programs_mut() {
+        if programs.iter().any(|&(n, _)| n == name) {
+            loads.push((name, prog.try_into()?));
+        }
+    }
+    let (big, rest): (Vec<_>, Vec<_>) = loads
+        .into_iter()
+        .partition(|(name, _)| name.ends_with("sys_exit"));
+    let load = |group: Vec<(&str, &mut RawTracePoint)>| -> Vec<(String, ProgramError)> {
+        group
+            .into_iter()
+            .filter_map(|(name, prog)| prog.load().err().map(|e| (name.to_string(), e)))
+            .collect()
+    };
+    let mut failed = std::thread::scope(|scope| {
+        let other = scope.spawn(|| load(big));
+        let mut failed = load(rest);
+        failed.extend(other.join().unwrap_or_default());
+        failed
+    });
+    // The first failure in attach order is the one reported.
+    failed.sort_by_key(|(name, _)| programs.iter().position(|&(n, _)| n == name));
+    if let Some((name, e)) = failed.into_iter().next() {
+        if let ProgramError::LoadError { verifier_log, .. } = &e
+            && verifier_log
+                .to_string()
+                .contains("bpf_get_current_ancestor_cgroup_id")
+        {
+            return Err(AncestorHelperRefused(name).into());
+        }
+        return Err(explain_program_error(&name, e));
+    }
     for &(name, tracepoint) in programs {
         let prog: &mut RawTracePoint = ebpf
             .program_mut(name)
             .with_context(|| format!("program {name} missing from the object"))?
             .try_into()?;
-        if let Err(e) = prog.load() {
-            if let ProgramError::LoadError { verifier_log, .. } = &e
-                && verifier_log
-                    .to_string()
-                    .contains("bpf_get_current_ancestor_cgroup_id")
-            {
-                return Err(AncestorHelperRefused(name.to_string()).into());
-            }
-            return Err(explain_program_error(name, e));
-        }
         prog.attach(tracepoint)
             .map_err(|e| explain_program_error(name, e))
             .with_context(|| format!("cannot attach {name} to raw tracepoint {tracepoint}"))?;

@@ -37,11 +37,7 @@ const NAMES: [&str; 12] = [
 pub fn vmlinux() -> Result<&'static [u8]> {
     static BYTES: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
     let bytes = BYTES.get_or_init(|| {
-        let fail = |e: std::io::Error| {
-            format!(
-                "cannot read {VMLINUX} ({e}): syscost needs a kernel built with CONFIG_DEBUG_INFO_BTF"
-            )
-        };
+        let fail = |e: std::io::Error| needs_btf(&e);
         let file = std::fs::File::open(VMLINUX).map_err(fail)?;
         let len = file.metadata().map_err(fail)?.len() as usize;
         if let Some(mapped) = map_whole(&file, len) {
@@ -49,12 +45,22 @@ pub fn vmlinux() -> Result<&'static [u8]> {
         }
         let mut v = Vec::with_capacity(len);
         std::io::Read::read_to_end(&mut &file, &mut v).map_err(fail)?;
+        if v.is_empty() {
+            return Err(needs_btf(&"the file is empty"));
+        }
         Ok(Vec::leak(v))
     });
     match bytes {
         Ok(b) => Ok(b),
         Err(e) => Err(anyhow!("{e}")),
     }
+}
+
+/// The one line for a kernel whose BTF cannot be had, with what went wrong.
+fn needs_btf(why: &dyn std::fmt::Display) -> String {
+    format!(
+        "cannot read {VMLINUX}: syscost needs a kernel built with CONFIG_DEBUG_INFO_BTF ({why})"
+    )
 }
 
 /// `file`'s `len` bytes mapped read-only for the rest of the process, if the file can be
@@ -240,7 +246,8 @@ impl KernelLayout {
 
     /// The layout described by raw BTF `bytes` (of the structs and typedefs in `NAMES`).
     fn from_btf(bytes: &[u8]) -> Result<Self> {
-        let btf = Btf::parse(bytes, &NAMES).map_err(|e| anyhow!("cannot read {VMLINUX}: {e:#}"))?;
+        let btf =
+            Btf::parse(bytes, &NAMES).map_err(|e| anyhow!(needs_btf(&format_args!("{e:#}"))))?;
         let btf = &btf;
         Ok(Self {
             task_pid_offset: member_offset(btf, "task_struct", "pid")?,

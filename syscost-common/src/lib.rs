@@ -325,7 +325,8 @@ pub const fn top_bit_key(bit: u32) -> u32 {
 }
 
 /// Value of `PROC_INFO`: a process the automatic modes trace, while it lives: its name
-/// and cgroup when first seen (or exec'd), and which keys it has in `TOP`.
+/// and cgroup when first seen (or exec'd), its name again at its main thread's exit
+/// (the name it ended with), and which keys it has in `TOP`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProcRecord {

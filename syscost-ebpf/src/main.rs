@@ -419,7 +419,9 @@ pub fn syscost_exec(ctx: RawTracePointContext) -> i32 {
 
 /// sched_process_exit, run in the exiting thread. Frees its slot and, when the whole
 /// thread group is gone, hands the process's record to userspace (`TOP_ON`) and takes
-/// the process out of PROCS so a new process that reuses its pid is not traced.
+/// the process out of PROCS so a new process that reuses its pid is not traced. The
+/// main thread's exit renames the record: the name the process ended with (a process
+/// may rename itself, `prctl(PR_SET_NAME)`, after its first call), as /proc showed it.
 #[raw_tracepoint(tracepoint = "sched_process_exit")]
 pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
@@ -427,11 +429,17 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     // Whether or not the process is still traced: when threads exit together, another
     // one may have taken the process out already, and its slot must not outlive it.
     release_thread(pid_tgid as u32);
-    if proc_value_ptr(tgid).is_some() && group_dead() {
-        if TOP_ON.load() != 0 {
-            hand_over(tgid);
+    if proc_value_ptr(tgid).is_some() {
+        let top = TOP_ON.load() != 0;
+        if top && pid_tgid as u32 == tgid {
+            rename_process(tgid);
         }
-        remove_proc(tgid);
+        if group_dead() {
+            if top {
+                hand_over(tgid);
+            }
+            remove_proc(tgid);
+        }
     }
     0
 }

@@ -191,8 +191,20 @@ pub(crate) fn current_ancestor_cgroup_id(level: u32) -> u64 {
     unsafe { bpf_probe_read_kernel(cgrp.add(at as usize) as *const u64) }.unwrap_or(0)
 }
 
+/// The comm of the current thread (the process's main thread, at its exit) in the
+/// process's `PROC_INFO` record, if it has one (an excluded process has none).
+#[inline(always)]
+pub(crate) fn rename_process(tgid: u32) {
+    if let Some(r) = PROC_INFO.get_ptr_mut(tgid)
+        && let Ok(comm) = bpf_get_current_comm()
+    {
+        unsafe { (*r).comm = comm };
+    }
+}
+
 /// Keeps the process's name (its comm now) and cgroup for userspace, in its
-/// `PROC_INFO` record (made at its first syscall, renamed at exec).
+/// `PROC_INFO` record (made at its first syscall, renamed at exec and at its main
+/// thread's exit).
 #[inline(always)]
 pub(crate) fn name_process(tgid: u32) {
     let Ok(comm) = bpf_get_current_comm() else {

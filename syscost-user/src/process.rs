@@ -232,7 +232,8 @@ impl ProcInfo {
     }
 
     /// Reads /proc/PID, falling back on what the kernel side kept (comm and cgroup id
-    /// when it was first seen) for a process that has gone.
+    /// when it was first seen, the comm its main thread ended with) for a process that has
+    /// gone.
     pub fn read(
         pid: u32,
         kernel: Option<(String, u64)>,

@@ -503,6 +503,38 @@ fn export_top_keeps_its_series_bounded_and_growing() {
     assert!(export.wait_exit().success());
 }
 
+/// A process that renames itself after its first call (`prctl(PR_SET_NAME)`, or its
+/// /proc/PID/comm written, as here) and is gone before `top` reads a table with it (one
+/// interval longer than the test): its row, made from the kernel's record of it, has
+/// the name it ended with, as /proc showed it last.
+#[test]
+fn top_names_a_gone_process_by_the_name_it_ended_with() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let json = t.path("top.json");
+    let (top, _first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "-i", "86400", "--json"])
+            .arg(&json)
+            .stdout(Stdio::null()),
+    );
+    let mut sh = Command::new("sh");
+    sh.args(["-c", "printf syscost-renamed > /proc/$$/comm && exit 0"]);
+    let mut child = sh.spawn().unwrap();
+    let pid = child.id();
+    assert!(child.wait_exit().success());
+    sigint(top.id());
+    let o = top.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = top_json(&json);
+    let row = rows
+        .get(&pid)
+        .unwrap_or_else(|| panic!("no row of pid {pid} in top's JSON ({} rows)", rows.len()));
+    assert_eq!(row["comm"], "syscost-renamed", "{row}");
+    assert!(syscall_calls(row, "execve") >= 1, "{row}");
+}
+
 /// The churn of a build or a CI runner: 3,000 processes one after the other (about as
 /// fast as this machine starts them), each exec'ing a static program that makes exactly
 /// 100 getppid and ten distinct syscalls in all (30,000 process-syscall pairs, more

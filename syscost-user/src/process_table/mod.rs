@@ -215,9 +215,9 @@ pub struct ProcessTable {
     gone: Vec<ProcessRow>,
     /// Processes found gone at the last step, whose exit records have not come.
     dead: std::collections::HashSet<u32>,
-    /// The name and cgroup /proc last gave for each process seen alive with calls: an
-    /// exit record's (the comm of the thread first seen, the cgroup then) is used only
-    /// for a process never seen so.
+    /// The name and cgroup /proc last gave for each process seen alive with calls: the
+    /// name while it lives and, once gone, the cgroup (an exit record's is the one it was
+    /// first seen in; its name, the main thread's at its exit, is taken).
     known: HashMap<u32, ProcInfo>,
 }
 
@@ -345,7 +345,15 @@ impl ProcessTable {
     /// figures of its keys (which the caller has deleted from the kernel's table).
     pub fn exit(&mut self, pid: u32, info: ProcInfo, finals: &[(TopKey, TopValue)]) -> TopStep {
         self.dead.remove(&pid);
-        let info = self.known.remove(&pid).unwrap_or(info);
+        // The record's name is the one the process ended with (its main thread's at its
+        // exit); /proc's cgroup, when it was seen, is later than the record's.
+        let info = match self.known.remove(&pid) {
+            Some(known) => ProcInfo {
+                cgroup: known.cgroup,
+                ..info
+            },
+            None => info,
+        };
         let mut row = ProcessRow {
             pid,
             comm: info.comm,
@@ -537,8 +545,9 @@ mod tests {
     }
 
     /// The exit record's final figures count once, whether a step saw the process gone
-    /// before the record came or not; under the name /proc gave while it lived, or the
-    /// record's for a process never seen alive.
+    /// before the record came or not; under the record's name (the one the process ended
+    /// with) and the cgroup /proc gave while it lived, or the record's for a process never
+    /// seen alive.
     #[test]
     fn an_exit_record_counts_the_last_calls_once() {
         let info = |pid| ProcInfo {
@@ -547,7 +556,7 @@ mod tests {
             from_proc: true,
         };
         let record = |pid| ProcInfo {
-            comm: format!("exec{pid}"),
+            comm: format!("end{pid}"),
             cgroup: "/b".into(),
             from_proc: false,
         };
@@ -568,9 +577,9 @@ mod tests {
             );
             assert_eq!(s.exited, vec![7]);
             let name = if seen_alive {
-                ("p7", "/a")
+                ("end7", "/a")
             } else {
-                ("exec7", "/b")
+                ("end7", "/b")
             };
             let r = &s.interval[0];
             let last = if seen_alive { 21 } else { 31 };

@@ -57,6 +57,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "top_counts_every_process_exactly_but_itself",
             "top_of_a_cgroup_leaves_the_rest_out",
             "top_keeps_every_call_of_3000_short_lived_processes",
+            "top_names_a_gone_process_by_the_name_it_ended_with",
             "a_shrunken_per_process_table_counts_every_call_it_loses",
             "threads_already_inside_a_call_count_as_unpaired",
         ],

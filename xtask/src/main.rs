@@ -88,6 +88,12 @@ enum Task {
         /// Only this architecture's kernels (both when not given).
         #[arg(long, value_enum)]
         arch: Option<Arch>,
+        /// Only this test of the kernel suite (repeatable; every test when not given).
+        #[arg(long = "test", value_name = "NAME")]
+        only: Vec<String>,
+        /// Run each test this many times in a row in each VM.
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
     },
     /// Build the Debian package and a release tarball under target/dist (binary with the
     /// kernel programs, manual pages, completions, README).
@@ -116,7 +122,12 @@ fn main() -> Result<()> {
         Task::Setup => Ok(()),
         Task::Build { target } => build_for(&root, target.unwrap_or_else(host)),
         Task::Test { args } => test(&root, &args),
-        Task::VmTest { kernels, arch } => vm::vm_test(&root, &kernels, arch),
+        Task::VmTest {
+            kernels,
+            arch,
+            only,
+            repeat,
+        } => vm::vm_test(&root, &kernels, arch, &only, repeat),
         Task::Bench {
             rounds,
             calls,
@@ -243,7 +254,7 @@ fn test(root: &Path, extra: &[String]) -> Result<()> {
         if let Some(mut b) = cross.take() {
             let _ = b.child.wait();
         }
-        vm::vm_test(root, &[], None)?;
+        vm::vm_test(root, &[], None, &[], 1)?;
     }
     Ok(())
 }

@@ -45,7 +45,8 @@
 //!   exec-thread N      a second thread execs this program with `getppid N`
 //!   switches N         two threads on CPU 0 each call sched_yield N times, then
 //!                      pass a byte over pipes N times; prints the process's own
-//!                      nvcsw= and nivcsw= (getrusage) at the end
+//!                      nvcsw= and nivcsw= (getrusage) at the end, and yield_nivcsw=,
+//!                      the two threads' own involuntary switches over their yields
 //!   program ABI N PATH writes a static program (ABI x86_64, i386, aarch64 or arm)
 //!                      that makes N getppid calls (N may be 0) and exits 0: no
 //!                      loader, no libc; with N > 0 the 64-bit ones also make one each
@@ -148,6 +149,14 @@ fn pingpong(n: u64) -> std::time::Duration {
     let took = t.elapsed();
     echo.join().unwrap();
     took
+}
+
+/// The calling thread's involuntary switches so far (one getrusage call).
+fn thread_nivcsw() -> i64 {
+    // SAFETY: fills one rusage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nivcsw
 }
 
 fn arg(args: &[String], i: usize) -> u64 {
@@ -844,25 +853,33 @@ fn work(args: &[String]) {
             // not switch (seen on an emulated CPU, where starting a thread is slow).
             let both = std::sync::Arc::new(std::sync::Barrier::new(2));
             let theirs = both.clone();
+            // Each thread's own involuntary switches over its yields (the kernel's
+            // count, RUSAGE_THREAD): how many of the yields switched depends on the
+            // scheduler and the machine's speed, and the test compares with this.
             let yielder = std::thread::spawn(move || {
                 theirs.wait();
+                let before = thread_nivcsw();
                 for _ in 0..n {
                     // SAFETY: no arguments.
                     unsafe { libc::sched_yield() };
                 }
+                thread_nivcsw() - before
             });
             both.wait();
+            let before = thread_nivcsw();
             for _ in 0..n {
                 // SAFETY: no arguments.
                 unsafe { libc::sched_yield() };
             }
-            yielder.join().unwrap();
+            let mine = thread_nivcsw() - before;
+            let theirs = yielder.join().unwrap();
             pingpong(n);
             // SAFETY: fills one rusage.
             let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
             unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
             println!("nvcsw={}", ru.ru_nvcsw);
             println!("nivcsw={}", ru.ru_nivcsw);
+            println!("yield_nivcsw={}", mine + theirs);
         }
         Some("paced") => {
             // RATE getppid calls a second, in bursts every 10 ms of the monotonic clock

@@ -26,8 +26,15 @@ fn kernel_timeout(arch: Arch) -> Duration {
     Duration::from_secs(if arch.is_host() { 900 } else { 1800 })
 }
 
-pub fn vm_test(root: &Path, wanted: &[String], arch: Option<Arch>) -> Result<()> {
+pub fn vm_test(
+    root: &Path,
+    wanted: &[String],
+    arch: Option<Arch>,
+    only: &[String],
+    repeat: usize,
+) -> Result<()> {
     let kernels = kernels::select(wanted, arch)?;
+    let runs = suite::runs(only, repeat)?;
     let started = Instant::now();
     let mut arches: Vec<Arch> = kernels.iter().map(|k| k.arch).collect();
     arches.dedup();
@@ -42,14 +49,11 @@ pub fn vm_test(root: &Path, wanted: &[String], arch: Option<Arch>) -> Result<()>
     for &a in &arches {
         let built = build_tests(root, a)?;
         let archive = vm_dir.join(format!("initramfs-{}.cpio", a.name()));
-        fs::write(&archive, initramfs_for(&built)?.cpio()?)?;
+        fs::write(&archive, initramfs_for(&built, &runs)?.cpio()?)?;
         archives.insert(a, archive);
     }
     let accel = accelerator();
-    let expected = suite::SUITE
-        .iter()
-        .map(|(_, t)| t.len() as u64)
-        .sum::<u64>();
+    let expected = runs.iter().map(|(_, t)| t.len() as u64).sum::<u64>();
     // Two emulators at a time (TCG runs each VM on one host thread, and this machine
     // has two cores), taking the kernels in the matrix's order, arm64's first (they
     // take the longest).
@@ -259,7 +263,7 @@ fn build_tests(root: &Path, arch: Arch) -> Result<Built> {
 
 /// /init, busybox, the suite's test binaries and syscost's binaries at their build
 /// paths (the tests find syscost there), and the libraries they load.
-fn initramfs_for(built: &Built) -> Result<initramfs::Tree> {
+fn initramfs_for(built: &Built, runs: &[(&str, Vec<&str>)]) -> Result<initramfs::Tree> {
     let mut t = initramfs::Tree::default();
     if built.arch.is_host() {
         let busybox = Path::new("/bin/busybox");
@@ -338,7 +342,11 @@ fn initramfs_for(built: &Built) -> Result<initramfs::Tree> {
             t.file(&Path::new("/lib").join(name), fs::read(&l)?, true);
         }
     }
-    t.file(Path::new("/init"), init_script(built).into_bytes(), true);
+    t.file(
+        Path::new("/init"),
+        init_script(built, runs).into_bytes(),
+        true,
+    );
     Ok(t)
 }
 
@@ -418,7 +426,7 @@ fn stripped(arch: Arch, binary: &Path) -> Result<Vec<u8>> {
 /// The VM's init: mounts what syscost and the tests use, runs each test binary of the
 /// suite on the tests' serial port (x86_64: the second; arm64's virt machine has one,
 /// shared with the kernel's messages), and powers off.
-fn init_script(built: &Built) -> String {
+fn init_script(built: &Built, runs: &[(&str, Vec<&str>)]) -> String {
     const SECOND_PORT: &str = "exec 3>/dev/ttyS1";
     let init = include_str!("init.sh");
     assert!(init.contains(SECOND_PORT));
@@ -427,7 +435,7 @@ fn init_script(built: &Built) -> String {
     } else {
         init.replacen(SECOND_PORT, "exec 3>/dev/ttyAMA0", 1)
     };
-    for (binary, tests) in suite::SUITE {
+    for (binary, tests) in runs {
         s.push_str(&format!(
             "run_suite {binary} {} {}\n",
             built.tests[*binary].display(),

@@ -86,6 +86,35 @@ pub const SUITE: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The runs of one boot: each test binary with the tests it runs, in the suite's order.
+/// `only` keeps the tests named (every one when empty; a name the suite lacks is an
+/// error), and the whole selection is run `repeat` times over (to chase a test that
+/// fails now and then on one kernel).
+pub fn runs(
+    only: &[String],
+    repeat: usize,
+) -> anyhow::Result<Vec<(&'static str, Vec<&'static str>)>> {
+    if let Some(unknown) = only
+        .iter()
+        .find(|o| !SUITE.iter().any(|(_, tests)| tests.contains(&o.as_str())))
+    {
+        anyhow::bail!("the kernel suite has no test '{unknown}'");
+    }
+    let once = SUITE
+        .iter()
+        .map(|&(binary, tests)| {
+            let picked = tests
+                .iter()
+                .copied()
+                .filter(|t| only.is_empty() || only.iter().any(|o| o == t))
+                .collect::<Vec<_>>();
+            (binary, picked)
+        })
+        .filter(|(_, tests)| !tests.is_empty())
+        .collect::<Vec<_>>();
+    Ok(std::iter::repeat_n(once, repeat.max(1)).flatten().collect())
+}
+
 /// The tests of the suite missing from `listed` (a test binary's `--list --format terse`
 /// output), so a renamed test fails the matrix instead of leaving it.
 pub fn missing<'a>(tests: &[&'a str], listed: &str) -> Vec<&'a str> {
@@ -112,5 +141,17 @@ mod tests {
             ["gone"]
         );
         assert!(missing(&["other"], listed).is_empty());
+    }
+
+    #[test]
+    fn runs_keep_the_named_tests_repeated() {
+        let all = runs(&[], 1).unwrap();
+        assert_eq!(
+            all.iter().map(|(_, t)| t.len()).sum::<usize>(),
+            SUITE.iter().map(|(_, t)| t.len()).sum::<usize>()
+        );
+        let one = runs(&["blocking_read_is_off_cpu".into()], 3).unwrap();
+        assert_eq!(one, vec![("engine", vec!["blocking_read_is_off_cpu"]); 3]);
+        assert!(runs(&["no_such_test".into()], 1).is_err());
     }
 }

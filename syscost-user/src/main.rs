@@ -7,6 +7,9 @@ use syscost_user::{
 };
 
 fn main() -> ExitCode {
+    // Before anything catches a signal: a command syscost starts gets back what was
+    // ignored.
+    syscost_user::signals::note_inherited();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     // strace's -ff (a file per process) would reach clap as -f given twice.
     if let Some(ff) = std::env::args()

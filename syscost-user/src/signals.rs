@@ -1,6 +1,63 @@
 //! Signal handlers for the loops that poll a flag (the live view, the lab server):
 //! installed without SA_RESTART, so a blocking call returns EINTR and the loop looks.
 
+/// The signals syscost catches for itself, whose dispositions a command it starts must
+/// get back (an exec resets a caught signal to its default, not to what it was).
+const CAUGHT: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Which of [`CAUGHT`] syscost was started with ignored (`nohup`, a background job of a
+/// shell without job control), one bit per signal number.
+static INHERITED_IGNORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Notes the dispositions syscost was started with, before it catches any signal: the
+/// first thing `main` does.
+pub fn note_inherited() {
+    let mut ignored = 0u64;
+    for sig in CAUGHT {
+        // SAFETY: reads the disposition only (no new action).
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } == 0
+            && old.sa_sigaction == libc::SIG_IGN
+        {
+            ignored |= 1 << sig;
+        }
+    }
+    INHERITED_IGNORED.store(ignored, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The dispositions a command started by syscost gets before its exec, as it would have
+/// had without syscost: the signals syscost was started with ignored ignored again, and
+/// SIGPIPE at its default (Rust's runtime ignores it in syscost, as std's `Command`
+/// undoes in its children). Only `sigaction` calls: safe between a fork and an exec.
+pub struct ChildDispositions {
+    ignored: u64,
+}
+
+impl ChildDispositions {
+    /// Prepared before the fork.
+    pub fn inherited() -> Self {
+        Self {
+            ignored: INHERITED_IGNORED.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// Sets them, in the forked child (async-signal-safe).
+    pub fn apply(&self) {
+        // SAFETY: sigaction with a zeroed action is async-signal-safe.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(libc::SIGPIPE, &sa, std::ptr::null_mut());
+            sa.sa_sigaction = libc::SIG_IGN;
+            for sig in CAUGHT {
+                if self.ignored & (1 << sig) != 0 {
+                    libc::sigaction(sig, &sa, std::ptr::null_mut());
+                }
+            }
+        }
+    }
+}
+
 /// Installs `handler` for each of `signals`. The handler must be async-signal-safe
 /// (these set an atomic flag and nothing else).
 pub fn catch(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {

@@ -177,6 +177,47 @@ fn run_returns_the_commands_exit_status() {
     assert_eq!(o.status.code(), Some(128 + 9), "{}", stderr(&o));
 }
 
+/// The command `run` starts has the signal dispositions it would have had started
+/// without syscost: the ones syscost was started with ignored (`nohup`, a background
+/// job) still ignored, although syscost catches them for itself, and SIGPIPE at its
+/// default although Rust's runtime ignores it in syscost.
+#[test]
+fn run_gives_the_command_the_signal_dispositions_it_would_have_had() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    // SigIgn of the command's /proc status, started with SIGHUP and SIGQUIT ignored.
+    let ignored_in = |cmd: &mut Command| -> String {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: sigaction is async-signal-safe; it touches only the child.
+        unsafe {
+            cmd.pre_exec(|| {
+                for sig in [libc::SIGHUP, libc::SIGQUIT] {
+                    libc::signal(sig, libc::SIG_IGN);
+                }
+                Ok(())
+            });
+        }
+        let o = output(cmd);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:"))
+            .unwrap_or_else(|| panic!("no SigIgn in {}", stdout(&o)))
+            .trim()
+            .to_string()
+    };
+    let bare = ignored_in(Command::new("cat").arg("/proc/self/status"));
+    let traced =
+        ignored_in(syscost().args(["run", "-o", "/dev/null", "--", "cat", "/proc/self/status"]));
+    let bit = |mask: &str, sig: i32| u64::from_str_radix(mask, 16).unwrap() >> (sig - 1) & 1 == 1;
+    assert!(
+        bit(&bare, libc::SIGHUP) && bit(&bare, libc::SIGQUIT) && !bit(&bare, libc::SIGPIPE),
+        "started bare, SigIgn {bare}"
+    );
+    assert_eq!(traced, bare, "SigIgn under syscost run, and bare");
+}
+
 #[test]
 fn json_round_trips_through_report() {
     let Some(t) = root_test!() else {

@@ -524,6 +524,11 @@ fn work(args: &[String]) {
             }
             let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
             ptrs.push(std::ptr::null());
+            // The child gets the dispositions `syscost run` gives a command: SIGPIPE at
+            // its default (Rust's runtime ignores it here), the rest as inherited. Set
+            // here, before the fork: the child makes no call but its execve.
+            // SAFETY: one disposition, to its default.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
             unsafe extern "C" {
                 static environ: *const *const libc::c_char;
             }

@@ -35,8 +35,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     )?;
 
     // Signal handlers are in place before the command starts, so there is no moment in
-    // which a Ctrl-C meant for the command ends syscost instead. (Caught signals are
-    // reset to their defaults by the command's exec.)
+    // which a Ctrl-C meant for the command ends syscost instead. (The command gets the
+    // dispositions syscost was started with back before its exec.)
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -272,13 +272,14 @@ fn spawn_stopped(
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
 
+    let dispositions = crate::signals::ChildDispositions::inherited();
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(std::io::Error::last_os_error()).context("pipe2");
     }
-    // SAFETY: the child only calls setgroups, setgid, setuid, raise, execv, write and
-    // _exit.
+    // SAFETY: the child only calls sigaction, setgroups, setgid, setuid, raise, execv,
+    // write and _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(std::io::Error::last_os_error()).context("fork");
@@ -292,6 +293,8 @@ fn spawn_stopped(
                 libc::_exit(127);
             };
             libc::close(fds[0]);
+            // The signal dispositions the command would have had without syscost.
+            dispositions.apply();
             if let Some(u) = run_as {
                 if libc::setgroups(u.groups.len(), u.groups.as_ptr()) != 0 {
                     fail(Stage::Groups);

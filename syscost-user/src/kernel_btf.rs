@@ -89,7 +89,7 @@ fn map_whole(file: &std::fs::File, len: usize) -> Option<&'static [u8]> {
 /// relocates nothing against the kernel's BTF (the programs get their offsets from the
 /// layout, as load-time constants), so the loader is given none; but aya 0.14's
 /// `EbpfLoader::new()` reads and parses `/sys/kernel/btf/vmlinux` regardless (some 25 ms,
-/// half of a start; aya 0.15 defers it, and needs a newer Rust). Its thread therefore
+/// half of a start). Its thread therefore
 /// makes it with its root moved to /sys/kernel/btf, where the path aya opens does not
 /// exist: the root of that thread only (`unshare(CLONE_FS)`), which then ends. Where the
 /// move is refused (no CAP_SYS_CHROOT), the loader is made as usual.
@@ -106,10 +106,16 @@ impl Loader {
                     let _ = aya::features();
                     // SAFETY: unshare(CLONE_FS) gives this thread a root and a working
                     // directory of its own; chroot then moves only this thread's.
-                    unsafe {
-                        if libc::unshare(libc::CLONE_FS) == 0 {
-                            libc::chroot(c"/sys/kernel/btf".as_ptr());
-                        }
+                    let moved = unsafe {
+                        libc::unshare(libc::CLONE_FS) == 0
+                            && libc::chroot(c"/sys/kernel/btf".as_ptr()) == 0
+                    };
+                    if !moved {
+                        // A slower start, not a failure: aya parses the BTF it finds.
+                        log::debug!(
+                            "the loader's thread keeps the root: {}",
+                            std::io::Error::last_os_error()
+                        );
                     }
                     let mut loader = aya::EbpfLoader::new();
                     loader.btf(None);
@@ -381,6 +387,20 @@ fn member_offset(btf: &Btf, name: &str, member: &str) -> Result<u64> {
 /// Bit offset of `member` in a struct or union, looking into anonymous struct and union
 /// members too (`pt_regs.cs` sits in an anonymous union since 6.9).
 fn find_member(btf: &Btf, members: &raw::Members, member: &str) -> Result<Option<u64>> {
+    find_member_within(btf, members, member, 0)
+}
+
+/// [`find_member`] at `depth` anonymous members down (a loop of them, which only a
+/// malformed BTF has, ends in an error rather than the stack's end).
+fn find_member_within(
+    btf: &Btf,
+    members: &raw::Members,
+    member: &str,
+    depth: u32,
+) -> Result<Option<u64>> {
+    if depth > 32 {
+        bail!("anonymous members nested more than 32 deep looking for {member}");
+    }
     for m in btf.members(members)? {
         if m.name == member {
             if m.bitfield_size != 0 {
@@ -390,7 +410,9 @@ fn find_member(btf: &Btf, members: &raw::Members, member: &str) -> Result<Option
         }
         if m.name.is_empty() {
             let inner = match btf.get(m.type_id)? {
-                Type::Composite { members, .. } => find_member(btf, &members, member)?,
+                Type::Composite { members, .. } => {
+                    find_member_within(btf, &members, member, depth + 1)?
+                }
                 _ => None,
             };
             if let Some(bits) = inner {

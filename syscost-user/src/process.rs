@@ -280,20 +280,25 @@ mod tests {
         assert!(mine <= now_ticks());
         // This test's own child, and that child's child.
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "sleep 30 & wait"])
+            .args(["-c", "sleep 600 & wait"])
             .spawn()
             .unwrap();
         let me = std::process::id();
-        let found = (0..500).find_map(|_| {
-            let d = descendants(me);
-            if d.iter().any(|d| d.pid == child.id() && d.ppid == me)
-                && d.iter().any(|d| d.ppid == child.id())
-            {
-                return Some(d);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            None
-        });
+        // Until both are seen, or a deadline no machine's speed reaches.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        let found = std::iter::from_fn(|| {
+            (std::time::Instant::now() < deadline).then(|| {
+                let d = descendants(me);
+                let both = d.iter().any(|d| d.pid == child.id() && d.ppid == me)
+                    && d.iter().any(|d| d.ppid == child.id());
+                if !both {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                both.then_some(d)
+            })
+        })
+        .flatten()
+        .next();
         let _ = std::process::Command::new("pkill")
             .args(["-P", &child.id().to_string()])
             .status();

@@ -937,6 +937,14 @@ impl std::fmt::Display for AncestorHelperRefused {
 
 impl std::error::Error for AncestorHelperRefused {}
 
+/// Whether a verifier log is the refusal of the cgroup-ancestor helper itself (the
+/// kernel's "unknown func NAME#ID"), not any failure of a program that calls it: aya
+/// retries a failed load with the verifier's full log, which names every call made.
+fn refuses_ancestor_helper(log: &str) -> bool {
+    log.lines()
+        .any(|l| l.trim_start().starts_with("unknown func bpf_get_current_ancestor_cgroup_id#"))
+}
+
 /// Loads and attaches `(program, raw tracepoint)` pairs, in order.
 fn attach(ebpf: &mut Ebpf, programs: &[(&str, &str)]) -> Result<()> {
     // The verifier's time is most of a start: the largest program (the exit's) is
@@ -967,9 +975,7 @@ fn attach(ebpf: &mut Ebpf, programs: &[(&str, &str)]) -> Result<()> {
     failed.sort_by_key(|(name, _)| programs.iter().position(|&(n, _)| n == name));
     if let Some((name, e)) = failed.into_iter().next() {
         if let ProgramError::LoadError { verifier_log, .. } = &e
-            && verifier_log
-                .to_string()
-                .contains("bpf_get_current_ancestor_cgroup_id")
+            && refuses_ancestor_helper(&verifier_log.to_string())
         {
             return Err(AncestorHelperRefused(name).into());
         }
@@ -1042,5 +1048,22 @@ fn explain_program_error(name: &str, e: ProgramError) -> anyhow::Error {
             anyhow!("{}", privileges::HOW_TO)
         }
         other => anyhow::Error::new(other).context(format!("program {name}")),
+    }
+}
+
+#[cfg(test)]
+mod verifier_log_tests {
+    use super::refuses_ancestor_helper;
+
+    #[test]
+    fn only_the_helpers_own_refusal_counts() {
+        // 5.10's verifier, refusing the helper in a tracing program.
+        assert!(refuses_ancestor_helper(
+            "0: (85) call bpf_get_current_pid_tgid#14\n1: (85) call bpf_get_current_ancestor_cgroup_id#123\nunknown func bpf_get_current_ancestor_cgroup_id#123\nprocessed 2 insns"
+        ));
+        // Any other failure of a program that calls it (the full log names the call).
+        assert!(!refuses_ancestor_helper(
+            "12: (85) call bpf_get_current_ancestor_cgroup_id#123\n13: (bf) r6 = r0\nR1 invalid mem access 'scalar'\nprocessed 14 insns"
+        ));
     }
 }

@@ -222,7 +222,7 @@ fn prometheus_scrapes_the_exact_count() {
     )
     .unwrap();
     let log = t.path("prometheus.log");
-    let mut prometheus = Command::new(prometheus_bin)
+    let mut prometheus = dies_with_its_test(&mut Command::new(prometheus_bin), libc::SIGKILL)
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", t.path("data").display()))
         .arg("--web.listen-address=127.0.0.1:0")

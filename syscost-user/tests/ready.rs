@@ -185,6 +185,37 @@ fn export_counts_from_its_serving_line() {
     assert!(status.success(), "export after SIGINT: {status}");
 }
 
+/// `export --cgroup`: a process started in the cgroup at the serving line, making its
+/// calls and exiting there, has every one in the cgroup's series.
+#[test]
+fn export_of_a_cgroup_counts_from_its_serving_line() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let cg = TestCgroup::new("ready-export");
+    let (export, first, _err) = started(syscost().args([
+        "export",
+        "--cgroup",
+        &cg.path,
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]));
+    assert!(first.starts_with("syscost: serving"), "{first}");
+    let addr = endpoint_in(&first);
+    let o = output(&mut cg.run_inside(&format!("getppid {N}")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = scrape_text(&addr);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("syscost_syscalls_total{") && l.contains("syscall=\"getppid\""))
+        .unwrap_or_else(|| panic!("no getppid series in:\n{}", &text[..text.len().min(2000)]));
+    let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert_eq!(value, N as f64, "{line}");
+    sigint(export.id());
+    let status = export.into_inner().wait_exit();
+    assert!(status.success(), "export after SIGINT: {status}");
+}
+
 /// A SIGINT the moment each mode says it is ready ends it cleanly (exit 0), never by the
 /// signal's default: the signals are caught before the line.
 #[test]

@@ -158,7 +158,7 @@ fn parse_count(s: &str) -> Option<u64> {
 /// `None` (with a loud line) when tmux is missing outside CI.
 fn live_view(name: &str, w: u16, h: u16) -> Option<(Tmux, Reaped)> {
     let busy = Command::new(workload_path())
-        .args(["getppid", "100000000000"])
+        .args(["--die-with-parent", "getppid", "100000000000"])
         .stdout(Stdio::null())
         .spawn_reaped();
     live_view_of(name, w, h, busy)
@@ -388,7 +388,7 @@ fn an_error_or_a_panic_in_the_view_restores_the_terminal() {
         ("panic", "EXIT=101", "SYSCOST_TEST_FAULT=panic"),
     ] {
         let busy = Command::new(workload_path())
-            .args(["getppid", "100000000000"])
+            .args(["--die-with-parent", "getppid", "100000000000"])
             .stdout(Stdio::null())
             .spawn_reaped();
         let Some(tmux) = session_with(
@@ -463,6 +463,43 @@ fn syscost_ends_when_its_terminal_goes_away() {
 
 /// With tables too small for the workload's threads, the live view's header, the table
 /// printed on quit and the JSON say the same dropped figure.
+/// The live view's first frame means every call from then on is counted: a workload
+/// released at that frame has all its calls in the view and in the profile.
+#[test]
+fn every_call_after_the_live_views_first_frame_is_counted() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    use std::io::Write as _;
+    const N: u64 = 20_001;
+    let (mut work, _out) = waiting(&["getppid", &N.to_string()]);
+    let pid = work.id();
+    let json = t.path("first.json");
+    let Some(tmux) = session(
+        "first",
+        120,
+        32,
+        &format!("attach -p {pid} --json {}", json.display()),
+    ) else {
+        return;
+    };
+    tmux.wait_for("the live view's first frame", |s| {
+        s.contains(&format!("pid {pid}"))
+    });
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    assert!(work.wait_exit().success());
+    let frozen = tmux.wait_for("the exited banner", |s| s.contains(" exited: view frozen"));
+    assert_eq!(
+        row_calls(&frozen, "getppid").map(|c| c.abs_diff(N) <= N / 1000),
+        Some(true),
+        "the view's getppid row (shown to 3 digits): {}",
+        lines_with(&frozen, "getppid")
+    );
+    tmux.keys(&["q"]);
+    tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
+    assert_eq!(calls(&read_profile(&json), "getppid"), N);
+}
+
 #[test]
 fn the_live_view_shows_the_dropped_figure_the_json_saves() {
     let Some(t) = root_test!() else {
@@ -563,7 +600,16 @@ fn a_call_blocked_now_shows_as_stuck() {
         })
         .unwrap_or_else(|| panic!("no duration in seconds: {line}"));
     assert!(
-        stuck_for >= 1.0 && stuck_for <= since_go.as_secs_f64() + 0.01,
+        // Shown to 0.01 s below 10 s, to 0.1 s below 100 s, to 1 s from there: rounded
+        // up by half that at most.
+        stuck_for >= 1.0
+            && stuck_for
+                <= since_go.as_secs_f64()
+                    + match stuck_for {
+                        v if v < 10.0 => 0.005,
+                        v if v < 100.0 => 0.05,
+                        _ => 0.5,
+                    },
         "stuck for {stuck_for} s, started {since_go:?} ago: {line}"
     );
     assert!(

@@ -88,7 +88,8 @@
 //!                      to its end (its writer closed it, or died), then writes VALUE to
 //!                      FILE; exits 0, or 1 when the write failed
 //! ```
-//! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work;
+//! With `--wait-stdin` it prints `ready` and waits for a line on stdin before the work
+//! (the end of stdin instead ends it, status 1: its test is gone);
 //! with `--hold` (after `--wait-stdin`, if both) it prints `done` after the work and waits
 //! (in poll) for another line (or the end of stdin) before it exits.
 //! With `--die-with-parent` (first, before the other flags) it is killed (SIGKILL) when
@@ -225,7 +226,12 @@ fn main() {
         args.remove(0);
         println!("ready");
         std::io::stdout().flush().unwrap();
-        stdin_line();
+        // The end of stdin before the line: whoever would have started the work is gone
+        // (a test killed outright), and an endless mode must not outlive it.
+        if stdin_line().is_none() {
+            eprintln!("syscost-workload: stdin ended before the line that starts the work");
+            std::process::exit(1);
+        }
     }
     let hold = args.first().map(String::as_str) == Some("--hold");
     if hold {

@@ -322,15 +322,18 @@ fn text(
             Ok(())
         };
         let end = loop {
+            // In this order: a tick due before `-d` ends is printed before the end, even
+            // when syscost was kept from running past both (a loaded machine).
             tokio::select! {
+                biased;
                 _ = sigint.recv() => break End::Interrupted,
                 _ = sigterm.recv() => break End::Interrupted,
                 _ = sighup.recv() => break End::Interrupted,
-                _ = &mut deadline, if duration.is_some() => break End::Duration,
-                _ = exited.readable() => break End::TargetExited,
                 _ = ticks.tick(), if every.is_some() => {
                     print_interval(&mut series, snapshot()?, "interval ending")?;
                 }
+                _ = &mut deadline, if duration.is_some() => break End::Duration,
+                _ = exited.readable() => break End::TargetExited,
             }
         };
         let last = snapshot()?;

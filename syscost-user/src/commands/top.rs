@@ -88,12 +88,14 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     // The last syscalls, then the totals.
     let finished = session.finish()?;
     let totals = finished.top_totals;
-    let dropped = finished.snapshots.first().map_or(0, |s| s.dropped());
-    let unpaired = finished.snapshots.first().map_or(0, |s| s.unpaired());
-    let unseen = finished
-        .snapshots
-        .first()
-        .map_or(0, |s| s.switch_ins_unseen());
+    // Every slot's counters: the drill-down's slot counts the drilled process's calls
+    // (and their losses) while it is shown.
+    let sum = |f: fn(&crate::collector::Snapshot) -> u64| finished.snapshots.iter().map(f).sum();
+    let (dropped, unpaired, unseen): (u64, u64, u64) = (
+        sum(crate::collector::Snapshot::dropped),
+        sum(crate::collector::Snapshot::unpaired),
+        sum(crate::collector::Snapshot::switch_ins_unseen),
+    );
     let elapsed = started.elapsed().as_secs_f64();
     let mut out = render_totals(
         "syscost top",

@@ -100,6 +100,9 @@ impl<'a> Btf<'a> {
             bail!("BTF version {} (this reader knows 1)", bytes[2]);
         }
         let hdr_len = u32_at(bytes, 4)? as usize;
+        if hdr_len < 24 {
+            bail!("a BTF header of {hdr_len} bytes (version 1's has 24)");
+        }
         let section = |off_at: usize| -> Result<&'a [u8]> {
             let off = u32_at(bytes, off_at)? as usize;
             let len = u32_at(bytes, off_at + 4)? as usize;

@@ -32,9 +32,20 @@ pub struct Scrape {
     /// With `--slow`: per traced process (or cgroup), slow calls sent and slow calls the
     /// ring buffer had no room for.
     pub slow: Vec<(Target, u64, u64)>,
-    /// `export --top`: the events the whole machine's tables had no room for (served
-    /// without labels on every scrape, 0 included).
-    pub machine_dropped: Option<u64>,
+    /// `export --top`: the whole machine's counters (served without labels on every
+    /// scrape, 0 included).
+    pub machine: Option<MachineCounters>,
+}
+
+/// The counters of a whole machine's tracing (`export --top`), every slot's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MachineCounters {
+    /// Events its tables had no room for.
+    pub dropped: u64,
+    /// Exits without a seen entry.
+    pub unpaired: u64,
+    /// Calls whose return to a CPU the kernel did not report.
+    pub switch_ins_unseen: u64,
 }
 
 /// The four counter families of a bounded series set: `PREFIX_syscalls_total`,
@@ -152,17 +163,25 @@ impl Scrape {
     }
 
     /// One counter family with a sample per process.
-    fn per_process<V: prometheus_client::encoding::EncodeCounterValue>(
+    /// A counter family with a sample per process and, for `export --top`, the machine's
+    /// unlabelled one.
+    fn per_process_and_machine(
         &self,
         encoder: &mut DescriptorEncoder,
         (name, help, unit): (&str, &str, Option<&Unit>),
-        value: impl Fn(&Profile) -> V,
+        value: impl Fn(&Profile) -> u64,
+        machine: impl Fn(&MachineCounters) -> u64,
     ) -> std::fmt::Result {
         let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Counter)?;
         for p in &self.processes {
             family
                 .encode_family(&process_labels(&p.target))?
-                .encode_counter::<NoLabelSet, V, u64>(&value(p), None)?;
+                .encode_counter::<NoLabelSet, u64, u64>(&value(p), None)?;
+        }
+        if let Some(m) = &self.machine {
+            family
+                .encode_family(&Vec::<(&str, String)>::new())?
+                .encode_counter::<NoLabelSet, u64, u64>(&machine(m), None)?;
         }
         Ok(())
     }
@@ -259,13 +278,13 @@ impl Collector for Scrape {
                     .encode_family(&process_labels(&p.target))?
                     .encode_counter::<NoLabelSet, u64, u64>(&p.dropped, None)?;
             }
-            if let Some(d) = self.machine_dropped {
+            if let Some(m) = &self.machine {
                 family
                     .encode_family(&Vec::<(&str, String)>::new())?
-                    .encode_counter::<NoLabelSet, u64, u64>(&d, None)?;
+                    .encode_counter::<NoLabelSet, u64, u64>(&m.dropped, None)?;
             }
         }
-        self.per_process(
+        self.per_process_and_machine(
             &mut encoder,
             (
                 "syscost_events_unpaired",
@@ -273,8 +292,9 @@ impl Collector for Scrape {
                 None,
             ),
             |p| p.unpaired,
+            |m| m.unpaired,
         )?;
-        self.per_process(
+        self.per_process_and_machine(
             &mut encoder,
             (
                 "syscost_switch_ins_unseen",
@@ -282,6 +302,7 @@ impl Collector for Scrape {
                 None,
             ),
             |p| p.switch_ins_unseen,
+            |m| m.switch_ins_unseen,
         )?;
         let offcpu = self.offcpu_tracked;
         for (name, help, pick) in [
@@ -442,7 +463,11 @@ mod tests {
             cgroups_top: Vec::new(),
             offcpu_tracked,
             slow: Vec::new(),
-            machine_dropped: Some(3),
+            machine: Some(MachineCounters {
+                dropped: 3,
+                unpaired: 4,
+                switch_ins_unseen: 5,
+            }),
         };
         let text = exposition(scrape(true)).unwrap();
         for line in [
@@ -454,11 +479,14 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} missing:\n{text}");
         }
-        // The machine's dropped events, unlabelled, whatever the series.
-        assert!(
-            text.contains("\nsyscost_events_dropped_total 3\n"),
-            "{text}"
-        );
+        // The machine's counters, unlabelled, whatever the series.
+        for line in [
+            "\nsyscost_events_dropped_total 3\n",
+            "\nsyscost_events_unpaired_total 4\n",
+            "\nsyscost_switch_ins_unseen_total 5\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing:\n{text}");
+        }
         let text = exposition(scrape(false)).unwrap();
         assert!(!text.contains("syscost_process_syscall_offcpu"), "{text}");
     }
@@ -471,7 +499,7 @@ mod tests {
                 cgroups_top: Vec::new(),
                 offcpu_tracked: true,
                 slow: Vec::new(),
-                machine_dropped: None,
+                machine: None,
                 processes: vec![server_profile()],
                 bpf_run: Some((1_500_000, 1_000_000_000)),
             })
@@ -488,7 +516,7 @@ mod tests {
             cgroups_top: Vec::new(),
             offcpu_tracked: true,
             slow: Vec::new(),
-            machine_dropped: None,
+            machine: None,
             processes: vec![p],
             bpf_run: None,
         })
@@ -518,7 +546,7 @@ mod tests {
             cgroups_top: Vec::new(),
             offcpu_tracked: true,
             slow: Vec::new(),
-            machine_dropped: None,
+            machine: None,
             processes: vec![a, b],
             bpf_run: Some((1, 1_000_000_000)),
         })

@@ -174,8 +174,15 @@ impl Metrics {
         } else {
             Vec::new()
         };
-        let machine_dropped = (self.sources.is_empty() && self.top.is_some())
-            .then(|| snaps.first().map_or(0, |s| s.dropped()));
+        // `export --top`: the machine's counters, every slot's (the drill-down's too).
+        let machine = (self.sources.is_empty() && self.top.is_some()).then(|| {
+            let sum = |f: fn(&crate::collector::Snapshot) -> u64| snaps.iter().map(f).sum();
+            encode::MachineCounters {
+                dropped: sum(crate::collector::Snapshot::dropped),
+                unpaired: sum(crate::collector::Snapshot::unpaired),
+                switch_ins_unseen: sum(crate::collector::Snapshot::switch_ins_unseen),
+            }
+        });
         Ok(Scrape {
             processes,
             bpf_run,
@@ -183,7 +190,7 @@ impl Metrics {
             cgroups_top,
             offcpu_tracked: offcpu,
             slow,
-            machine_dropped,
+            machine,
         })
     }
 }

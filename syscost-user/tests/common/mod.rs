@@ -169,16 +169,23 @@ pub fn c_programs() -> &'static PathBuf {
 /// (a test killed, a panic unwound past its guard), syscost gets SIGTERM, which ends it
 /// as Ctrl-C does: its programs unloaded, `run`'s command told too.
 pub fn syscost() -> Command {
-    use std::os::unix::process::CommandExt as _;
     let mut c = Command::new(env!("CARGO_BIN_EXE_syscost"));
+    dies_with_its_test(&mut c, libc::SIGTERM);
+    c
+}
+
+/// `cmd`'s process gets `signal` when the test's thread that starts it ends, a test
+/// killed outright included (SIGTERM for syscost, which then unloads its programs).
+pub fn dies_with_its_test(cmd: &mut Command, signal: libc::c_int) -> &mut Command {
+    use std::os::unix::process::CommandExt as _;
     // SAFETY: prctl is async-signal-safe and touches only the child.
     unsafe {
-        c.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, signal);
             Ok(())
         });
     }
-    c
+    cmd
 }
 
 pub fn workload_path() -> &'static str {
@@ -621,6 +628,7 @@ pub struct TestCgroup {
 impl TestCgroup {
     pub fn new(name: &str) -> Self {
         let mount = syscost_user::cgroup::v2_mount().expect("a cgroup v2 mount");
+        sweep_cgroups_of_gone_tests(&mount);
         let leaf = format!("syscost-test-{}-{name}", std::process::id());
         let dir = mount.join(&leaf);
         std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
@@ -659,16 +667,50 @@ impl TestCgroup {
     }
 }
 
+/// Removes the cgroups a test process that no longer exists left (killed before its
+/// guards ran): `syscost-test-PID-*` under the v2 mount, empty ones only.
+fn sweep_cgroups_of_gone_tests(mount: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(mount) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("syscost-test-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            // Children first (a test's child cgroups); a populated one stays.
+            if let Ok(children) = std::fs::read_dir(e.path()) {
+                for c in children.flatten().filter(|c| c.path().is_dir()) {
+                    let _ = std::fs::remove_dir(c.path());
+                }
+            }
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
 impl Drop for TestCgroup {
     fn drop(&mut self) {
-        // Exited processes leave the cgroup a moment after they are reaped.
-        for _ in 0..250 {
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
+        // Exited processes leave the cgroup a moment after they are reaped (a loaded or
+        // emulated machine takes longer): tried until the tests' deadline.
+        let deadline = std::time::Instant::now() + PATIENCE;
+        let mut last = None;
+        while std::time::Instant::now() < deadline {
+            match std::fs::remove_dir(&self.dir) {
+                Ok(()) => return,
+                Err(e) => last = Some(e),
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        let msg = format!("cannot remove the test's cgroup {}", self.dir.display());
+        let msg = format!(
+            "cannot remove the test's cgroup {} within {PATIENCE:?}: {last:?}",
+            self.dir.display()
+        );
         if std::thread::panicking() {
             eprintln!("{msg}");
         } else {

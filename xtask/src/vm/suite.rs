@@ -74,6 +74,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "cgroup_modes_count_a_process_that_runs_and_exits_after_the_line",
             "top_counts_from_its_watching_line",
             "export_counts_from_its_serving_line",
+            "export_of_a_cgroup_counts_from_its_serving_line",
         ],
     ),
     (

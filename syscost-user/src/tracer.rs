@@ -941,8 +941,10 @@ impl std::error::Error for AncestorHelperRefused {}
 /// kernel's "unknown func NAME#ID"), not any failure of a program that calls it: aya
 /// retries a failed load with the verifier's full log, which names every call made.
 fn refuses_ancestor_helper(log: &str) -> bool {
-    log.lines()
-        .any(|l| l.trim_start().starts_with("unknown func bpf_get_current_ancestor_cgroup_id#"))
+    log.lines().any(|l| {
+        l.trim_start()
+            .starts_with("unknown func bpf_get_current_ancestor_cgroup_id#")
+    })
 }
 
 /// Loads and attaches `(program, raw tracepoint)` pairs, in order.

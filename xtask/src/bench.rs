@@ -478,7 +478,7 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
         Ok(took)
     };
     // From the exec to the line that says it traces, of a tracer of a workload waiting
-    // on stdin (which ends when the tracer is stopped and its stdin closed).
+    // on stdin (released with its line, one getppid, once the tracer is stopped).
     let to_line = |tracer: &mut Command, from_stderr: bool, line: &str| -> Result<f64> {
         let mut w = Command::new(workload)
             .args(["--wait-stdin", "getppid", "1"])
@@ -494,7 +494,10 @@ pub fn start_up_cost(syscost: &Path, workload: &Path, rounds: usize, peers: bool
         let took = ms(t);
         let child = child?;
         stop(child);
-        drop(w.stdin.take());
+        // Its line: one getppid, then it ends.
+        if let Some(mut stdin) = w.stdin.take() {
+            let _ = writeln!(stdin);
+        }
         // Read to its end: the workload writes its figure as it ends.
         let _ = std::io::copy(&mut out, &mut std::io::sink());
         let _ = w.wait();

@@ -95,51 +95,37 @@ fn cgroup_modes_count_a_process_that_runs_and_exits_after_the_line() {
         "attach --cgroup: getppid and dropped"
     );
 
-    let top_file = t.path("top.json");
-    let (top, first, _err) = started(
-        syscost()
-            .args(["top", "--no-tui", "--cgroup", &cg.path, "--json"])
-            .arg(&top_file)
-            .stdout(Stdio::piped()),
+    assert_eq!(
+        top_getppid_of_one_started_at_the_line(
+            &t,
+            &["--cgroup", &cg.path],
+            "syscost: watching",
+            cg.run_inside(&format!("getppid {N}")),
+        ),
+        N,
+        "top --cgroup"
     );
-    assert!(first.starts_with("syscost: watching"), "{first}");
-    let mut c = cg
-        .run_inside(&format!("getppid {N}"))
-        .stdout(Stdio::null())
-        .spawn_reaped();
-    let pid = c.id();
-    assert!(c.wait_exit().success());
-    sigint(top.id());
-    let o = top.into_inner().output_within();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let rows = top_json(&top_file);
-    let row = rows
-        .get(&pid)
-        .unwrap_or_else(|| panic!("top --cgroup: no row for {pid} of {} rows", rows.len()));
-    assert_eq!(syscall_calls(row, "getppid"), N, "top --cgroup: pid {pid}");
 }
 
-/// `top` over the machine: a process started at the line has all its calls in its row.
-#[test]
-fn top_counts_from_its_watching_line() {
-    let Some(t) = root_test!() else {
-        return;
-    };
+/// `syscost top --no-tui --json FILE ARGS` started, `workload` started at its first line
+/// (which starts with `line`) and awaited, top stopped: the getppid calls in the
+/// workload's row of the file.
+fn top_getppid_of_one_started_at_the_line(
+    t: &RootTest,
+    args: &[&str],
+    line: &str,
+    mut workload: std::process::Command,
+) -> u64 {
     let json = t.path("top.json");
     let (top, first, _err) = started(
         syscost()
             .args(["top", "--no-tui", "--json"])
             .arg(&json)
+            .args(args)
             .stdout(Stdio::piped()),
     );
-    assert!(
-        first.starts_with("syscost: watching the machine"),
-        "{first}"
-    );
-    let mut c = std::process::Command::new(workload_path())
-        .args(["getppid", &N.to_string()])
-        .stdout(Stdio::null())
-        .spawn_reaped();
+    assert!(first.starts_with(line), "{first}");
+    let mut c = workload.stdout(Stdio::null()).spawn_reaped();
     let pid = c.id();
     assert!(c.wait_exit().success());
     sigint(top.id());
@@ -148,8 +134,23 @@ fn top_counts_from_its_watching_line() {
     let rows = top_json(&json);
     let row = rows
         .get(&pid)
-        .unwrap_or_else(|| panic!("top: no row for {pid} of {} rows", rows.len()));
-    assert_eq!(syscall_calls(row, "getppid"), N, "top: pid {pid}");
+        .unwrap_or_else(|| panic!("top {args:?}: no row for {pid} of {} rows", rows.len()));
+    syscall_calls(row, "getppid")
+}
+
+/// `top` over the machine: a process started at the line has all its calls in its row.
+#[test]
+fn top_counts_from_its_watching_line() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let mut workload = std::process::Command::new(workload_path());
+    workload.args(["getppid", &N.to_string()]);
+    assert_eq!(
+        top_getppid_of_one_started_at_the_line(&t, &[], "syscost: watching the machine", workload),
+        N,
+        "top"
+    );
 }
 
 /// `export -p`: the first scrape after the workload, released at the serving line, ends
@@ -173,13 +174,7 @@ fn export_counts_from_its_serving_line() {
     assert!(w.wait_exit().success());
     // The endpoint keeps the final counts once the process has exited (said on stderr).
     err.until("the exit of the process", |l| l.contains("exited"));
-    let text = scrape_text(&addr);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("syscost_syscalls_total{") && l.contains("syscall=\"getppid\""))
-        .unwrap_or_else(|| panic!("no getppid series in:\n{}", &text[..text.len().min(2000)]));
-    let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    assert_eq!(value, N as f64, "{line}");
+    assert_eq!(getppid_series(&addr), N as f64);
     sigint(export.id());
     let status = export.into_inner().wait_exit();
     assert!(status.success(), "export after SIGINT: {status}");
@@ -204,16 +199,23 @@ fn export_of_a_cgroup_counts_from_its_serving_line() {
     let addr = endpoint_in(&first);
     let o = output(&mut cg.run_inside(&format!("getppid {N}")));
     assert!(o.status.success(), "{}", stderr(&o));
-    let text = scrape_text(&addr);
+    assert_eq!(getppid_series(&addr), N as f64);
+    sigint(export.id());
+    let status = export.into_inner().wait_exit();
+    assert!(status.success(), "export after SIGINT: {status}");
+}
+
+/// The value of the endpoint's getppid series (`syscost_syscalls_total`), scraped now.
+fn getppid_series(addr: &str) -> f64 {
+    let text = scrape_text(addr);
     let line = text
         .lines()
         .find(|l| l.starts_with("syscost_syscalls_total{") && l.contains("syscall=\"getppid\""))
         .unwrap_or_else(|| panic!("no getppid series in:\n{}", &text[..text.len().min(2000)]));
-    let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    assert_eq!(value, N as f64, "{line}");
-    sigint(export.id());
-    let status = export.into_inner().wait_exit();
-    assert!(status.success(), "export after SIGINT: {status}");
+    line.rsplit(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no value in {line}"))
 }
 
 /// A SIGINT the moment each mode says it is ready ends it cleanly (exit 0), never by the

@@ -6,7 +6,7 @@ use std::{
     ops::{Deref, DerefMut},
     os::unix::process::CommandExt as _,
     path::{Path, PathBuf},
-    process::{Child, Command, Output},
+    process::{Child, Command, Output, Stdio},
     sync::{Mutex, MutexGuard},
 };
 
@@ -715,6 +715,76 @@ impl Drop for TestCgroup {
             eprintln!("{msg}");
         } else {
             panic!("{msg}");
+        }
+    }
+}
+
+pub const PID_MAX: &str = "/proc/sys/kernel/pid_max";
+
+/// pid_max changed while this lives. The value it had is written back when this is
+/// dropped and, should the test be killed first, by a restorer: a workload in a session
+/// of its own (`restore-on-eof`) that holds the old value and writes it back once its
+/// stdin, a pipe whose write end only this test holds, is closed, as it is when the test
+/// ends in any way (SIGKILL included).
+pub struct PidMax {
+    old: String,
+    restorer: Child,
+}
+
+impl PidMax {
+    /// Starts the restorer, then sets pid_max to `value`.
+    pub fn set(value: u32) -> Self {
+        let old = std::fs::read_to_string(PID_MAX)
+            .unwrap_or_else(|e| panic!("cannot read {PID_MAX}: {e}"))
+            .trim()
+            .to_string();
+        let mut restorer = Command::new(workload_path())
+            .args(["restore-on-eof", PID_MAX, &old])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start the pid_max restorer: {e}"));
+        let mut out = Lines::of(restorer.stdout.take().unwrap(), "the restorer's stdout");
+        assert_eq!(
+            out.line().as_deref(),
+            Some("ready"),
+            "the pid_max restorer did not start"
+        );
+        let guard = Self { old, restorer };
+        guard.to(value);
+        guard
+    }
+
+    pub fn to(&self, value: u32) {
+        std::fs::write(PID_MAX, value.to_string())
+            .unwrap_or_else(|e| panic!("cannot set pid_max to {value}: {e}"));
+    }
+}
+
+impl Drop for PidMax {
+    fn drop(&mut self) {
+        let mut failed = Vec::new();
+        if let Err(e) = std::fs::write(PID_MAX, &self.old) {
+            failed.push(format!("cannot set pid_max back to {}: {e}", self.old));
+        }
+        // The restorer writes it too once its stdin is closed, then exits.
+        drop(self.restorer.stdin.take());
+        let status = wait_child(&mut self.restorer, "the pid_max restorer to exit");
+        if !status.success() {
+            failed.push(format!("the pid_max restorer failed: {status}"));
+        }
+        match std::fs::read_to_string(PID_MAX) {
+            Ok(now) if now.trim() == self.old => {}
+            now => failed.push(format!(
+                "pid_max {now:?} after the test, {} before",
+                self.old
+            )),
+        }
+        if failed.is_empty() {
+        } else if std::thread::panicking() {
+            eprintln!("{}", failed.join("; "));
+        } else {
+            panic!("{}", failed.join("; "));
         }
     }
 }

@@ -12,6 +12,7 @@
 //! syscalls in use, not with the syscall numbers that exist.
 #![no_std]
 
+pub mod config;
 pub mod latency_bucket;
 
 pub use latency_bucket::{GROUPING_POWER, HISTOGRAM_BUCKETS, MAX_VALUE_POWER, bucket_index};
@@ -114,7 +115,7 @@ pub mod proc_value {
     pub const EXCLUDED: u32 = ABI_MASK;
 }
 
-/// What the programs trace beyond the processes userspace puts in PROCS (`AUTO_MODE`).
+/// What the programs trace beyond the processes userspace puts in PROCS (`config.auto_mode`).
 pub mod auto_mode {
     /// Only those processes.
     pub const OFF: u32 = 0;
@@ -521,6 +522,7 @@ mod pod {
     unsafe impl aya::Pod for super::ExitRecord {}
     unsafe impl aya::Pod for super::SlowEvent {}
     unsafe impl aya::Pod for super::BlockedStack {}
+    unsafe impl aya::Pod for super::config::LoadConfig {}
 }
 
 #[cfg(test)]

@@ -1,7 +1,17 @@
 //! Programs that are not the tracer: the benchmark's floor and candidates, and the
 //! probes of `doctor` and the loader. Loaded only by name, never with the tracer.
 
-use super::*;
+use crate::{maps::config, procs::proc_of};
+use aya_ebpf::{
+    helpers::{
+        bpf_get_current_pid_tgid, bpf_ktime_get_ns, generated::bpf_get_current_ancestor_cgroup_id,
+    },
+    macros::{map, raw_tracepoint},
+    maps::PerCpuArray,
+    programs::RawTracePointContext,
+};
+use core::hint::black_box;
+use syscost_common::{StatsEntry, bucket_index};
 
 /// Loaded (never attached) to learn whether tracing programs may call
 /// `bpf_get_current_ancestor_cgroup_id` on this kernel (from 5.14).
@@ -64,7 +74,7 @@ pub fn cand_hist_exit(_ctx: RawTracePointContext) -> i32 {
 #[inline(always)]
 fn btf_filter() -> u32 {
     let task = unsafe { aya_ebpf::helpers::bpf_get_current_task_btf() } as *const u8;
-    let tgid = unsafe { *(task.add(TASK_TGID_OFFSET.load() as usize) as *const u32) };
+    let tgid = unsafe { *(task.add(config!(task_tgid_offset) as usize) as *const u32) };
     proc_of(tgid)
 }
 

@@ -13,31 +13,32 @@
 //! `INDEX`. Every table has a fixed size chosen at load time, none grows with pid_max;
 //! whatever finds no room is counted in `COUNTERS`.
 //!
-//! Automatic modes (`AUTO_MODE`): with every process (`syscost top`) or every process of
+//! Automatic modes (`config.auto_mode`): with every process (`syscost top`) or every process of
 //! one cgroup v2 (`--cgroup`) traced, a process is looked at on its first syscall seen,
 //! and added to PROCS either as traced or as `EXCLUDED`, so each later syscall costs the
 //! same one lookup as in the other modes. A process moved to another cgroup is taken out
 //! of PROCS and looked at again. `TOP` keeps per-process figures (no histograms) of every
-//! traced process when `TOP_ON`; the pool's full statistics are kept for slots from
-//! `POOL_FROM_SLOT` on (all of them, except in `syscost top`, where slot 0 holds the
+//! traced process when `config.top_on`; the pool's full statistics are kept for slots from
+//! `config.pool_from_slot` on (all of them, except in `syscost top`, where slot 0 holds the
 //! processes not drilled into).
 //!
 //! What runs where (hook -> program -> the maps it touches -> when it is attached):
 //!
 //! | hook (raw tracepoint) | program | maps | attached |
 //! |---|---|---|---|
-//! | `sys_enter` | `syscost_sys_enter` | PROCS(+_OVERFLOW) read, written on a process's first call; THREADS(+_OVERFLOW); PROC_INFO (`TOP_ON`) | always |
-//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, SLOW, KSTACK_OF (`SLOW_ON`); TOP, PROC_INFO (`TOP_ON`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
-//! | `sched_switch` | `syscost_sched_switch` | PROCS read; THREADS; KSTACK_OF (`KSTACKS_ON`) | unless `--no-offcpu` |
-//! | `sched_process_fork` | `syscost_fork` | PROCS (children, `FOLLOW_FORKS`); THREADS | always |
-//! | `sched_process_exec` | `syscost_exec` | PROCS (ABI); PROC_INFO (`TOP_ON`); THREADS | always |
-//! | `sched_process_exit` | `syscost_exit` | THREADS; PROCS; PROC_INFO, EXITS (`TOP_ON`) | always |
+//! | `sys_enter` | `syscost_sys_enter` | PROCS(+_OVERFLOW) read, written on a process's first call; THREADS(+_OVERFLOW); PROC_INFO (`config.top_on`) | always |
+//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, SLOW, KSTACK_OF (`config.slow_on`); TOP, PROC_INFO (`config.top_on`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
+//! | `sched_switch` | `syscost_sched_switch` | PROCS read; THREADS; KSTACK_OF (`config.kstacks_on`) | unless `--no-offcpu` |
+//! | `sched_process_fork` | `syscost_fork` | PROCS (children, `config.follow_forks`); THREADS | always |
+//! | `sched_process_exec` | `syscost_exec` | PROCS (ABI); PROC_INFO (`config.top_on`); THREADS | always |
+//! | `sched_process_exit` | `syscost_exit` | THREADS; PROCS; PROC_INFO, EXITS (`config.top_on`) | always |
 //! | `cgroup_attach_task` | `syscost_cgroup_move` | PROCS | `--cgroup` |
 //!
 //! The hooks follow in the order a traced call meets them; the helpers are grouped by
 //! the table they serve: `maps` (every map and constant), `procs` (the traced set),
 //! `threads` (each thread's call in flight), `stats` (the pool of statistics entries),
-//! `top` (per-process figures), `slow` (slow calls). `bench` holds the programs that are
+//! `top` (per-process figures), `slow` (slow calls); each module imports what it uses by
+//! name. `bench` holds the programs that are
 //! not the tracer (the benchmark's floor and candidates, doctor's and the loader's
 //! probes). Every helper is `inline(always)`: a BPF-to-BPF call costs more than the
 //! work of most of them, and inlined code lets the verifier fold the load-time
@@ -50,33 +51,28 @@
 #![allow(internal_features)]
 #![feature(core_intrinsics)]
 
-use core::{
-    hint::black_box,
-    ptr::{read_volatile, write_volatile},
-};
-
 use aya_ebpf::{
-    EbpfContext as _, Global,
-    bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
-    helpers::{
-        bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_current_task,
-        bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user_buf,
-        generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id, bpf_get_stack},
-    },
-    macros::{map, raw_tracepoint},
-    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
+    macros::raw_tracepoint,
     programs::RawTracePointContext,
 };
 use aya_log_ebpf::warn;
 use syscost_common::{
-    BigKey, BlockedStack, ERRNO_PAIRS, ExitRecord, INDEX_WORDS_PER_SLOT, KERNEL_STACK_FRAMES,
-    KEY_FORK_CHILD, KEY_NONE, KEYS_PER_INDEX_WORD, KEYS_PER_SLOT, ProcRecord, ProcSlot,
-    SLOW_STACK_FRAMES, SlowRecord, StatsEntry, ThreadSlot, TopKey, TopValue, USER_STACK_PAGE, abi,
-    auto_mode, bucket_index, counter, counter_index, is_error_return, key_is_compat, proc_value,
-    slow_flags, syscall_key, top_key_bit,
+    KEY_FORK_CHILD, KEY_NONE, KEYS_PER_SLOT, ProcSlot, ThreadSlot, abi, auto_mode, counter,
+    proc_value, syscall_key,
 };
 
-use self::{maps::*, procs::*, slow::*, stats::*, threads::*, top::*};
+use self::{
+    maps::{DRILL, SLOW_NS, config},
+    procs::{
+        auto_add, group_dead, insert_proc, name_process, proc_of, proc_value_ptr, process_abi,
+        remove_proc, rename_process, traced,
+    },
+    slow::{report_slow, take_kernel_stack},
+    stats::{count, record},
+    threads::{claim_thread, release_thread, thread_slot},
+    top::{count_top, hand_over},
+};
 
 mod bench;
 mod maps;
@@ -136,7 +132,7 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             // The automatic modes meet a process at an exit when its call was in flight
             // as tracing began: it is added here, and that call counted as unpaired (as
             // for a process given by pid).
-            if AUTO_MODE.load() != auto_mode::OFF && auto_add(tgid) {
+            if config!(auto_mode) != auto_mode::OFF && auto_add(tgid) {
                 let tid = pid_tgid as u32;
                 match thread_slot(tid) {
                     // A child's return from the fork that made it (marked by the fork
@@ -162,16 +158,16 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
         return 0;
     }
     let now = unsafe { bpf_ktime_get_ns() };
-    let pool_from = POOL_FROM_SLOT.load();
+    let pool_from = config!(pool_from_slot);
     let stats_slot = stats_slot_of(process, tgid, pool_from);
     let Some(call) = end_call(pid_tgid as u32, stats_slot, now) else {
         return 0;
     };
     let ret: i64 = ctx.arg(1);
-    if SLOW_ON.load() != 0 && call.ns >= slow_threshold(call.key) {
+    if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
         report_slow(&ctx, pid_tgid, stats_slot, &call, ret, now);
     }
-    if TOP_ON.load() != 0 {
+    if config!(top_on) != 0 {
         count_top(tgid, stats_slot, &call, ret);
     }
     if stats_slot >= pool_from {
@@ -253,14 +249,14 @@ fn slow_threshold(key: u32) -> u64 {
     if key < KEYS_PER_SLOT {
         SLOW_NS.get(key).copied().unwrap_or(u64::MAX)
     } else {
-        SLOW_DEFAULT_NS.load()
+        config!(slow_default_ns)
     }
 }
 
 /// sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
 /// unsigned int prev_state), run on every context switch of the machine while off-CPU
 /// accounting is on (`prev_state` exists from 5.18; before, the state is read from
-/// `prev`, see `TASK_STATE_OFFSET`). `prev` is the current task. A traced thread leaving
+/// `prev`, see `config.task_state_offset`). `prev` is the current task. A traced thread leaving
 /// the CPU inside a syscall gets its switch-out time; a traced thread coming back adds
 /// the time away.
 #[raw_tracepoint(tracepoint = "sched_switch")]
@@ -286,7 +282,7 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
             let prev_state = prev_task_state(&ctx);
             if preempt & 0xff == 0 && prev_state as u32 != 0 {
                 slot.voluntary += 1;
-                if KSTACKS_ON.load() != 0 {
+                if config!(kstacks_on) != 0 {
                     take_kernel_stack(&ctx, prev as u32, slot.enter_ns);
                 }
             } else {
@@ -296,9 +292,9 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
     }
     // pid and tgid of `next` (adjacent in task_struct) in one read.
     let next: *const u8 = ctx.arg(2);
-    let Ok(ids) =
-        (unsafe { bpf_probe_read_kernel(next.add(TASK_PID_OFFSET.load() as usize) as *const u64) })
-    else {
+    let Ok(ids) = (unsafe {
+        bpf_probe_read_kernel(next.add(config!(task_pid_offset) as usize) as *const u64)
+    }) else {
         return 0;
     };
     let (pid, tgid) = (ids as u32, (ids >> 32) as u32);
@@ -320,7 +316,7 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
 /// switch and has already made the task runnable again).
 #[inline(always)]
 fn prev_task_state(ctx: &RawTracePointContext) -> u64 {
-    let offset = TASK_STATE_OFFSET.load();
+    let offset = config!(task_state_offset);
     if offset == 0 {
         return ctx.arg(3);
     }
@@ -330,7 +326,7 @@ fn prev_task_state(ctx: &RawTracePointContext) -> u64 {
 
 /// sched_process_fork(struct task_struct *parent, struct task_struct *child), run in
 /// the parent. Gives the new thread a slot marked so its return from clone is not
-/// counted as unpaired, and with FOLLOW_FORKS adds a new child process to PROCS.
+/// counted as unpaired, and with `config.follow_forks` adds a new child process to PROCS.
 #[raw_tracepoint(tracepoint = "sched_process_fork")]
 pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
     let parent_tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
@@ -344,8 +340,8 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
     let child: *const u8 = ctx.arg(1);
     let (Ok(pid), Ok(tgid)) = (unsafe {
         (
-            bpf_probe_read_kernel(child.add(TASK_PID_OFFSET.load() as usize) as *const u32),
-            bpf_probe_read_kernel(child.add(TASK_TGID_OFFSET.load() as usize) as *const u32),
+            bpf_probe_read_kernel(child.add(config!(task_pid_offset) as usize) as *const u32),
+            bpf_probe_read_kernel(child.add(config!(task_tgid_offset) as usize) as *const u32),
         )
     }) else {
         count(stats_slot, counter::DROPPED_CHILD);
@@ -353,13 +349,13 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
     };
     let new_process = tgid != parent_tgid;
     if new_process {
-        if FOLLOW_FORKS.load() != 0 {
+        if config!(follow_forks) != 0 {
             if !insert_proc(tgid, parent) {
                 count(stats_slot, counter::DROPPED_CHILD);
                 warn!(&ctx, "no room to trace child process {}", tgid);
                 return 0;
             }
-        } else if AUTO_MODE.load() == auto_mode::OFF {
+        } else if config!(auto_mode) == auto_mode::OFF {
             return 0;
         }
         // The automatic modes add the child at its first event, its return from the
@@ -399,7 +395,7 @@ pub fn syscost_exec(ctx: RawTracePointContext) -> i32 {
         *v = proc_value::with_abi(known & !ProcSlot::OVERFLOW, abi::UNKNOWN)
             | (known & ProcSlot::OVERFLOW);
     }
-    if TOP_ON.load() != 0 {
+    if config!(top_on) != 0 {
         name_process(tgid);
     }
     let tid = pid_tgid as u32;
@@ -418,7 +414,7 @@ pub fn syscost_exec(ctx: RawTracePointContext) -> i32 {
 }
 
 /// sched_process_exit, run in the exiting thread. Frees its slot and, when the whole
-/// thread group is gone, hands the process's record to userspace (`TOP_ON`) and takes
+/// thread group is gone, hands the process's record to userspace (`config.top_on`) and takes
 /// the process out of PROCS so a new process that reuses its pid is not traced. The
 /// main thread's exit renames the record: the name the process ended with (a process
 /// may rename itself, `prctl(PR_SET_NAME)`, after its first call), as /proc showed it.
@@ -430,7 +426,7 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     // one may have taken the process out already, and its slot must not outlive it.
     release_thread(pid_tgid as u32);
     if proc_value_ptr(tgid).is_some() {
-        let top = TOP_ON.load() != 0;
+        let top = config!(top_on) != 0;
         if top && pid_tgid as u32 == tgid {
             rename_process(tgid);
         }
@@ -452,7 +448,7 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
 pub fn syscost_cgroup_move(ctx: RawTracePointContext) -> i32 {
     let task: *const u8 = ctx.arg(2);
     if let Ok(tgid) =
-        unsafe { bpf_probe_read_kernel(task.add(TASK_TGID_OFFSET.load() as usize) as *const u32) }
+        unsafe { bpf_probe_read_kernel(task.add(config!(task_tgid_offset) as usize) as *const u32) }
     {
         remove_proc(tgid);
     }

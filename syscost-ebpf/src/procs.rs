@@ -2,12 +2,28 @@
 //! statistics slot and with which ABI; the automatic modes' first look at a process;
 //! whether an exiting thread was its group's last.
 
-use super::*;
+use crate::{
+    maps::{PROC_INFO, PROCS, PROCS_OVERFLOW, config},
+    stats::count,
+};
+use aya_ebpf::{
+    bindings::BPF_NOEXIST,
+    helpers::{
+        bpf_get_current_comm, bpf_get_current_task, bpf_probe_read_kernel,
+        generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id},
+    },
+    programs::RawTracePointContext,
+};
+use core::{
+    hint::black_box,
+    ptr::{read_volatile, write_volatile},
+};
+use syscost_common::{ProcRecord, ProcSlot, abi, auto_mode, counter, proc_value};
 
 /// The direct `PROCS` slot of a tgid, read as one word: (tag, value).
 #[inline(always)]
 pub(crate) fn proc_slot(tgid: u32) -> Option<*mut ProcSlot> {
-    PROCS.get_ptr_mut(tgid & PROC_MASK.load())
+    PROCS.get_ptr_mut(tgid & config!(proc_mask))
 }
 
 /// A pointer to the `proc_value` of a traced process (in its direct slot, whose value
@@ -100,7 +116,7 @@ pub(crate) fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
     let v = match proc_value_ptr(tgid) {
         Some(v) => v,
         None => {
-            if AUTO_MODE.load() == auto_mode::OFF || !auto_add(tgid) {
+            if config!(auto_mode) == auto_mode::OFF || !auto_add(tgid) {
                 return 0;
             }
             let Some(v) = proc_value_ptr(tgid) else {
@@ -116,7 +132,7 @@ pub(crate) fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
         return traced(value);
     }
     let regs: *const u8 = ctx.arg(0);
-    let [offset, mask, compat] = COMPAT_TEST.load();
+    let [offset, mask, compat] = config!(compat_test);
     let reg = unsafe { bpf_probe_read_kernel(regs.add(offset as usize) as *const u64) };
     let abi = match reg {
         Ok(r) if mask != 0 && r & mask == compat => abi::COMPAT,
@@ -131,9 +147,9 @@ pub(crate) fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
 /// excluded (syscost itself, or outside the cgroup). Whether it is traced.
 #[inline(always)]
 pub(crate) fn auto_add(tgid: u32) -> bool {
-    let wanted = tgid != OWN_TGID.load()
-        && (AUTO_MODE.load() != auto_mode::CGROUP
-            || current_ancestor_cgroup_id(CGROUP_LEVEL.load()) == CGROUP_ID.load());
+    let wanted = tgid != config!(own_tgid)
+        && (config!(auto_mode) != auto_mode::CGROUP
+            || current_ancestor_cgroup_id(config!(cgroup_level)) == config!(cgroup_id));
     let value = if wanted {
         proc_value::new(0, abi::UNKNOWN)
     } else {
@@ -141,7 +157,7 @@ pub(crate) fn auto_add(tgid: u32) -> bool {
     };
     // The record first: once the process is in PROCS, another of its threads may make a
     // call on another CPU, and its key's bit must find the record there.
-    let top = wanted && TOP_ON.load() != 0;
+    let top = wanted && config!(top_on) != 0;
     if top {
         name_process(tgid);
     }
@@ -161,10 +177,10 @@ pub(crate) fn auto_add(tgid: u32) -> bool {
 
 /// The id of the current task's cgroup v2 ancestor at `level` (itself at its own
 /// level), 0 when its cgroup is not that deep: the helper's answer, or the same read
-/// from the task where tracing programs lack the helper (`CGROUP_WALK`).
+/// from the task where tracing programs lack the helper (`config.cgroup_walk`).
 #[inline(always)]
 pub(crate) fn current_ancestor_cgroup_id(level: u32) -> u64 {
-    if CGROUP_WALK.load() == 0 {
+    if config!(cgroup_walk) == 0 {
         return unsafe { bpf_get_current_ancestor_cgroup_id(level as i32) };
     }
     let task = unsafe { bpf_get_current_task() } as *const u8;
@@ -173,21 +189,21 @@ pub(crate) fn current_ancestor_cgroup_id(level: u32) -> u64 {
             .map(|p| p as *const u8)
             .ok()
     };
-    let Some(css_set) = read_ptr(task, TASK_CGROUPS_OFFSET.load()) else {
+    let Some(css_set) = read_ptr(task, config!(task_cgroups_offset)) else {
         return 0;
     };
-    let Some(cgrp) = read_ptr(css_set, CSS_SET_DFL_CGRP_OFFSET.load()) else {
+    let Some(cgrp) = read_ptr(css_set, config!(css_set_dfl_cgrp_offset)) else {
         return 0;
     };
     let Ok(own_level) = (unsafe {
-        bpf_probe_read_kernel(cgrp.add(CGROUP_LEVEL_OFFSET.load() as usize) as *const i32)
+        bpf_probe_read_kernel(cgrp.add(config!(cgroup_level_offset) as usize) as *const i32)
     }) else {
         return 0;
     };
     if own_level < 0 || (own_level as u32) < level {
         return 0;
     }
-    let at = CGROUP_ANCESTOR_IDS_OFFSET.load() + u64::from(level) * 8;
+    let at = config!(cgroup_ancestor_ids_offset) + u64::from(level) * 8;
     unsafe { bpf_probe_read_kernel(cgrp.add(at as usize) as *const u64) }.unwrap_or(0)
 }
 
@@ -236,14 +252,14 @@ pub(crate) fn name_process(tgid: u32) {
 pub(crate) fn group_dead() -> bool {
     let task = unsafe { bpf_get_current_task() } as *const u8;
     let Ok(signal) = (unsafe {
-        bpf_probe_read_kernel(task.add(TASK_SIGNAL_OFFSET.load() as usize) as *const u64)
+        bpf_probe_read_kernel(task.add(config!(task_signal_offset) as usize) as *const u64)
     }) else {
         return false;
     };
     let signal = signal as *const u8;
     matches!(
         unsafe {
-            bpf_probe_read_kernel(signal.add(SIGNAL_LIVE_OFFSET.load() as usize) as *const i32)
+            bpf_probe_read_kernel(signal.add(config!(signal_live_offset) as usize) as *const i32)
         },
         Ok(0)
     )

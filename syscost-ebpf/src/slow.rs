@@ -1,10 +1,27 @@
 //! Slow calls (`SLOW`, `SLOW_NS`, `KSTACK_OF`): the calls at least as slow as their
 //! threshold, with their arguments and stacks, through a ring buffer.
 
-use super::*;
+use crate::{
+    Call,
+    maps::{KSTACK_OF, SLOW, config},
+    stats::count,
+};
+use aya_ebpf::{
+    EbpfContext as _,
+    bindings::BPF_F_USER_STACK,
+    helpers::{
+        bpf_get_current_comm, bpf_get_current_task, bpf_probe_read_kernel, bpf_probe_read_user_buf,
+        generated::bpf_get_stack,
+    },
+    programs::RawTracePointContext,
+};
+use syscost_common::{
+    BlockedStack, KERNEL_STACK_FRAMES, SLOW_STACK_FRAMES, SlowRecord, USER_STACK_PAGE, counter,
+    key_is_compat, slow_flags,
+};
 
 /// Sends a slow call through the ring buffer: its figures, arguments, user stack (its
-/// frame-pointer walk, and `USER_STACK_PAGES` pages of it for userspace to unwind) and
+/// frame-pointer walk, and `config.user_stack_pages` pages of it for userspace to unwind) and
 /// kernel stack.
 #[inline(always)]
 pub(crate) fn report_slow(
@@ -19,7 +36,7 @@ pub(crate) fn report_slow(
     let pages = if key_is_compat(call.key) {
         0
     } else {
-        USER_STACK_PAGES.load()
+        config!(user_stack_pages)
     };
     // The ring buffer's records have a size known when the program is verified: one
     // function per size.
@@ -63,9 +80,9 @@ fn report<const P: usize>(
         (*e).nr = nr;
         (*e).ret = ret;
         let offsets = if key_is_compat(key) {
-            PT_REGS_COMPAT_ARG_OFFSETS.load()
+            config!(pt_regs_compat_arg_offsets)
         } else {
-            PT_REGS_ARG_OFFSETS.load()
+            config!(pt_regs_arg_offsets)
         };
         for i in 0..6 {
             (*e).args[i] =
@@ -76,7 +93,7 @@ fn report<const P: usize>(
         (*e).key = key;
         (*e).slot = stats_slot;
         (*e).kernel_stack_bytes = 0;
-        if KSTACKS_ON.load() != 0
+        if config!(kstacks_on) != 0
             && let Some(k) = KSTACK_OF.get(pid_tgid as u32)
             && k.enter_ns == start
             && k.bytes > 0
@@ -91,7 +108,7 @@ fn report<const P: usize>(
             (SLOW_STACK_FRAMES * 8) as u32,
             u64::from(BPF_F_USER_STACK),
         ) as i32;
-        let unwind = PT_REGS_UNWIND_OFFSETS.load();
+        let unwind = config!(pt_regs_unwind_offsets);
         for i in 0..4 {
             (*e).user_regs[i] =
                 bpf_probe_read_kernel(regs.add(unwind[i] as usize) as *const u64).unwrap_or(0);
@@ -110,13 +127,13 @@ fn report<const P: usize>(
             }
         }
         let task = bpf_get_current_task() as *const u8;
-        let mm_offset = TASK_MM_OFFSET.load();
+        let mm_offset = config!(task_mm_offset);
         (*e).mm = if mm_offset == 0 {
             0
         } else {
             bpf_probe_read_kernel(task.add(mm_offset as usize) as *const u64).unwrap_or(0)
         };
-        let exec_id_offset = TASK_EXEC_ID_OFFSET.load();
+        let exec_id_offset = config!(task_exec_id_offset);
         (*e).exec_id = if exec_id_offset == 0 {
             0
         } else {
@@ -140,7 +157,7 @@ fn report<const P: usize>(
 /// The inode number and mount id of the file descriptor `fd` of `task` names, or (0, 0).
 #[inline(always)]
 fn file_of(task: *const u8, fd: u64) -> (u64, u32) {
-    let o = FILE_OFFSETS.load();
+    let o = config!(file_offsets);
     // Not known on this kernel: no file is named.
     if o[0] == 0 {
         return (0, 0);

@@ -2,7 +2,16 @@
 //! syscall) on this CPU, written under its sequence count, and the counters of what
 //! found no room.
 
-use super::*;
+use crate::{
+    Call,
+    maps::{BIG_INDEX, COUNTERS, INDEX, POOL, POOL_NEXT, config},
+};
+use aya_ebpf::{bindings::BPF_NOEXIST, helpers::bpf_get_smp_processor_id};
+use core::ptr::{read_volatile, write_volatile};
+use syscost_common::{
+    BigKey, ERRNO_PAIRS, INDEX_WORDS_PER_SLOT, KEYS_PER_INDEX_WORD, KEYS_PER_SLOT, StatsEntry,
+    bucket_index, counter, counter_index, is_error_return,
+};
 
 #[inline(always)]
 pub(crate) fn count(slot: u32, c: u32) {
@@ -23,11 +32,11 @@ pub(crate) fn add(p: &mut u64, v: u64) {
 pub(crate) fn new_entry(slot: u32, key: u32, nr: u64) -> Option<(*mut StatsEntry, u32)> {
     let next = POOL_NEXT.get_ptr_mut(0)?;
     let i = unsafe { *next };
-    if i >= POOL_PER_CPU.load() {
+    if i >= config!(pool_per_cpu) {
         return None;
     }
     let cpu = unsafe { bpf_get_smp_processor_id() };
-    let e = POOL.get_ptr_mut(cpu * POOL_PER_CPU.load() + i)?;
+    let e = POOL.get_ptr_mut(cpu * config!(pool_per_cpu) + i)?;
     let entry = unsafe { &mut *e };
     let seq = unsafe { read_volatile(&entry.seq) };
     unsafe {
@@ -45,7 +54,7 @@ pub(crate) fn new_entry(slot: u32, key: u32, nr: u64) -> Option<(*mut StatsEntry
 /// This CPU's entry for (`slot`, `key`, `nr`), made on first use.
 #[inline(always)]
 pub(crate) fn entry_for(slot: u32, key: u32, nr: u64) -> Option<*mut StatsEntry> {
-    let per_cpu = POOL_PER_CPU.load();
+    let per_cpu = config!(pool_per_cpu);
     if key < KEYS_PER_SLOT {
         let word = INDEX.get_ptr_mut(slot * INDEX_WORDS_PER_SLOT + key / KEYS_PER_INDEX_WORD)?;
         let lane = (key % KEYS_PER_INDEX_WORD) * 16;

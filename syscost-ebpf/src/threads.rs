@@ -1,12 +1,14 @@
 //! Each traced thread's state (`THREADS`, `THREADS_OVERFLOW`): the syscall in flight and
 //! the thread's totals.
 
-use super::*;
+use crate::maps::{KSTACK_OF, THREADS, THREADS_OVERFLOW, config};
+use aya_ebpf::bindings::BPF_NOEXIST;
+use syscost_common::ThreadSlot;
 
 /// The slot of thread `tid`, if it has one.
 #[inline(always)]
 pub(crate) fn thread_slot(tid: u32) -> Option<*mut ThreadSlot> {
-    let p = THREADS.get_ptr_mut(tid & THREAD_MASK.load())?;
+    let p = THREADS.get_ptr_mut(tid & config!(thread_mask))?;
     if unsafe { (*p).tid } == tid {
         return Some(p);
     }
@@ -17,7 +19,7 @@ pub(crate) fn thread_slot(tid: u32) -> Option<*mut ThreadSlot> {
 /// `None` when both are full.
 #[inline(always)]
 pub(crate) fn claim_thread(tid: u32) -> Option<*mut ThreadSlot> {
-    let p = THREADS.get_ptr_mut(tid & THREAD_MASK.load())?;
+    let p = THREADS.get_ptr_mut(tid & config!(thread_mask))?;
     let fresh = ThreadSlot {
         tid,
         ..ThreadSlot::EMPTY
@@ -38,10 +40,10 @@ pub(crate) fn claim_thread(tid: u32) -> Option<*mut ThreadSlot> {
 /// time or another thread's totals.
 #[inline(always)]
 pub(crate) fn release_thread(tid: u32) {
-    if KSTACKS_ON.load() != 0 {
+    if config!(kstacks_on) != 0 {
         let _ = KSTACK_OF.remove(tid);
     }
-    if let Some(p) = THREADS.get_ptr_mut(tid & THREAD_MASK.load())
+    if let Some(p) = THREADS.get_ptr_mut(tid & config!(thread_mask))
         && unsafe { (*p).tid } == tid
     {
         unsafe { *p = ThreadSlot::EMPTY };

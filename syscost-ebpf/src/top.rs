@@ -2,7 +2,15 @@
 //! errors and time per (process, syscall), the keys each process holds, and its record
 //! at exit.
 
-use super::*;
+use crate::{
+    Call,
+    maps::{EXITS, PROC_INFO, TOP},
+    stats::add,
+    stats::count,
+};
+use aya_ebpf::bindings::BPF_NOEXIST;
+use core::hint::black_box;
+use syscost_common::{ExitRecord, TopKey, TopValue, counter, is_error_return, top_key_bit};
 
 /// Marks `key` as one of the process's `TOP` keys. Called once per key (by the insert
 /// that made it), so an atomic add sets the bit even when another CPU sets another

@@ -161,7 +161,7 @@ pub struct KernelLayout {
     pub task_mm_offset: u64,
     pub task_exec_id_offset: u64,
     /// From a task to the inode of one of its open files (`--slow`'s fd check): see
-    /// `FILE_OFFSETS` in the kernel side.
+    /// `config.file_offsets` in the kernel side.
     pub file_offsets: [u64; 8],
     pub signal_live_offset: u64,
     /// Where the registers of a syscall are in `struct pt_regs`.
@@ -182,7 +182,7 @@ pub struct KernelLayout {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Registers {
     /// How 32-bit (compat) user code is told from 64-bit: a register's offset, a mask
-    /// and the value under the mask in 32-bit code (`COMPAT_TEST` in the kernel side).
+    /// and the value under the mask in 32-bit code (`config.compat_test` in the kernel side).
     pub compat_test: [u64; 3],
     /// The syscall argument registers in argument order, for `--slow`'s arguments
     /// (x86_64: di, si, dx, r10, r8, r9; arm64: orig_x0, x1-x5, as x0 holds the return

@@ -18,8 +18,9 @@ use aya::{
 };
 use aya_log::EbpfLogger;
 use syscost_common::{
-    ExitRecord, ProcRecord, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, abi, counter,
-    counter_index, proc_value,
+    ExitRecord, ProcRecord, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, abi,
+    config::{CONFIG_GLOBAL, LoadConfig, map_names},
+    counter, counter_index, proc_value,
 };
 
 use crate::{
@@ -232,11 +233,11 @@ impl Tracer {
         }
         let cpus = possible_cpus()?;
         let pool = Mapped::new(
-            map_data(&ebpf, "POOL")?,
+            map_data(&ebpf, map_names::POOL)?,
             cpus as usize * sizes.pool_per_cpu as usize * size_of::<StatsEntry>(),
         )?;
         let threads = Mapped::new(
-            map_data(&ebpf, "THREADS")?,
+            map_data(&ebpf, map_names::THREADS)?,
             sizes.thread_slots as usize * size_of::<ThreadSlot>(),
         )?;
         Ok(Self {
@@ -281,15 +282,21 @@ impl Tracer {
     /// `pool_from_slot`) from now on; 0 for none. The process stays where the kernel put
     /// it in PROCS.
     pub fn drill(&mut self, tgid: u32) -> Result<()> {
-        let mut drill: Array<&mut MapData, u32> =
-            Array::try_from(self.ebpf.map_mut("DRILL").context("DRILL map missing")?)?;
+        let mut drill: Array<&mut MapData, u32> = Array::try_from(
+            self.ebpf
+                .map_mut(map_names::DRILL)
+                .context("DRILL map missing")?,
+        )?;
         drill.set(0, tgid, 0)?;
         Ok(())
     }
 
     /// The exit records' ring buffer, to be read by one consumer (with `top` only).
     pub fn take_exit_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
-        let map = self.ebpf.take_map("EXITS").context("EXITS map missing")?;
+        let map = self
+            .ebpf
+            .take_map(map_names::EXITS)
+            .context("EXITS map missing")?;
         Ok(aya::maps::RingBuf::try_from(map)?)
     }
 
@@ -297,7 +304,7 @@ impl Tracer {
     /// then deleted, with what the kernel side kept of it; keys already gone are left out.
     pub fn take_final(&mut self, record: &ExitRecord) -> Result<Vec<(TopKey, TopValue)>> {
         let top: PerCpuHashMap<&MapData, TopKey, TopValue> =
-            PerCpuHashMap::try_from(self.map("TOP")?)?;
+            PerCpuHashMap::try_from(self.map(map_names::TOP)?)?;
         let mut out = Vec::new();
         for key in record.info.top_keys() {
             let k = TopKey {
@@ -312,10 +319,13 @@ impl Tracer {
         let keys: Vec<TopKey> = out.iter().map(|(k, _)| *k).collect();
         // One syscall for all the keys (BPF_MAP_DELETE_BATCH, Linux 5.6), one each if
         // the kernel refuses it.
-        let fd = map_fd(self.map("TOP")?)?;
+        let fd = map_fd(self.map(map_names::TOP)?)?;
         if delete_batch(fd, &keys).is_err() {
-            let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> =
-                PerCpuHashMap::try_from(self.ebpf.map_mut("TOP").context("TOP map missing")?)?;
+            let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> = PerCpuHashMap::try_from(
+                self.ebpf
+                    .map_mut(map_names::TOP)
+                    .context("TOP map missing")?,
+            )?;
             for k in &keys {
                 let _ = top.remove(k);
             }
@@ -325,7 +335,10 @@ impl Tracer {
 
     /// The slow calls' ring buffer, to be read by one consumer (`--slow` only).
     pub fn take_slow_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
-        let map = self.ebpf.take_map("SLOW").context("SLOW map missing")?;
+        let map = self
+            .ebpf
+            .take_map(map_names::SLOW)
+            .context("SLOW map missing")?;
         Ok(aya::maps::RingBuf::try_from(map)?)
     }
 
@@ -440,14 +453,16 @@ impl Tracer {
 
     fn procs(&mut self) -> Result<Array<&mut MapData, ProcSlot>> {
         Ok(Array::try_from(
-            self.ebpf.map_mut("PROCS").context("PROCS map missing")?,
+            self.ebpf
+                .map_mut(map_names::PROCS)
+                .context("PROCS map missing")?,
         )?)
     }
 
     fn procs_overflow(&mut self) -> Result<HashMap<&mut MapData, u32, u32>> {
         Ok(HashMap::try_from(
             self.ebpf
-                .map_mut("PROCS_OVERFLOW")
+                .map_mut(map_names::PROCS_OVERFLOW)
                 .context("PROCS_OVERFLOW map missing")?,
         )?)
     }
@@ -489,7 +504,8 @@ impl Tracer {
 
     /// Entries in use in each CPU's pool region.
     pub fn pool_in_use(&self) -> Result<Vec<u32>> {
-        let next: PerCpuArray<&MapData, u32> = PerCpuArray::try_from(self.map("POOL_NEXT")?)?;
+        let next: PerCpuArray<&MapData, u32> =
+            PerCpuArray::try_from(self.map(map_names::POOL_NEXT)?)?;
         Ok(next.get(&0, 0)?.iter().copied().collect())
     }
 
@@ -505,7 +521,8 @@ impl Tracer {
 
     /// A slot's counters (`syscost_common::counter`), summed over CPUs.
     pub fn counters(&self, slot: u32) -> Result<[u64; counter::COUNT as usize]> {
-        let counters: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map("COUNTERS")?)?;
+        let counters: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(self.map(map_names::COUNTERS)?)?;
         let mut out = [0; counter::COUNT as usize];
         for (c, v) in (0..).zip(out.iter_mut()) {
             *v = counters.get(&counter_index(slot, c), 0)?.iter().sum();
@@ -527,7 +544,7 @@ impl Tracer {
             return Some(slot);
         }
         let overflow: HashMap<&MapData, u32, ThreadSlot> =
-            HashMap::try_from(self.map("THREADS_OVERFLOW").ok()?).ok()?;
+            HashMap::try_from(self.map(map_names::THREADS_OVERFLOW).ok()?).ok()?;
         overflow.get(&tid, 0).ok()
     }
 
@@ -535,7 +552,7 @@ impl Tracer {
     /// entry being updated while it is copied may trail by one call.
     pub fn top_table(&self) -> Result<Vec<(TopKey, TopValue)>> {
         let top: PerCpuHashMap<&MapData, TopKey, TopValue> =
-            PerCpuHashMap::try_from(self.map("TOP")?)?;
+            PerCpuHashMap::try_from(self.map(map_names::TOP)?)?;
         let mut out = Vec::new();
         for item in top.iter() {
             let (k, per_cpu) = item.context("cannot read the per-process table")?;
@@ -546,14 +563,17 @@ impl Tracer {
 
     /// Forgets processes of the per-process table (they have exited and were read).
     pub fn forget_top(&mut self, keys: &[TopKey]) -> Result<()> {
-        let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> =
-            PerCpuHashMap::try_from(self.ebpf.map_mut("TOP").context("TOP map missing")?)?;
+        let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> = PerCpuHashMap::try_from(
+            self.ebpf
+                .map_mut(map_names::TOP)
+                .context("TOP map missing")?,
+        )?;
         for k in keys {
             let _ = top.remove(k);
         }
         let mut names: HashMap<&mut MapData, u32, ProcRecord> = HashMap::try_from(
             self.ebpf
-                .map_mut("PROC_INFO")
+                .map_mut(map_names::PROC_INFO)
                 .context("PROC_INFO map missing")?,
         )?;
         for k in keys {
@@ -571,7 +591,7 @@ impl Tracer {
     pub fn forget_names(&mut self, gone: impl Fn(u32) -> bool) -> Result<()> {
         let mut names: HashMap<&mut MapData, u32, ProcRecord> = HashMap::try_from(
             self.ebpf
-                .map_mut("PROC_INFO")
+                .map_mut(map_names::PROC_INFO)
                 .context("PROC_INFO map missing")?,
         )?;
         let dead: Vec<u32> = names
@@ -588,7 +608,7 @@ impl Tracer {
     /// The name and cgroup id the kernel side kept for a process it traced by itself.
     pub fn process_name(&self, tgid: u32) -> Option<(String, u64)> {
         let names: HashMap<&MapData, u32, ProcRecord> =
-            HashMap::try_from(self.map("PROC_INFO").ok()?).ok()?;
+            HashMap::try_from(self.map(map_names::PROC_INFO).ok()?).ok()?;
         let n = names.get(&tgid, 0).ok()?;
         let end = n.comm.iter().position(|&b| b == 0).unwrap_or(n.comm.len());
         Some((crate::untrusted::decode(&n.comm[..end]), n.cgroup_id))
@@ -820,70 +840,71 @@ fn load_object(
         Some(slow) => slow.default,
         None => u64::MAX,
     };
-    let (proc_mask, thread_mask) = (sizes.proc_slots - 1, sizes.thread_slots - 1);
+    let config = LoadConfig {
+        pt_regs_arg_offsets: layout.registers.args,
+        pt_regs_compat_arg_offsets: layout.registers.compat_args,
+        pt_regs_unwind_offsets: layout.registers.unwind,
+        file_offsets: layout.file_offsets,
+        compat_test: layout.registers.compat_test,
+        slow_default_ns: slow_default,
+        task_mm_offset: layout.task_mm_offset,
+        task_exec_id_offset: layout.task_exec_id_offset,
+        cgroup_id,
+        task_pid_offset: layout.task_pid_offset,
+        task_tgid_offset: layout.task_tgid_offset,
+        task_signal_offset: layout.task_signal_offset,
+        signal_live_offset: layout.signal_live_offset,
+        task_state_offset,
+        task_cgroups_offset: walk.task_cgroups,
+        css_set_dfl_cgrp_offset: walk.css_set_dfl_cgrp,
+        cgroup_level_offset: walk.cgroup_level,
+        cgroup_ancestor_ids_offset: walk.cgroup_ancestor_ids,
+        kstacks_on: kstacks,
+        slow_on,
+        user_stack_pages: stack_pages,
+        auto_mode,
+        cgroup_level,
+        own_tgid: own,
+        top_on: top,
+        pool_from_slot: options.pool_from_slot,
+        follow_forks: follow,
+        proc_mask: sizes.proc_slots - 1,
+        thread_mask: sizes.thread_slots - 1,
+        pool_per_cpu: sizes.pool_per_cpu,
+        cgroup_walk: walk_on,
+        _reserved: 0,
+    };
     let mut loader: EbpfLoader<'_> = loader;
     let ebpf = loader
-        .override_global("FOLLOW_FORKS", &follow, true)
-        .override_global("PROC_MASK", &proc_mask, true)
-        .override_global("THREAD_MASK", &thread_mask, true)
-        .override_global("POOL_PER_CPU", &sizes.pool_per_cpu, true)
-        .override_global("TASK_PID_OFFSET", &layout.task_pid_offset, true)
-        .override_global("TASK_TGID_OFFSET", &layout.task_tgid_offset, true)
-        .override_global("TASK_SIGNAL_OFFSET", &layout.task_signal_offset, true)
-        .override_global("TASK_MM_OFFSET", &layout.task_mm_offset, true)
-        .override_global("TASK_EXEC_ID_OFFSET", &layout.task_exec_id_offset, true)
-        .override_global("FILE_OFFSETS", &layout.file_offsets, true)
-        .override_global("SIGNAL_LIVE_OFFSET", &layout.signal_live_offset, true)
-        .override_global("COMPAT_TEST", &layout.registers.compat_test, true)
-        .override_global("TASK_STATE_OFFSET", &task_state_offset, true)
-        .override_global("CGROUP_WALK", &walk_on, true)
-        .override_global("TASK_CGROUPS_OFFSET", &walk.task_cgroups, true)
-        .override_global("CSS_SET_DFL_CGRP_OFFSET", &walk.css_set_dfl_cgrp, true)
-        .override_global("CGROUP_LEVEL_OFFSET", &walk.cgroup_level, true)
-        .override_global(
-            "CGROUP_ANCESTOR_IDS_OFFSET",
-            &walk.cgroup_ancestor_ids,
-            true,
-        )
-        .override_global("AUTO_MODE", &auto_mode, true)
-        .override_global("CGROUP_ID", &cgroup_id, true)
-        .override_global("CGROUP_LEVEL", &cgroup_level, true)
-        .override_global("OWN_TGID", &own, true)
-        .override_global("TOP_ON", &top, true)
-        .override_global("POOL_FROM_SLOT", &options.pool_from_slot, true)
-        .override_global("SLOW_ON", &slow_on, true)
-        .override_global("KSTACKS_ON", &kstacks, true)
-        .override_global("SLOW_DEFAULT_NS", &slow_default, true)
-        .override_global("PT_REGS_ARG_OFFSETS", &layout.registers.args, true)
-        .override_global(
-            "PT_REGS_COMPAT_ARG_OFFSETS",
-            &layout.registers.compat_args,
-            true,
-        )
-        .override_global("PT_REGS_UNWIND_OFFSETS", &layout.registers.unwind, true)
-        .override_global("USER_STACK_PAGES", &stack_pages, true)
-        .map_max_entries("PROCS", sizes.proc_slots)
-        .map_max_entries("PROCS_OVERFLOW", sizes.proc_overflow)
-        .map_max_entries("THREADS", sizes.thread_slots)
-        .map_max_entries("THREADS_OVERFLOW", sizes.thread_overflow)
-        .map_max_entries("INDEX", slots * syscost_common::INDEX_WORDS_PER_SLOT)
-        .map_max_entries("BIG_INDEX", sizes.big_numbers)
-        .map_max_entries("POOL", cpus * sizes.pool_per_cpu)
-        .map_max_entries("COUNTERS", slots * counter::COUNT)
-        .map_max_entries("TOP", sizes.top_entries)
-        .map_max_entries("PROC_INFO", sizes.names)
-        .map_max_entries("EXITS", if options.top { sizes.exit_ring } else { 4096 })
+        .override_global(CONFIG_GLOBAL, &config, true)
+        .map_max_entries(map_names::PROCS, sizes.proc_slots)
+        .map_max_entries(map_names::PROCS_OVERFLOW, sizes.proc_overflow)
+        .map_max_entries(map_names::THREADS, sizes.thread_slots)
+        .map_max_entries(map_names::THREADS_OVERFLOW, sizes.thread_overflow)
         .map_max_entries(
-            "SLOW_NS",
+            map_names::INDEX,
+            slots * syscost_common::INDEX_WORDS_PER_SLOT,
+        )
+        .map_max_entries(map_names::BIG_INDEX, sizes.big_numbers)
+        .map_max_entries(map_names::POOL, cpus * sizes.pool_per_cpu)
+        .map_max_entries(map_names::COUNTERS, slots * counter::COUNT)
+        .map_max_entries(map_names::TOP, sizes.top_entries)
+        .map_max_entries(map_names::PROC_INFO, sizes.names)
+        .map_max_entries(
+            map_names::EXITS,
+            if options.top { sizes.exit_ring } else { 4096 },
+        )
+        .map_max_entries(
+            map_names::SLOW_NS,
             if options.slow.is_some() {
                 syscost_common::KEYS_PER_SLOT
             } else {
                 1
             },
         )
-        .map_max_entries("KSTACK_OF", if kstacks != 0 { 16384 } else { 1 })
+        .map_max_entries(map_names::KSTACK_OF, if kstacks != 0 { 16384 } else { 1 })
         .map_max_entries(
-            "SLOW",
+            map_names::SLOW,
             if options.slow.is_some() {
                 sizes.slow_ring
             } else {
@@ -908,8 +929,10 @@ fn load_and_attach(
     let mut ebpf = load_object(loader, options, layout, cgroup_walk, slots, sizes)?;
     if let Some(slow) = &options.slow {
         let keys = &slow.per_key;
-        let mut thresholds: Array<&mut MapData, u64> =
-            Array::try_from(ebpf.map_mut("SLOW_NS").context("SLOW_NS map missing")?)?;
+        let mut thresholds: Array<&mut MapData, u64> = Array::try_from(
+            ebpf.map_mut(map_names::SLOW_NS)
+                .context("SLOW_NS map missing")?,
+        )?;
         for (k, t) in (0..).zip(keys) {
             thresholds.set(k, t, 0)?;
         }
@@ -1054,8 +1077,55 @@ fn explain_program_error(name: &str, e: ProgramError) -> anyhow::Error {
 }
 
 #[cfg(test)]
-mod verifier_log_tests {
-    use super::refuses_ancestor_helper;
+mod tests {
+    use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+
+    use super::*;
+
+    /// The object's symbols in the named section, by name and size.
+    fn symbols_in(section: &str) -> Vec<(String, u64)> {
+        let file = object::File::parse(OBJECT).expect("the embedded object parses");
+        let index = file
+            .section_by_name(section)
+            .unwrap_or_else(|| panic!("no section {section} in the object"))
+            .index();
+        file.symbols()
+            .filter(|s| s.section_index() == Some(index))
+            .map(|s| (s.name().unwrap_or_default().to_string(), s.size()))
+            .collect()
+    }
+
+    /// The loader and the kernel side name the same maps: every name the loader uses is
+    /// a map of the object, and every map of the object but the benchmark's and
+    /// aya-log's is one the loader knows.
+    #[test]
+    fn the_object_has_exactly_the_maps_the_loader_names() {
+        let mut maps: Vec<String> = symbols_in("maps").into_iter().map(|(n, _)| n).collect();
+        maps.retain(|m| m != "CANDIDATE" && m != "AYA_LOGS" && m != "AYA_LOG_BUF");
+        maps.sort();
+        let mut named: Vec<String> = map_names::ALL.iter().map(|n| n.to_string()).collect();
+        named.sort();
+        assert_eq!(maps, named);
+    }
+
+    /// The object's one load-time global of its own is the configuration, of its size
+    /// (beside aya-log's level; the rest of the section is the compiler's unnamed
+    /// constants): nothing else is set at load by name.
+    #[test]
+    fn the_object_is_configured_through_one_global_of_the_configs_size() {
+        let mut globals: Vec<(String, u64)> = symbols_in(".rodata")
+            .into_iter()
+            .filter(|(n, _)| !n.is_empty() && !n.starts_with('.') && !n.starts_with("anon."))
+            .collect();
+        globals.sort();
+        assert_eq!(
+            globals,
+            [
+                ("AYA_LOG_LEVEL".to_string(), 1),
+                (CONFIG_GLOBAL.to_string(), size_of::<LoadConfig>() as u64)
+            ]
+        );
+    }
 
     #[test]
     fn only_the_helpers_own_refusal_counts() {

@@ -36,9 +36,16 @@ fn version_facts() -> anyhow::Result<()> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=SYSCOST_GIT_COMMIT={commit}");
-    for head in ["../.git/HEAD", "../.git/refs/heads"] {
-        if std::path::Path::new(head).exists() {
-            println!("cargo:rerun-if-changed={head}");
+    // Where git keeps HEAD and the branches (a worktree's HEAD is not under .git/).
+    for path in ["HEAD", "refs/heads", "packed-refs"] {
+        let found = std::process::Command::new("git")
+            .args(["rev-parse", "--path-format=absolute", "--git-path", path])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        if let Some(p) = found.filter(|p| std::path::Path::new(p).exists()) {
+            println!("cargo:rerun-if-changed={p}");
         }
     }
     let out = std::env::var("OUT_DIR").context("OUT_DIR")?;

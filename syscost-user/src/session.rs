@@ -135,6 +135,9 @@ struct Shared {
     interval: Duration,
     latest: Mutex<Arc<Sample>>,
     subscribers: Mutex<Vec<mpsc::Sender<Arc<Sample>>>>,
+    /// Functions every sample is handed to as it is published (see
+    /// [`SessionHandle::on_sample`]).
+    handlers: Mutex<Vec<SampleHandler>>,
     /// Held while a sample is taken and sent, so samples go out in order.
     publishing: Mutex<u64>,
     /// A process drilled into (`top`): no per-process steps meanwhile.
@@ -192,6 +195,7 @@ impl Session {
             interval: options.interval.max(Duration::from_millis(100)),
             latest: Mutex::new(empty),
             subscribers: Mutex::new(Vec::new()),
+            handlers: Mutex::new(Vec::new()),
             publishing: Mutex::new(0),
             drilled: AtomicBool::new(false),
             own_cost: AtomicBool::new(false),
@@ -270,6 +274,15 @@ impl SessionHandle {
         let (tx, rx) = mpsc::channel();
         lock(&self.shared.subscribers).push(tx);
         rx
+    }
+
+    /// Hands every sample published from now on to `handler`, on the thread that
+    /// publishes it (the session's clock, or a caller of [`SessionHandle::sample_now`]),
+    /// until it returns false. For a view that keeps a state of its own fed by the
+    /// samples: it is fed as time passes, without a clock of its own. `handler` must
+    /// not take a sample itself.
+    pub fn on_sample(&self, handler: impl Fn(&Arc<Sample>) -> bool + Send + 'static) {
+        lock(&self.shared.handlers).push(Box::new(handler));
     }
 
     /// The latest sample published.
@@ -471,9 +484,13 @@ impl Shared {
         });
         *lock(&self.latest) = sample.clone();
         lock(&self.subscribers).retain(|tx| tx.send(sample.clone()).is_ok());
+        lock(&self.handlers).retain(|h| h(&sample));
         Ok(sample)
     }
 }
+
+/// A function every published sample is handed to; it returns whether it wants more.
+type SampleHandler = Box<dyn Fn(&Arc<Sample>) -> bool + Send>;
 
 /// The threads of process `pid` now.
 fn task_ids(pid: u32) -> Vec<u32> {

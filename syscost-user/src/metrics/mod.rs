@@ -70,16 +70,15 @@ pub struct Metrics {
     sources: Vec<Source>,
     /// Serve the slow-call counters (`--slow`).
     slow: bool,
-    /// Bounded per-process (and per-cgroup) series, fed from every sample's
-    /// per-process step.
-    top: Option<std::sync::Mutex<TopSeries>>,
+    /// Bounded per-process (and per-cgroup) series, fed by the session with every
+    /// sample's per-process step as it is published.
+    top: Option<std::sync::Arc<std::sync::Mutex<TopSeries>>>,
 }
 
-/// The bounded series sets and the samples they are fed from.
+/// The bounded series sets.
 struct TopSeries {
     processes: BoundedSeries,
     cgroups: Option<BoundedSeries>,
-    samples: std::sync::mpsc::Receiver<std::sync::Arc<Sample>>,
 }
 
 impl Metrics {
@@ -103,20 +102,22 @@ impl Metrics {
     /// Also serves per-process series of at most `n` processes plus `other` (and as
     /// many cgroups with `cgroups`).
     pub fn with_top(mut self, n: usize, cgroups: bool) -> Self {
-        self.top = Some(std::sync::Mutex::new(TopSeries {
+        let top = std::sync::Arc::new(std::sync::Mutex::new(TopSeries {
             processes: BoundedSeries::new(n),
             cgroups: cgroups.then(|| BoundedSeries::new(n)),
-            samples: self.session.subscribe(),
         }));
+        // Fed by the session as it publishes (every sample's step counts once, in
+        // order), for as long as this endpoint's state lives.
+        let fed = std::sync::Arc::downgrade(&top);
+        self.session.on_sample(move |sample| match fed.upgrade() {
+            Some(top) => {
+                feed(&mut crate::locks::lock(&top), sample);
+                true
+            }
+            None => false,
+        });
+        self.top = Some(top);
         self
-    }
-
-    /// Feeds the per-process series the samples published since the last call (call
-    /// it a few times a second: the samples wait in a queue until then).
-    pub fn tick(&self) {
-        if let Some(top) = &self.top {
-            feed(&mut crate::locks::lock(top));
-        }
     }
 
     /// Everything, as a sample taken now says.
@@ -128,8 +129,7 @@ impl Metrics {
         let bpf_run = sample.own_cost_totals;
         let (processes_top, cgroups_top) = match &self.top {
             Some(top) => {
-                let mut top = crate::locks::lock(top);
-                feed(&mut top);
+                let top = crate::locks::lock(top);
                 (
                     top.processes.series(vec![
                         ("pid", "other".into()),
@@ -195,9 +195,9 @@ impl Metrics {
     }
 }
 
-/// Every sample's per-process step, in order, into the bounded series.
-fn feed(top: &mut TopSeries) {
-    while let Ok(sample) = top.samples.try_recv() {
+/// A sample's per-process step into the bounded series.
+fn feed(top: &mut TopSeries, sample: &Sample) {
+    {
         let step = &sample.top;
         let now = sample.taken;
         top.processes.add(

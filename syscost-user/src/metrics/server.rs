@@ -80,15 +80,9 @@ async fn serve(listener: TcpListener, metrics: Arc<Metrics>, mut stopped: onesho
             return;
         }
     };
-    // The own-cost windows open and close on wall time, scraped or not.
-    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(250));
     loop {
         let stream = tokio::select! {
             _ = &mut stopped => return,
-            _ = ticks.tick() => {
-                metrics.tick();
-                continue;
-            }
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 // Out of fds and the like: back off rather than spin, and keep serving.

@@ -7,7 +7,7 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::{
     cli::{DiffArgs, ReportArgs, SlowViewArgs},
-    report::{diff, json, variants},
+    report::{diff, json},
     syscall_names,
 };
 
@@ -108,7 +108,7 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         let before = read(&sides[0][0], args.process.as_ref())?;
         let after = read(&sides[1][0], args.process.as_ref())?;
         // --per counts its units over every syscall, the rows -e leaves out included.
-        let d = diff::diff_counting_units_in(
+        let d = diff::pair::diff_counting_units_in(
             &select(before.clone(), &sel),
             &select(after.clone(), &sel),
             args.per.as_deref(),
@@ -116,9 +116,9 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
             args.sort,
         )?;
         super::print_out(&if args.json {
-            diff::to_json(&d)
+            diff::pair::to_json(&d)
         } else {
-            diff::render(&d)
+            diff::pair::render(&d)
         });
         return Ok(0);
     }
@@ -135,27 +135,31 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
                 .iter()
                 .map(|f| read(f, args.process.as_ref()))
                 .collect::<Result<_>>()?;
-            Ok(variants::Variant {
+            Ok(diff::variants::Variant {
                 label,
                 files: files.iter().map(|f| f.display().to_string()).collect(),
                 runs,
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let selected: Vec<variants::Variant> = variants
+    let selected: Vec<diff::variants::Variant> = variants
         .iter()
-        .map(|v| variants::Variant {
+        .map(|v| diff::variants::Variant {
             label: v.label.clone(),
             files: v.files.clone(),
             runs: v.runs.iter().map(|p| select(p.clone(), &sel)).collect(),
         })
         .collect();
-    let c =
-        variants::compare_counting_units_in(&selected, &variants, args.per.as_deref(), args.sort)?;
+    let c = diff::variants::compare_counting_units_in(
+        &selected,
+        &variants,
+        args.per.as_deref(),
+        args.sort,
+    )?;
     super::print_out(&if args.json {
-        variants::to_json(&c)
+        diff::variants::to_json(&c)
     } else {
-        variants::render(&c, args.all)
+        diff::variants::render(&c, args.all)
     });
     Ok(0)
 }

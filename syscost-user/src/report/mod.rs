@@ -6,4 +6,3 @@ pub mod json;
 pub mod slow;
 pub mod stats;
 pub mod strace_table;
-pub mod variants;

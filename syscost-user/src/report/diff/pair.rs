@@ -1,39 +1,23 @@
 //! `syscost diff` of two profiles: per syscall, what went up, what went down, which
 //! errors appeared or disappeared, and which latency changes the two histograms tell
-//! apart from the spread of the calls. Pure: built from two `Profile`s. (More profiles,
-//! or several runs a side: `variants`.)
+//! apart from the spread of the calls. Pure: built from two `Profile`s. The shape `diff`
+//! keeps for two single profiles; more profiles, several runs a side or labels are
+//! `variants`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
-use clap::ValueEnum;
 use serde::Serialize;
 
-use super::{
-    stats::{self, RankTest},
-    variants::{self, LatencyLine},
+use super::shared::{
+    DiffSort, LatencyLine, blocking_syscalls, ns, num, pretty_json, render_latency_tests,
+    trim_lines,
 };
 use crate::{
     latency,
     profile::{Profile, per_unit},
-    units::human_ns,
+    report::stats::{self, RankTest},
 };
-
-/// Sort order of `syscost diff`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum DiffSort {
-    /// Absolute change in calls, largest first.
-    #[default]
-    Change,
-    /// Calls after, largest first.
-    Calls,
-    /// Time after, largest first.
-    Time,
-    /// Errors after, largest first.
-    Errors,
-    /// Name.
-    Name,
-}
 
 /// A before/after pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -269,7 +253,7 @@ pub fn diff_counting_units_in(
     }
     let oncpu_tracked = before.offcpu_tracked && after.offcpu_tracked;
     let blocking = oncpu_tracked.then(|| {
-        let syscalls = variants::blocking_syscalls(&names, [before, after].into_iter());
+        let syscalls = blocking_syscalls(&names, [before, after].into_iter());
         let in_calls = |want: bool| {
             pair(&|p: &Profile| {
                 p.syscalls
@@ -298,16 +282,7 @@ pub fn diff_counting_units_in(
     })
 }
 
-/// A count (two decimals per unit).
-pub(super) fn num(v: f64, per_unit: bool) -> String {
-    if per_unit {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.0}")
-    }
-}
-
-fn signed(v: f64, per_unit: bool) -> String {
+pub(super) fn signed(v: f64, per_unit: bool) -> String {
     if per_unit {
         format!("{v:+.2}")
     } else {
@@ -315,15 +290,11 @@ fn signed(v: f64, per_unit: bool) -> String {
     }
 }
 
-fn pct(p: Option<f64>) -> String {
+pub(super) fn pct(p: Option<f64>) -> String {
     match p {
         Some(p) => format!("{p:+.1}%"),
         None => "new".into(),
     }
-}
-
-pub(super) fn ns(v: f64) -> String {
-    human_ns(v.round() as u64)
 }
 
 /// The diff as a table, with a summary line and the errno shifts.
@@ -462,28 +433,14 @@ pub fn render(d: &Diff) -> String {
             })
             .collect();
         out.push('\n');
-        out.push_str(&variants::render_latency_tests(&lines, None));
+        out.push_str(&render_latency_tests(&lines, None));
     }
     trim_lines(out)
-}
-
-/// Lines without trailing blanks.
-pub(super) fn trim_lines(text: String) -> String {
-    text.lines()
-        .map(|l| format!("{}\n", l.trim_end()))
-        .collect()
 }
 
 /// The diff as JSON.
 pub fn to_json(d: &Diff) -> String {
     pretty_json(d)
-}
-
-/// Pretty JSON and a newline (a diff and a comparison always serialise: plain data).
-pub(super) fn pretty_json<T: Serialize>(value: &T) -> String {
-    let mut s = serde_json::to_string_pretty(value).expect("plain data serialises");
-    s.push('\n');
-    s
 }
 
 #[cfg(test)]

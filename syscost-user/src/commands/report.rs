@@ -99,35 +99,13 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
             bail!("--label {l:?} is given twice: each profile needs its own");
         }
     }
-    if sides.len() == 2 && sides.iter().all(|s| s.len() == 1) && args.labels.is_empty() {
-        if args.all {
-            bail!(
-                "--all is for the table of variants (a third profile, several runs on a side, or --label); two profiles show every syscall"
-            );
-        }
-        let before = read(&sides[0][0], args.process.as_ref())?;
-        let after = read(&sides[1][0], args.process.as_ref())?;
-        // --per counts its units over every syscall, the rows -e leaves out included.
-        let d = diff::pair::diff_counting_units_in(
-            &select(before.clone(), &sel),
-            &select(after.clone(), &sel),
-            args.per.as_deref(),
-            (&before, &after),
-            args.sort,
-        )?;
-        super::print_out(&if args.json {
-            diff::pair::to_json(&d)
-        } else {
-            diff::pair::render(&d)
-        });
-        return Ok(0);
-    }
-    let labels = if args.labels.is_empty() {
-        default_labels(&sides)
-    } else {
+    let labelled = !args.labels.is_empty();
+    let labels = if labelled {
         args.labels.clone()
+    } else {
+        default_labels(&sides)
     };
-    let variants = sides
+    let whole = sides
         .into_iter()
         .zip(labels)
         .map(|(files, label)| {
@@ -135,31 +113,33 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
                 .iter()
                 .map(|f| read(f, args.process.as_ref()))
                 .collect::<Result<_>>()?;
-            Ok(diff::variants::Variant {
+            Ok(diff::Variant {
                 label,
                 files: files.iter().map(|f| f.display().to_string()).collect(),
                 runs,
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let selected: Vec<diff::variants::Variant> = variants
+    // -e narrows the rows; --per counts its units over every syscall, the rows -e leaves
+    // out included.
+    let selected: Vec<diff::Variant> = whole
         .iter()
-        .map(|v| diff::variants::Variant {
+        .map(|v| diff::Variant {
             label: v.label.clone(),
             files: v.files.clone(),
             runs: v.runs.iter().map(|p| select(p.clone(), &sel)).collect(),
         })
         .collect();
-    let c = diff::variants::compare_counting_units_in(
-        &selected,
-        &variants,
-        args.per.as_deref(),
-        args.sort,
-    )?;
+    let compared = diff::compare(&selected, &whole, labelled, args.per.as_deref(), args.sort)?;
+    if args.all && matches!(compared, diff::Compared::Pair(_)) {
+        bail!(
+            "--all is for the table of variants (a third profile, several runs on a side, or --label); two profiles show every syscall"
+        );
+    }
     super::print_out(&if args.json {
-        diff::variants::to_json(&c)
+        compared.to_json()
     } else {
-        diff::variants::render(&c, args.all)
+        compared.render(args.all)
     });
     Ok(0)
 }

@@ -9,18 +9,11 @@ use std::{
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::{profile::SortKey, report::strace_table::TableOptions, syscall_names};
+use syscost_report::{profile::SortKey, report::strace_table::TableOptions, syscall_names};
 
 /// `syscost --version`: the version, the commit it was built from and a build id of the
-/// kernel programs it carries (a hash of the object, set by the build script).
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("SYSCOST_GIT_COMMIT"),
-    ", kernel programs ",
-    env!("SYSCOST_EBPF_BUILD_ID"),
-    ")"
-);
+/// kernel programs it carries.
+pub const VERSION: &str = syscost_engine::VERSION;
 
 /// Syscall profiler: per-syscall counts, errors and latency from kernel tracepoints,
 /// at a cost of nanoseconds per call.
@@ -137,8 +130,8 @@ pub struct ViewArgs {
     pub sort: SortKey,
     /// strace's columns, in this order (its -U): time-percent, total-time, min-time,
     /// max-time, avg-time, calls, errors, name (and strace's other spellings of them).
-    #[arg(short = 'U', long = "summary-columns", value_name = "COLUMN,...", value_parser = crate::report::strace_table::parse_columns, conflicts_with_all = ["latency", "per"])]
-    pub columns: Option<crate::report::strace_table::Columns>,
+    #[arg(short = 'U', long = "summary-columns", value_name = "COLUMN,...", value_parser = syscost_report::report::strace_table::parse_columns, conflicts_with_all = ["latency", "per"])]
+    pub columns: Option<syscost_report::report::strace_table::Columns>,
     /// Accepted for strace's -w: syscost's times are already the wall-clock time from
     /// a syscall's entry to its exit (strace's default is the system CPU time).
     #[arg(short = 'w', long = "summary-wall-clock")]
@@ -166,12 +159,12 @@ pub struct ViewArgs {
 
 impl ViewArgs {
     /// The `-e`, `-z` and `-Z` selection, checked (and `--per`'s name with it).
-    pub fn selection(&self) -> Result<crate::strace_filter::Selection> {
-        use crate::strace_filter::Status;
+    pub fn selection(&self) -> Result<syscost_report::strace_filter::Selection> {
+        use syscost_report::strace_filter::Status;
         if let Some(unit) = &self.per {
             syscall_names::number(unit)?;
         }
-        let mut sel = crate::strace_filter::parse(&self.syscalls)?;
+        let mut sel = syscost_report::strace_filter::parse(&self.syscalls)?;
         match (self.successful, self.failed, sel.status) {
             (true, _, Some(Status::Failed)) | (_, true, Some(Status::Successful)) => {
                 anyhow::bail!("-z or -Z, and -e status= say otherwise: give one")
@@ -348,8 +341,8 @@ pub struct SlowArgs {
     /// Report each call at least this slow, with its arguments, fd and user stack: a
     /// threshold (`1ms`), thresholds per syscall (`close=50us,read=1ms`), or both
     /// (`1ms,close=50us`). Only those calls leave the kernel.
-    #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = crate::slow::spec::parse_spec)]
-    pub slow: Option<crate::slow::spec::SlowSpec>,
+    #[arg(long, value_name = "DURATION|SYSCALL=DURATION,...", value_parser = syscost_engine::slow::spec::parse_spec)]
+    pub slow: Option<syscost_engine::slow::spec::SlowSpec>,
     /// With --slow: also the kernel stack where each slow call last blocked (a kernel
     /// stack walk at every blocking switch of a traced thread inside a call; needs the
     /// on-CPU split).
@@ -359,7 +352,7 @@ pub struct SlowArgs {
     /// holding the stack pointer up, for its stack to be unwound with the call frame
     /// information of the objects (.eh_frame) where frame pointers are not kept: 0
     /// (frame pointers only), 4K, 8K, 16K or 32K.
-    #[arg(long, requires = "slow", value_name = "BYTES", default_value = "16K", value_parser = crate::slow::spec::parse_stack_size)]
+    #[arg(long, requires = "slow", value_name = "BYTES", default_value = "16K", value_parser = syscost_engine::slow::spec::parse_stack_size)]
     pub stack_size: u32,
 }
 
@@ -396,19 +389,7 @@ pub struct TopArgs {
     pub no_run_stats: bool,
 }
 
-/// Columns `syscost top` sorts by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TopSort {
-    /// Time in syscalls.
-    Time,
-    /// Time in syscalls on a CPU.
-    Oncpu,
-    Calls,
-    Errors,
-    Threads,
-    Pid,
-    Comm,
-}
+pub use syscost_report::profile::TopSort;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -453,8 +434,8 @@ pub struct DiffArgs {
     )]
     pub syscalls: Vec<String>,
     /// Row order.
-    #[arg(short = 'S', long = "sort", value_enum, default_value_t = crate::report::diff::DiffSort::Change)]
-    pub sort: crate::report::diff::DiffSort,
+    #[arg(short = 'S', long = "sort", value_enum, default_value_t = syscost_report::report::diff::DiffSort::Change)]
+    pub sort: syscost_report::report::diff::DiffSort,
     /// Compare per successful call of this syscall on each side (runs of different
     /// length compare fairly), e.g. `--per accept4`.
     #[arg(long, value_name = "SYSCALL")]
@@ -465,8 +446,8 @@ pub struct DiffArgs {
     /// Compare only this process (digits: a pid; else every process of this comm, the
     /// first 15 bytes of its name as /proc shows it) of files with per-process
     /// figures: `top --json`, or `--per-process`.
-    #[arg(long, value_name = "PID|COMM", value_parser = crate::profile::ProcessSelect::parse)]
-    pub process: Option<crate::profile::ProcessSelect>,
+    #[arg(long, value_name = "PID|COMM", value_parser = syscost_report::profile::ProcessSelect::parse)]
+    pub process: Option<syscost_report::profile::ProcessSelect>,
 }
 
 /// `syscost flame` and `syscost trace`.
@@ -489,8 +470,8 @@ pub struct ReportArgs {
     /// Only this process (digits: a pid; else every process of this comm, the first 15
     /// bytes of its name as /proc shows it) of a file with per-process figures: `top
     /// --json`, or `--per-process`.
-    #[arg(long, value_name = "PID|COMM", value_parser = crate::profile::ProcessSelect::parse)]
-    pub process: Option<crate::profile::ProcessSelect>,
+    #[arg(long, value_name = "PID|COMM", value_parser = syscost_report::profile::ProcessSelect::parse)]
+    pub process: Option<syscost_report::profile::ProcessSelect>,
 }
 
 /// `syscost compare`.
@@ -614,7 +595,7 @@ pub const MAX_RATE: f64 = 1e9;
 fn parse_overhead(s: &str) -> Result<String, String> {
     let ok = match s.trim().parse::<f64>() {
         Ok(v) => v.is_finite() && v >= 0.0,
-        Err(_) => crate::slow::spec::parse_duration(s).is_ok(),
+        Err(_) => syscost_engine::slow::spec::parse_duration(s).is_ok(),
     };
     if ok {
         Ok(s.to_string())
@@ -676,7 +657,7 @@ pub fn parse_cpu(s: &str) -> Result<usize, String> {
         .parse()
         .map_err(|_| format!("'{s}' is not a CPU number"))?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let possible = crate::tracer::possible_cpus().map_or(cpus, |n| n as usize);
+    let possible = syscost_engine::tracer::possible_cpus().map_or(cpus, |n| n as usize);
     if cpu >= possible.max(cpus) || cpu >= libc::CPU_SETSIZE as usize {
         return Err(format!(
             "no CPU {cpu} on this machine (CPUs 0 to {})",

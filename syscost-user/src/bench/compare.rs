@@ -12,7 +12,8 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::{micro::BenchRow, strace_parse};
-use crate::{cli::CompareArgs, profile::Profile, report::json, units::human_ns};
+use crate::cli::CompareArgs;
+use syscost_report::{profile::Profile, report::json, units::human_ns};
 
 /// A way of running the workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -215,7 +216,7 @@ pub fn compare(args: &CompareArgs) -> Result<String> {
     if args.rounds == 0 {
         bail!("--rounds must be at least 1");
     }
-    crate::privileges::check()?;
+    syscost_engine::privileges::check()?;
     let exe = std::env::current_exe().context("cannot find the syscost executable")?;
     let mut ways = vec![Way::Bare, Way::Syscost];
     let mut skipped = Vec::new();
@@ -405,7 +406,7 @@ fn rounds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::server_profile;
+    use syscost_report::fixtures::server_profile;
 
     #[test]
     fn medians_and_row_table() {

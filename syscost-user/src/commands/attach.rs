@@ -12,16 +12,18 @@ use tokio::{
     time::{MissedTickBehavior, interval_at, sleep},
 };
 
-use crate::{
+use crate::cli::{AttachArgs, seconds};
+use syscost_engine::{
     cgroup,
-    cli::{AttachArgs, seconds},
     collector::Snapshot,
-    metrics::Source,
     process,
-    profile::Target,
     sampler::Series,
     session::{SessionHandle, Watch},
     tracer::{Auto, TracerOptions},
+};
+use syscost_report::profile::Target;
+use syscost_views::{
+    metrics::Source,
     tui::{self, LiveOptions},
 };
 
@@ -51,11 +53,15 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let (target, mut label) = match &cgroup {
         Some(cg) => (
             process::open(std::process::id())?,
-            format!("cgroup {}", crate::untrusted::shown(&cg.path)),
+            format!("cgroup {}", syscost_report::untrusted::shown(&cg.path)),
         ),
         None => {
             let t = process::open(args.pid.context("give -p PID or --cgroup PATH")?)?;
-            let label = format!("process {} ({})", t.pid, crate::untrusted::shown(&t.comm));
+            let label = format!(
+                "process {} ({})",
+                t.pid,
+                syscost_report::untrusted::shown(&t.comm)
+            );
             (t, label)
         }
     };
@@ -84,7 +90,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             descendants = trace_descendants(&mut tracer, target.pid)?;
             label = format!(
                 "{label} and {} (-f)",
-                crate::units::counted(descendants, "descendant", "descendants")
+                syscost_report::units::counted(descendants, "descendant", "descendants")
             );
         }
     }
@@ -113,7 +119,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             run_stats: !args.no_run_stats,
             // The live view owns the terminal: slow calls are kept for the end, not printed.
             echo_slow: !tui,
-            keep_slow: crate::slow::reader::SlowLog::CAP,
+            keep_slow: syscost_engine::slow::reader::SlowLog::CAP,
             top_totals: true,
         },
     )?;
@@ -204,7 +210,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
 /// pidfd is open and its parent and start time checked again (a pid reused in between
 /// is not taken for it), and taken out again if it exits before it is added (its exit
 /// hook ran first). How many are traced.
-fn trace_descendants(tracer: &mut crate::tracer::Tracer, root: u32) -> Result<usize> {
+fn trace_descendants(tracer: &mut syscost_engine::tracer::Tracer, root: u32) -> Result<usize> {
     // When each process of the tree was traced (clock ticks since boot).
     let mut traced_at: std::collections::BTreeMap<u32, u64> =
         std::collections::BTreeMap::from([(root, process::now_ticks())]);
@@ -247,7 +253,7 @@ fn no_call_seen(pid: u32, follow: bool, descendants: usize) -> String {
         return format!(
             "no syscall seen: process {pid} and its {} made none while traced (idle, or \
              stopped)",
-            crate::units::counted(descendants, "descendant", "descendants")
+            syscost_report::units::counted(descendants, "descendant", "descendants")
         );
     }
     match process::descendants(pid).len() {
@@ -255,7 +261,7 @@ fn no_call_seen(pid: u32, follow: bool, descendants: usize) -> String {
         n => format!(
             "no syscall seen: process {pid} made none while traced; its {} not followed \
              without -f",
-            crate::units::counted(n, "descendant is", "descendants are")
+            syscost_report::units::counted(n, "descendant is", "descendants are")
         ),
     }
 }
@@ -291,7 +297,7 @@ fn text(
         } else {
             eprintln!(
                 "syscost: tracing {label}, {}; Ctrl-C to stop",
-                crate::units::counted(session.latest().thread_count, "thread", "threads")
+                syscost_report::units::counted(session.latest().thread_count, "thread", "threads")
             );
         }
         // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.

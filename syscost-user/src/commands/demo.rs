@@ -12,8 +12,8 @@ use anyhow::{Context as _, Result, bail};
 use crate::{
     cli::{AttachArgs, ViewArgs},
     cli::{DemoArgs, Mode},
-    profile::SortKey,
 };
+use syscost_report::profile::SortKey;
 
 /// The demo's helper processes, stopped (SIGTERM, then SIGKILL) when dropped.
 struct Helpers(Vec<Child>);
@@ -46,7 +46,7 @@ fn free_port() -> Result<u16> {
 }
 
 pub fn demo(args: &DemoArgs) -> Result<i32> {
-    crate::privileges::check()?;
+    syscost_engine::privileges::check()?;
     let exe = std::env::current_exe().context("cannot find the syscost executable")?;
     let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, free_port()?);
     let mut helpers = Helpers(Vec::new());

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::{
+use syscost_engine::{
     kernel_btf::{self, KernelLayout},
     map_sizes::TableSizes,
     privileges, process, tracer,
@@ -231,7 +231,7 @@ pub fn checks() -> Vec<Check> {
         Err(_) => Check::new(
             "BPF run-time statistics",
             Status::Limited,
-            crate::sampler::NEEDS_SYS_ADMIN.trim_start_matches("n/a: "),
+            syscost_engine::sampler::NEEDS_SYS_ADMIN.trim_start_matches("n/a: "),
         )
         .fix("run as root (CAP_SYS_ADMIN) for the own-cost figure"),
     });
@@ -345,7 +345,7 @@ fn other_tracers() -> Check {
                 // Names are whoever loaded the programs' to choose.
                 names
                     .iter()
-                    .map(|n| crate::untrusted::shown(n))
+                    .map(|n| syscost_report::untrusted::shown(n))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

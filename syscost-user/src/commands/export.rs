@@ -17,13 +17,13 @@ use tokio::{
     time::sleep,
 };
 
-use crate::{
-    cli::{ExportArgs, seconds},
-    metrics::{Metrics, Source, server::MetricsServer},
+use crate::cli::{ExportArgs, seconds};
+use syscost_engine::{
     process,
     session::Watch,
     tracer::{Auto, TracerOptions},
 };
+use syscost_views::metrics::{Metrics, Source, server::MetricsServer};
 
 /// Processes one export keeps apart: each costs 170 KB of statistics per CPU, and the
 /// pool's positions are 16-bit.
@@ -84,7 +84,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     let server = MetricsServer::start(listener, metrics)?;
     let names: Vec<String> = targets
         .iter()
-        .map(|t| format!("{} ({})", t.pid, crate::untrusted::shown(&t.comm)))
+        .map(|t| format!("{} ({})", t.pid, syscost_report::untrusted::shown(&t.comm)))
         .collect();
     // The signals are caught before the line that says Ctrl-C stops.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -147,10 +147,10 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
 /// An export's session: a sample a second, no terminal (each slow call is a line on
 /// stderr, the service's log, and none is kept).
 fn session_of(
-    tracer: crate::tracer::Tracer,
+    tracer: syscost_engine::tracer::Tracer,
     args: &ExportArgs,
     top_totals: bool,
-) -> Result<crate::session::Session> {
+) -> Result<syscost_engine::session::Session> {
     super::start_session(
         tracer,
         super::SessionSetup {
@@ -172,7 +172,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     let cgroup = args
         .cgroup
         .as_deref()
-        .map(crate::cgroup::resolve)
+        .map(syscost_engine::cgroup::resolve)
         .transpose()?;
     let listener = MetricsServer::bind(args.metrics_addr)?;
     let (auto, top, pool_from_slot) = match &cgroup {
@@ -214,14 +214,14 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     let what = match &cgroup {
         Some(cg) => format!(
             "the syscalls of cgroup {}",
-            crate::untrusted::shown(&cg.path)
+            syscost_report::untrusted::shown(&cg.path)
         ),
         None => format!(
             "the syscalls of every process, the {} busiest processes and cgroups apart",
             args.top_n
         ),
     };
-    let stop = crate::signals::Stop::catch()?;
+    let stop = syscost_engine::signals::Stop::catch()?;
     eprintln!(
         "syscost: serving {what} at http://{}/metrics; Ctrl-C to stop",
         server.local_addr()

@@ -13,13 +13,13 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::{
-    cli::ViewArgs,
-    metrics::{Metrics, Source, server::MetricsServer},
+use crate::cli::ViewArgs;
+use syscost_engine::session::SessionHandle;
+use syscost_report::{
     profile::Profile,
     report::{json, strace_table},
-    session::SessionHandle,
 };
+use syscost_views::metrics::{Metrics, Source, server::MetricsServer};
 
 /// Saves the full profile as JSON if asked, then renders the table the view asks for.
 fn finish(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result<String> {
@@ -31,9 +31,9 @@ fn finish(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result
     options.selected = !sel.is_all();
     let mut shown = match sel.status {
         Some(status) => {
-            options.note = Some(crate::strace_filter::status_note(status));
+            options.note = Some(syscost_report::strace_filter::status_note(status));
             options.no_times = true;
-            crate::strace_filter::counted(&profile, status)
+            syscost_report::strace_filter::counted(&profile, status)
         }
         None => profile.clone(),
     };
@@ -71,7 +71,7 @@ fn note_own_cost(session: &SessionHandle) {
 }
 
 /// Says once, at the start, which default measurements this kernel cannot offer.
-fn note_unavailable(features: &crate::profile::Features) {
+fn note_unavailable(features: &syscost_report::profile::Features) {
     for why in &features.unavailable {
         eprintln!("syscost: this kernel: {why}");
     }
@@ -86,14 +86,14 @@ fn bind_metrics(addr: Option<std::net::SocketAddr>) -> Result<Option<std::net::T
 /// and says once which default measurements this kernel cannot offer: how every tracing
 /// command starts.
 fn load_tracer(
-    options: crate::tracer::TracerOptions,
+    options: syscost_engine::tracer::TracerOptions,
     slow: &crate::cli::SlowArgs,
-) -> Result<crate::tracer::Tracer> {
-    let tracer = crate::tracer::Tracer::load(crate::tracer::TracerOptions {
+) -> Result<syscost_engine::tracer::Tracer> {
+    let tracer = syscost_engine::tracer::Tracer::load(syscost_engine::tracer::TracerOptions {
         slow: slow
             .slow
             .as_ref()
-            .map(crate::slow::spec::SlowSpec::thresholds)
+            .map(syscost_engine::slow::spec::SlowSpec::thresholds)
             .transpose()?,
         kernel_stacks: slow.kernel_stacks,
         stack_pages: slow.stack_size,
@@ -106,7 +106,7 @@ fn load_tracer(
 /// How a command's session runs.
 struct SessionSetup {
     interval: std::time::Duration,
-    watch: crate::session::Watch,
+    watch: syscost_engine::session::Watch,
     /// Measure syscost's own cost (not `--no-run-stats`).
     run_stats: bool,
     /// Print each slow call on stderr as it comes (no live view owns the terminal).
@@ -121,11 +121,11 @@ struct SessionSetup {
 /// The session of a loaded tracer: the slow-call reader when its programs report slow
 /// calls, the sampler, the clock.
 fn start_session(
-    mut tracer: crate::tracer::Tracer,
+    mut tracer: syscost_engine::tracer::Tracer,
     setup: SessionSetup,
-) -> Result<crate::session::Session> {
+) -> Result<syscost_engine::session::Session> {
     let reader = if tracer.features().on.contains(&"slow") {
-        Some(crate::slow::reader::Reader::spawn(
+        Some(syscost_engine::slow::reader::Reader::spawn(
             tracer.take_slow_ring()?,
             setup.echo_slow,
             setup.keep_slow,
@@ -135,14 +135,14 @@ fn start_session(
     };
     // The session takes every per-process step (each sample carries one), exit records
     // read before its first sample included.
-    let mut sampler = crate::sampler::Sampler::new(tracer, setup.run_stats).with_steps();
+    let mut sampler = syscost_engine::sampler::Sampler::new(tracer, setup.run_stats).with_steps();
     if !setup.top_totals {
         sampler = sampler.without_top_totals();
     }
-    Ok(crate::session::Session::start(
+    Ok(syscost_engine::session::Session::start(
         sampler,
         reader,
-        crate::session::SessionOptions {
+        syscost_engine::session::SessionOptions {
             interval: setup.interval,
             watch: setup.watch,
         },
@@ -153,8 +153,8 @@ fn start_session(
 /// call sent has been read).
 fn add_slow(
     profile: &mut Profile,
-    spec: Option<&crate::slow::spec::SlowSpec>,
-    slow: Option<(Vec<crate::profile::SlowCall>, u64)>,
+    spec: Option<&syscost_engine::slow::spec::SlowSpec>,
+    slow: Option<(Vec<syscost_report::profile::SlowCall>, u64)>,
 ) {
     if let (Some(spec), Some((calls, evicted))) = (spec, slow) {
         profile.slow_threshold = Some(spec.describe());
@@ -248,15 +248,15 @@ pub fn man_pages(dir: &Path) -> Result<i32> {
 /// `syscost refresh-cost -p PID`: traces PID, then times `refreshes` refreshes (a
 /// consistent snapshot and the profile made of it), in this process's CPU time.
 pub fn refresh_cost(pid: u32, refreshes: u32) -> Result<i32> {
-    let target = crate::process::open(pid)?;
-    let mut tracer = crate::tracer::Tracer::load(crate::tracer::TracerOptions {
+    let target = syscost_engine::process::open(pid)?;
+    let mut tracer = syscost_engine::tracer::Tracer::load(syscost_engine::tracer::TracerOptions {
         follow_forks: false,
         offcpu: true,
         slots: 1,
         ..Default::default()
     })?;
     tracer.trace_process(target.pid)?;
-    let mut sampler = crate::sampler::Sampler::new(tracer, false);
+    let mut sampler = syscost_engine::sampler::Sampler::new(tracer, false);
     // Let the target's syscalls fill their entries first.
     std::thread::sleep(std::time::Duration::from_millis(500));
     let cpu = || {
@@ -271,7 +271,7 @@ pub fn refresh_cost(pid: u32, refreshes: u32) -> Result<i32> {
     let mut in_use = 0;
     for _ in 0..n {
         let snap = sampler.snapshot(0)?;
-        let profile = snap.to_profile(crate::profile::Target::default(), 1, true)?;
+        let profile = snap.to_profile(syscost_report::profile::Target::default(), 1, true)?;
         in_use = profile.syscalls.len();
     }
     let (cpu_us, wall) = (cpu() - cpu0, wall0.elapsed());
@@ -286,7 +286,7 @@ pub fn refresh_cost(pid: u32, refreshes: u32) -> Result<i32> {
 /// `syscost floor [VARIANT]`: holds the floor (or a candidate's) programs attached until
 /// stdin reaches its end.
 pub fn floor(variant: &str) -> Result<i32> {
-    let programs = crate::tracer::Tracer::load_floor(variant)?;
+    let programs = syscost_engine::tracer::Tracer::load_floor(variant)?;
     print_out("floor programs attached\n");
     let mut sink = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);

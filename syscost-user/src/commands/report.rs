@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::{
-    cli::{DiffArgs, ReportArgs, SlowViewArgs},
+use crate::cli::{DiffArgs, ReportArgs, SlowViewArgs};
+use syscost_report::{
     report::{diff, json},
     syscall_names,
 };
@@ -19,7 +19,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     // A top file's rows as `top` prints them at the end (its `dropped` counts
     // process-syscall pairs, as there).
     if profile.features.iter().any(|f| f == "top") {
-        let rows: Vec<crate::process_table::ProcessRow> =
+        let rows: Vec<syscost_engine::process_table::ProcessRow> =
             profile.processes.iter().map(Into::into).collect();
         out += "\n";
         out += &super::top::render_totals(
@@ -38,9 +38,9 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
 
 /// Leaves the syscalls `-e` does not select out of a profile.
 fn select(
-    mut p: crate::profile::Profile,
-    sel: &crate::strace_filter::Selection,
-) -> crate::profile::Profile {
+    mut p: syscost_report::profile::Profile,
+    sel: &syscost_report::strace_filter::Selection,
+) -> syscost_report::profile::Profile {
     if !sel.is_all() {
         p.syscalls.retain(|s| sel.shows(&s.name));
     }
@@ -50,8 +50,8 @@ fn select(
 /// A saved file, narrowed to the processes `--process` picks.
 fn read(
     path: &std::path::Path,
-    process: Option<&crate::profile::ProcessSelect>,
-) -> Result<crate::profile::Profile> {
+    process: Option<&syscost_report::profile::ProcessSelect>,
+) -> Result<syscost_report::profile::Profile> {
     let profile = json::read(path)?;
     match process {
         None => Ok(profile),
@@ -70,7 +70,7 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
     if let Some(unit) = &args.per {
         syscall_names::number(unit)?;
     }
-    let sel = crate::strace_filter::parse(&args.syscalls)?;
+    let sel = syscost_report::strace_filter::parse(&args.syscalls)?;
     if sel.status.is_some() {
         bail!("-e status= is for run, attach and report (-z, -Z); diff compares every call");
     }
@@ -224,7 +224,7 @@ fn default_labels(sides: &[Vec<PathBuf>]) -> Vec<String> {
 }
 
 /// The slow calls of a saved profile, refusing a profile saved without `--slow`.
-fn slow_calls(args: &SlowViewArgs) -> Result<Vec<crate::profile::SlowCall>> {
+fn slow_calls(args: &SlowViewArgs) -> Result<Vec<syscost_report::profile::SlowCall>> {
     let profile = json::read(&args.file)?;
     if profile.slow_threshold.is_none() {
         bail!(
@@ -251,7 +251,7 @@ fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
 /// ends in `.svg`.
 pub fn flame(args: &SlowViewArgs) -> Result<i32> {
     let calls = slow_calls(args)?;
-    let folded = crate::report::slow::folded(&calls);
+    let folded = syscost_report::report::slow::folded(&calls);
     let svg = args
         .output
         .as_ref()
@@ -260,7 +260,7 @@ pub fn flame(args: &SlowViewArgs) -> Result<i32> {
         let title = format!("slow calls of {} (time in us)", args.file.display());
         write_out(
             args.output.as_deref(),
-            &crate::report::slow::flame_svg(&folded, &title)?,
+            &syscost_report::report::slow::flame_svg(&folded, &title)?,
         )?;
     } else {
         write_out(args.output.as_deref(), folded.as_bytes())?;
@@ -273,7 +273,7 @@ pub fn trace(args: &SlowViewArgs) -> Result<i32> {
     let calls = slow_calls(args)?;
     write_out(
         args.output.as_deref(),
-        crate::report::slow::trace_json(&calls)?.as_bytes(),
+        syscost_report::report::slow::trace_json(&calls)?.as_bytes(),
     )?;
     Ok(0)
 }

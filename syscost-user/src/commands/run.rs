@@ -15,7 +15,9 @@ use std::{
 use anyhow::{Context as _, Result, anyhow, bail};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::{cli::RunArgs, process, profile::Target, session::Watch, tracer::TracerOptions};
+use crate::cli::RunArgs;
+use syscost_engine::{process, session::Watch, tracer::TracerOptions};
+use syscost_report::profile::Target;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref(), args.output.as_deref()])?;
@@ -70,7 +72,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             watch: Watch::Nothing,
             run_stats: !args.no_run_stats,
             echo_slow: true,
-            keep_slow: crate::slow::reader::SlowLog::CAP,
+            keep_slow: syscost_engine::slow::reader::SlowLog::CAP,
             top_totals: true,
         },
     )
@@ -78,7 +80,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let metrics = super::serve_metrics(
         listener,
         &session.handle(),
-        crate::metrics::Source::new(pid, comm.clone(), 0),
+        syscost_views::metrics::Source::new(pid, comm.clone(), 0),
         args.slow_calls.slow.is_some(),
     )
     .map_err(abandon)?;
@@ -272,7 +274,7 @@ fn spawn_stopped(
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
 
-    let dispositions = crate::signals::ChildDispositions::inherited();
+    let dispositions = syscost_engine::signals::ChildDispositions::inherited();
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

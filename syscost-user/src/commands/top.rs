@@ -13,17 +13,18 @@ use std::{
 use anyhow::{Context as _, Result};
 use ratatui::crossterm::event::{Event, KeyEventKind};
 
-use crate::{
-    cgroup,
-    cli::{TopArgs, TopSort, seconds},
-    process,
+use crate::cli::{TopArgs, TopSort, seconds};
+use syscost_engine::{
+    cgroup, process,
     process_table::ProcessRow,
-    profile::{ProcessTotals, TOP_SCHEMA, TopDocument},
     session::{SessionHandle, Watch},
     tracer::{Auto, TracerOptions},
-    tui::{self, LiveOptions, top::TopView},
+};
+use syscost_report::{
+    profile::{ProcessTotals, TOP_SCHEMA, TopDocument},
     untrusted,
 };
+use syscost_views::tui::{self, LiveOptions, top::TopView};
 
 /// The slot of the process drilled into.
 const DRILL_SLOT: u32 = 1;
@@ -43,7 +44,7 @@ pub fn tracer_options(offcpu: bool, auto: Auto) -> TracerOptions {
 
 pub fn top(args: &TopArgs) -> Result<i32> {
     if let Some(p) = &args.json {
-        crate::report::json::check_writable(p)?;
+        syscost_report::report::json::check_writable(p)?;
     }
     let mut cgroup_path = None;
     let (auto, scope) = match &args.cgroup {
@@ -90,11 +91,12 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     let totals = finished.top_totals;
     // Every slot's counters: the drill-down's slot counts the drilled process's calls
     // (and their losses) while it is shown.
-    let sum = |f: fn(&crate::collector::Snapshot) -> u64| finished.snapshots.iter().map(f).sum();
+    let sum =
+        |f: fn(&syscost_engine::collector::Snapshot) -> u64| finished.snapshots.iter().map(f).sum();
     let (dropped, unpaired, unseen): (u64, u64, u64) = (
-        sum(crate::collector::Snapshot::dropped),
-        sum(crate::collector::Snapshot::unpaired),
-        sum(crate::collector::Snapshot::switch_ins_unseen),
+        sum(syscost_engine::collector::Snapshot::dropped),
+        sum(syscost_engine::collector::Snapshot::unpaired),
+        sum(syscost_engine::collector::Snapshot::switch_ins_unseen),
     );
     let elapsed = started.elapsed().as_secs_f64();
     let mut out = render_totals(
@@ -107,7 +109,7 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         offcpu,
     );
     out += &unpaired_line(unpaired);
-    if let Some(line) = crate::report::strace_table::switch_ins_unseen_line(unseen) {
+    if let Some(line) = syscost_report::report::strace_table::switch_ins_unseen_line(unseen) {
         out += &line;
         out.push('\n');
     }
@@ -134,7 +136,7 @@ fn text(
     started: Instant,
 ) -> Result<()> {
     let samples = session.subscribe();
-    let stop = crate::signals::Stop::catch()?;
+    let stop = syscost_engine::signals::Stop::catch()?;
     let offcpu = session.offcpu_tracked();
     eprintln!("syscost: watching {scope}; Ctrl-C to stop");
     let deadline = duration.map(|d| started + d);
@@ -156,7 +158,7 @@ fn text(
             super::print_out(&format!(
                 "--- {:.1} s: {} with syscalls in the last {:.2} s ---\n",
                 started.elapsed().as_secs_f64(),
-                crate::units::counted(step.interval.len(), "process", "processes"),
+                syscost_report::units::counted(step.interval.len(), "process", "processes"),
                 secs
             ));
             super::print_out(&render_rates(
@@ -245,7 +247,7 @@ fn drill(
     deadline: Option<Instant>,
 ) -> Result<(
     tui::Ended,
-    std::sync::mpsc::Receiver<std::sync::Arc<crate::session::Sample>>,
+    std::sync::mpsc::Receiver<std::sync::Arc<syscost_engine::session::Sample>>,
 )> {
     let Ok(target) = process::open(pid) else {
         // Gone since the last refresh: nothing to show.
@@ -378,7 +380,7 @@ pub fn render_totals(
     let calls: u64 = rows.iter().map(|r| r.calls()).sum();
     let mut out = format!(
         "{title}: {} made {calls} syscalls in {secs:.1} s; dropped {dropped}\n",
-        crate::units::counted(rows.len(), "process", "processes")
+        syscost_report::units::counted(rows.len(), "process", "processes")
     );
     out += &format!(
         "{:>8} {:<16} {:<24} {:>12} {:>9} {:>10} {:>10} {:>4}  {}\n",
@@ -428,7 +430,7 @@ pub fn to_json(
         switch_ins_unseen,
         processes: rows.iter().map(ProcessTotals::from).collect(),
     };
-    Ok(crate::untrusted::json_safe(serde_json::to_string_pretty(&doc)?) + "\n")
+    Ok(syscost_report::untrusted::json_safe(serde_json::to_string_pretty(&doc)?) + "\n")
 }
 
 #[cfg(test)]
@@ -445,7 +447,7 @@ mod tests {
             ..Default::default()
         };
         r.syscalls.insert(
-            crate::process_table::top_id(&TopKey { tgid: pid, key: 39 }),
+            syscost_engine::process_table::top_id(&TopKey { tgid: pid, key: 39 }),
             TopValue {
                 calls,
                 errors: 0,
@@ -514,5 +516,46 @@ mod tests {
                 "{t}"
             );
         }
+    }
+
+    /// What `top` writes, its reader reads: the same processes, and the sums of them.
+    #[test]
+    fn top_files_as_written_read_back() {
+        use syscost_engine::process_table::ProcessRow;
+        let mut row = ProcessRow {
+            pid: 7,
+            comm: "w".into(),
+            cgroup: "/".into(),
+            threads: 2,
+            ..Default::default()
+        };
+        let mut add = |nr: u64, calls: u64, total_ns: u64, offcpu_ns: u64| {
+            row.syscalls.insert(
+                syscost_report::syscall_names::number(&syscost_report::syscall_names::name(
+                    false, nr,
+                ))
+                .unwrap(),
+                syscost_common::TopValue {
+                    calls,
+                    errors: 1,
+                    total_ns,
+                    offcpu_ns,
+                },
+            );
+        };
+        add(39, 10, 5_000, 1_000);
+        // An exit record's figures as the kernel had them: off-CPU above the total.
+        add(0, 3, 900, 1_200);
+        let text = to_json(&[row.clone()], 1.5, (0, 0), true, None).unwrap();
+        let p = syscost_report::report::json::parse(text.as_bytes()).unwrap();
+        assert_eq!(p.processes.len(), 1);
+        assert_eq!(p.totals(), (13, 2, 5_900));
+        let read = p.syscall("read").unwrap();
+        assert_eq!((read.oncpu_ns, read.offcpu_ns), (0, 900));
+        assert_eq!(p.processes[0].oncpu_ns, 4_000);
+        // Names this build does not know read as written.
+        let text = text.replace("\"getpid\"", "\"getpid_v2\"");
+        let p = syscost_report::report::json::parse(text.as_bytes()).unwrap();
+        assert!(p.syscall("getpid_v2").is_some());
     }
 }

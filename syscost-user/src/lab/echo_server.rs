@@ -247,7 +247,7 @@ impl Drop for Server {
 pub fn serve(args: &ServerArgs, ready: impl FnOnce(u16)) -> Result<ServerStats> {
     STOP.store(false, Ordering::Relaxed);
     // epoll_wait returns EINTR on these, and the loop sees the flag.
-    crate::signals::catch(&[libc::SIGINT, libc::SIGTERM], on_signal);
+    syscost_engine::signals::catch(&[libc::SIGINT, libc::SIGTERM], on_signal);
     // A name of its own in ps, top and syscost's header.
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"echo-server".as_ptr()) };

@@ -1,0 +1,36 @@
+//! syscost's engine: it loads the kernel programs and reads their maps. [`tracer`]
+//! loads and attaches the programs (the layout of the running kernel from its BTF,
+//! `kernel_btf`; the tables' sizes, `map_sizes`); [`sampler`] is the one reader of the
+//! maps (consistent snapshots, threads, own cost); [`session`] owns time, taking the
+//! samples the views are handed; [`slow`] reads, unwinds and names the slow calls;
+//! [`process_table`] keeps the machine's processes for `top`; [`collector`] turns
+//! snapshots into profiles; [`process`], [`cgroup`], [`privileges`] and [`signals`] are
+//! what it needs of the system.
+//!
+//! It may use `syscost-common` and `syscost-report` (it produces profiles), never the
+//! views or the binary.
+
+pub mod cgroup;
+pub mod collector;
+pub mod kernel_btf;
+pub mod locks;
+pub mod map_sizes;
+pub mod privileges;
+pub mod process;
+pub mod process_table;
+pub mod sampler;
+pub mod session;
+pub mod signals;
+pub mod slow;
+pub mod tracer;
+
+/// `syscost --version`: the version, the commit it was built from and a build id of the
+/// kernel programs it carries (a hash of the object, set by the build script).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SYSCOST_GIT_COMMIT"),
+    ", kernel programs ",
+    env!("SYSCOST_EBPF_BUILD_ID"),
+    ")"
+);

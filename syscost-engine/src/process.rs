@@ -1,0 +1,365 @@
+//! The process syscost attaches to: checks that it exists and can be traced, reads its
+//! name and threads, and waits for it to exit (through a pidfd, which cannot be fooled by
+//! pid reuse).
+
+use std::{
+    fs,
+    os::fd::{FromRawFd as _, OwnedFd},
+};
+
+use anyhow::{Context as _, Result, bail};
+
+use syscost_report::untrusted::{decode, shown};
+
+/// PF_KTHREAD in /proc/<pid>/stat's flags field.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// A live process.
+#[derive(Debug)]
+pub struct Process {
+    pub pid: u32,
+    pub comm: String,
+    /// Open pidfd: readable once the process has exited.
+    pub pidfd: OwnedFd,
+}
+
+/// Looks up `pid`, refusing what cannot be profiled.
+pub fn open(pid: u32) -> Result<Process> {
+    if pid == 0 {
+        bail!("PID 0 is the kernel's idle task, not a process syscost can profile");
+    }
+    // Bytes, not a String: the comm in it is the process's to choose.
+    let stat =
+        fs::read(format!("/proc/{pid}/stat")).map_err(|_| anyhow::anyhow!("no process {pid}"))?;
+    let (comm, flags) =
+        parse_stat(&stat).with_context(|| format!("cannot parse /proc/{pid}/stat"))?;
+    if flags & PF_KTHREAD != 0 {
+        bail!(
+            "process {pid} ({}) is a kernel thread: it makes no syscalls to profile",
+            shown(&comm)
+        );
+    }
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ESRCH) {
+            bail!("no process {pid}");
+        }
+        return Err(e).with_context(|| format!("pidfd_open({pid})"));
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    Ok(Process { pid, comm, pidfd })
+}
+
+/// comm ([`decode`]d: any bytes) and flags of a /proc/<pid>/stat line. comm may contain
+/// spaces and ')', so the fields after it are found from the last ')'.
+pub fn parse_stat(stat: &[u8]) -> Option<(String, u64)> {
+    let open = stat.iter().position(|&b| b == b'(')?;
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let comm = decode(stat.get(open + 1..close)?);
+    // After ") ": state(3) ppid(4) pgrp(5) session(6) tty_nr(7) tpgid(8) flags(9).
+    let flags = std::str::from_utf8(stat.get(close + 2..)?)
+        .ok()?
+        .split_whitespace()
+        .nth(6)?
+        .parse()
+        .ok()?;
+    Some((comm, flags))
+}
+
+/// The name the kernel gives a process that execs `program` (its `comm`): the file
+/// name, cut to 15 bytes. `run` labels its command with it, so that it carries the same
+/// name as under `attach` and `export`, which read the comm of a running process.
+pub fn exec_comm(program: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let name = program
+        .file_name()
+        .map(|n| n.as_bytes())
+        .unwrap_or_default();
+    decode(&name[..name.len().min(15)])
+}
+
+/// The comm of process or thread `id` now (any bytes, [`decode`]d), if it exists.
+pub fn comm_of(id: u32) -> Option<String> {
+    let bytes = fs::read(format!("/proc/{id}/comm")).ok()?;
+    Some(decode(bytes.strip_suffix(b"\n").unwrap_or(&bytes)))
+}
+
+/// A process of a tree: its pid, its parent's and when it started (clock ticks since
+/// boot, /proc/PID/stat's `starttime`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Descendant {
+    pub pid: u32,
+    pub ppid: u32,
+    pub start: u64,
+}
+
+/// The processes descended from `root` now (children, their children...), from each
+/// process's parent in /proc.
+pub fn descendants(root: u32) -> Vec<Descendant> {
+    let mut all: Vec<Descendant> = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some((ppid, start)) = fs::read(e.path().join("stat"))
+            .ok()
+            .and_then(|s| parent_and_start(&s))
+        {
+            all.push(Descendant { pid, ppid, start });
+        }
+    }
+    let mut out: Vec<Descendant> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for d in &all {
+            if d.ppid == p && d.pid != root && !out.iter().any(|o| o.pid == d.pid) {
+                out.push(*d);
+                frontier.push(d.pid);
+            }
+        }
+    }
+    out.sort_unstable_by_key(|d| d.pid);
+    out
+}
+
+/// Process `pid`'s parent and start time now, if it exists.
+pub fn parent_and_start_of(pid: u32) -> Option<(u32, u64)> {
+    parent_and_start(&fs::read(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The parent pid and `starttime` of a /proc/<pid>/stat line (the fields after the
+/// state: ppid is the 4th field, starttime the 22nd).
+fn parent_and_start(stat: &[u8]) -> Option<(u32, u64)> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let fields: Vec<&str> = std::str::from_utf8(stat.get(close + 2..)?)
+        .ok()?
+        .split_whitespace()
+        .collect();
+    Some((fields.get(1)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+}
+
+/// Now, in the clock ticks since boot that /proc/PID/stat's `starttime` counts.
+pub fn now_ticks() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: fills one timespec; sysconf reads a constant.
+    let hz = unsafe {
+        libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut t);
+        libc::sysconf(libc::_SC_CLK_TCK)
+    }
+    .max(1) as u64;
+    t.tv_sec as u64 * hz + t.tv_nsec as u64 * hz / 1_000_000_000
+}
+
+/// Number of threads of `pid` (0 if it is gone).
+pub fn thread_count(pid: u32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Whether the process behind `pidfd` has exited (without blocking).
+pub fn has_exited(pidfd: &OwnedFd) -> bool {
+    use std::os::fd::AsRawFd as _;
+    let mut pfd = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    n > 0 && pfd.revents & libc::POLLIN != 0
+}
+
+/// Inode number of the initial PID namespace (`PROC_PID_INIT_INO`), the same on every
+/// kernel.
+const INIT_PID_NS_INODE: u64 = 0xEFFF_FFFC;
+
+/// Fails unless syscost runs in the initial PID namespace: the kernel programs see the
+/// host's process ids, and from a namespace of its own (a container without the host's
+/// PID namespace) syscost could not tell which process a pid of its names.
+pub fn check_pid_namespace() -> Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let ns = fs::metadata("/proc/self/ns/pid").context("cannot read /proc/self/ns/pid")?;
+    if ns.ino() != INIT_PID_NS_INODE {
+        bail!(
+            "syscost runs in a PID namespace of its own (a container without the host's PID namespace), where the kernel's process ids cannot be seen: run it in the host's PID namespace (docker run --pid=host, or nsenter -t 1 -p)"
+        );
+    }
+    Ok(())
+}
+
+/// Reads `/proc/sys/kernel/pid_max`.
+pub fn pid_max() -> Result<u32> {
+    let s = fs::read_to_string("/proc/sys/kernel/pid_max")
+        .context("cannot read /proc/sys/kernel/pid_max")?;
+    s.trim()
+        .parse()
+        .context("cannot parse /proc/sys/kernel/pid_max")
+}
+
+/// What /proc says about a process, read once when it is first seen.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcInfo {
+    pub comm: String,
+    /// Its cgroup v2 path ("" when unknown).
+    pub cgroup: String,
+    /// The name was read from /proc (the process was alive then); otherwise it is what
+    /// the kernel side kept, or "?".
+    pub from_proc: bool,
+}
+
+impl ProcInfo {
+    /// What the kernel side kept of an exited process (its comm at its last exec, and
+    /// its cgroup's id).
+    pub fn of_record(
+        r: &syscost_common::ProcRecord,
+        names: &mut crate::cgroup::CgroupNames,
+    ) -> Self {
+        let end = r.comm.iter().position(|&b| b == 0).unwrap_or(r.comm.len());
+        Self {
+            comm: syscost_report::untrusted::decode(&r.comm[..end]),
+            cgroup: names
+                .path_of(r.cgroup_id)
+                .unwrap_or_else(|| "?".to_string()),
+            from_proc: false,
+        }
+    }
+
+    /// Reads /proc/PID, falling back on what the kernel side kept (comm and cgroup id
+    /// when it was first seen, the comm its main thread ended with) for a process that has
+    /// gone.
+    pub fn read(
+        pid: u32,
+        kernel: Option<(String, u64)>,
+        names: &mut crate::cgroup::CgroupNames,
+    ) -> Self {
+        let comm = crate::process::comm_of(pid);
+        let cgroup = crate::cgroup::of_process(pid);
+        let (kcomm, kid) = match kernel {
+            Some((c, id)) => (Some(c), Some(id)),
+            None => (None, None),
+        };
+        Self {
+            from_proc: comm.is_some(),
+            comm: comm.or(kcomm).unwrap_or_else(|| "?".to_string()),
+            cgroup: cgroup
+                .or_else(|| kid.and_then(|id| names.path_of(id)))
+                .unwrap_or_else(|| "?".to_string()),
+        }
+    }
+}
+
+/// Whether process `pid` exists (a zombie still does: its last syscall may not be read
+/// yet): /proc/PID is there and is a process, not a thread of another one reusing the
+/// number.
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Tgid:"))
+            .is_some_and(|t| t.trim() == pid.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descendants_are_children_and_their_children() {
+        let stat = b"42 (a b) c) S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 10 20";
+        assert_eq!(parent_and_start(stat), Some((7, 987654)));
+        assert_eq!(parent_and_start(b"42 (x"), None);
+        // This process started before now.
+        let (_, mine) = parent_and_start_of(std::process::id()).unwrap();
+        assert!(mine <= now_ticks());
+        // This test's own child, and that child's child.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 600 & wait"])
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        // Until both are seen, or a deadline no machine's speed reaches.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        let found = std::iter::from_fn(|| {
+            (std::time::Instant::now() < deadline).then(|| {
+                let d = descendants(me);
+                let both = d.iter().any(|d| d.pid == child.id() && d.ppid == me)
+                    && d.iter().any(|d| d.ppid == child.id());
+                if !both {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                both.then_some(d)
+            })
+        })
+        .flatten()
+        .next();
+        let _ = std::process::Command::new("pkill")
+            .args(["-P", &child.id().to_string()])
+            .status();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found.is_some(), "the child and its sleep never both found");
+    }
+
+    #[test]
+    fn stat_with_odd_comm() {
+        let s = "1234 (a) b (c)) S 1 1234 1234 0 -1 4194560 100 0 0 0";
+        assert_eq!(
+            parse_stat(s.as_bytes()),
+            Some(("a) b (c)".to_string(), 4194560))
+        );
+        let k = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0";
+        assert_ne!(parse_stat(k.as_bytes()).unwrap().1 & PF_KTHREAD, 0);
+        assert_eq!(parse_stat(b"garbage"), None);
+        // Any bytes in the comm, kept.
+        let odd = b"7 (\x1b]0;x\x07\xff) S 1 7 7 0 -1 4194560 0 0";
+        assert_eq!(
+            parse_stat(odd).map(|(c, _)| syscost_report::untrusted::encode(&c)),
+            Some(b"\x1b]0;x\x07\xff".to_vec())
+        );
+    }
+
+    #[test]
+    fn refuses_pid_0_kernel_threads_and_missing_pids() {
+        assert_eq!(
+            open(0).unwrap_err().to_string(),
+            "PID 0 is the kernel's idle task, not a process syscost can profile"
+        );
+        // kthreadd is pid 2 on every Linux system.
+        let e = open(2).unwrap_err().to_string();
+        assert!(e.contains("kernel thread"), "{e}");
+        let e = open(pid_max().unwrap() + 1).unwrap_err().to_string();
+        assert!(e.starts_with("no process"), "{e}");
+    }
+
+    #[test]
+    fn exec_comm_is_the_kernels() {
+        use std::path::Path;
+        assert_eq!(exec_comm(Path::new("/usr/bin/python3")), "python3");
+        assert_eq!(
+            exec_comm(Path::new("/x/a-very-long-program-name")),
+            "a-very-long-pro"
+        );
+    }
+
+    #[test]
+    fn runs_in_the_initial_pid_namespace() {
+        // The tests run on the host; the refusal inside a namespace is tested end to
+        // end (tests/engine.rs, a_pid_namespace_of_its_own_is_refused_in_one_line).
+        check_pid_namespace().unwrap();
+    }
+
+    #[test]
+    fn opens_itself() {
+        let me = open(std::process::id()).unwrap();
+        assert!(!me.comm.is_empty());
+        assert!(!has_exited(&me.pidfd));
+        assert!(thread_count(me.pid) >= 1);
+    }
+}

@@ -1,0 +1,643 @@
+//! The machine's processes as `syscost top`, `export --top` and `--per-process` show
+//! them: the kernel's per-(process, syscall) table turned into per-process intervals and
+//! totals. Pure: the sampler feeds it copies of the table (and what /proc says of each process,
+//! [`crate::process::ProcInfo`]) and deletes what it says is finished. `sums` adds rows up
+//! by cgroup and by syscall.
+//!
+//! Counting rule: the table holds cumulative figures per process and syscall; each
+//! step takes the difference with the previous copy (never negative: a figure copied
+//! while it changed is one call late at most, and counts only grow). A process's exit
+//! record (sent by the kernel side when its last thread exits) gives the final figures
+//! of its keys, which are then deleted from the table: that is how the table stays
+//! bounded by the processes alive. A process whose record was not sent (no room) is
+//! found gone from /proc at a step, which counts its final difference and deletes its
+//! keys the same way.
+
+pub mod sums;
+
+use std::collections::{BTreeMap, HashMap};
+
+use syscost_common::{TopKey, TopValue};
+
+use crate::process::ProcInfo;
+use syscost_report::{
+    profile::{ProcessSyscall, ProcessTotals},
+    syscall_names::SyscallId,
+};
+
+/// One process's figures over some period.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcessRow {
+    pub pid: u32,
+    pub comm: String,
+    pub cgroup: String,
+    /// Threads now (0 once exited).
+    pub threads: u32,
+    pub exited: bool,
+    pub syscalls: BTreeMap<SyscallId, TopValue>,
+}
+
+impl ProcessRow {
+    fn sum(&self) -> TopValue {
+        self.syscalls.values().fold(TopValue::default(), add)
+    }
+    pub fn calls(&self) -> u64 {
+        self.sum().calls
+    }
+    pub fn errors(&self) -> u64 {
+        self.sum().errors
+    }
+    pub fn total_ns(&self) -> u64 {
+        self.sum().total_ns
+    }
+    /// Time in syscalls on a CPU (wall minus switched out).
+    pub fn oncpu_ns(&self) -> u64 {
+        let s = self.sum();
+        s.total_ns - s.offcpu_ns.min(s.total_ns)
+    }
+    /// The syscall it spent most time in, and that time.
+    pub fn top_syscall(&self) -> Option<(SyscallId, u64)> {
+        self.syscalls
+            .iter()
+            .max_by_key(|(id, v)| (v.total_ns, std::cmp::Reverse(**id)))
+            .map(|(id, v)| (*id, v.total_ns))
+    }
+
+    /// Adds figures of syscall `id`.
+    pub fn add(&mut self, id: SyscallId, v: &TopValue) {
+        let e = self.syscalls.entry(id).or_default();
+        *e = add(*e, v);
+    }
+}
+
+impl From<&ProcessRow> for ProcessTotals {
+    /// Each syscall's off-CPU time at most its total (an exit record's figures are the
+    /// kernel's as they stand), and the process's on-CPU time the rest of its total, as
+    /// the top file's reader checks.
+    fn from(r: &ProcessRow) -> Self {
+        let syscalls: Vec<ProcessSyscall> = r
+            .syscalls
+            .iter()
+            .map(|(id, v)| ProcessSyscall {
+                name: id.name(),
+                calls: v.calls,
+                errors: v.errors,
+                total_ns: v.total_ns,
+                offcpu_ns: v.offcpu_ns.min(v.total_ns),
+            })
+            .collect();
+        let offcpu: u64 = syscalls.iter().map(|s| s.offcpu_ns).sum();
+        Self {
+            pid: r.pid,
+            comm: r.comm.clone(),
+            cgroup: r.cgroup.clone(),
+            exited: r.exited,
+            threads: r.threads,
+            calls: r.calls(),
+            errors: r.errors(),
+            total_ns: r.total_ns(),
+            oncpu_ns: r.total_ns() - offcpu,
+            syscalls,
+        }
+    }
+}
+
+impl From<&ProcessTotals> for ProcessRow {
+    /// A row read back from a file: a name this build does not know counts under the
+    /// unknown-number key (with every other such name).
+    fn from(p: &ProcessTotals) -> Self {
+        let mut row = Self {
+            pid: p.pid,
+            comm: p.comm.clone(),
+            cgroup: p.cgroup.clone(),
+            threads: p.threads,
+            exited: p.exited,
+            ..Default::default()
+        };
+        for s in &p.syscalls {
+            let id = syscost_report::syscall_names::number(&s.name)
+                .unwrap_or(SyscallId::native(u64::MAX));
+            let v = TopValue {
+                calls: s.calls,
+                errors: s.errors,
+                total_ns: s.total_ns,
+                offcpu_ns: s.offcpu_ns,
+            };
+            row.add(id, &v);
+        }
+        row
+    }
+}
+
+/// The sum of two figures.
+pub fn add(a: TopValue, b: &TopValue) -> TopValue {
+    TopValue {
+        calls: a.calls + b.calls,
+        errors: a.errors + b.errors,
+        total_ns: a.total_ns + b.total_ns,
+        offcpu_ns: a.offcpu_ns + b.offcpu_ns,
+    }
+}
+
+/// `now - before`, never negative, errors never above calls.
+pub fn delta(now: &TopValue, before: &TopValue) -> TopValue {
+    let calls = now.calls.saturating_sub(before.calls);
+    let total_ns = now.total_ns.saturating_sub(before.total_ns);
+    TopValue {
+        calls,
+        errors: now.errors.saturating_sub(before.errors).min(calls),
+        total_ns,
+        offcpu_ns: now.offcpu_ns.saturating_sub(before.offcpu_ns).min(total_ns),
+    }
+}
+
+/// One step: every process with a syscall in the interval, the table keys to delete,
+/// and the processes found gone (with or without calls in the interval).
+#[derive(Clone, Debug, Default)]
+pub struct TopStep {
+    pub interval: Vec<ProcessRow>,
+    pub forget: Vec<TopKey>,
+    pub exited: Vec<u32>,
+}
+
+/// Steps not yet taken by the view that takes them, summed as they come (an exit record
+/// is a step of one process: thousands a second on a churning machine, each merged in
+/// O(log n)).
+#[derive(Debug, Default)]
+pub struct PendingSteps {
+    rows: BTreeMap<u32, ProcessRow>,
+    exited: Vec<u32>,
+}
+
+impl PendingSteps {
+    /// Adds a step (rows of the same process summed, the later name and threads kept).
+    pub fn absorb(&mut self, step: TopStep) {
+        for r in step.interval {
+            match self.rows.get_mut(&r.pid) {
+                Some(e) => {
+                    for (id, v) in &r.syscalls {
+                        e.add(*id, v);
+                    }
+                    e.threads = r.threads;
+                    e.exited |= r.exited;
+                    e.comm = r.comm;
+                    e.cgroup = r.cgroup;
+                }
+                None => {
+                    self.rows.insert(r.pid, r);
+                }
+            }
+        }
+        self.exited.extend(step.exited);
+    }
+
+    /// Everything absorbed since the last take, as one step.
+    pub fn take(&mut self) -> TopStep {
+        let mut exited = std::mem::take(&mut self.exited);
+        exited.sort_unstable();
+        TopStep {
+            interval: std::mem::take(&mut self.rows).into_values().collect(),
+            forget: Vec::new(),
+            exited,
+        }
+    }
+}
+
+/// The per-process state between steps.
+#[derive(Debug)]
+pub struct ProcessTable {
+    /// Keep totals since the start (not for `export --top`, which runs for days and
+    /// only needs the steps).
+    keep_totals: bool,
+    previous: HashMap<TopKey, TopValue>,
+    /// Totals since the start (or the last reset) of the processes alive at the last step.
+    live: HashMap<u32, ProcessRow>,
+    /// Totals of processes that have exited, in the order they went.
+    gone: Vec<ProcessRow>,
+    /// Processes found gone at the last step, whose exit records have not come.
+    dead: std::collections::HashSet<u32>,
+    /// The name and cgroup /proc last gave for each process seen alive with calls: the
+    /// name while it lives and, once gone, the cgroup (an exit record's is the one it was
+    /// first seen in; its name, the main thread's at its exit, is taken).
+    known: HashMap<u32, ProcInfo>,
+}
+
+impl ProcessTable {
+    /// The next step from a copy of the kernel's table. `alive(pid)`: whether the
+    /// process still exists; `info(pid)`: its name and cgroup now (asked for each
+    /// process with calls in the step, so an exec or a cgroup move shows);
+    /// `threads(pid)`: its thread count now.
+    ///
+    /// A process found gone is left as it is for one step: its exit record (with its
+    /// name, which /proc no longer has) is on its way and [`Machine::exit`] counts it.
+    /// Still in the table at the next step, it had none (no room): its final difference
+    /// is counted then, and its keys are to be deleted.
+    pub fn step(
+        &mut self,
+        table: &[(TopKey, TopValue)],
+        alive: impl Fn(u32) -> bool,
+        mut info: impl FnMut(u32) -> ProcInfo,
+        threads: impl Fn(u32) -> u32,
+    ) -> TopStep {
+        let mut keys_of: BTreeMap<u32, Vec<(TopKey, TopValue)>> = BTreeMap::new();
+        for (k, v) in table {
+            keys_of.entry(k.tgid).or_default().push((*k, *v));
+        }
+        let mut rows: BTreeMap<u32, ProcessRow> = BTreeMap::new();
+        // Processes whose name this step read from /proc.
+        let mut named = std::collections::HashSet::new();
+        let mut forget = Vec::new();
+        let mut exited = Vec::new();
+        let mut dead_now = std::collections::HashSet::new();
+        for (pid, keys) in keys_of {
+            let live = alive(pid);
+            if !live && !self.dead.contains(&pid) {
+                dead_now.insert(pid);
+                continue;
+            }
+            for (k, v) in &keys {
+                let before = self.previous.get(k).copied().unwrap_or_default();
+                let d = delta(v, &before);
+                // What was counted: a part clipped now (errors above calls in a copy made
+                // while the entry changed) is counted once the rest of it is read.
+                self.previous.insert(*k, add(before, &d));
+                if d.calls == 0 && d.total_ns == 0 {
+                    continue;
+                }
+                let row = rows.entry(pid).or_insert_with(|| {
+                    let pi = match (live, self.known.get(&pid)) {
+                        // Gone (no record came): its last name, /proc has none now.
+                        (false, Some(known)) => known.clone(),
+                        _ => info(pid),
+                    };
+                    if pi.from_proc {
+                        named.insert(pid);
+                    }
+                    ProcessRow {
+                        pid,
+                        comm: pi.comm,
+                        cgroup: pi.cgroup,
+                        ..Default::default()
+                    }
+                });
+                row.add(top_id(k), &d);
+            }
+            // Kept only when /proc gave it: a process that exits between the check that
+            // it is alive and the read of its name takes its record's name instead.
+            if live
+                && named.contains(&pid)
+                && let Some(r) = rows.get(&pid)
+            {
+                self.known.insert(
+                    pid,
+                    ProcInfo {
+                        comm: r.comm.clone(),
+                        cgroup: r.cgroup.clone(),
+                        from_proc: true,
+                    },
+                );
+            }
+            if self.keep_totals
+                && let Some(row) = rows.get(&pid)
+            {
+                let total = self.live.entry(pid).or_default();
+                total.pid = pid;
+                total.comm = row.comm.clone();
+                total.cgroup = row.cgroup.clone();
+                for (id, v) in &row.syscalls {
+                    total.add(*id, v);
+                }
+            }
+            if live {
+                let n = threads(pid);
+                if let Some(r) = rows.get_mut(&pid) {
+                    r.threads = n;
+                }
+                if let Some(r) = self.live.get_mut(&pid) {
+                    r.threads = n;
+                }
+                continue;
+            }
+            // Gone for a step and no exit record came: this was its last difference.
+            if let Some(r) = rows.get_mut(&pid) {
+                r.exited = true;
+            }
+            if let Some(mut r) = self.live.remove(&pid) {
+                r.exited = true;
+                r.threads = 0;
+                self.gone.push(r);
+            }
+            for (k, _) in &keys {
+                self.previous.remove(k);
+            }
+            self.known.remove(&pid);
+            forget.extend(keys.iter().map(|(k, _)| *k));
+            exited.push(pid);
+        }
+        self.dead = dead_now;
+        TopStep {
+            interval: rows.into_values().collect(),
+            forget,
+            exited,
+        }
+    }
+
+    /// The last step of an exited process from its exit record: `finals`, the final
+    /// figures of its keys (which the caller has deleted from the kernel's table).
+    pub fn exit(&mut self, pid: u32, info: ProcInfo, finals: &[(TopKey, TopValue)]) -> TopStep {
+        self.dead.remove(&pid);
+        // The record's name is the one the process ended with (its main thread's at its
+        // exit); /proc's cgroup, when it was seen, is later than the record's.
+        let info = match self.known.remove(&pid) {
+            Some(known) => ProcInfo {
+                cgroup: known.cgroup,
+                ..info
+            },
+            None => info,
+        };
+        let mut row = ProcessRow {
+            pid,
+            comm: info.comm,
+            cgroup: info.cgroup,
+            exited: true,
+            ..Default::default()
+        };
+        for (k, v) in finals {
+            let before = self.previous.remove(k).unwrap_or_default();
+            let d = delta(v, &before);
+            if d.calls != 0 || d.total_ns != 0 {
+                row.add(top_id(k), &d);
+            }
+        }
+        if self.keep_totals {
+            let mut total = self.live.remove(&pid).unwrap_or_else(|| ProcessRow {
+                pid,
+                ..Default::default()
+            });
+            if !(total.syscalls.is_empty() && row.syscalls.is_empty()) {
+                total.comm = row.comm.clone();
+                total.cgroup = row.cgroup.clone();
+                for (id, v) in &row.syscalls {
+                    total.add(*id, v);
+                }
+                total.exited = true;
+                total.threads = 0;
+                self.gone.push(total);
+            }
+        }
+        TopStep {
+            interval: if row.syscalls.is_empty() {
+                Vec::new()
+            } else {
+                vec![row]
+            },
+            forget: Vec::new(),
+            exited: vec![pid],
+        }
+    }
+
+    /// Totals since the start (or reset): live processes, then those that exited.
+    pub fn totals(&self) -> Vec<ProcessRow> {
+        let mut v: Vec<ProcessRow> = self.live.values().cloned().collect();
+        v.sort_by_key(|r| r.pid);
+        v.extend(self.gone.iter().cloned());
+        v
+    }
+
+    pub fn new(keep_totals: bool) -> Self {
+        Self {
+            keep_totals,
+            previous: HashMap::new(),
+            live: HashMap::new(),
+            gone: Vec::new(),
+            dead: Default::default(),
+            known: HashMap::new(),
+        }
+    }
+
+    /// Starts the totals again from now.
+    pub fn reset(&mut self) {
+        self.live.clear();
+        self.gone.clear();
+    }
+}
+
+/// A table key as a syscall (numbers without a key of their own share one id).
+pub fn top_id(k: &TopKey) -> SyscallId {
+    SyscallId::of(k.key, u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use syscost_report::fixtures::{top_key as k, top_value as v};
+
+    #[test]
+    fn deltas_never_go_negative() {
+        assert_eq!(delta(&v(10, 2, 100, 50), &v(4, 1, 40, 10)), v(6, 1, 60, 40));
+        // A copy one call late, then the next copy: no underflow, errors <= calls.
+        assert_eq!(delta(&v(4, 3, 40, 10), &v(5, 1, 50, 10)), v(0, 0, 0, 0));
+        assert_eq!(delta(&v(5, 3, 50, 90), &v(5, 1, 40, 0)), v(0, 0, 10, 10));
+    }
+
+    #[test]
+    fn a_copy_made_mid_update_loses_nothing() {
+        let mut m = ProcessTable::new(true);
+        let info = |_| ProcInfo::default();
+        // Errors written before calls: a copy can show one error too many, and time
+        // switched out above the total.
+        m.step(&[(k(1, 3), v(4, 5, 40, 50))], |_| true, info, |_| 1);
+        let mut later = PendingSteps::default();
+        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| true, info, |_| 1));
+        // Gone: left for a step (its exit record may come), then counted and forgotten.
+        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
+        assert!(later.take().exited.is_empty());
+        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
+        assert_eq!(later.take().exited, vec![1]);
+        let t = &m.totals()[0];
+        assert_eq!((t.calls(), t.errors(), t.total_ns()), (5, 5, 50));
+        assert_eq!(t.oncpu_ns(), 0);
+        assert!(t.exited);
+    }
+
+    #[test]
+    fn steps_count_each_call_once_and_forget_the_dead() {
+        let mut m = ProcessTable::new(true);
+        let info = |pid| ProcInfo {
+            comm: format!("p{pid}"),
+            cgroup: "/a".into(),
+            from_proc: true,
+        };
+        let t1 = [(k(1, 39), v(10, 0, 1000, 0)), (k(2, 3), v(5, 5, 500, 100))];
+        let s = m.step(&t1, |_| true, info, |_| 1);
+        assert_eq!(s.interval.len(), 2);
+        assert!(s.forget.is_empty());
+        let t2 = [(k(1, 39), v(25, 0, 2500, 0)), (k(2, 3), v(6, 6, 600, 100))];
+        let s = m.step(&t2, |p| p == 1, info, |_| 3);
+        assert_eq!(s.interval[0].calls(), 15);
+        assert_eq!(s.interval[0].threads, 3);
+        // Process 2 is gone: nothing of it yet, its exit record may be on its way.
+        assert_eq!(s.interval.len(), 1);
+        assert!(s.forget.is_empty());
+        // None came: the next step counts its last difference and forgets it.
+        let s = m.step(&t2, |p| p == 1, info, |_| 3);
+        assert_eq!(s.interval.len(), 1);
+        assert_eq!(
+            (
+                s.interval[0].pid,
+                s.interval[0].calls(),
+                s.interval[0].exited
+            ),
+            (2, 1, true)
+        );
+        assert_eq!(s.forget, vec![k(2, 3)]);
+        assert_eq!(s.exited, vec![2]);
+        let totals = m.totals();
+        assert_eq!(totals.len(), 2);
+        assert_eq!((totals[0].pid, totals[0].calls()), (1, 25));
+        assert_eq!(
+            (totals[1].pid, totals[1].calls(), totals[1].errors()),
+            (2, 6, 6)
+        );
+        // A new process with the old pid starts from zero.
+        let t3 = [(k(1, 39), v(25, 0, 2500, 0)), (k(2, 3), v(2, 0, 20, 0))];
+        let s = m.step(&t3, |_| true, info, |_| 1);
+        assert_eq!(s.interval.len(), 1);
+        assert_eq!(s.interval[0].calls(), 2);
+        assert_eq!(m.totals().len(), 3);
+        m.reset();
+        assert!(m.totals().is_empty());
+    }
+
+    #[test]
+    fn pending_steps_sum_the_rows_of_a_process() {
+        let row = |pid: u32, calls: u64, exited: bool, comm: &str| {
+            let mut r = ProcessRow {
+                pid,
+                comm: comm.into(),
+                exited,
+                ..Default::default()
+            };
+            r.add(top_id(&k(pid, 39)), &v(calls, 0, calls, 0));
+            r
+        };
+        let mut p = PendingSteps::default();
+        for (r, gone) in [
+            (row(5, 2, false, "a"), vec![]),
+            (row(3, 1, false, "x"), vec![]),
+            (row(5, 4, true, "b"), vec![5]),
+        ] {
+            p.absorb(TopStep {
+                interval: vec![r],
+                forget: Vec::new(),
+                exited: gone,
+            });
+        }
+        let s = p.take();
+        let got: Vec<(u32, u64, bool, &str)> = s
+            .interval
+            .iter()
+            .map(|r| (r.pid, r.calls(), r.exited, r.comm.as_str()))
+            .collect();
+        assert_eq!(got, [(3, 1, false, "x"), (5, 6, true, "b")]);
+        assert_eq!(s.exited, vec![5]);
+        assert!(p.take().interval.is_empty(), "taken once");
+    }
+
+    /// The exit record's final figures count once, whether a step saw the process gone
+    /// before the record came or not; under the record's name (the one the process ended
+    /// with) and the cgroup /proc gave while it lived, or the record's for a process never
+    /// seen alive.
+    #[test]
+    fn an_exit_record_counts_the_last_calls_once() {
+        let info = |pid| ProcInfo {
+            comm: format!("p{pid}"),
+            cgroup: "/a".into(),
+            from_proc: true,
+        };
+        let record = |pid| ProcInfo {
+            comm: format!("end{pid}"),
+            cgroup: "/b".into(),
+            from_proc: false,
+        };
+        for (seen_alive, step_between) in [(true, false), (true, true), (false, true)] {
+            let mut m = ProcessTable::new(true);
+            if seen_alive {
+                m.step(&[(k(7, 39), v(10, 1, 100, 0))], |_| true, info, |_| 1);
+            }
+            if step_between {
+                // Gone from /proc, the record not read yet: nothing counted, nothing lost.
+                let s = m.step(&[(k(7, 39), v(30, 2, 300, 0))], |_| false, info, |_| 0);
+                assert!(s.interval.is_empty() && s.forget.is_empty());
+            }
+            let s = m.exit(
+                7,
+                record(7),
+                &[(k(7, 39), v(30, 2, 300, 0)), (k(7, 3), v(1, 0, 5, 0))],
+            );
+            assert_eq!(s.exited, vec![7]);
+            let name = if seen_alive {
+                ("end7", "/a")
+            } else {
+                ("end7", "/b")
+            };
+            let r = &s.interval[0];
+            let last = if seen_alive { 21 } else { 31 };
+            assert_eq!((r.comm.as_str(), r.calls(), r.exited), (name.0, last, true));
+            let t = m.totals();
+            assert_eq!(t.len(), 1);
+            assert_eq!((t[0].comm.as_str(), t[0].cgroup.as_str()), name);
+            assert_eq!((t[0].calls(), t[0].errors(), t[0].total_ns()), (31, 2, 305));
+            // The keys are deleted by the caller; a later step does not see them.
+            let s = m.step(&[], |_| false, info, |_| 0);
+            assert!(s.interval.is_empty() && s.exited.is_empty());
+            assert_eq!(m.totals().len(), 1);
+        }
+    }
+
+    /// A process that exits between the check that it is alive and the read of its name
+    /// (so /proc gave none) is named from its exit record, not "?".
+    #[test]
+    fn a_name_proc_could_not_give_comes_from_the_record() {
+        let mut m = ProcessTable::new(true);
+        let unread = |_| ProcInfo {
+            comm: "?".into(),
+            cgroup: "?".into(),
+            from_proc: false,
+        };
+        m.step(&[(k(7, 39), v(10, 0, 100, 0))], |_| true, unread, |_| 1);
+        let record = ProcInfo {
+            comm: "syscost-getppid".into(),
+            cgroup: "/b".into(),
+            from_proc: false,
+        };
+        let s = m.exit(7, record, &[(k(7, 39), v(12, 0, 120, 0))]);
+        assert_eq!(s.interval[0].comm, "syscost-getppid");
+        let t = m.totals();
+        assert_eq!((t[0].comm.as_str(), t[0].calls()), ("syscost-getppid", 12));
+    }
+
+    /// A process gone without a record (none could be sent) is counted at the next step
+    /// under the name /proc gave while it lived.
+    #[test]
+    fn a_process_gone_without_a_record_keeps_its_name() {
+        let mut m = ProcessTable::new(true);
+        let proc_says = std::cell::Cell::new("app");
+        let info = |_| ProcInfo {
+            comm: proc_says.get().into(),
+            cgroup: "/a".into(),
+            from_proc: true,
+        };
+        m.step(&[(k(9, 39), v(5, 0, 50, 0))], |_| true, info, |_| 1);
+        proc_says.set("?");
+        m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| false, info, |_| 0);
+        let s = m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| false, info, |_| 0);
+        assert_eq!(s.forget, vec![k(9, 39)]);
+        assert_eq!(
+            (s.interval[0].comm.as_str(), s.interval[0].calls()),
+            ("app", 3)
+        );
+        assert_eq!(m.totals()[0].comm, "app");
+    }
+}

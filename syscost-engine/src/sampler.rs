@@ -1,0 +1,790 @@
+//! The one place that reads the kernel side's statistics: consistent snapshots of every
+//! process slot, the threads' state, the intervals between snapshots, and syscost's own
+//! measured cost. Views (the live view, the text tables, the metrics endpoint) get
+//! snapshots from here and never touch a map.
+//!
+//! Consistency: each statistics entry is written by one CPU under a sequence count (odd
+//! while an update is in progress). An entry is copied from the shared mapping between
+//! two reads of its count and kept only when both are the same even number, so every
+//! copy is the entry's state between two of its updates: its calls match its histogram
+//! and its errors its errno counts. A snapshot sums such copies, so it holds exactly the
+//! calls completed on each CPU up to the moment that CPU's entry was copied; a call
+//! being recorded at that moment is left for the next snapshot (at most one per CPU and
+//! syscall). Counts only grow, so later snapshots never hold less, and every interval is
+//! itself a valid profile. Once the target has exited nothing is in flight and the
+//! figures are exact.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex, Weak,
+        atomic::{AtomicU64, Ordering, fence},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+use syscost_common::{ExitRecord, KEY_FORK_CHILD, KEY_NONE, StatsEntry, ThreadSlot};
+
+use crate::{
+    collector::Snapshot,
+    process::{self, ProcInfo},
+    process_table::{PendingSteps, ProcessRow, ProcessTable, TopStep},
+    tracer::{RunTimeStats, Tracer},
+};
+use syscost_report::syscall_names::SyscallId;
+
+/// Copies of one entry tried before the previous consistent copy is used instead.
+const COPY_TRIES: u32 = 10_000;
+
+/// A sampler shared by the views of one run (the metrics endpoint's thread and the
+/// main loop).
+pub type SharedSampler = Arc<Mutex<Sampler>>;
+
+/// Copies an entry when its sequence count says no update was in progress.
+///
+/// # Safety
+/// `src` points into the live, read-only mapping of the pool.
+unsafe fn copy_consistent(src: *const StatsEntry) -> Option<StatsEntry> {
+    // The count is the entry's first field, 8-byte aligned.
+    let seq = unsafe { &*(src as *const AtomicU64) };
+    for _ in 0..COPY_TRIES {
+        let before = seq.load(Ordering::Acquire);
+        if before & 1 == 0 {
+            let copy = unsafe { std::ptr::read_volatile(src) };
+            fence(Ordering::Acquire);
+            if seq.load(Ordering::Relaxed) == before {
+                return Some(copy);
+            }
+        }
+        std::hint::spin_loop();
+    }
+    None
+}
+
+/// A consistent copy of the entry at `src`, kept in `last` under `at`; the last one kept
+/// when the entry changed without pause for `COPY_TRIES` tries; `None` when no copy was
+/// ever made (the entry is left out, as if not yet used).
+///
+/// # Safety
+/// As [`copy_consistent`].
+unsafe fn copy_or_last(
+    last: &mut HashMap<(u32, u32), Box<StatsEntry>>,
+    at: (u32, u32),
+    src: *const StatsEntry,
+) -> Option<&StatsEntry> {
+    match unsafe { copy_consistent(src) } {
+        Some(e) => {
+            let kept = last.entry(at).or_insert_with(|| Box::new(StatsEntry::ZERO));
+            **kept = e;
+            Some(kept)
+        }
+        None => last.get(&at).map(|e| &**e),
+    }
+}
+
+/// A thread as the kernel keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadState {
+    pub tid: u32,
+    /// Completed syscalls since the thread was first seen, and their time.
+    pub calls: u64,
+    pub total_ns: u64,
+    /// The syscall it is inside now and for how long so far.
+    pub in_syscall: Option<(SyscallId, Duration)>,
+    /// Whether it is switched out now (blocked or waiting for a CPU) inside that call.
+    pub switched_out: bool,
+}
+
+/// syscost's own cost, measured in windows (see [`OwnCost`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OwnCostReading {
+    /// Average run time of one program run, ns.
+    pub ns_per_run: f64,
+    /// Share of one CPU spent in syscost's programs, percent.
+    pub cpu_percent: f64,
+}
+
+impl std::fmt::Display for OwnCostReading {
+    /// `95 ns/event, 0.40% CPU`: how every view shows it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.0} ns/event, {:.2}% CPU",
+            self.ns_per_run, self.cpu_percent
+        )
+    }
+}
+
+/// Why there is no own-cost figure with CAP_BPF and CAP_PERFMON alone.
+pub const NEEDS_SYS_ADMIN: &str = "n/a: BPF run-time statistics need CAP_SYS_ADMIN";
+
+/// BPF run-time statistics make the kernel read the clock around every program run on
+/// the machine (about 195 ns per traced syscall here), so they are on only for a
+/// window of `WINDOW` in every `PERIOD`: a tenth of that price, and a fresh figure every
+/// 10 s.
+pub struct OwnCost {
+    window: Option<(RunTimeStats, Instant, (u64, u64))>,
+    next_window: Instant,
+    last: Option<OwnCostReading>,
+    /// Why there is no figure (no CAP_SYS_ADMIN, say), once known.
+    unavailable: Option<String>,
+    /// Program run time within windows, and the windows' wall time, ns (for the
+    /// metrics endpoint's counters).
+    run_ns: u64,
+    measured_ns: u64,
+    wanted: bool,
+}
+
+impl OwnCost {
+    pub const WINDOW: Duration = Duration::from_secs(1);
+    pub const PERIOD: Duration = Duration::from_secs(10);
+
+    fn new(wanted: bool) -> Self {
+        let unavailable = if !wanted {
+            Some("off (--no-run-stats)".to_string())
+        } else if !crate::privileges::can_enable_run_stats() {
+            Some(NEEDS_SYS_ADMIN.to_string())
+        } else {
+            None
+        };
+        Self {
+            window: None,
+            next_window: Instant::now(),
+            last: None,
+            unavailable,
+            run_ns: 0,
+            measured_ns: 0,
+            wanted,
+        }
+    }
+
+    /// Opens or closes the measurement window when due; `closing`: close an open window
+    /// now (the programs are about to be unloaded).
+    fn tick(&mut self, tracer: Option<&Tracer>, closing: bool) {
+        let now = Instant::now();
+        if let Some((_, opened, (t0, c0))) = &self.window {
+            let elapsed = now.duration_since(*opened);
+            if elapsed < Self::WINDOW && !closing {
+                return;
+            }
+            let (t0, c0) = (*t0, *c0);
+            if let Some(tracer) = tracer {
+                let (t1, c1) = tracer.program_run_totals();
+                let (dt, dc) = (t1.saturating_sub(t0), c1.saturating_sub(c0));
+                self.run_ns += dt;
+                self.measured_ns += elapsed.as_nanos() as u64;
+                self.last = Some(OwnCostReading {
+                    ns_per_run: if dc == 0 { 0.0 } else { dt as f64 / dc as f64 },
+                    cpu_percent: 100.0 * dt as f64 / elapsed.as_nanos().max(1) as f64,
+                });
+            }
+            self.window = None;
+            self.next_window = now + Self::PERIOD - Self::WINDOW;
+            return;
+        }
+        let Some(tracer) = tracer else { return };
+        if closing || !self.wanted || self.unavailable.is_some() || now < self.next_window {
+            return;
+        }
+        match RunTimeStats::enable() {
+            Ok(stats) => self.window = Some((stats, now, tracer.program_run_totals())),
+            Err(e) => self.unavailable = Some(format!("n/a: {e:#}")),
+        }
+    }
+
+    /// Why there is no figure and will be none (privileges, `--no-run-stats`), if so.
+    pub fn unavailable(&self) -> Option<&str> {
+        self.unavailable.as_deref()
+    }
+
+    /// The latest figure, or why there is none.
+    pub fn reading(&self) -> Result<Option<OwnCostReading>, String> {
+        match (&self.last, &self.unavailable) {
+            (Some(r), _) => Ok(Some(*r)),
+            (None, Some(why)) => Err(why.clone()),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Program run time measured so far and the wall time it was measured over, ns;
+    /// `None` when run-time statistics are off or unavailable.
+    pub fn totals(&self) -> Option<(u64, u64)> {
+        (self.wanted && self.unavailable.is_none()).then_some((self.run_ns, self.measured_ns))
+    }
+}
+
+/// Reads the tracer's statistics. Owns the tracer: [`Sampler::unload`] drops the
+/// programs and keeps the final figures.
+pub struct Sampler {
+    tracer: Option<Tracer>,
+    /// The exit records (with the per-process table).
+    exits: Option<aya::maps::RingBuf<aya::maps::MapData>>,
+    slots: u32,
+    offcpu: bool,
+    features: syscost_report::profile::Features,
+    /// The last consistent copy of each entry (cpu, position), for an entry that could
+    /// not be copied consistently within `COPY_TRIES` (then its figures trail).
+    last: HashMap<(u32, u32), Box<StatsEntry>>,
+    /// The snapshots taken when the programs were unloaded.
+    frozen: Option<Vec<Snapshot>>,
+    own_cost: OwnCost,
+    /// The per-process figures (`syscost top`, `export --top`, `--per-process`).
+    table: ProcessTable,
+    /// Steps read by [`Sampler::top_tick`] and not yet handed out (only when a view
+    /// takes steps: `top`).
+    pending: PendingSteps,
+    steps_wanted: bool,
+    top_read_at: Instant,
+    names_cleaned_at: Instant,
+    cgroup_names: crate::cgroup::CgroupNames,
+}
+
+impl Sampler {
+    /// A sampler of `tracer`; `run_stats`: measure syscost's own cost.
+    pub fn new(mut tracer: Tracer, run_stats: bool) -> Self {
+        let exits = if tracer.top_loaded() {
+            tracer
+                .take_exit_ring()
+                .map_err(|e| log::warn!("exit records unavailable: {e:#}"))
+                .ok()
+        } else {
+            None
+        };
+        Self {
+            exits,
+            slots: tracer.slots(),
+            offcpu: tracer.offcpu_tracked(),
+            features: tracer.features().clone(),
+            tracer: Some(tracer),
+            last: HashMap::new(),
+            frozen: None,
+            own_cost: OwnCost::new(run_stats),
+            table: ProcessTable::new(true),
+            pending: PendingSteps::default(),
+            steps_wanted: false,
+            top_read_at: Instant::now(),
+            names_cleaned_at: Instant::now(),
+            cgroup_names: Default::default(),
+        }
+    }
+
+    /// Shares it between threads. With the per-process table, a thread of its own reads
+    /// the exit records as they come (see [`Sampler::drain_exits`]).
+    pub fn shared(self) -> SharedSampler {
+        let reads_exits = self.exits.is_some();
+        let shared = Arc::new(Mutex::new(self));
+        if reads_exits {
+            read_exits(Arc::downgrade(&shared));
+        }
+        shared
+    }
+
+    /// Exited processes' last figures, from the exit records that have come: each
+    /// record's keys are read one last time (their final figures) and deleted from the
+    /// kernel's table, so the table holds only the processes alive.
+    pub fn drain_exits(&mut self) -> Result<()> {
+        let (Some(tracer), Some(ring)) = (self.tracer.as_mut(), self.exits.as_mut()) else {
+            return Ok(());
+        };
+        while let Some(item) = ring.next() {
+            if item.len() < std::mem::size_of::<ExitRecord>() {
+                continue;
+            }
+            // SAFETY: the kernel wrote a whole ExitRecord; read_unaligned copies it.
+            let r = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<ExitRecord>()) };
+            drop(item);
+            let finals = tracer.take_final(&r)?;
+            let info = ProcInfo::of_record(&r.info, &mut self.cgroup_names);
+            let step = self.table.exit(r.tgid, info, &finals);
+            if self.steps_wanted {
+                self.pending.absorb(step);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the off-CPU split is measured.
+    pub fn offcpu_tracked(&self) -> bool {
+        self.offcpu
+    }
+
+    /// The features the programs have on, and the default ones this kernel lacks.
+    pub fn features(&self) -> &syscost_report::profile::Features {
+        &self.features
+    }
+
+    /// Cumulative snapshots of every slot, made of consistent entries.
+    pub fn snapshots(&mut self) -> Result<Vec<Snapshot>> {
+        // The own-cost windows follow [`Sampler::tick`] only: a window opened here would
+        // stay open (and cost every program run on the machine) in a mode that never
+        // ticks.
+        let Some(tracer) = self.tracer.as_mut() else {
+            return Ok(self.frozen.clone().unwrap_or_default());
+        };
+        tracer.flush_log();
+        let tracer = &*tracer;
+        let mut snaps = vec![Snapshot::empty(); self.slots as usize];
+        for (cpu, used) in (0..).zip(tracer.pool_in_use()?) {
+            for i in 0..used {
+                let Some(src) = tracer.pool_entry(cpu, i) else {
+                    continue;
+                };
+                // SAFETY: `src` is an element of the tracer's live mapping.
+                let Some(entry) = (unsafe { copy_or_last(&mut self.last, (cpu, i), src) }) else {
+                    continue;
+                };
+                if let Some(snap) = snaps.get_mut(entry.slot as usize) {
+                    snap.add_entry(entry);
+                }
+            }
+        }
+        for (slot, snap) in (0..).zip(snaps.iter_mut()) {
+            snap.counters = tracer.counters(slot)?;
+        }
+        Ok(snaps)
+    }
+
+    /// The cumulative snapshot of one slot.
+    pub fn snapshot(&mut self, slot: u32) -> Result<Snapshot> {
+        Ok(self
+            .snapshots()?
+            .into_iter()
+            .nth(slot as usize)
+            .unwrap_or_else(Snapshot::empty))
+    }
+
+    /// Takes the final snapshots, then detaches and unloads the programs; the final
+    /// figures stay readable.
+    pub fn unload(&mut self) -> Result<()> {
+        if self.tracer.is_some() {
+            let last = self.snapshots()?;
+            self.own_cost.tick(self.tracer.as_ref(), true);
+            self.frozen = Some(last);
+            self.tracer = None;
+        }
+        Ok(())
+    }
+
+    /// The per-process steps are taken (by the session, every sample): what comes
+    /// between two of them (exit records among it) is kept for the next.
+    pub fn with_steps(mut self) -> Self {
+        self.steps_wanted = true;
+        self
+    }
+
+    /// No per-process totals since the start (`export --top`, which runs for days and
+    /// only needs the steps).
+    pub fn without_top_totals(mut self) -> Self {
+        self.table = ProcessTable::new(false);
+        self
+    }
+
+    /// The next step of the per-process figures: every process with syscalls since the
+    /// last step (since the last [`Sampler::top_tick`] too, once a step was asked for).
+    /// Processes that have exited are counted one last time, then deleted from the
+    /// kernel's table.
+    pub fn top_step(&mut self) -> Result<TopStep> {
+        self.steps_wanted = true;
+        self.top_refresh()?;
+        Ok(self.pending.take())
+    }
+
+    /// The last step before the programs are unloaded: a second read of the table right
+    /// after the first, so that a process the first found gone and whose record did not
+    /// come (none could be sent) is counted too, not left for a step that never comes.
+    pub fn top_final_step(&mut self) -> Result<TopStep> {
+        self.top_refresh()?;
+        self.top_step()
+    }
+
+    /// Reads the per-process table once a second when it is loaded, keeping it clear of
+    /// exited processes in modes that show it only at the end (`--per-process`) or not
+    /// for a while (`top`'s drill-down): call it a few times a second.
+    pub fn top_tick(&mut self) {
+        let loaded = self.tracer.as_ref().is_some_and(Tracer::top_loaded);
+        if loaded
+            && self.top_read_at.elapsed() >= Duration::from_secs(1)
+            && let Err(e) = self.top_refresh()
+        {
+            log::warn!("cannot read the per-process table: {e:#}");
+        }
+    }
+
+    fn top_refresh(&mut self) -> Result<()> {
+        let Some(tracer) = self.tracer.as_mut() else {
+            return Ok(());
+        };
+        if !tracer.top_loaded() {
+            return Ok(());
+        }
+        self.top_read_at = Instant::now();
+        let table = tracer.top_table()?;
+        let t = &*tracer;
+        let names = &mut self.cgroup_names;
+        let step = self.table.step(
+            &table,
+            process::alive,
+            |pid| ProcInfo::read(pid, t.process_name(pid), names),
+            |pid| process::thread_count(pid) as u32,
+        );
+        tracer.forget_top(&step.forget)?;
+        // A process the step found gone has been reaped, so its exit record is there
+        // (sent as it exited): its last figures, under its own name.
+        if self.steps_wanted {
+            self.pending.absorb(step);
+        }
+        self.drain_exits()?;
+        let Some(tracer) = self.tracer.as_mut() else {
+            return Ok(());
+        };
+        // Names of processes gone without a call in the table (killed while blocked).
+        if self.names_cleaned_at.elapsed() >= Duration::from_secs(10) {
+            self.names_cleaned_at = Instant::now();
+            tracer.forget_names(|pid| !process::alive(pid))?;
+        }
+        Ok(())
+    }
+
+    /// Per-process totals since the start (or [`Sampler::reset_top`]).
+    pub fn top_totals(&self) -> Vec<ProcessRow> {
+        self.table.totals()
+    }
+
+    /// Starts the per-process totals again.
+    pub fn reset_top(&mut self) {
+        self.table.reset();
+    }
+
+    /// `syscost top`'s drill-down: process `tgid`'s calls also get full statistics (in
+    /// the first slot with a pool) from now on; 0 stops.
+    pub fn drill(&mut self, tgid: u32) -> Result<()> {
+        // No steps are kept while drilled (the totals are): the top view takes one
+        // afresh when it comes back.
+        self.steps_wanted = tgid == 0;
+        self.pending = PendingSteps::default();
+        match self.tracer.as_mut() {
+            Some(t) => t.drill(tgid),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the programs are still loaded.
+    pub fn loaded(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Opens or closes the own-cost window when due: call it a few times a second, or
+    /// not at all (no window is opened then).
+    pub fn tick(&mut self) {
+        self.own_cost.tick(self.tracer.as_ref(), false);
+    }
+
+    /// syscost's own measured cost.
+    pub fn own_cost(&self) -> &OwnCost {
+        &self.own_cost
+    }
+
+    /// The kernel's state of these threads (those it has a slot for).
+    pub fn threads(&self, tids: &[u32]) -> Vec<ThreadState> {
+        let Some(tracer) = self.tracer.as_ref() else {
+            return Vec::new();
+        };
+        let now = monotonic_ns();
+        tids.iter()
+            .filter_map(|&tid| tracer.thread(tid))
+            .map(|t| thread_state(&t, now))
+            .collect()
+    }
+}
+
+/// Reads exit records on a thread of its own while the sampler lives and is loaded:
+/// within 10 ms of a process's exit its keys are read and freed (a process-churning
+/// machine makes thousands a second).
+fn read_exits(sampler: Weak<Mutex<Sampler>>) {
+    let spawned = std::thread::Builder::new()
+        .name("syscost-exits".into())
+        .spawn(move || {
+            loop {
+                {
+                    let Some(shared) = sampler.upgrade() else {
+                        return;
+                    };
+                    let mut s = crate::locks::lock(&shared);
+                    if !s.loaded() {
+                        return;
+                    }
+                    if let Err(e) = s.drain_exits() {
+                        log::warn!("cannot read exited processes' figures: {e:#}");
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+    if let Err(e) = spawned {
+        log::warn!("cannot start the exit-record reader: {e}");
+    }
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: fills one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A thread slot as the views show it, at monotonic time `now_ns`.
+pub fn thread_state(t: &ThreadSlot, now_ns: u64) -> ThreadState {
+    let in_syscall = (t.enter_ns != 0 && t.key != KEY_NONE && t.key != KEY_FORK_CHILD).then(|| {
+        (
+            SyscallId::of(t.key, t.nr),
+            Duration::from_nanos(now_ns.saturating_sub(t.enter_ns)),
+        )
+    });
+    ThreadState {
+        tid: t.tid,
+        calls: t.calls,
+        total_ns: t.total_ns,
+        switched_out: in_syscall.is_some() && t.off_since_ns != 0,
+        in_syscall,
+    }
+}
+
+/// Successive snapshots of one slot turned into cumulative figures (since the start or
+/// the last reset) and intervals.
+#[derive(Clone, Debug)]
+pub struct Series {
+    baseline: Option<Snapshot>,
+    previous: Snapshot,
+    previous_at: Instant,
+}
+
+/// One step of a [`Series`].
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub cumulative: Snapshot,
+    pub interval: Snapshot,
+    pub interval_secs: f64,
+}
+
+impl Series {
+    /// Starts at `first`: what it holds counts in the first step's cumulative figures.
+    pub fn new(first: Snapshot) -> Self {
+        Self::new_at(first, Instant::now())
+    }
+
+    /// Starts at `first`, taken at `at`.
+    pub fn new_at(first: Snapshot, at: Instant) -> Self {
+        Self {
+            baseline: None,
+            previous: first,
+            previous_at: at,
+        }
+    }
+
+    /// The next step, from the newest cumulative snapshot, taken now.
+    pub fn next(&mut self, now: Snapshot) -> Step {
+        self.next_at(now, Instant::now())
+    }
+
+    /// The next step, from a cumulative snapshot taken at `at` (a session's sample: its
+    /// interval is timed by the samples, not by when they are shown).
+    pub fn next_at(&mut self, now: Snapshot, at: Instant) -> Step {
+        let step = Step {
+            cumulative: match &self.baseline {
+                Some(b) => now.since(b),
+                None => now.clone(),
+            },
+            interval: now.since(&self.previous),
+            interval_secs: at.duration_since(self.previous_at).as_secs_f64(),
+        };
+        self.previous = now;
+        self.previous_at = at;
+        step
+    }
+
+    /// Counts from the latest snapshot on (the live view's `r`).
+    pub fn reset(&mut self) {
+        self.baseline = Some(self.previous.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syscost_common::syscall_key;
+
+    /// A writer that updates an entry the way the kernel side does (sequence count odd
+    /// while the figures change, each figure written on its own) on another thread,
+    /// without pause, and a reader copying it at the same time: every copy kept is
+    /// whole (its calls are its histogram's sum, its errors its errno counts, its time
+    /// `calls` times the step), and the copies only grow.
+    #[test]
+    fn copies_made_against_a_racing_writer_are_whole() {
+        use std::sync::atomic::AtomicBool;
+        const NS: u64 = 1_000;
+        struct Shared(std::cell::UnsafeCell<StatsEntry>);
+        // SAFETY: the writer writes through volatile stores under the sequence count,
+        // the reader reads through copy_consistent: the protocol under test.
+        unsafe impl Sync for Shared {}
+        let shared = Arc::new(Shared(std::cell::UnsafeCell::new(StatsEntry::ZERO)));
+        let stop = Arc::new(AtomicBool::new(false));
+        // Reader and writer on CPUs of their own where there are two: a real race, not
+        // one thread preempting the other.
+        let pin = |cpu: usize| {
+            if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+                // SAFETY: a zeroed cpu_set_t with one CPU set, for this thread.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+            }
+        };
+        let writer = {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            std::thread::spawn(move || {
+                pin(1);
+                let e = shared.0.get();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    // SAFETY: this thread is the entry's only writer.
+                    unsafe {
+                        let seq = std::ptr::addr_of_mut!((*e).seq);
+                        let s = seq.read_volatile();
+                        seq.write_volatile(s + 1);
+                        fence(Ordering::Release);
+                        std::ptr::addr_of_mut!((*e).calls).write_volatile(n);
+                        // Spread the figures out so a torn copy is likely to be seen.
+                        std::hint::spin_loop();
+                        let b = (n % 7) as usize;
+                        let h = std::ptr::addr_of_mut!((*e).hist[b]);
+                        h.write_volatile(h.read_volatile() + 1);
+                        std::ptr::addr_of_mut!((*e).total_ns).write_volatile(n * NS);
+                        if n.is_multiple_of(2) {
+                            std::ptr::addr_of_mut!((*e).errors).write_volatile(n / 2);
+                            std::ptr::addr_of_mut!((*e).errno_counts[0]).write_volatile(n / 2);
+                        }
+                        fence(Ordering::Release);
+                        seq.write_volatile(s + 2);
+                    }
+                }
+                n
+            })
+        };
+        pin(0);
+        let mut last = HashMap::new();
+        let (mut kept, mut same, mut previous) = (0u64, 0u64, 0u64);
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < deadline || kept < 1000 {
+            // SAFETY: the entry outlives the reads; it is written only under the count.
+            let Some(c) = (unsafe { copy_or_last(&mut last, (0, 0), shared.0.get()) }) else {
+                continue;
+            };
+            let hist: u64 = c.hist.iter().sum();
+            assert_eq!(c.seq % 2, 0, "a copy made during an update");
+            assert_eq!(hist, c.calls, "torn copy: histogram against calls");
+            assert_eq!(c.total_ns, c.calls * NS, "torn copy: time against calls");
+            assert_eq!(c.errors, c.calls / 2, "torn copy: errors against calls");
+            assert_eq!(
+                c.errno_counts[0], c.errors,
+                "torn copy: errnos against errors"
+            );
+            assert!(
+                c.calls >= previous,
+                "went back from {previous} to {}",
+                c.calls
+            );
+            if c.calls == previous {
+                same += 1;
+            }
+            previous = c.calls;
+            kept += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        let written = writer.join().unwrap();
+        assert!(
+            written > 1000 && previous > 0,
+            "{written} updates, last copy {previous}"
+        );
+        // The race was real: the reader saw the figures move between copies.
+        assert!(same < kept, "{kept} copies, all the same");
+    }
+
+    /// An entry whose update never ends (its count stays odd) is read as its last
+    /// consistent copy; one never copied whole is left out.
+    #[test]
+    fn an_entry_that_never_settles_is_read_as_its_last_copy() {
+        let mut last = HashMap::new();
+        let mut e = StatsEntry {
+            calls: 5,
+            seq: 2,
+            ..StatsEntry::ZERO
+        };
+        // SAFETY: a local entry.
+        unsafe {
+            assert_eq!(copy_or_last(&mut last, (1, 3), &e).unwrap().calls, 5);
+            e.seq = 3;
+            e.calls = 6;
+            assert_eq!(copy_or_last(&mut last, (1, 3), &e).unwrap().calls, 5);
+            assert!(copy_or_last(&mut last, (0, 0), &e).is_none());
+            e.seq = 4;
+            assert_eq!(copy_or_last(&mut last, (1, 3), &e).unwrap().calls, 6);
+        }
+    }
+
+    #[test]
+    fn copies_only_between_updates() {
+        let mut e = StatsEntry {
+            calls: 3,
+            ..StatsEntry::ZERO
+        };
+        assert_eq!(unsafe { copy_consistent(&e) }.unwrap().calls, 3);
+        e.seq = 7; // an update in progress, for ever
+        assert!(unsafe { copy_consistent(&e) }.is_none());
+        e.seq = 8;
+        assert_eq!(unsafe { copy_consistent(&e) }.unwrap().seq, 8);
+    }
+
+    #[test]
+    fn a_thread_inside_a_syscall() {
+        let t = ThreadSlot {
+            tid: 7,
+            key: syscall_key(syscost_common::abi::NATIVE, 0),
+            nr: 0,
+            enter_ns: 1_000,
+            calls: 5,
+            ..ThreadSlot::EMPTY
+        };
+        let s = thread_state(&t, 2_001_000);
+        assert_eq!(
+            s.in_syscall,
+            Some((SyscallId::native(0), Duration::from_millis(2)))
+        );
+        let idle = thread_state(&ThreadSlot { enter_ns: 0, ..t }, 5);
+        assert_eq!((idle.in_syscall, idle.calls), (None, 5));
+    }
+
+    #[test]
+    fn series_steps_and_reset() {
+        let id = SyscallId::native(39);
+        let mut snap = Snapshot::empty();
+        snap.record(id, 100, None);
+        let mut series = Series::new(snap.clone());
+        snap.record(id, 100, None);
+        snap.record(id, 100, None);
+        let step = series.next(snap.clone());
+        assert_eq!(step.cumulative.syscalls[&id].calls, 3);
+        assert_eq!(step.interval.syscalls[&id].calls, 2);
+        series.reset();
+        snap.record(id, 100, None);
+        let step = series.next(snap);
+        assert_eq!(step.cumulative.syscalls[&id].calls, 1);
+        assert_eq!(step.interval.syscalls[&id].calls, 1);
+    }
+}

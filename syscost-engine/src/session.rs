@@ -1,0 +1,518 @@
+//! A session owns time. It holds the sampler (and through it the tracer) and the
+//! slow-call reader, ticks on a clock of its own (the own-cost windows, the per-process
+//! table's housekeeping), and publishes an immutable [`Sample`] every interval: every
+//! slot's cumulative snapshot, the watched threads, the own cost, the per-process step
+//! since the last sample, the latest slow calls. Views subscribe and render what they
+//! receive; none of them reads a map or /proc for the data it shows, and two
+//! subscribers see the same samples.
+
+use std::{
+    os::fd::OwnedFd,
+    path::PathBuf,
+    sync::{
+        Arc, Condvar, Mutex,
+        atomic::{AtomicBool, Ordering},
+        mpsc,
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+
+use crate::{
+    collector::Snapshot,
+    locks::lock,
+    process_table::{ProcessRow, TopStep},
+    sampler::{OwnCostReading, Sampler, SharedSampler, ThreadState},
+    slow::reader::{Reader, SlowLog},
+};
+use syscost_report::profile::{Features, SlowCall};
+
+/// Whose threads the samples describe.
+#[derive(Debug, Default)]
+pub enum Watch {
+    /// Nobody's (`top`, `export`).
+    #[default]
+    Nothing,
+    /// A process: its threads, and whether it has exited (through its pidfd).
+    Process { pid: u32, pidfd: OwnedFd },
+    /// A cgroup's directory: the threads in it and in its descendants.
+    Cgroup(PathBuf),
+}
+
+/// A thread of the watched process (or cgroup) as the kernel keeps it, with its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadInfo {
+    pub state: ThreadState,
+    pub comm: String,
+}
+
+/// What the session saw at one moment. Immutable once published.
+#[derive(Debug)]
+pub struct Sample {
+    /// 1 for the first sample, one more for each after it.
+    pub seq: u64,
+    pub taken: Instant,
+    /// When the sample before it was taken: `top` is the per-process step since then.
+    pub since: Instant,
+    /// Every slot's figures since the programs were loaded.
+    pub snapshots: Vec<Snapshot>,
+    /// The watched threads the kernel has a slot for (their names once a view asked,
+    /// [`SessionHandle::want_thread_names`]), and how many threads there are.
+    pub threads: Vec<ThreadInfo>,
+    pub thread_count: usize,
+    /// The watched process has exited.
+    pub exited: bool,
+    /// syscost's own cost: the latest figure, or why there is none; and the program run
+    /// time measured so far with the wall time it was measured over, ns.
+    pub own_cost: Result<Option<OwnCostReading>, String>,
+    pub own_cost_totals: Option<(u64, u64)>,
+    /// The per-process figures since the previous sample (empty without the table, and
+    /// while a process is drilled into).
+    pub top: TopStep,
+    /// With `--slow`, once a view asked for them ([`Want::SLOW_CALLS`]): the newest
+    /// slow calls (at most 200, newest first) and how many have been received.
+    pub slow: Option<(Vec<SlowCall>, u64)>,
+}
+
+/// The snapshot of `slot` in `snapshots` (empty when there is no such slot).
+fn slot_of(snapshots: &[Snapshot], slot: u32) -> Snapshot {
+    snapshots
+        .get(slot as usize)
+        .cloned()
+        .unwrap_or_else(Snapshot::empty)
+}
+
+impl Sample {
+    /// The snapshot of `slot` (empty when there is no such slot).
+    pub fn snapshot(&self, slot: u32) -> Snapshot {
+        slot_of(&self.snapshots, slot)
+    }
+}
+
+/// How a session runs.
+#[derive(Debug, Default)]
+pub struct SessionOptions {
+    /// How often a sample is published.
+    pub interval: Duration,
+    pub watch: Watch,
+}
+
+/// The figures when the session ended: the last snapshots, the per-process totals and
+/// the slow calls.
+#[derive(Debug)]
+pub struct Finished {
+    pub snapshots: Vec<Snapshot>,
+    pub top_totals: Vec<ProcessRow>,
+    /// Slow calls kept, and those received but not kept; `None` without `--slow`.
+    pub slow: Option<(Vec<SlowCall>, u64)>,
+}
+
+impl Finished {
+    /// The final snapshot of `slot` (empty when there is no such slot).
+    pub fn snapshot(&self, slot: u32) -> Snapshot {
+        slot_of(&self.snapshots, slot)
+    }
+}
+
+/// What the views want in the samples beyond the figures (each costs a read or a copy
+/// per sample, so none is there unless asked).
+#[derive(Clone, Copy, Debug)]
+pub struct Want(u8);
+
+impl Want {
+    /// The newest slow calls.
+    pub const SLOW_CALLS: Want = Want(1);
+    /// The watched threads' names (a /proc read each).
+    pub const THREAD_NAMES: Want = Want(2);
+}
+
+struct Shared {
+    sampler: SharedSampler,
+    slow_log: Option<Arc<Mutex<SlowLog>>>,
+    watch: Mutex<Watch>,
+    interval: Duration,
+    latest: Mutex<Arc<Sample>>,
+    subscribers: Mutex<Vec<mpsc::Sender<Arc<Sample>>>>,
+    /// Functions every sample is handed to as it is published (see
+    /// [`SessionHandle::on_sample`]).
+    handlers: Mutex<Vec<SampleHandler>>,
+    /// Held while a sample is taken and sent, so samples go out in order.
+    publishing: Mutex<u64>,
+    /// A process drilled into (`top`): no per-process steps meanwhile.
+    drilled: AtomicBool,
+    /// Open the own-cost windows: a view shows the own cost (they cost every traced
+    /// syscall while open, so not for `run` or a text mode).
+    own_cost: AtomicBool,
+    /// [`Want`] bits.
+    wants: std::sync::atomic::AtomicU8,
+    /// Set to end the clock, which waits on the condition variable between its steps
+    /// (so the end does not wait for a step).
+    stop: Mutex<bool>,
+    stopped: Condvar,
+    offcpu: bool,
+    features: Features,
+}
+
+/// The owner of the sampler, the slow-call reader and the clock.
+pub struct Session {
+    shared: Arc<Shared>,
+    clock: Option<JoinHandle<()>>,
+    slow: Option<Reader>,
+}
+
+/// What a view holds of a session: samples and requests, nothing that ends it.
+#[derive(Clone)]
+pub struct SessionHandle {
+    shared: Arc<Shared>,
+}
+
+impl Session {
+    /// Starts the clock; the first sample is published at once.
+    pub fn start(sampler: Sampler, slow: Option<Reader>, options: SessionOptions) -> Self {
+        let offcpu = sampler.offcpu_tracked();
+        let features = sampler.features().clone();
+        let sampler = sampler.shared();
+        let now = Instant::now();
+        let empty = Arc::new(Sample {
+            seq: 0,
+            taken: now,
+            since: now,
+            snapshots: Vec::new(),
+            threads: Vec::new(),
+            thread_count: 0,
+            exited: false,
+            own_cost: Ok(None),
+            own_cost_totals: None,
+            top: TopStep::default(),
+            slow: None,
+        });
+        let shared = Arc::new(Shared {
+            sampler,
+            slow_log: slow.as_ref().map(Reader::log),
+            watch: Mutex::new(options.watch),
+            interval: options.interval.max(Duration::from_millis(100)),
+            latest: Mutex::new(empty),
+            subscribers: Mutex::new(Vec::new()),
+            handlers: Mutex::new(Vec::new()),
+            publishing: Mutex::new(0),
+            drilled: AtomicBool::new(false),
+            own_cost: AtomicBool::new(false),
+            wants: std::sync::atomic::AtomicU8::new(0),
+            stop: Mutex::new(false),
+            stopped: Condvar::new(),
+            offcpu,
+            features,
+        });
+        // The first sample takes no per-process step: nobody can have subscribed yet,
+        // and the first step a subscriber gets counts from the load.
+        if let Err(e) = shared.publish_with(false) {
+            log::warn!("cannot take the first sample: {e:#}");
+        }
+        let clock = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("syscost-session".into())
+                .spawn(move || shared.run_clock())
+                .map_err(|e| log::warn!("cannot start the session's clock: {e}"))
+                .ok()
+        };
+        Self {
+            shared,
+            clock,
+            slow,
+        }
+    }
+
+    /// A handle for views and the metrics endpoint.
+    pub fn handle(&self) -> SessionHandle {
+        SessionHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Stops the clock, takes the last per-process step and the final snapshots, unloads
+    /// the programs, and drains the slow calls still in the ring.
+    pub fn finish(mut self) -> Result<Finished> {
+        self.stop_clock();
+        let (snapshots, top_totals) = {
+            let mut s = lock(&self.shared.sampler);
+            s.top_final_step()?;
+            let totals = s.top_totals();
+            s.unload()?;
+            (s.snapshots()?, totals)
+        };
+        // A last sample for views still holding a handle (the metrics endpoint serves
+        // the final figures until syscost stops).
+        self.shared.publish()?;
+        Ok(Finished {
+            snapshots,
+            top_totals,
+            slow: self.slow.take().map(Reader::finish),
+        })
+    }
+
+    fn stop_clock(&mut self) {
+        *lock(&self.shared.stop) = true;
+        self.shared.stopped.notify_all();
+        if let Some(c) = self.clock.take() {
+            let _ = c.join();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop_clock();
+    }
+}
+
+impl SessionHandle {
+    /// Every sample published from now on, in order.
+    pub fn subscribe(&self) -> mpsc::Receiver<Arc<Sample>> {
+        let (tx, rx) = mpsc::channel();
+        lock(&self.shared.subscribers).push(tx);
+        rx
+    }
+
+    /// Hands every sample published from now on to `handler`, on the thread that
+    /// publishes it (the session's clock, or a caller of [`SessionHandle::sample_now`]),
+    /// until it returns false. For a view that keeps a state of its own fed by the
+    /// samples: it is fed as time passes, without a clock of its own. `handler` must
+    /// not take a sample itself.
+    pub fn on_sample(&self, handler: impl Fn(&Arc<Sample>) -> bool + Send + 'static) {
+        lock(&self.shared.handlers).push(Box::new(handler));
+    }
+
+    /// The latest sample published.
+    pub fn latest(&self) -> Arc<Sample> {
+        lock(&self.shared.latest).clone()
+    }
+
+    /// A sample taken now, published to every subscriber like the clock's (a scrape,
+    /// a text table at its own interval, the end of a view).
+    pub fn sample_now(&self) -> Result<Arc<Sample>> {
+        self.shared.publish()
+    }
+
+    pub fn offcpu_tracked(&self) -> bool {
+        self.shared.offcpu
+    }
+
+    pub fn features(&self) -> &Features {
+        &self.shared.features
+    }
+
+    /// A view shows syscost's own cost: the session opens the own-cost windows from
+    /// now on (BPF run-time statistics for 1 s in every 10; see `sampler::OwnCost`).
+    pub fn measure_own_cost(&self) {
+        self.shared.own_cost.store(true, Ordering::Release);
+    }
+
+    /// Adds `want` to what the samples carry from now on.
+    pub fn want(&self, want: Want) {
+        self.shared.wants.fetch_or(want.0, Ordering::AcqRel);
+    }
+
+    /// Whether the samples carry the watched threads' names (the live view's thread
+    /// list is shown).
+    pub fn want_thread_names(&self, on: bool) {
+        if on {
+            self.shared
+                .wants
+                .fetch_or(Want::THREAD_NAMES.0, Ordering::AcqRel);
+        } else {
+            self.shared
+                .wants
+                .fetch_and(!Want::THREAD_NAMES.0, Ordering::AcqRel);
+        }
+    }
+
+    /// Why there is no own-cost figure and will be none, if so.
+    pub fn own_cost_unavailable(&self) -> Option<String> {
+        lock(&self.shared.sampler)
+            .own_cost()
+            .unavailable()
+            .map(str::to_string)
+    }
+
+    /// Samples describe these threads from now on.
+    pub fn watch(&self, watch: Watch) {
+        *lock(&self.shared.watch) = watch;
+    }
+
+    /// `top`'s drill-down: process `tgid`'s calls also get full statistics (in the
+    /// drill-down slot) from now on; 0 stops, and the per-process steps start again
+    /// from that moment.
+    pub fn drill(&self, tgid: u32) -> Result<()> {
+        let mut s = lock(&self.shared.sampler);
+        s.drill(tgid)?;
+        self.shared.drilled.store(tgid != 0, Ordering::Release);
+        if tgid == 0 {
+            // What happened while drilled is in the totals; the steps start from now.
+            s.top_step()?;
+        }
+        Ok(())
+    }
+
+    /// Unloads the programs now (nothing is left to trace), keeping the final figures
+    /// for the samples that follow; whether they were still loaded.
+    pub fn unload(&self) -> Result<bool> {
+        let loaded = {
+            let mut s = lock(&self.shared.sampler);
+            let loaded = s.loaded();
+            s.unload()?;
+            loaded
+        };
+        self.shared.publish()?;
+        Ok(loaded)
+    }
+}
+
+impl Shared {
+    /// Publishes at a fixed rate (every `interval` from the start, one sample for
+    /// intervals missed), at once when the watched process exits, and keeps the own-cost
+    /// windows and the per-process table's housekeeping going in between (a sample
+    /// reads the table itself, so it is not read twice).
+    fn run_clock(&self) {
+        let mut next = Instant::now() + self.interval;
+        while !*lock(&self.stop) {
+            let exited_now = match &*lock(&self.watch) {
+                Watch::Process { pidfd, .. } => crate::process::has_exited(pidfd),
+                _ => false,
+            };
+            // The watched process exited and no sample has said so yet.
+            let exiting = exited_now && !lock(&self.latest).exited;
+            let now = Instant::now();
+            {
+                let mut s = lock(&self.sampler);
+                if self.own_cost.load(Ordering::Acquire) {
+                    s.tick();
+                }
+                if now < next && !exiting {
+                    s.top_tick();
+                }
+            }
+            if now >= next || exiting {
+                if let Err(e) = self.publish() {
+                    log::warn!("cannot take a sample: {e:#}");
+                }
+                next += self.interval;
+                if next <= now {
+                    next = now + self.interval;
+                }
+            }
+            let wait = next
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(50));
+            let stop = lock(&self.stop);
+            let (stop, _) = self
+                .stopped
+                .wait_timeout_while(stop, wait, |stop| !*stop)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if *stop {
+                break;
+            }
+        }
+    }
+
+    /// Takes a sample, keeps it as the latest and sends it to every subscriber.
+    fn publish(&self) -> Result<Arc<Sample>> {
+        self.publish_with(true)
+    }
+
+    /// [`Shared::publish`]; `step`: take the per-process step into it.
+    fn publish_with(&self, step: bool) -> Result<Arc<Sample>> {
+        let mut seq = lock(&self.publishing);
+        let wants = self.wants.load(Ordering::Acquire);
+        let (tids, exited) = match &*lock(&self.watch) {
+            Watch::Nothing => (Vec::new(), false),
+            Watch::Process { pid, pidfd } => (task_ids(*pid), crate::process::has_exited(pidfd)),
+            Watch::Cgroup(dir) => (cgroup_threads(dir), false),
+        };
+        let (snapshots, states, own_cost, own_cost_totals, top) = {
+            let mut s = lock(&self.sampler);
+            let snapshots = s.snapshots()?;
+            let top = if step && s.loaded() && !self.drilled.load(Ordering::Acquire) {
+                s.top_step()?
+            } else {
+                TopStep::default()
+            };
+            (
+                snapshots,
+                s.threads(&tids),
+                s.own_cost().reading(),
+                s.own_cost().totals(),
+                top,
+            )
+        };
+        let names = wants & Want::THREAD_NAMES.0 != 0;
+        let threads = states
+            .into_iter()
+            .map(|state| ThreadInfo {
+                comm: if names {
+                    crate::process::comm_of(state.tid).unwrap_or_default()
+                } else {
+                    String::new()
+                },
+                state,
+            })
+            .collect();
+        let slow_wanted = wants & Want::SLOW_CALLS.0 != 0;
+        let slow = self.slow_log.as_ref().filter(|_| slow_wanted).map(|log| {
+            let log = lock(log);
+            (
+                log.calls.iter().rev().take(200).cloned().collect(),
+                log.calls.len() as u64 + log.evicted,
+            )
+        });
+        *seq += 1;
+        let since = lock(&self.latest).taken;
+        let sample = Arc::new(Sample {
+            seq: *seq,
+            taken: Instant::now(),
+            since,
+            snapshots,
+            threads,
+            thread_count: tids.len(),
+            exited,
+            own_cost,
+            own_cost_totals,
+            top,
+            slow,
+        });
+        *lock(&self.latest) = sample.clone();
+        lock(&self.subscribers).retain(|tx| tx.send(sample.clone()).is_ok());
+        lock(&self.handlers).retain(|h| h(&sample));
+        Ok(sample)
+    }
+}
+
+/// A function every published sample is handed to; it returns whether it wants more.
+type SampleHandler = Box<dyn Fn(&Arc<Sample>) -> bool + Send>;
+
+/// The threads of process `pid` now.
+fn task_ids(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The threads of a cgroup and its descendants.
+fn cgroup_threads(dir: &std::path::Path) -> Vec<u32> {
+    let mut tids: Vec<u32> = std::fs::read_to_string(dir.join("cgroup.threads"))
+        .map(|s| s.lines().filter_map(|l| l.parse().ok()).collect())
+        .unwrap_or_default();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                tids.extend(cgroup_threads(&e.path()));
+            }
+        }
+    }
+    tids
+}

@@ -1,0 +1,197 @@
+//! The slow calls' ring buffer read on a thread of its own, each call received as it
+//! arrives (while its fd and its process's maps are still there), named on another and
+//! kept in a [`SlowLog`].
+
+use std::{collections::VecDeque, time::Duration};
+
+use syscost_common::SlowEvent;
+
+use super::decode::{Decoder, Namer, Received};
+use syscost_report::profile::SlowCall;
+
+/// The slow calls received so far, at most `cap` (the oldest dropped first, counted).
+#[derive(Debug)]
+pub struct SlowLog {
+    pub calls: VecDeque<SlowCall>,
+    cap: usize,
+    /// Calls received but no longer kept (more than `cap`).
+    pub evicted: u64,
+}
+
+impl SlowLog {
+    pub const CAP: usize = 100_000;
+
+    pub fn new(cap: usize) -> Self {
+        Self {
+            calls: VecDeque::new(),
+            cap,
+            evicted: 0,
+        }
+    }
+
+    pub fn push(&mut self, c: SlowCall) {
+        if self.cap == 0 {
+            self.evicted += 1;
+            return;
+        }
+        if self.calls.len() == self.cap {
+            self.calls.pop_front();
+            self.evicted += 1;
+        }
+        self.calls.push_back(c);
+    }
+}
+
+/// Reads the ring buffer on a thread of its own, receiving each slow call as it arrives
+/// (its fd's target and its process's mappings, while they are there), and unwinds and
+/// names them on a second thread (symbols can take milliseconds to load, and
+/// short-lived processes do not wait): keeps them, and prints them when asked.
+pub struct Reader {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    log: std::sync::Arc<std::sync::Mutex<SlowLog>>,
+}
+
+/// Sets the calling thread's nice value (a thread id is a process id for setpriority).
+fn set_nice(nice: i32) {
+    // SAFETY: gettid has no arguments; setpriority sets this thread's own value.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice);
+    }
+}
+
+/// Calls received and not yet named, at most (then the ring buffer waits, and what it
+/// has no room for is counted as dropped).
+const PENDING: usize = 1024;
+
+impl Reader {
+    /// Starts reading; `echo`: print each call's line to stderr; `keep`: how many calls
+    /// to keep for the end (0 for a service that only prints them).
+    pub fn spawn(
+        mut ring: aya::maps::RingBuf<aya::maps::MapData>,
+        echo: bool,
+        keep: usize,
+    ) -> Self {
+        use std::sync::{Arc, Mutex, atomic::AtomicBool, atomic::Ordering};
+        let stop = Arc::new(AtomicBool::new(false));
+        let log = Arc::new(Mutex::new(SlowLog::new(keep)));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Received>(PENDING);
+        let s = stop.clone();
+        let receiver = std::thread::spawn(move || {
+            // Above the machine's other work (root may raise it; where it cannot, it
+            // stays as it is): a short-lived process's mappings must be read before it
+            // exits, and this thread does little else.
+            set_nice(-10);
+            let mut decoder = Decoder::default();
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&ring);
+            loop {
+                // Read after the stop flag: what was sent before it is drained.
+                let stopping = s.load(Ordering::Acquire);
+                let mut got = false;
+                while let Some(item) = ring.next() {
+                    got = true;
+                    if item.len() < std::mem::size_of::<SlowEvent>() {
+                        continue;
+                    }
+                    // SAFETY: the kernel wrote a whole SlowEvent; read_unaligned copies it.
+                    let e = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<SlowEvent>()) };
+                    // The user stack copy follows it (its pages, if any).
+                    let r = decoder.receive(&e, &item[std::mem::size_of::<SlowEvent>()..]);
+                    drop(item);
+                    if tx.send(r).is_err() {
+                        return;
+                    }
+                }
+                if stopping && !got {
+                    return;
+                }
+                let due = decoder.tick();
+                if !got {
+                    // Woken as soon as a call comes: its process's mappings are read at
+                    // its first slow call, and short-lived processes exit soon after.
+                    let mut p = libc::pollfd {
+                        fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    let wait = due.map_or(10, |d| d.as_micros().div_ceil(1000).clamp(1, 10) as i32);
+                    // SAFETY: one pollfd, for the ring buffer's fd, which outlives it.
+                    if unsafe { libc::poll(&mut p, 1, wait) } < 0 {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+            }
+        });
+        let l = log.clone();
+        let namer = std::thread::spawn(move || {
+            // Niced below the receiving thread: on a busy machine (one CPU) the calls are
+            // received first, while their processes live, and named after.
+            set_nice(10);
+            let mut namer = Namer::default();
+            // Ends when the receiver has ended and everything it sent is named.
+            for r in rx {
+                let c = namer.name(r);
+                if echo {
+                    eprintln!("{}", syscost_report::report::slow::line(&c));
+                }
+                crate::locks::lock(&l).push(c);
+            }
+        });
+        Self {
+            stop,
+            handles: vec![receiver, namer],
+            log,
+        }
+    }
+
+    /// The log the calls go into, for a view to read while they come.
+    pub fn log(&self) -> std::sync::Arc<std::sync::Mutex<SlowLog>> {
+        self.log.clone()
+    }
+
+    /// Drains what is left (call it once the programs are unloaded) and returns every
+    /// call kept, and how many were received but not kept.
+    pub fn finish(mut self) -> (Vec<SlowCall>, u64) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+        let mut log = crate::locks::lock(&self.log);
+        let evicted = log.evicted;
+        (std::mem::take(&mut log.calls).into(), evicted)
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tid: u32) -> SlowCall {
+        SlowCall {
+            tid,
+            syscall: "read".into(),
+            ..SlowCall::default()
+        }
+    }
+
+    #[test]
+    fn a_log_keeps_the_newest() {
+        let mut log = SlowLog::new(2);
+        for i in 0..5 {
+            log.push(call(i));
+        }
+        assert_eq!(log.calls.len(), 2);
+        assert_eq!(log.evicted, 3);
+        assert_eq!(log.calls[0].tid, 3);
+    }
+}

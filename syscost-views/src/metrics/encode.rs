@@ -1,0 +1,576 @@
+//! The OpenMetrics text of one scrape, written by `prometheus-client`: this module only
+//! says what goes in it.
+
+use anyhow::Result;
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, NoLabelSet},
+    metrics::MetricType,
+    registry::{Registry, Unit},
+};
+
+use super::{buckets::classic_buckets, series::OwnSeries};
+use syscost_report::profile::{Profile, SyscallProfile, Target};
+
+/// The content type of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// What one scrape shows.
+#[derive(Clone, Debug)]
+pub struct Scrape {
+    /// A profile per traced process, cumulative since syscost began tracing it.
+    pub processes: Vec<Profile>,
+    /// Run time of syscost's programs (one set for all the processes) within the
+    /// windows BPF run-time statistics were on, and the windows' wall time, ns.
+    pub bpf_run: Option<(u64, u64)>,
+    /// Per-process series (`syscost_process_*`) of `export --top` and `--per-process`.
+    pub processes_top: Vec<OwnSeries>,
+    /// Per-cgroup series (`syscost_cgroup_*`) of `export --top`.
+    pub cgroups_top: Vec<OwnSeries>,
+    /// Whether the time switched out was measured (not with `--no-offcpu`).
+    pub offcpu_tracked: bool,
+    /// With `--slow`: per traced process (or cgroup), slow calls sent and slow calls the
+    /// ring buffer had no room for.
+    pub slow: Vec<(Target, u64, u64)>,
+    /// `export --top`: the whole machine's counters (served without labels on every
+    /// scrape, 0 included).
+    pub machine: Option<MachineCounters>,
+}
+
+/// The counters of a whole machine's tracing (`export --top`), every slot's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MachineCounters {
+    /// Events its tables had no room for.
+    pub dropped: u64,
+    /// Exits without a seen entry.
+    pub unpaired: u64,
+    /// Calls whose return to a CPU the kernel did not report.
+    pub switch_ins_unseen: u64,
+}
+
+/// The four counter families of a bounded series set: `PREFIX_syscalls_total`,
+/// `_syscall_errors_total`, `_syscall_seconds_total`, `_syscall_offcpu_seconds_total`.
+fn encode_top(
+    encoder: &mut DescriptorEncoder,
+    prefix: &str,
+    what: &str,
+    series: &[OwnSeries],
+    offcpu: bool,
+) -> std::fmt::Result {
+    type Pick = fn(&syscost_common::TopValue) -> f64;
+    let families: [(&str, String, Option<Unit>, Pick); 4] = [
+        (
+            "syscalls",
+            format!("Syscalls completed, by {what} and syscall (bounded: the busiest plus other)."),
+            None,
+            |v| v.calls as f64,
+        ),
+        (
+            "syscall_errors",
+            format!("Syscalls that returned an error, by {what} and syscall."),
+            None,
+            |v| v.errors as f64,
+        ),
+        (
+            "syscall",
+            format!("Time spent in syscalls, entry to exit, by {what} and syscall."),
+            Some(Unit::Seconds),
+            |v| v.total_ns as f64 / 1e9,
+        ),
+        (
+            "syscall_offcpu",
+            format!("Of the time in syscalls, the part switched out, by {what} and syscall."),
+            Some(Unit::Seconds),
+            |v| v.offcpu_ns as f64 / 1e9,
+        ),
+    ];
+    for (name, help, unit, pick) in families {
+        if name == "syscall_offcpu" && !offcpu {
+            continue;
+        }
+        let full = format!("{prefix}_{name}");
+        let mut family =
+            encoder.encode_descriptor(&full, &help, unit.as_ref(), MetricType::Counter)?;
+        for s in series {
+            for (id, v) in &s.syscalls {
+                let mut labels = s.labels.clone();
+                labels.push(("syscall", id.name()));
+                let value = pick(v);
+                if unit.is_some() {
+                    family
+                        .encode_family(&labels)?
+                        .encode_counter::<NoLabelSet, f64, u64>(&value, None)?;
+                } else {
+                    family
+                        .encode_family(&labels)?
+                        .encode_counter::<NoLabelSet, u64, u64>(&(value as u64), None)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The OpenMetrics text of a scrape (ending in `# EOF`).
+pub fn exposition(scrape: Scrape) -> Result<String> {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(scrape));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry)
+        .map_err(|_| anyhow::anyhow!("cannot encode the metrics"))?;
+    Ok(out)
+}
+
+/// A process's labels (pid, comm), or a cgroup's (cgroup).
+fn process_labels(t: &Target) -> Vec<(&'static str, String)> {
+    match &t.cgroup {
+        Some(cg) => vec![("cgroup", cg.clone())],
+        None => vec![("pid", t.pid.to_string()), ("comm", t.comm.clone())],
+    }
+}
+
+fn syscall_labels(t: &Target, s: &SyscallProfile) -> Vec<(&'static str, String)> {
+    let mut l = process_labels(t);
+    l.push(("syscall", s.name.clone()));
+    l
+}
+
+impl Scrape {
+    fn syscalls(&self) -> impl Iterator<Item = (&Target, &SyscallProfile)> {
+        self.processes
+            .iter()
+            .flat_map(|p| p.syscalls.iter().map(move |s| (&p.target, s)))
+    }
+
+    /// One counter family with a sample per syscall.
+    fn per_syscall<V: prometheus_client::encoding::EncodeCounterValue>(
+        &self,
+        encoder: &mut DescriptorEncoder,
+        (name, help, unit): (&str, &str, Option<&Unit>),
+        value: impl Fn(&Profile, &SyscallProfile) -> Option<V>,
+    ) -> std::fmt::Result {
+        let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Counter)?;
+        for p in &self.processes {
+            for s in &p.syscalls {
+                if let Some(v) = value(p, s) {
+                    family
+                        .encode_family(&syscall_labels(&p.target, s))?
+                        .encode_counter::<NoLabelSet, V, u64>(&v, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One counter family with a sample per process.
+    /// A counter family with a sample per process and, for `export --top`, the machine's
+    /// unlabelled one.
+    fn per_process_and_machine(
+        &self,
+        encoder: &mut DescriptorEncoder,
+        (name, help, unit): (&str, &str, Option<&Unit>),
+        value: impl Fn(&Profile) -> u64,
+        machine: impl Fn(&MachineCounters) -> u64,
+    ) -> std::fmt::Result {
+        let mut family = encoder.encode_descriptor(name, help, unit, MetricType::Counter)?;
+        for p in &self.processes {
+            family
+                .encode_family(&process_labels(&p.target))?
+                .encode_counter::<NoLabelSet, u64, u64>(&value(p), None)?;
+        }
+        if let Some(m) = &self.machine {
+            family
+                .encode_family(&Vec::<(&str, String)>::new())?
+                .encode_counter::<NoLabelSet, u64, u64>(&machine(m), None)?;
+        }
+        Ok(())
+    }
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let seconds = Unit::Seconds;
+        self.per_syscall(
+            &mut encoder,
+            ("syscost_syscalls", "Syscalls completed, by syscall.", None),
+            |_, s| Some(s.calls),
+        )?;
+        {
+            let mut family = encoder.encode_descriptor(
+                "syscost_syscall_errors",
+                "Syscalls that returned an error, by syscall and errno.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (t, s) in self.syscalls() {
+                for (errno, &n) in &s.errnos {
+                    let mut labels = syscall_labels(t, s);
+                    labels.push(("errno", errno.clone()));
+                    family
+                        .encode_family(&labels)?
+                        .encode_counter::<NoLabelSet, u64, u64>(&n, None)?;
+                }
+            }
+        }
+        self.per_syscall(
+            &mut encoder,
+            (
+                "syscost_syscall",
+                "Time spent in syscalls, entry to exit, by syscall.",
+                Some(&seconds),
+            ),
+            |_, s| Some(s.total_ns as f64 / 1e9),
+        )?;
+        self.per_syscall(
+            &mut encoder,
+            (
+                "syscost_syscall_offcpu",
+                "Of the time in syscalls, the part the thread was switched out (blocked or preempted).",
+                Some(&seconds),
+            ),
+            |p, s| p.offcpu_tracked.then(|| s.offcpu_ns as f64 / 1e9),
+        )?;
+        {
+            let mut family = encoder.encode_descriptor(
+                "syscost_syscall_duration",
+                "Syscall latency, entry to exit.",
+                Some(&seconds),
+                MetricType::Histogram,
+            )?;
+            for (t, s) in self.syscalls() {
+                family
+                    .encode_family(&syscall_labels(t, s))?
+                    .encode_histogram::<NoLabelSet>(
+                        s.total_ns as f64 / 1e9,
+                        s.calls,
+                        &classic_buckets(&s.histogram),
+                        None,
+                    )?;
+            }
+        }
+        if let Some((run_ns, measured_ns)) = self.bpf_run {
+            encoder
+                .encode_descriptor(
+                    "syscost_bpf_run",
+                    "Run time of syscost's kernel programs, for all the processes it traces, within the windows BPF run-time statistics were on.",
+                    Some(&seconds),
+                    MetricType::Counter,
+                )?
+                .encode_counter::<NoLabelSet, f64, u64>(&(run_ns as f64 / 1e9), None)?;
+            encoder
+                .encode_descriptor(
+                    "syscost_bpf_measured",
+                    "Wall time of the windows in which syscost_bpf_run_seconds_total was measured (1 s in every 10 s).",
+                    Some(&seconds),
+                    MetricType::Counter,
+                )?
+                .encode_counter::<NoLabelSet, f64, u64>(&(measured_ns as f64 / 1e9), None)?;
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "syscost_events_dropped",
+                "Events syscost's tables had no room for (a thread, a syscall entry, a followed child, a process's per-process figures), not counted.",
+                None,
+                MetricType::Counter,
+            )?;
+            for p in &self.processes {
+                family
+                    .encode_family(&process_labels(&p.target))?
+                    .encode_counter::<NoLabelSet, u64, u64>(&p.dropped, None)?;
+            }
+            if let Some(m) = &self.machine {
+                family
+                    .encode_family(&Vec::<(&str, String)>::new())?
+                    .encode_counter::<NoLabelSet, u64, u64>(&m.dropped, None)?;
+            }
+        }
+        self.per_process_and_machine(
+            &mut encoder,
+            (
+                "syscost_events_unpaired",
+                "Syscall exits without a recorded entry (in flight when tracing began).",
+                None,
+            ),
+            |p| p.unpaired,
+            |m| m.unpaired,
+        )?;
+        self.per_process_and_machine(
+            &mut encoder,
+            (
+                "syscost_switch_ins_unseen",
+                "Calls whose return to a CPU the kernel did not report: their time from that switch-out counts as switched out (an upper bound).",
+                None,
+            ),
+            |p| p.switch_ins_unseen,
+            |m| m.switch_ins_unseen,
+        )?;
+        let offcpu = self.offcpu_tracked;
+        for (name, help, pick) in [
+            (
+                "syscost_slow_calls",
+                "Calls at least as slow as --slow, sent one by one.",
+                (|s: &(Target, u64, u64)| s.1) as fn(&(Target, u64, u64)) -> u64,
+            ),
+            (
+                "syscost_slow_dropped",
+                "Slow calls the ring buffer had no room for (counted, not reported one by one).",
+                |s| s.2,
+            ),
+        ] {
+            if self.slow.is_empty() {
+                break;
+            }
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for s in &self.slow {
+                family
+                    .encode_family(&process_labels(&s.0))?
+                    .encode_counter::<NoLabelSet, u64, u64>(&pick(s), None)?;
+            }
+        }
+        if !self.processes_top.is_empty() {
+            encode_top(
+                &mut encoder,
+                "syscost_process",
+                "process",
+                &self.processes_top,
+                offcpu,
+            )?;
+        }
+        if !self.cgroups_top.is_empty() {
+            encode_top(
+                &mut encoder,
+                "syscost_cgroup",
+                "cgroup",
+                &self.cgroups_top,
+                offcpu,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use std::time::Instant;
+
+    use syscost_report::latency::Bucket;
+
+    fn syscall(
+        name: &str,
+        calls: u64,
+        errnos: &[(&str, u64)],
+        hist: Vec<Bucket>,
+    ) -> SyscallProfile {
+        let total_ns = hist.iter().map(|b| b.count * b.lo_ns).sum();
+        SyscallProfile {
+            name: name.into(),
+            nr: 0,
+            calls,
+            errors: errnos.iter().map(|e| e.1).sum(),
+            errnos: errnos
+                .iter()
+                .map(|&(e, n)| (e.to_string(), n))
+                .collect::<BTreeMap<_, _>>(),
+            total_ns,
+            oncpu_ns: total_ns - total_ns / 4,
+            offcpu_ns: total_ns / 4,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+            avg_ns: total_ns / calls,
+            min_ns: hist.first().map_or(0, |b| b.lo_ns),
+            max_ns: hist.last().map_or(0, |b| b.hi_ns),
+            p50_ns: 0,
+            p90_ns: 0,
+            p99_ns: 0,
+            histogram: hist,
+        }
+    }
+
+    /// The live view's echo-server profile, with syscalls whose errnos and buckets
+    /// exercise the exposition.
+    fn server_profile() -> Profile {
+        Profile {
+            syscalls: vec![
+                syscall(
+                    "close",
+                    4,
+                    &[("EBADF", 1)],
+                    vec![
+                        Bucket {
+                            lo_ns: 1000,
+                            hi_ns: 1023,
+                            count: 3,
+                        },
+                        Bucket {
+                            lo_ns: 24576,
+                            hi_ns: 26623,
+                            count: 1,
+                        },
+                    ],
+                ),
+                syscall(
+                    "getppid",
+                    2,
+                    &[],
+                    vec![Bucket {
+                        lo_ns: 240,
+                        hi_ns: 255,
+                        count: 2,
+                    }],
+                ),
+            ],
+            ..syscost_report::fixtures::server_profile(1)
+        }
+    }
+
+    #[test]
+    fn bounded_series_in_the_exposition() {
+        let mut b = crate::metrics::series::BoundedSeries::new(1);
+        let mut row = syscost_engine::process_table::ProcessRow {
+            pid: 42,
+            comm: "app".into(),
+            cgroup: "/x".into(),
+            ..Default::default()
+        };
+        row.syscalls.insert(
+            syscost_report::syscall_names::SyscallId::native(110),
+            syscost_common::TopValue {
+                calls: 5,
+                errors: 1,
+                total_ns: 2_000_000_000,
+                offcpu_ns: 500_000_000,
+            },
+        );
+        let other = syscost_engine::process_table::ProcessRow {
+            pid: 43,
+            ..row.clone()
+        };
+        b.add(
+            &[row, other],
+            |r| r.pid.to_string(),
+            |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.clone())],
+            &[],
+            Instant::now(),
+        );
+        let series = b.series(vec![("pid", "other".into()), ("comm", String::new())]);
+        let scrape = |offcpu_tracked| Scrape {
+            processes: Vec::new(),
+            bpf_run: None,
+            processes_top: series.clone(),
+            cgroups_top: Vec::new(),
+            offcpu_tracked,
+            slow: Vec::new(),
+            machine: Some(MachineCounters {
+                dropped: 3,
+                unpaired: 4,
+                switch_ins_unseen: 5,
+            }),
+        };
+        let text = exposition(scrape(true)).unwrap();
+        for line in [
+            "syscost_process_syscalls_total{pid=\"42\",comm=\"app\",syscall=\"getppid\"} 5",
+            "syscost_process_syscalls_total{pid=\"other\",comm=\"\",syscall=\"getppid\"} 5",
+            "syscost_process_syscall_errors_total{pid=\"42\",comm=\"app\",syscall=\"getppid\"} 1",
+            "syscost_process_syscall_seconds_total{pid=\"42\",comm=\"app\",syscall=\"getppid\"} 2.0",
+            "syscost_process_syscall_offcpu_seconds_total{pid=\"42\",comm=\"app\",syscall=\"getppid\"} 0.5",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+        // The machine's counters, unlabelled, whatever the series.
+        for line in [
+            "\nsyscost_events_dropped_total 3\n",
+            "\nsyscost_events_unpaired_total 4\n",
+            "\nsyscost_switch_ins_unseen_total 5\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing:\n{text}");
+        }
+        let text = exposition(scrape(false)).unwrap();
+        assert!(!text.contains("syscost_process_syscall_offcpu"), "{text}");
+    }
+
+    #[test]
+    fn exposition_of_a_profile() {
+        insta::assert_snapshot!(
+            exposition(Scrape {
+                processes_top: Vec::new(),
+                cgroups_top: Vec::new(),
+                offcpu_tracked: true,
+                slow: Vec::new(),
+                machine: None,
+                processes: vec![server_profile()],
+                bpf_run: Some((1_500_000, 1_000_000_000)),
+            })
+            .unwrap()
+        );
+    }
+
+    #[test]
+    fn exposition_without_run_stats_or_offcpu() {
+        let mut p = server_profile();
+        p.offcpu_tracked = false;
+        let text = exposition(Scrape {
+            processes_top: Vec::new(),
+            cgroups_top: Vec::new(),
+            offcpu_tracked: true,
+            slow: Vec::new(),
+            machine: None,
+            processes: vec![p],
+            bpf_run: None,
+        })
+        .unwrap();
+        assert!(!text.contains("syscost_bpf_run_seconds_total"), "{text}");
+        assert!(
+            !text.contains("syscost_syscall_offcpu_seconds_total{"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "syscost_syscalls_total{pid=\"4242\",comm=\"echo-server\",syscall=\"close\"} 4"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn two_processes_keep_their_own_series() {
+        let a = server_profile();
+        let mut b = server_profile();
+        b.target.pid = 7;
+        b.syscalls[1].calls = 9;
+        let text = exposition(Scrape {
+            processes_top: Vec::new(),
+            cgroups_top: Vec::new(),
+            offcpu_tracked: true,
+            slow: Vec::new(),
+            machine: None,
+            processes: vec![a, b],
+            bpf_run: Some((1, 1_000_000_000)),
+        })
+        .unwrap();
+        assert!(
+            text.contains(
+                "syscost_syscalls_total{pid=\"4242\",comm=\"echo-server\",syscall=\"getppid\"} 2\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "syscost_syscalls_total{pid=\"7\",comm=\"echo-server\",syscall=\"getppid\"} 9\n"
+            ),
+            "{text}"
+        );
+        // One descriptor per family, however many processes.
+        assert_eq!(text.matches("# TYPE syscost_syscalls counter").count(), 1);
+        // The programs' cost is one figure for all the processes.
+        assert_eq!(
+            text.matches("\nsyscost_bpf_run_seconds_total 1e-9\n")
+                .count(),
+            1,
+            "{text}"
+        );
+    }
+}

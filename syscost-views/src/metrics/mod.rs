@@ -1,0 +1,229 @@
+//! OpenMetrics export for Prometheus (or any OpenMetrics scraper): the profiles of the
+//! traced processes as counters and histograms, one series per (process, syscall).
+//!
+//! This module is the endpoint's state: which processes it serves and the bounded
+//! series it feeds from the session's samples. `encode` writes the text of a scrape,
+//! `buckets` merges the latency histograms into classic `le` buckets, `series` bounds
+//! the per-process series, `server` answers HTTP.
+
+pub mod buckets;
+pub mod encode;
+pub mod series;
+pub mod server;
+
+use std::time::Instant;
+
+use anyhow::Result;
+
+use self::encode::Scrape;
+use crate::metrics::series::BoundedSeries;
+use syscost_engine::session::{Sample, SessionHandle};
+use syscost_report::profile::Target;
+
+/// One traced process as the endpoint labels it.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub pid: u32,
+    pub comm: String,
+    /// A cgroup profiled as one (`--cgroup`): its path labels the series instead.
+    pub cgroup: Option<String>,
+    /// Its statistics slot.
+    pub slot: u32,
+    pub started: Instant,
+}
+
+impl Source {
+    pub fn new(pid: u32, comm: String, slot: u32) -> Self {
+        Self {
+            pid,
+            comm,
+            cgroup: None,
+            slot,
+            started: Instant::now(),
+        }
+    }
+
+    /// A cgroup profiled as one.
+    pub fn cgroup(path: String, slot: u32) -> Self {
+        Self {
+            cgroup: Some(path),
+            ..Self::new(0, String::new(), slot)
+        }
+    }
+
+    /// What its series are labelled with.
+    pub fn target(&self) -> Target {
+        match &self.cgroup {
+            Some(path) => Target::cgroup(path),
+            None => Target::process(self.pid, &self.comm),
+        }
+    }
+}
+
+/// What the endpoint serves: the traced processes and the programs' own cost, from a
+/// sample the session takes at each scrape. After the programs are unloaded the session
+/// keeps the final figures, so a process that exited keeps its final counts.
+pub struct Metrics {
+    session: SessionHandle,
+    sources: Vec<Source>,
+    /// Serve the slow-call counters (`--slow`).
+    slow: bool,
+    /// Bounded per-process (and per-cgroup) series, fed by the session with every
+    /// sample's per-process step as it is published.
+    top: Option<std::sync::Arc<std::sync::Mutex<TopSeries>>>,
+}
+
+/// The bounded series sets.
+struct TopSeries {
+    processes: BoundedSeries,
+    cgroups: Option<BoundedSeries>,
+}
+
+impl Metrics {
+    pub fn new(session: SessionHandle, sources: Vec<Source>) -> Self {
+        // `syscost_bpf_run_seconds_total` is served.
+        session.measure_own_cost();
+        Self {
+            session,
+            sources,
+            slow: false,
+            top: None,
+        }
+    }
+
+    /// Also serves `syscost_slow_calls_total` and `syscost_slow_dropped_total`.
+    pub fn with_slow(mut self, slow: bool) -> Self {
+        self.slow = slow;
+        self
+    }
+
+    /// Also serves per-process series of at most `n` processes plus `other` (and as
+    /// many cgroups with `cgroups`).
+    pub fn with_top(mut self, n: usize, cgroups: bool) -> Self {
+        let top = std::sync::Arc::new(std::sync::Mutex::new(TopSeries {
+            processes: BoundedSeries::new(n),
+            cgroups: cgroups.then(|| BoundedSeries::new(n)),
+        }));
+        // Fed by the session as it publishes (every sample's step counts once, in
+        // order), for as long as this endpoint's state lives.
+        let fed = std::sync::Arc::downgrade(&top);
+        self.session.on_sample(move |sample| match fed.upgrade() {
+            Some(top) => {
+                feed(&mut syscost_engine::locks::lock(&top), sample);
+                true
+            }
+            None => false,
+        });
+        self.top = Some(top);
+        self
+    }
+
+    /// Everything, as a sample taken now says.
+    pub fn scrape(&self) -> Result<Scrape> {
+        let sample = self.session.sample_now()?;
+        let snaps = &sample.snapshots;
+        let offcpu = self.session.offcpu_tracked();
+        let features = self.session.features().clone();
+        let bpf_run = sample.own_cost_totals;
+        let (processes_top, cgroups_top) = match &self.top {
+            Some(top) => {
+                let top = syscost_engine::locks::lock(top);
+                (
+                    top.processes.series(vec![
+                        ("pid", "other".into()),
+                        ("comm", String::new()),
+                        ("cgroup", String::new()),
+                    ]),
+                    top.cgroups
+                        .as_ref()
+                        .map(|c| c.series(vec![("cgroup", "other".into())]))
+                        .unwrap_or_default(),
+                )
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        let processes = self
+            .sources
+            .iter()
+            .map(|s| {
+                snaps
+                    .get(s.slot as usize)
+                    .cloned()
+                    .unwrap_or_default()
+                    .to_profile(s.target(), s.started.elapsed().as_nanos() as u64, offcpu)
+                    .map(|p| p.with_features(&features))
+            })
+            .collect::<Result<_>>()?;
+        let slow = if self.slow {
+            self.sources
+                .iter()
+                .map(|s| {
+                    let c = snaps
+                        .get(s.slot as usize)
+                        .map(|x| x.counters)
+                        .unwrap_or_default();
+                    (
+                        s.target(),
+                        c[syscost_common::counter::SLOW as usize],
+                        c[syscost_common::counter::DROPPED_SLOW as usize],
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // `export --top`: the machine's counters, every slot's (the drill-down's too).
+        let machine = (self.sources.is_empty() && self.top.is_some()).then(|| {
+            let sum =
+                |f: fn(&syscost_engine::collector::Snapshot) -> u64| snaps.iter().map(f).sum();
+            encode::MachineCounters {
+                dropped: sum(syscost_engine::collector::Snapshot::dropped),
+                unpaired: sum(syscost_engine::collector::Snapshot::unpaired),
+                switch_ins_unseen: sum(syscost_engine::collector::Snapshot::switch_ins_unseen),
+            }
+        });
+        Ok(Scrape {
+            processes,
+            bpf_run,
+            processes_top,
+            cgroups_top,
+            offcpu_tracked: offcpu,
+            slow,
+            machine,
+        })
+    }
+}
+
+/// A sample's per-process step into the bounded series.
+fn feed(top: &mut TopSeries, sample: &Sample) {
+    {
+        let step = &sample.top;
+        let now = sample.taken;
+        top.processes.add(
+            &step.interval,
+            |r| r.pid.to_string(),
+            |r| {
+                vec![
+                    ("pid", r.pid.to_string()),
+                    ("comm", r.comm.clone()),
+                    ("cgroup", r.cgroup.clone()),
+                ]
+            },
+            &step
+                .exited
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>(),
+            now,
+        );
+        if let Some(c) = top.cgroups.as_mut() {
+            c.add(
+                &syscost_engine::process_table::sums::by_cgroup(&step.interval),
+                |r| r.cgroup.clone(),
+                |r| vec![("cgroup", r.cgroup.clone())],
+                &[],
+                now,
+            );
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! The live terminal view of `syscost attach` (and `syscost demo`).
+//!
+//! `app` holds the state, `handler` maps keys to changes, `ui` draws; this module owns
+//! the terminal and feeds the view the session's samples (see [`syscost_engine::session`]).
+
+pub mod app;
+pub mod handler;
+pub mod top;
+pub mod ui;
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        mpsc,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result};
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
+
+use self::app::{App, STUCK_AFTER, Sample, StuckCall, TargetInfo, ThreadRow};
+use syscost_engine::{
+    collector::Snapshot,
+    process::Process,
+    sampler::Series,
+    session::{self, SessionHandle},
+};
+use syscost_report::{
+    profile::{Features, Target},
+    units,
+};
+
+/// Settings of the live view.
+#[derive(Clone, Debug, Default)]
+pub struct LiveOptions {
+    /// Refresh interval.
+    pub interval: Duration,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// `--per` unit syscall.
+    pub per: Option<String>,
+    /// A line of advice under the header.
+    pub hint: Option<String>,
+    /// What the header names instead of the process (`cgroup /x`).
+    pub label: Option<String>,
+    /// With `--slow`: the `l` view of the slow calls the samples bring.
+    pub slow: bool,
+}
+
+static TERMINATE: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_terminate(_: libc::c_int) {
+    TERMINATE.store(true, Ordering::Relaxed);
+}
+
+/// Restores the terminal when dropped, on every way out of the loop.
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}
+
+/// Turns the session's samples into the view's: the interval since the last one shown,
+/// the threads' rows, the stuck calls. Pure: everything comes in the sample.
+struct Feed {
+    pid: u32,
+    slot: u32,
+    attached: Instant,
+    series: Series,
+    offcpu: bool,
+    features: Features,
+}
+
+impl Feed {
+    fn target(&self, comm: &str) -> Target {
+        Target::process(self.pid, comm)
+    }
+
+    /// The view's sample of session sample `s`; the threads' rows only when they are
+    /// shown.
+    fn sample(
+        &mut self,
+        s: &session::Sample,
+        comm: &str,
+        with_threads: bool,
+    ) -> Result<(Snapshot, Sample)> {
+        let now = s.snapshot(self.slot);
+        let step = self.series.next_at(now.clone(), s.taken);
+        let mut stuck: Vec<StuckCall> = s
+            .threads
+            .iter()
+            .filter_map(|t| {
+                let (id, elapsed) = t.state.in_syscall?;
+                (elapsed >= STUCK_AFTER).then(|| StuckCall {
+                    tid: t.state.tid,
+                    syscall: id.name(),
+                    elapsed,
+                    blocked: t.state.switched_out,
+                })
+            })
+            .collect();
+        stuck.sort_by_key(|c| std::cmp::Reverse(c.elapsed));
+        let threads = if with_threads {
+            s.threads
+                .iter()
+                .map(|t| ThreadRow {
+                    tid: t.state.tid,
+                    comm: t.comm.clone(),
+                    calls: t.state.calls,
+                    total_ns: t.state.total_ns,
+                    now: t
+                        .state
+                        .in_syscall
+                        .map(|(id, d)| {
+                            format!("{} for {}", id.name(), units::human_ns(d.as_nanos() as u64))
+                        })
+                        .unwrap_or_default(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (overhead, overhead_note) = match &s.own_cost {
+            Ok(Some(r)) => (Some(*r), None),
+            Ok(None) => (None, Some("measuring".to_string())),
+            Err(why) => (None, Some(why.clone())),
+        };
+        let offcpu = self.offcpu;
+        let sample = Sample {
+            cumulative: step
+                .cumulative
+                .to_profile(
+                    self.target(comm),
+                    self.attached.elapsed().as_nanos() as u64,
+                    offcpu,
+                )?
+                .with_features(&self.features),
+            interval: step
+                .interval
+                .to_profile(self.target(comm), (step.interval_secs * 1e9) as u64, offcpu)?
+                .with_features(&self.features),
+            interval_secs: step.interval_secs,
+            attached_for: self.attached.elapsed(),
+            threads,
+            thread_count: s.thread_count,
+            slow: s.slow.as_ref().map(|(calls, _)| calls.clone()),
+            slow_received: s.slow.as_ref().map_or(0, |(_, n)| *n),
+            overhead,
+            overhead_note,
+            stuck,
+        };
+        Ok((now, sample))
+    }
+}
+
+/// Reads terminal events on a thread of its own, so that the loop keeps control when
+/// the input side misbehaves (on a hung-up terminal the reader spins on end-of-file; the
+/// loop notices the hang-up and ends the process).
+fn spawn_input() -> mpsc::Receiver<Event> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(ev) = event::read() {
+            if tx.send(ev).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Whether the terminal on stdin has gone away (its pty closed): then there is nobody to
+/// draw for, and the input library would spin on end-of-file.
+fn terminal_hung_up() -> bool {
+    let mut pfd = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    n > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
+/// The terminal the live views draw on.
+pub type Term = ratatui::DefaultTerminal;
+
+/// The terminal set up for a live view, restored however the view ends.
+pub struct Screen {
+    pub terminal: Term,
+    pub input: mpsc::Receiver<Event>,
+    _guard: TerminalGuard,
+}
+
+impl Screen {
+    /// Takes the terminal; SIGTERM, SIGHUP and SIGINT end the view (see
+    /// [`Screen::terminated`]).
+    pub fn open() -> Result<Self> {
+        TERMINATE.store(false, Ordering::Relaxed);
+        syscost_engine::signals::catch(&[libc::SIGTERM, libc::SIGHUP, libc::SIGINT], on_terminate);
+        let terminal = ratatui::try_init().context("cannot set up the terminal")?;
+        Ok(Self {
+            terminal,
+            input: spawn_input(),
+            _guard: TerminalGuard,
+        })
+    }
+
+    /// Whether a signal asked to end, or the terminal went away.
+    pub fn terminated(&self) -> bool {
+        TERMINATE.load(Ordering::Relaxed) || terminal_hung_up()
+    }
+}
+
+/// A failure on purpose, for the tests that the terminal is restored however the view
+/// ends: `SYSCOST_TEST_FAULT=error` or `panic` makes the view fail that way 1 s after it
+/// showed its first figures.
+struct TestFault(Option<(String, Option<Instant>)>);
+
+impl TestFault {
+    fn from_env() -> Self {
+        Self(
+            std::env::var("SYSCOST_TEST_FAULT")
+                .ok()
+                .map(|how| (how, None)),
+        )
+    }
+
+    /// The view shows figures: the fault is due a second later.
+    fn arm(&mut self) {
+        if let Some((_, at @ None)) = &mut self.0 {
+            *at = Some(Instant::now() + Duration::from_secs(1));
+        }
+    }
+
+    fn fire(&mut self) -> Result<()> {
+        match &self.0 {
+            Some((how, Some(at))) if Instant::now() >= *at => match how.as_str() {
+                "panic" => panic!("SYSCOST_TEST_FAULT=panic"),
+                "error" => anyhow::bail!("SYSCOST_TEST_FAULT=error: the view failed on purpose"),
+                _ => {
+                    self.0 = None;
+                    Ok(())
+                }
+            },
+            _ => Ok(()),
+        }
+    }
+}
+
+/// How a live view ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Quit, a signal, `duration`, or the terminal gone: the whole command ends.
+    Quit,
+    /// Esc in a drill-down: back to the view it came from.
+    Back,
+}
+
+/// Runs the live view until the user quits, SIGTERM/SIGHUP, or `duration`. Returns the
+/// last snapshot shown (cumulative since load).
+pub fn run(session: &SessionHandle, target: &Process, options: &LiveOptions) -> Result<Snapshot> {
+    let mut screen = Screen::open()?;
+    let (last, _) = live_with(&mut screen, session, target, 0, false, false, options)?;
+    Ok(last)
+}
+
+/// The per-syscall view of process `target`, whose statistics are in `slot`, on an open
+/// screen, fed by the session's samples (which watch its threads). `drilled`: entered
+/// from `syscost top`, so Esc goes back and the figures start from now (the slot may
+/// hold an earlier drill-down's); `threads`: start on the thread list.
+pub fn live_with(
+    screen: &mut Screen,
+    session: &SessionHandle,
+    target: &Process,
+    slot: u32,
+    drilled: bool,
+    threads: bool,
+    options: &LiveOptions,
+) -> Result<(Snapshot, Ended)> {
+    session.measure_own_cost();
+    if options.slow {
+        session.want(syscost_engine::session::Want::SLOW_CALLS);
+    }
+    let samples = session.subscribe();
+    let latest = session.latest();
+    let first = latest.snapshot(slot);
+    let offcpu = session.offcpu_tracked();
+    let mut feed = Feed {
+        pid: target.pid,
+        slot,
+        attached: Instant::now(),
+        series: Series::new_at(first.clone(), latest.taken),
+        offcpu,
+        features: session.features().clone(),
+    };
+    if drilled {
+        feed.series.reset();
+    }
+    // The first screen shows nothing yet: what the tracer counted before this point has no
+    // interval to be a rate of (it is in the first sample's cumulative figures).
+    let empty = first
+        .since(&first)
+        .to_profile(feed.target(&target.comm), 0, offcpu)?;
+    let info = TargetInfo {
+        pid: target.pid,
+        comm: target.comm.clone(),
+        threads: latest.thread_count,
+        label: options.label.clone(),
+    };
+    let mut app = App::new(info, empty);
+    app.per = options.per.clone();
+    app.hint = options.hint.clone();
+    app.drilled = drilled;
+    app.show_threads = threads;
+    // The slow calls' view is there from the start with --slow, empty until calls come.
+    app.slow = options.slow.then(Vec::new);
+
+    let terminal = &mut screen.terminal;
+    let input = &screen.input;
+    let mut ended = Ended::Quit;
+    let interval = options.interval.max(Duration::from_millis(100));
+    let deadline = options.duration.map(|d| Instant::now() + d);
+    let mut next_tick = Instant::now() + interval;
+    let mut latest = first;
+    let mut dirty = true;
+    let mut fault = TestFault::from_env();
+    loop {
+        if dirty {
+            terminal.draw(|f| ui::render(f, &app))?;
+            dirty = false;
+        }
+        fault.fire()?;
+        let now = Instant::now();
+        if TERMINATE.load(Ordering::Relaxed)
+            || deadline.is_some_and(|d| now >= d)
+            || terminal_hung_up()
+        {
+            break;
+        }
+        match input.recv_timeout(Duration::from_millis(50)) {
+            Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
+                match handler::handle_key(&mut app, k) {
+                    handler::Action::Quit => break,
+                    handler::Action::Back => {
+                        ended = Ended::Back;
+                        break;
+                    }
+                    handler::Action::Continue => {}
+                }
+                dirty = true;
+            }
+            Ok(Event::Resize(..)) => dirty = true,
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // The input thread ended: the terminal is gone.
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        // Threads' names are read only while the thread list is shown.
+        session.want_thread_names(app.show_threads);
+        if app.reset_requested {
+            app.reset_requested = false;
+            feed.series.reset();
+            app.clear_history();
+        }
+        // The newest sample that is due: one per interval, and the one that says the
+        // target exited at once (samples taken for others, a scrape's, wait their turn).
+        let mut due = None;
+        while let Ok(s) = samples.try_recv() {
+            if !app.exited && (s.exited || s.taken + interval / 2 >= next_tick) {
+                due = Some(s);
+            }
+        }
+        if let Some(s) = due {
+            let (snap, sample) = feed.sample(&s, &target.comm, app.show_threads)?;
+            latest = snap;
+            let was_paused = app.paused;
+            if s.exited {
+                // The last sample is shown even when paused: the view freezes on it.
+                app.paused = false;
+                app.exited = true;
+            }
+            app.apply(sample);
+            fault.arm();
+            app.paused = was_paused && !s.exited;
+            next_tick = s.taken + interval;
+            dirty = true;
+        }
+    }
+    // No view shows the thread list any more: the samples stop reading names.
+    session.want_thread_names(false);
+    let last = if app.exited {
+        latest
+    } else {
+        session.sample_now()?.snapshot(slot)
+    };
+    Ok((last, ended))
+}

@@ -1,0 +1,406 @@
+//! `syscost top`'s live view: every process with syscalls in the last interval, its
+//! rates and top syscall; by cgroup (`g`); by syscall (`y`) and from a syscall to the
+//! processes making it (Enter). Enter on a process drills into its per-syscall view (the
+//! `attach` view, histograms included) without restarting; Esc comes back. The state is
+//! here, the keys in `keys`, the drawing in `render`.
+
+mod keys;
+mod render;
+
+use std::time::Duration;
+
+pub use self::render::render;
+use syscost_engine::process_table::{ProcessRow, sums};
+use syscost_report::profile::TopSort;
+use syscost_report::syscall_names::SyscallId;
+
+/// Which table is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Processes,
+    /// Processes summed by cgroup.
+    Cgroups,
+    Syscalls,
+    /// The processes making one syscall.
+    SyscallProcesses(SyscallId),
+}
+
+/// What the loop should do after a key.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Action {
+    Continue,
+    Quit,
+    /// Drill into this process's per-syscall view (with its threads shown: `t`).
+    Drill {
+        pid: u32,
+        threads: bool,
+    },
+}
+
+/// The state of the view.
+#[derive(Debug)]
+pub struct TopView {
+    /// Where it looks: "the machine" or a cgroup's path.
+    pub scope: String,
+    pub rows: Vec<ProcessRow>,
+    pub interval_secs: f64,
+    pub mode: Mode,
+    pub sort: TopSort,
+    pub reverse: bool,
+    pub filter: String,
+    pub editing_filter: bool,
+    pub selected: usize,
+    pub paused: bool,
+    pub show_help: bool,
+    pub elapsed: Duration,
+    /// Events the kernel side had no room for, since the start.
+    pub dropped: u64,
+    pub own_cost: String,
+    /// Whether time switched out is measured (not with `--no-offcpu`).
+    pub offcpu: bool,
+    /// Enter on a cgroup: only its processes (exactly that cgroup).
+    pub cgroup_filter: Option<String>,
+}
+
+impl TopView {
+    pub fn new(scope: String, sort: TopSort) -> Self {
+        Self {
+            scope,
+            rows: Vec::new(),
+            interval_secs: 1.0,
+            mode: Mode::Processes,
+            sort,
+            reverse: false,
+            filter: String::new(),
+            editing_filter: false,
+            selected: 0,
+            paused: false,
+            show_help: false,
+            elapsed: Duration::ZERO,
+            dropped: 0,
+            own_cost: String::new(),
+            offcpu: true,
+            cgroup_filter: None,
+        }
+    }
+
+    /// A new interval's rows (kept as they are while paused).
+    pub fn apply(&mut self, rows: Vec<ProcessRow>, interval_secs: f64) {
+        if !self.paused {
+            self.rows = rows;
+            self.interval_secs = interval_secs.max(1e-3);
+            self.clamp();
+        }
+    }
+
+    fn per_sec(&self, n: u64) -> f64 {
+        n as f64 / self.interval_secs
+    }
+
+    /// The process (or cgroup) rows shown, filtered and sorted.
+    pub fn process_rows(&self) -> Vec<ProcessRow> {
+        let mut rows = match self.mode {
+            Mode::Cgroups => sums::by_cgroup(&self.rows),
+            _ => self.rows.clone(),
+        };
+        let f = self.filter.to_lowercase();
+        if let (Some(cg), Mode::Processes) = (&self.cgroup_filter, self.mode) {
+            rows.retain(|r| &r.cgroup == cg);
+        }
+        rows.retain(|r| {
+            f.is_empty()
+                || r.comm.to_lowercase().contains(&f)
+                || r.cgroup.to_lowercase().contains(&f)
+                || r.pid.to_string() == f
+                || r.top_syscall()
+                    .is_some_and(|(id, _)| id.name().contains(&f))
+        });
+        sort_rows(&mut rows, self.sort);
+        if self.reverse {
+            rows.reverse();
+        }
+        rows
+    }
+
+    /// The syscall rows: each syscall summed over processes, with the processes.
+    pub fn syscall_rows(&self) -> Vec<sums::SyscallRow> {
+        let f = self.filter.to_lowercase();
+        let mut rows = sums::by_syscall(&self.rows);
+        rows.retain(|(id, _, _)| f.is_empty() || id.name().contains(&f));
+        if self.reverse {
+            rows.reverse();
+        }
+        rows
+    }
+
+    fn syscall_process_rows(&self, id: SyscallId) -> Vec<sums::ProcessShare> {
+        sums::by_syscall(&self.rows)
+            .into_iter()
+            .find(|(i, _, _)| *i == id)
+            .map(|(_, _, p)| p)
+            .unwrap_or_default()
+    }
+
+    pub fn row_count(&self) -> usize {
+        match self.mode {
+            Mode::Processes | Mode::Cgroups => self.process_rows().len(),
+            Mode::Syscalls => self.syscall_rows().len(),
+            Mode::SyscallProcesses(id) => self.syscall_process_rows(id).len(),
+        }
+    }
+
+    fn clamp(&mut self) {
+        self.selected = self.selected.min(self.row_count().saturating_sub(1));
+    }
+
+    fn selected_pid(&self) -> Option<u32> {
+        match self.mode {
+            Mode::Processes => self.process_rows().get(self.selected).map(|r| r.pid),
+            Mode::SyscallProcesses(id) => self
+                .syscall_process_rows(id)
+                .get(self.selected)
+                .map(|p| p.0),
+            _ => None,
+        }
+    }
+}
+
+fn next_sort(s: TopSort) -> TopSort {
+    match s {
+        TopSort::Time => TopSort::Oncpu,
+        TopSort::Oncpu => TopSort::Calls,
+        TopSort::Calls => TopSort::Errors,
+        TopSort::Errors => TopSort::Threads,
+        TopSort::Threads => TopSort::Pid,
+        TopSort::Pid => TopSort::Comm,
+        TopSort::Comm => TopSort::Time,
+    }
+}
+
+/// Sorts rows by a column: largest first, pid and comm ascending.
+pub fn sort_rows(rows: &mut [ProcessRow], sort: TopSort) {
+    use std::cmp::Reverse;
+    match sort {
+        TopSort::Time => rows.sort_by_key(|r| (Reverse(r.total_ns()), r.pid)),
+        TopSort::Oncpu => rows.sort_by_key(|r| (Reverse(r.oncpu_ns()), r.pid)),
+        TopSort::Calls => rows.sort_by_key(|r| (Reverse(r.calls()), r.pid)),
+        TopSort::Errors => rows.sort_by_key(|r| (Reverse(r.errors()), r.pid)),
+        TopSort::Threads => rows.sort_by_key(|r| (Reverse(r.threads), r.pid)),
+        TopSort::Pid => rows.sort_by_key(|r| r.pid),
+        TopSort::Comm => rows.sort_by(|a, b| a.comm.cmp(&b.comm).then(a.pid.cmp(&b.pid))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::{Terminal, backend::TestBackend};
+    use syscost_common::{TopKey, TopValue};
+
+    fn row(pid: u32, comm: &str, cg: &str, key: u32, calls: u64, ns: u64) -> ProcessRow {
+        let mut r = ProcessRow {
+            pid,
+            comm: comm.into(),
+            cgroup: cg.into(),
+            threads: 2,
+            ..Default::default()
+        };
+        r.syscalls.insert(
+            syscost_engine::process_table::top_id(&TopKey { tgid: pid, key }),
+            TopValue {
+                calls,
+                errors: calls / 10,
+                total_ns: ns,
+                offcpu_ns: ns / 2,
+            },
+        );
+        r
+    }
+
+    fn view() -> TopView {
+        let mut v = TopView::new("the machine".into(), TopSort::Time);
+        v.apply(
+            vec![
+                row(
+                    10,
+                    "nginx",
+                    "/system.slice/nginx.service",
+                    232,
+                    1000,
+                    800_000_000,
+                ),
+                row(
+                    20,
+                    "postgres",
+                    "/system.slice/pg.service",
+                    202,
+                    5000,
+                    300_000_000,
+                ),
+                row(30, "cron", "/system.slice/cron.service", 0, 10, 1_000),
+            ],
+            2.0,
+        );
+        v
+    }
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    fn screen(v: &TopView) -> String {
+        let mut t = Terminal::new(TestBackend::new(140, 12)).unwrap();
+        t.draw(|f| render(f, v)).unwrap();
+        let b = t.backend().buffer();
+        (0..b.area.height)
+            .map(|y| {
+                (0..b.area.width)
+                    .map(|x| b[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rates_sort_filter_and_drill() {
+        let mut v = view();
+        let s = screen(&v);
+        // 1000 calls in 2 s; 0.8 s in syscalls over 2 s.
+        assert!(s.contains("500.0"), "{s}");
+        assert!(s.contains("0.400"), "{s}");
+        assert!(s.contains("epoll_wait 0.400"), "{s}");
+        let nginx = s.lines().position(|l| l.contains("nginx")).unwrap();
+        let pg = s.lines().position(|l| l.contains("postgres")).unwrap();
+        assert!(nginx < pg, "most time first:\n{s}");
+        v.handle_key(key(KeyCode::Char('s')));
+        v.handle_key(key(KeyCode::Char('s')));
+        assert_eq!(v.sort, TopSort::Calls);
+        assert_eq!(v.process_rows()[0].pid, 20);
+        v.handle_key(key(KeyCode::Char('/')));
+        for c in "cron".chars() {
+            v.handle_key(key(KeyCode::Char(c)));
+        }
+        v.handle_key(key(KeyCode::Enter));
+        assert_eq!(v.process_rows().len(), 1);
+        assert_eq!(
+            v.handle_key(key(KeyCode::Enter)),
+            Action::Drill {
+                pid: 30,
+                threads: false
+            }
+        );
+        assert_eq!(
+            v.handle_key(key(KeyCode::Char('t'))),
+            Action::Drill {
+                pid: 30,
+                threads: true
+            }
+        );
+        v.handle_key(key(KeyCode::Esc));
+        assert_eq!(v.process_rows().len(), 3);
+    }
+
+    #[test]
+    fn syscall_to_processes_and_cgroups() {
+        let mut v = view();
+        v.handle_key(key(KeyCode::Char('y')));
+        assert_eq!(v.mode, Mode::Syscalls);
+        let s = screen(&v);
+        assert!(s.contains("epoll_wait"), "{s}");
+        v.handle_key(key(KeyCode::Down));
+        v.handle_key(key(KeyCode::Enter));
+        let Mode::SyscallProcesses(id) = v.mode else {
+            panic!("{:?}", v.mode)
+        };
+        assert_eq!(id.name(), "futex");
+        assert!(screen(&v).contains("postgres"));
+        assert_eq!(
+            v.handle_key(key(KeyCode::Enter)),
+            Action::Drill {
+                pid: 20,
+                threads: false
+            }
+        );
+        v.handle_key(key(KeyCode::Esc));
+        assert_eq!(v.mode, Mode::Syscalls);
+        v.handle_key(key(KeyCode::Esc));
+        v.handle_key(key(KeyCode::Char('g')));
+        assert_eq!(v.mode, Mode::Cgroups);
+        let s = screen(&v);
+        assert!(s.contains("/system.slice/nginx.service"), "{s}");
+        // A cgroup's columns: its processes and name, not a pid and a comm.
+        let head = s.lines().find(|l| l.contains("CGROUP")).unwrap();
+        let cols: Vec<&str> = head.split_whitespace().collect();
+        assert_eq!(&cols[..3], ["PROCS", "NAME", "CGROUP"], "{s}");
+        let nginx = s.lines().find(|l| l.contains("nginx.service")).unwrap();
+        assert_eq!(nginx.split_whitespace().next(), Some("1"), "{s}");
+        // A second nginx worker: its cgroup counts 2.
+        let mut rows = v.rows.clone();
+        rows.push(row(
+            11,
+            "nginx",
+            "/system.slice/nginx.service",
+            232,
+            10,
+            1_000,
+        ));
+        v.apply(rows, 2.0);
+        let s = screen(&v);
+        let nginx = s.lines().find(|l| l.contains("nginx.service")).unwrap();
+        assert_eq!(nginx.split_whitespace().next(), Some("2"), "{s}");
+        let pg = s.lines().find(|l| l.contains("pg.service")).unwrap();
+        assert_eq!(pg.split_whitespace().next(), Some("1"), "{s}");
+        v.handle_key(key(KeyCode::Enter));
+        assert_eq!(v.mode, Mode::Processes);
+        let pids: Vec<u32> = v.process_rows().iter().map(|r| r.pid).collect();
+        assert_eq!(pids.len(), 2, "Enter on a cgroup filters by it: {pids:?}");
+        assert!(pids.contains(&10) && pids.contains(&11), "{pids:?}");
+        v.handle_key(key(KeyCode::Esc));
+        assert_eq!(v.process_rows().len(), 4, "Esc clears it");
+        assert_eq!(v.handle_key(key(KeyCode::Char('q'))), Action::Quit);
+    }
+
+    /// A name the process chose shows escaped in every view of it: the process table,
+    /// the busiest process of a syscall, the processes of a syscall, the cgroups.
+    #[test]
+    fn names_the_process_chose_show_escaped_in_every_mode() {
+        let mut v = TopView::new("the machine".into(), TopSort::Time);
+        v.apply(
+            vec![row(
+                7,
+                "\u{1b}[31mEVIL\u{7}",
+                "/\u{1b}]0;CG\u{7}",
+                0,
+                100,
+                5_000,
+            )],
+            1.0,
+        );
+        let expect = |s: &str, what: &str| {
+            assert!(s.contains(what), "{what} missing:\n{s}");
+            assert!(!s.contains('\u{1b}') && !s.contains('\u{7}'), "{s}");
+        };
+        expect(&screen(&v), "\\33[31mEVIL\\7");
+        v.handle_key(key(KeyCode::Char('y')));
+        expect(&screen(&v), "\\33[31mEVIL\\7 (7)");
+        v.handle_key(key(KeyCode::Enter));
+        expect(&screen(&v), "\\33[31mEVIL\\7");
+        v.handle_key(key(KeyCode::Esc));
+        v.handle_key(key(KeyCode::Esc));
+        v.handle_key(key(KeyCode::Char('g')));
+        expect(&screen(&v), "\\33]0;CG\\7");
+    }
+
+    #[test]
+    fn paused_keeps_the_rows() {
+        let mut v = view();
+        v.handle_key(key(KeyCode::Char('p')));
+        v.apply(Vec::new(), 1.0);
+        assert_eq!(v.rows.len(), 3);
+        v.handle_key(key(KeyCode::Char('p')));
+        v.apply(Vec::new(), 1.0);
+        assert!(v.rows.is_empty());
+    }
+}

@@ -184,22 +184,6 @@ pub fn of_process(pid: u32) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A cgroup path shortened for a column: its last component, a container's 64-digit
-/// id cut to 12 (`docker-0123456789ab.scope`), `/` for the root.
-pub fn short(path: &str) -> String {
-    let last = path.rsplit('/').find(|p| !p.is_empty()).unwrap_or("/");
-    let (stem, suffix) = match last.rsplit_once('.') {
-        Some((s, suf)) if !suf.is_empty() && suf.len() <= 7 => (s, format!(".{suf}")),
-        _ => (last, String::new()),
-    };
-    let (prefix, id) = stem.rsplit_once('-').unwrap_or(("", stem));
-    if id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        let sep = if prefix.is_empty() { "" } else { "-" };
-        return format!("{prefix}{sep}{}{suffix}", &id[..12]);
-    }
-    last.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,21 +208,5 @@ mod tests {
             ),
             Some(PathBuf::from("/c g"))
         );
-    }
-
-    #[test]
-    fn short_names() {
-        assert_eq!(short("/system.slice/ssh.service"), "ssh.service");
-        assert_eq!(short("/"), "/");
-        let id = "0123456789abcdef".repeat(4);
-        assert_eq!(
-            short(&format!("/system.slice/docker-{id}.scope")),
-            "docker-0123456789ab.scope"
-        );
-        assert_eq!(
-            short(&format!("/kubepods/burstable/pod1/{id}")),
-            "0123456789ab"
-        );
-        assert_eq!(short("/user.slice/user-1000.slice"), "user-1000.slice");
     }
 }

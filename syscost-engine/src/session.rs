@@ -116,6 +116,12 @@ impl Finished {
     }
 }
 
+/// The interval between samples unless a command is told otherwise (`-i`).
+pub const INTERVAL: Duration = Duration::from_secs(1);
+/// The shortest interval: a table or a screen more often than that is unreadable, and
+/// each sample reads the maps.
+pub const INTERVAL_FLOOR: Duration = Duration::from_millis(100);
+
 /// What the views want in the samples beyond the figures (each costs a read or a copy
 /// per sample, so none is there unless asked).
 #[derive(Clone, Copy, Debug)]
@@ -192,7 +198,7 @@ impl Session {
             sampler,
             slow_log: slow.as_ref().map(Reader::log),
             watch: Mutex::new(options.watch),
-            interval: options.interval.max(Duration::from_millis(100)),
+            interval: options.interval.max(INTERVAL_FLOOR),
             latest: Mutex::new(empty),
             subscribers: Mutex::new(Vec::new()),
             handlers: Mutex::new(Vec::new()),

@@ -200,19 +200,12 @@ pub struct RunArgs {
     /// Also save the profile as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Do not split syscall time into on-CPU and blocked (saves the program that runs
-    /// on every context switch of the machine).
-    #[arg(long)]
-    pub no_offcpu: bool,
+    #[command(flatten)]
+    pub tracing: TracingArgs,
     /// Also serve the counters for Prometheus at http://ADDR/metrics while the command
     /// runs.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<SocketAddr>,
-    /// Leave the kernel's BPF run-time statistics off: no own-cost figure (live view
-    /// header, syscost_bpf_run_seconds_total), and less cost per traced syscall (the
-    /// kernel times every BPF program run while they are on).
-    #[arg(long)]
-    pub no_run_stats: bool,
     /// Run the command as this user (a name or a uid), with the user's group and
     /// supplementary groups, as strace's -u; the environment is left as it is. Under
     /// sudo without -u the command runs as root, and a line on stderr says so.
@@ -263,10 +256,8 @@ pub struct AttachArgs {
     /// unless -i says otherwise), and the summary at the end.
     #[arg(short = 'C', long = "summary", conflicts_with = "summary_only")]
     pub live_text: bool,
-    /// Do not split syscall time into on-CPU and blocked (saves the program that runs
-    /// on every context switch of the machine).
-    #[arg(long)]
-    pub no_offcpu: bool,
+    #[command(flatten)]
+    pub tracing: TracingArgs,
     /// Also profile the target's descendants: those that exist now and those forked
     /// from now on.
     #[arg(short = 'f', long = "follow-forks", conflicts_with = "cgroup")]
@@ -277,11 +268,6 @@ pub struct AttachArgs {
     /// Also serve the counters for Prometheus at http://ADDR/metrics while attached.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<SocketAddr>,
-    /// Leave the kernel's BPF run-time statistics off: no own-cost figure (live view
-    /// header, syscost_bpf_run_seconds_total), and less cost per traced syscall (the
-    /// kernel times every BPF program run while they are on).
-    #[arg(long)]
-    pub no_run_stats: bool,
     #[command(flatten)]
     pub slow_calls: SlowArgs,
 }
@@ -322,6 +308,18 @@ pub struct ExportArgs {
     /// Also count child processes the targets fork from now on (under the parent's pid).
     #[arg(short = 'f', long = "follow-forks", conflicts_with_all = ["cgroup", "top"])]
     pub follow_forks: bool,
+    #[command(flatten)]
+    pub tracing: TracingArgs,
+    #[command(flatten)]
+    pub slow_calls: SlowArgs,
+}
+
+/// `--slow` and `--kernel-stacks`, shared by `run`, `attach` and `export`.
+
+/// What every tracing command (`run`, `attach`, `export`, `top`) may leave out of its
+/// measurement, declared once.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct TracingArgs {
     /// Do not split syscall time into on-CPU and blocked (saves the program that runs
     /// on every context switch of the machine).
     #[arg(long)]
@@ -331,11 +329,8 @@ pub struct ExportArgs {
     /// kernel times every BPF program run while they are on).
     #[arg(long)]
     pub no_run_stats: bool,
-    #[command(flatten)]
-    pub slow_calls: SlowArgs,
 }
 
-/// `--slow` and `--kernel-stacks`, shared by `run`, `attach` and `export`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SlowArgs {
     /// Report each call at least this slow, with its arguments, fd and user stack: a
@@ -380,13 +375,8 @@ pub struct TopArgs {
     /// Also save every process's totals (and per syscall) as JSON at the end.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Do not split syscall time into on-CPU and blocked (saves the program that runs
-    /// on every context switch of the machine).
-    #[arg(long)]
-    pub no_offcpu: bool,
-    /// Leave the kernel's BPF run-time statistics off (no own-cost figure).
-    #[arg(long)]
-    pub no_run_stats: bool,
+    #[command(flatten)]
+    pub tracing: TracingArgs,
 }
 
 pub use syscost_report::profile::TopSort;
@@ -621,13 +611,14 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// A refresh interval: at least 0.1 s (a table or a screen more often than that is
-/// unreadable), at most [`MAX_SECONDS`] (clap value parser).
+/// A refresh interval: at least the session's floor (a table or a screen more often
+/// than that is unreadable), at most [`MAX_SECONDS`] (clap value parser).
 pub fn parse_interval(s: &str) -> Result<f64, String> {
     let v = parse_seconds(s)?;
-    if v < 0.1 {
+    let floor = syscost_engine::session::INTERVAL_FLOOR.as_secs_f64();
+    if v < floor {
         return Err(format!(
-            "{s} seconds is shorter than the 0.1 s an interval takes"
+            "{s} seconds is shorter than the {floor} s an interval takes"
         ));
     }
     Ok(v)

@@ -1,5 +1,6 @@
 //! The `syscost` binary's crate: the command line ([`cli`]) and the commands
-//! ([`commands`]), each resolving its arguments and driving the engine and the views;
+//! ([`commands`]), each resolving its arguments once into a [`plan::Plan`] and driving
+//! the engine and the views with it;
 //! the echo-server lab ([`lab`]) and the micro-benchmark and strace comparison
 //! ([`bench`]). `main.rs` is a thin shell over it.
 //!
@@ -11,6 +12,7 @@ pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod lab;
+pub mod plan;
 
 pub use syscost_engine::{
     cgroup, collector, kernel_btf, locks, map_sizes, privileges, process, process_table, sampler,

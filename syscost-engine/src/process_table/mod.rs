@@ -1,8 +1,8 @@
 //! The machine's processes as `syscost top`, `export --top` and `--per-process` show
 //! them: the kernel's per-(process, syscall) table turned into per-process intervals and
-//! totals. Pure: the sampler feeds it copies of the table (and what /proc says of each process,
-//! [`crate::process::ProcInfo`]) and deletes what it says is finished. `sums` adds rows up
-//! by cgroup and by syscall.
+//! totals (rows: `syscost_report::report::top`). Pure: the sampler feeds it copies of the
+//! table (and what /proc says of each process, [`crate::process::ProcInfo`]) and deletes
+//! what it says is finished.
 //!
 //! Counting rule: the table holds cumulative figures per process and syscall; each
 //! step takes the difference with the previous copy (never negative: a figure copied
@@ -13,131 +13,13 @@
 //! found gone from /proc at a step, which counts its final difference and deletes its
 //! keys the same way.
 
-pub mod sums;
-
 use std::collections::{BTreeMap, HashMap};
 
 use syscost_common::{TopKey, TopValue};
 
 use crate::process::ProcInfo;
-use syscost_report::{
-    profile::{ProcessSyscall, ProcessTotals},
-    syscall_names::SyscallId,
-};
-
-/// One process's figures over some period.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProcessRow {
-    pub pid: u32,
-    pub comm: String,
-    pub cgroup: String,
-    /// Threads now (0 once exited).
-    pub threads: u32,
-    pub exited: bool,
-    pub syscalls: BTreeMap<SyscallId, TopValue>,
-}
-
-impl ProcessRow {
-    fn sum(&self) -> TopValue {
-        self.syscalls.values().fold(TopValue::default(), add)
-    }
-    pub fn calls(&self) -> u64 {
-        self.sum().calls
-    }
-    pub fn errors(&self) -> u64 {
-        self.sum().errors
-    }
-    pub fn total_ns(&self) -> u64 {
-        self.sum().total_ns
-    }
-    /// Time in syscalls on a CPU (wall minus switched out).
-    pub fn oncpu_ns(&self) -> u64 {
-        let s = self.sum();
-        s.total_ns - s.offcpu_ns.min(s.total_ns)
-    }
-    /// The syscall it spent most time in, and that time.
-    pub fn top_syscall(&self) -> Option<(SyscallId, u64)> {
-        self.syscalls
-            .iter()
-            .max_by_key(|(id, v)| (v.total_ns, std::cmp::Reverse(**id)))
-            .map(|(id, v)| (*id, v.total_ns))
-    }
-
-    /// Adds figures of syscall `id`.
-    pub fn add(&mut self, id: SyscallId, v: &TopValue) {
-        let e = self.syscalls.entry(id).or_default();
-        *e = add(*e, v);
-    }
-}
-
-impl From<&ProcessRow> for ProcessTotals {
-    /// Each syscall's off-CPU time at most its total (an exit record's figures are the
-    /// kernel's as they stand), and the process's on-CPU time the rest of its total, as
-    /// the top file's reader checks.
-    fn from(r: &ProcessRow) -> Self {
-        let syscalls: Vec<ProcessSyscall> = r
-            .syscalls
-            .iter()
-            .map(|(id, v)| ProcessSyscall {
-                name: id.name(),
-                calls: v.calls,
-                errors: v.errors,
-                total_ns: v.total_ns,
-                offcpu_ns: v.offcpu_ns.min(v.total_ns),
-            })
-            .collect();
-        let offcpu: u64 = syscalls.iter().map(|s| s.offcpu_ns).sum();
-        Self {
-            pid: r.pid,
-            comm: r.comm.clone(),
-            cgroup: r.cgroup.clone(),
-            exited: r.exited,
-            threads: r.threads,
-            calls: r.calls(),
-            errors: r.errors(),
-            total_ns: r.total_ns(),
-            oncpu_ns: r.total_ns() - offcpu,
-            syscalls,
-        }
-    }
-}
-
-impl From<&ProcessTotals> for ProcessRow {
-    /// A row read back from a file: a name this build does not know counts under the
-    /// unknown-number key (with every other such name).
-    fn from(p: &ProcessTotals) -> Self {
-        let mut row = Self {
-            pid: p.pid,
-            comm: p.comm.clone(),
-            cgroup: p.cgroup.clone(),
-            threads: p.threads,
-            exited: p.exited,
-            ..Default::default()
-        };
-        for s in &p.syscalls {
-            let id = syscost_report::syscall_names::number(&s.name)
-                .unwrap_or(SyscallId::native(u64::MAX));
-            let v = TopValue {
-                calls: s.calls,
-                errors: s.errors,
-                total_ns: s.total_ns,
-                offcpu_ns: s.offcpu_ns,
-            };
-            row.add(id, &v);
-        }
-        row
-    }
-}
-
-/// The sum of two figures.
-pub fn add(a: TopValue, b: &TopValue) -> TopValue {
-    TopValue {
-        calls: a.calls + b.calls,
-        errors: a.errors + b.errors,
-        total_ns: a.total_ns + b.total_ns,
-        offcpu_ns: a.offcpu_ns + b.offcpu_ns,
-    }
-}
+pub use syscost_report::report::top::{ProcessRow, add};
+use syscost_report::syscall_names::SyscallId;
 
 /// `now - before`, never negative, errors never above calls.
 pub fn delta(now: &TopValue, before: &TopValue) -> TopValue {

@@ -6,3 +6,4 @@ pub mod json;
 pub mod slow;
 pub mod stats;
 pub mod strace_table;
+pub mod top;

@@ -12,7 +12,10 @@ use tokio::{
     time::{MissedTickBehavior, interval_at, sleep},
 };
 
-use crate::cli::{AttachArgs, seconds};
+use crate::{
+    cli::{AttachArgs, seconds},
+    plan::Plan,
+};
 use syscost_engine::{
     cgroup,
     collector::Snapshot,
@@ -44,7 +47,8 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     super::check_outputs(&args.view, &[args.json.as_deref()])?;
     let duration = seconds(args.duration);
     // strace's -C: the live text, a table each second unless -i says otherwise.
-    let every = seconds(args.interval.or(args.live_text.then_some(1.0)));
+    let every =
+        seconds(args.interval).or(args.live_text.then_some(syscost_engine::session::INTERVAL));
     if args.per_process && args.cgroup.is_none() {
         anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
     }
@@ -65,11 +69,14 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             (t, label)
         }
     };
-    let listener = super::bind_metrics(args.metrics_addr)?;
-    let mut tracer = super::load_tracer(
+    // strace's -c (the summary only) and -C (intervals as text) print text.
+    let tui = !args.no_tui
+        && !args.live_text
+        && !args.view.summary_only
+        && std::io::stdout().is_terminal();
+    let mut plan = Plan::new(
         TracerOptions {
             follow_forks: args.follow_forks,
-            offcpu: !args.no_offcpu,
             slots: 1,
             auto: cgroup.as_ref().map_or(Auto::Off, |cg| Auto::Cgroup {
                 id: cg.id,
@@ -78,8 +85,13 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             top: args.per_process,
             ..Default::default()
         },
+        &args.tracing,
         &args.slow_calls,
-    )?;
+        args.metrics_addr,
+    )?
+    .every(every)
+    .live(tui);
+    let mut tracer = plan.load()?;
     let mut descendants = 0;
     if cgroup.is_none() {
         tracer.trace_process(target.pid)?;
@@ -96,11 +108,6 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     }
     let offcpu = tracer.offcpu_tracked();
     let features = tracer.features().clone();
-    // strace's -c (the summary only) and -C (intervals as text) print text.
-    let tui = !args.no_tui
-        && !args.live_text
-        && !args.view.summary_only
-        && std::io::stdout().is_terminal();
     let watch = match &cgroup {
         Some(cg) => Watch::Cgroup(cg.dir.clone()),
         None => Watch::Process {
@@ -111,24 +118,13 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
                 .context("cannot watch the target's pidfd")?,
         },
     };
-    let session = super::start_session(
-        tracer,
-        super::SessionSetup {
-            interval: every.unwrap_or(Duration::from_secs(1)),
-            watch,
-            run_stats: !args.no_run_stats,
-            // The live view owns the terminal: slow calls are kept for the end, not printed.
-            echo_slow: !tui,
-            keep_slow: syscost_engine::slow::reader::SlowLog::CAP,
-            top_totals: true,
-        },
-    )?;
+    let session = plan.start(tracer, watch)?;
     let handle = session.handle();
     let source = match &cgroup {
         Some(cg) => Source::cgroup(cg.path.clone(), 0),
         None => Source::new(target.pid, target.comm.clone(), 0),
     };
-    let metrics = super::serve_metrics(listener, &handle, source, args.slow_calls.slow.is_some())?;
+    let metrics = super::serve_metrics(plan.listener.take(), &handle, source, plan.reports_slow())?;
     let hint = hint.or_else(|| {
         metrics
             .as_ref()
@@ -142,12 +138,12 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let target_pid = target.pid;
     let last = if tui {
         let options = LiveOptions {
-            interval: every.unwrap_or(Duration::from_secs(1)),
+            interval: plan.session.interval,
             duration,
             per: args.view.per.clone(),
             hint,
             label: cgroup.as_ref().map(|_| label.clone()),
-            slow: args.slow_calls.slow.is_some(),
+            slow: plan.reports_slow(),
         };
         let last = tui::run(&handle, &target, &options)?;
         if !args.view.syscalls.is_empty()
@@ -178,7 +174,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     };
     let top_dropped = last.counters[syscost_common::counter::DROPPED_TOP as usize];
     profile.processes = processes.iter().map(Into::into).collect();
-    super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), finished.slow);
+    super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
     if profile.totals().0 == 0 && cgroup.is_none() {
         eprintln!(
             "syscost: {}",
@@ -188,7 +184,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let mut out = super::finish(profile, &args.view, args.json.as_deref())?;
     if args.per_process {
         out += "\n";
-        out += &super::top::render_totals(
+        out += &syscost_report::report::top::render_totals(
             "by process",
             &processes,
             elapsed.as_secs_f64(),

@@ -106,9 +106,8 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         json: None,
         no_tui: args.no_tui,
         live_text: false,
-        no_offcpu: false,
+        tracing: Default::default(),
         metrics_addr: None,
-        no_run_stats: false,
         slow_calls: Default::default(),
     };
     super::attach::attach_with(&attach, Some(HINT.to_string()))

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
+use crate::plan::programs;
+
 use syscost_engine::{
     kernel_btf::{self, KernelLayout},
     map_sizes::TableSizes,
@@ -175,15 +177,16 @@ pub fn checks() -> Vec<Check> {
         out.push(defaults_check(
             "run and attach",
             TracerOptions {
-                follow_forks: true,
                 offcpu: true,
-                slots: 1,
-                ..Default::default()
+                ..programs::command()
             },
         ));
         out.push(defaults_check(
             "top",
-            super::top::tracer_options(true, Auto::All),
+            TracerOptions {
+                offcpu: true,
+                ..programs::machine(Auto::All)
+            },
         ));
         out.push(match tracer::cgroup_filter_here() {
             Ok(how) => Check::new("--cgroup", Status::Ok, how),

@@ -17,7 +17,10 @@ use tokio::{
     time::sleep,
 };
 
-use crate::cli::{ExportArgs, seconds};
+use crate::{
+    cli::{ExportArgs, seconds},
+    plan::Plan,
+};
 use syscost_engine::{
     process,
     session::Watch,
@@ -58,16 +61,19 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .map(|&pid| process::open(pid))
         .collect::<Result<Vec<_>>>()?;
 
-    let listener = MetricsServer::bind(args.metrics_addr)?;
-    let mut tracer = super::load_tracer(
+    // Its totals since the start are the final figures the endpoint keeps.
+    let mut plan = Plan::new(
         TracerOptions {
             follow_forks: args.follow_forks,
-            offcpu: !args.no_offcpu,
             slots: targets.len() as u32,
             ..Default::default()
         },
+        &args.tracing,
         &args.slow_calls,
-    )?;
+        Some(args.metrics_addr),
+    )?
+    .service(true);
+    let mut tracer = plan.load()?;
     let mut sources = Vec::new();
     for (slot, t) in (0..).zip(&targets) {
         tracer.trace_process_in(t.pid, slot)?;
@@ -76,12 +82,11 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         }
         sources.push(Source::new(t.pid, t.comm.clone(), slot));
     }
-    let session = session_of(tracer, args, true)?;
+    let session = plan.start(tracer, Watch::Nothing)?;
     let handle = session.handle();
-    let metrics = std::sync::Arc::new(
-        Metrics::new(handle.clone(), sources).with_slow(args.slow_calls.slow.is_some()),
-    );
-    let server = MetricsServer::start(listener, metrics)?;
+    let metrics =
+        std::sync::Arc::new(Metrics::new(handle.clone(), sources).with_slow(plan.reports_slow()));
+    let server = MetricsServer::start(plan.listener.take().context("bound above")?, metrics)?;
     let names: Vec<String> = targets
         .iter()
         .map(|t| format!("{} ({})", t.pid, syscost_report::untrusted::shown(&t.comm)))
@@ -144,26 +149,6 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// An export's session: a sample a second, no terminal (each slow call is a line on
-/// stderr, the service's log, and none is kept).
-fn session_of(
-    tracer: syscost_engine::tracer::Tracer,
-    args: &ExportArgs,
-    top_totals: bool,
-) -> Result<syscost_engine::session::Session> {
-    super::start_session(
-        tracer,
-        super::SessionSetup {
-            interval: Duration::from_secs(1),
-            watch: Watch::Nothing,
-            run_stats: !args.no_run_stats,
-            echo_slow: true,
-            keep_slow: 0,
-            top_totals,
-        },
-    )
-}
-
 /// `export --top` (the whole machine, bounded per-process and per-cgroup series) and
 /// `export --cgroup PATH [--per-process]` (one cgroup as one profile, with histograms,
 /// and bounded per-process series if asked): until a signal or `-d`.
@@ -174,7 +159,6 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         .as_deref()
         .map(syscost_engine::cgroup::resolve)
         .transpose()?;
-    let listener = MetricsServer::bind(args.metrics_addr)?;
     let (auto, top, pool_from_slot) = match &cgroup {
         Some(cg) => (
             Auto::Cgroup {
@@ -187,30 +171,35 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         // The whole machine keeps no histograms: per-process figures only.
         None => (Auto::All, true, 1),
     };
-    let tracer = super::load_tracer(
+    // Runs for days and serves steps only: no per-process totals.
+    let mut plan = Plan::new(
         TracerOptions {
-            offcpu: !args.no_offcpu,
             slots: 1,
             auto,
             top,
             pool_from_slot,
             ..Default::default()
         },
+        &args.tracing,
         &args.slow_calls,
-    )?;
-    // Runs for days and serves steps only: no per-process totals.
-    let session = session_of(tracer, args, false)?;
+        Some(args.metrics_addr),
+    )?
+    .service(false);
+    let tracer = plan.load()?;
+    let session = plan.start(tracer, Watch::Nothing)?;
     let handle = session.handle();
     let sources = match &cgroup {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],
         None => Vec::new(),
     };
-    let mut metrics =
-        Metrics::new(handle.clone(), sources).with_slow(args.slow_calls.slow.is_some());
+    let mut metrics = Metrics::new(handle.clone(), sources).with_slow(plan.reports_slow());
     if top {
         metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
     }
-    let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
+    let server = MetricsServer::start(
+        plan.listener.take().context("bound above")?,
+        std::sync::Arc::new(metrics),
+    )?;
     let what = match &cgroup {
         Some(cg) => format!(
             "the syscalls of cgroup {}",

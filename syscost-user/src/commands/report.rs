@@ -19,10 +19,10 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     // A top file's rows as `top` prints them at the end (its `dropped` counts
     // process-syscall pairs, as there).
     if profile.features.iter().any(|f| f == "top") {
-        let rows: Vec<syscost_engine::process_table::ProcessRow> =
+        let rows: Vec<syscost_report::report::top::ProcessRow> =
             profile.processes.iter().map(Into::into).collect();
         out += "\n";
-        out += &super::top::render_totals(
+        out += &syscost_report::report::top::render_totals(
             "by process",
             &rows,
             profile.duration_ns as f64 / 1e9,

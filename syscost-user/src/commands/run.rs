@@ -15,8 +15,11 @@ use std::{
 use anyhow::{Context as _, Result, anyhow, bail};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::cli::RunArgs;
-use syscost_engine::{process, session::Watch, tracer::TracerOptions};
+use crate::{
+    cli::RunArgs,
+    plan::{Plan, programs},
+};
+use syscost_engine::{process, session::Watch};
 use syscost_report::profile::Target;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
@@ -25,16 +28,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
     // Who the command runs as, known before anything is loaded.
     let run_as = args.user.as_deref().map(RunAs::resolve).transpose()?;
-    let listener = super::bind_metrics(args.metrics_addr)?;
-    let mut tracer = super::load_tracer(
-        TracerOptions {
-            follow_forks: true,
-            offcpu: !args.no_offcpu,
-            slots: 1,
-            ..Default::default()
-        },
+    let mut plan = Plan::new(
+        programs::command(),
+        &args.tracing,
         &args.slow_calls,
+        args.metrics_addr,
     )?;
+    let mut tracer = plan.load()?;
 
     // Signal handlers are in place before the command starts, so there is no moment in
     // which a Ctrl-C meant for the command ends syscost instead. (The command gets the
@@ -65,23 +65,12 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     tracer.trace_process(pid).map_err(abandon)?;
     let offcpu = tracer.offcpu_tracked();
     let features = tracer.features().clone();
-    let session = super::start_session(
-        tracer,
-        super::SessionSetup {
-            interval: std::time::Duration::from_secs(1),
-            watch: Watch::Nothing,
-            run_stats: !args.no_run_stats,
-            echo_slow: true,
-            keep_slow: syscost_engine::slow::reader::SlowLog::CAP,
-            top_totals: true,
-        },
-    )
-    .map_err(abandon)?;
+    let session = plan.start(tracer, Watch::Nothing).map_err(abandon)?;
     let metrics = super::serve_metrics(
-        listener,
+        plan.listener.take(),
         &session.handle(),
         syscost_views::metrics::Source::new(pid, comm.clone(), 0),
-        args.slow_calls.slow.is_some(),
+        plan.reports_slow(),
     )
     .map_err(abandon)?;
     // SAFETY: plain syscall on our own child.
@@ -118,7 +107,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .snapshot(0)
         .to_profile(target, duration_ns, offcpu)?
         .with_features(&features);
-    super::add_slow(&mut profile, args.slow_calls.slow.as_ref(), finished.slow);
+    super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
     let table = super::finish(profile, &args.view, args.json.as_deref())?;
     match &args.output {
         Some(path) => {

@@ -218,7 +218,7 @@ fn feed(top: &mut TopSeries, sample: &Sample) {
         );
         if let Some(c) = top.cgroups.as_mut() {
             c.add(
-                &syscost_engine::process_table::sums::by_cgroup(&step.interval),
+                &syscost_report::report::top::sums::by_cgroup(&step.interval),
                 |r| r.cgroup.clone(),
                 |r| vec![("cgroup", r.cgroup.clone())],
                 &[],

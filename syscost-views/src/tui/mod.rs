@@ -321,7 +321,9 @@ pub fn live_with(
     let terminal = &mut screen.terminal;
     let input = &screen.input;
     let mut ended = Ended::Quit;
-    let interval = options.interval.max(Duration::from_millis(100));
+    let interval = options
+        .interval
+        .max(syscost_engine::session::INTERVAL_FLOOR);
     let deadline = options.duration.map(|d| Instant::now() + d);
     let mut next_tick = Instant::now() + interval;
     let mut latest = first;

@@ -10,8 +10,8 @@ mod render;
 use std::time::Duration;
 
 pub use self::render::render;
-use syscost_engine::process_table::{ProcessRow, sums};
 use syscost_report::profile::TopSort;
+use syscost_report::report::top::{ProcessRow, sort_rows, sums};
 use syscost_report::syscall_names::SyscallId;
 
 /// Which table is shown.
@@ -67,7 +67,7 @@ impl TopView {
         Self {
             scope,
             rows: Vec::new(),
-            interval_secs: 1.0,
+            interval_secs: syscost_engine::session::INTERVAL.as_secs_f64(),
             mode: Mode::Processes,
             sort,
             reverse: false,
@@ -174,20 +174,6 @@ fn next_sort(s: TopSort) -> TopSort {
         TopSort::Threads => TopSort::Pid,
         TopSort::Pid => TopSort::Comm,
         TopSort::Comm => TopSort::Time,
-    }
-}
-
-/// Sorts rows by a column: largest first, pid and comm ascending.
-pub fn sort_rows(rows: &mut [ProcessRow], sort: TopSort) {
-    use std::cmp::Reverse;
-    match sort {
-        TopSort::Time => rows.sort_by_key(|r| (Reverse(r.total_ns()), r.pid)),
-        TopSort::Oncpu => rows.sort_by_key(|r| (Reverse(r.oncpu_ns()), r.pid)),
-        TopSort::Calls => rows.sort_by_key(|r| (Reverse(r.calls()), r.pid)),
-        TopSort::Errors => rows.sort_by_key(|r| (Reverse(r.errors()), r.pid)),
-        TopSort::Threads => rows.sort_by_key(|r| (Reverse(r.threads), r.pid)),
-        TopSort::Pid => rows.sort_by_key(|r| r.pid),
-        TopSort::Comm => rows.sort_by(|a, b| a.comm.cmp(&b.comm).then(a.pid.cmp(&b.pid))),
     }
 }
 

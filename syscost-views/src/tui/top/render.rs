@@ -9,7 +9,6 @@ use ratatui::{
 };
 
 use super::{Mode, TopView};
-use syscost_engine::cgroup;
 use syscost_report::{units::human_ns, untrusted::shown};
 
 fn rate(n: f64) -> String {
@@ -106,7 +105,8 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         Cell::from(if cg {
                             shown(&r.cgroup).into_owned()
                         } else {
-                            shown(&cgroup::short(&r.cgroup)).into_owned()
+                            shown(&syscost_report::report::top::short_cgroup(&r.cgroup))
+                                .into_owned()
                         }),
                         Cell::from(rate(v.per_sec(r.calls()))),
                         Cell::from(rate(v.per_sec(r.errors()))),

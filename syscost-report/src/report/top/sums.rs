@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 
 use syscost_common::TopValue;
 
-use super::{ProcessRow, add};
-use syscost_report::syscall_names::SyscallId;
+use super::{ProcessRow, add, short_cgroup};
+use crate::syscall_names::SyscallId;
 
 /// Rows summed by cgroup (the pid of each is 0, the comm the cgroup's short name).
 pub fn by_cgroup(rows: &[ProcessRow]) -> Vec<ProcessRow> {
     let mut out: BTreeMap<String, ProcessRow> = BTreeMap::new();
     for r in rows {
         let g = out.entry(r.cgroup.clone()).or_insert_with(|| ProcessRow {
-            comm: crate::cgroup::short(&r.cgroup),
+            comm: short_cgroup(&r.cgroup),
             cgroup: r.cgroup.clone(),
             ..Default::default()
         });
@@ -55,9 +55,12 @@ pub fn by_syscall(rows: &[ProcessRow]) -> Vec<SyscallRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process_table::top_id;
+    use crate::fixtures::{top_key as k, top_value as v};
 
-    use syscost_report::fixtures::{top_key as k, top_value as v};
+    /// The syscall a kernel key names (as the engine's process table reads it).
+    fn top_id(k: &syscost_common::TopKey) -> SyscallId {
+        SyscallId::of(k.key, u64::MAX)
+    }
 
     #[test]
     fn rows_by_cgroup_and_by_syscall() {

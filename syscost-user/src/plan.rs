@@ -1,0 +1,175 @@
+//! A tracing command's arguments resolved once into a [`Plan`]: which programs the kernel
+//! side loads and what they trace (`--slow` merged in), how the session runs (its
+//! interval, syscost's own cost, what becomes of slow calls), where the metrics endpoint
+//! listens. `run`, `attach`, `export` and `top` each build theirs from their arguments
+//! here, then take the same two steps with it: [`Plan::load`] the programs, trace, then
+//! [`Plan::start`] the session. Every default and bound of these is written once: the
+//! interval and its floor in the engine's session, the rest below.
+
+use std::{net::TcpListener, time::Duration};
+
+use anyhow::Result;
+use syscost_engine::{
+    session::{INTERVAL, Session, SessionOptions, Watch},
+    slow::{reader::SlowLog, spec::SlowSpec},
+    tracer::{Auto, Tracer, TracerOptions},
+};
+use syscost_views::metrics::server::MetricsServer;
+
+use crate::cli::{SlowArgs, TracingArgs};
+
+/// The statistics slot of the process `top` drills into (slot 0 holds the machine's
+/// per-process figures).
+pub const DRILL_SLOT: u32 = 1;
+
+/// What one tracing command does, resolved from its arguments.
+pub struct Plan {
+    /// The programs' options, `--slow` and `--kernel-stacks` included.
+    pub programs: TracerOptions,
+    /// `--slow` as given, for the profile's slow calls.
+    pub slow: Option<SlowSpec>,
+    pub session: SessionPlan,
+    /// The metrics endpoint's socket, bound before anything is loaded (a port taken is
+    /// said before any wait).
+    pub listener: Option<TcpListener>,
+}
+
+/// How the session runs.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionPlan {
+    /// Between samples (`-i`; [`INTERVAL`] unless told).
+    pub interval: Duration,
+    /// Measure syscost's own cost (not `--no-run-stats`).
+    pub run_stats: bool,
+    /// Print each slow call on stderr as it comes (no live view owns the terminal).
+    pub echo_slow: bool,
+    /// Slow calls kept for the end (0 for a service that only prints them).
+    pub keep_slow: usize,
+    /// Keep per-process totals since the start (not a service that serves steps).
+    pub top_totals: bool,
+}
+
+/// The programs each shape of command loads, written once (`doctor` loads the same);
+/// [`Plan::new`] adds what the arguments turn off or on.
+pub mod programs {
+    use super::*;
+
+    /// One process and its children, as `run` traces its command.
+    pub fn command() -> TracerOptions {
+        TracerOptions {
+            follow_forks: true,
+            slots: 1,
+            ..Default::default()
+        }
+    }
+
+    /// `top`: every process (or a cgroup's) with per-process figures, the full
+    /// statistics only for the process drilled into.
+    pub fn machine(auto: Auto) -> TracerOptions {
+        TracerOptions {
+            slots: DRILL_SLOT + 1,
+            auto,
+            top: true,
+            pool_from_slot: DRILL_SLOT,
+            ..Default::default()
+        }
+    }
+}
+
+impl Plan {
+    /// The plan of `programs` with `tracing`'s and `slow`'s arguments, a sample every
+    /// [`INTERVAL`], slow calls printed and kept, per-process totals kept.
+    pub fn new(
+        programs: TracerOptions,
+        tracing: &TracingArgs,
+        slow: &SlowArgs,
+        listen: Option<std::net::SocketAddr>,
+    ) -> Result<Self> {
+        Ok(Self {
+            programs: TracerOptions {
+                offcpu: !tracing.no_offcpu,
+                slow: slow.slow.as_ref().map(SlowSpec::thresholds).transpose()?,
+                kernel_stacks: slow.kernel_stacks,
+                stack_pages: slow.stack_size,
+                ..programs
+            },
+            slow: slow.slow.clone(),
+            session: SessionPlan {
+                interval: INTERVAL,
+                run_stats: !tracing.no_run_stats,
+                echo_slow: true,
+                keep_slow: SlowLog::CAP,
+                top_totals: true,
+            },
+            listener: listen.map(MetricsServer::bind).transpose()?,
+        })
+    }
+
+    /// Samples every `interval` (`-i`) when given.
+    pub fn every(mut self, interval: Option<Duration>) -> Self {
+        if let Some(i) = interval {
+            self.session.interval = i;
+        }
+        self
+    }
+
+    /// A live view owns the terminal: slow calls are kept for it and the end, not
+    /// printed as they come.
+    pub fn live(mut self, live: bool) -> Self {
+        self.session.echo_slow = !live;
+        self
+    }
+
+    /// A service (`export`): it runs for days, its slow calls are lines of its log and
+    /// none is kept; `totals`: whether per-process totals since the start are kept.
+    pub fn service(mut self, totals: bool) -> Self {
+        self.session.keep_slow = 0;
+        self.session.top_totals = totals;
+        self
+    }
+
+    /// Whether slow calls are reported (`--slow`).
+    pub fn reports_slow(&self) -> bool {
+        self.slow.is_some()
+    }
+
+    /// Loads the programs, and says once which default measurements this kernel cannot
+    /// offer.
+    pub fn load(&self) -> Result<Tracer> {
+        let tracer = Tracer::load(self.programs.clone())?;
+        for why in &tracer.features().unavailable {
+            eprintln!("syscost: this kernel: {why}");
+        }
+        Ok(tracer)
+    }
+
+    /// The session of the loaded (and told what to trace) `tracer`: the slow-call reader
+    /// when its programs report slow calls, the sampler, the clock; samples describe
+    /// `watch`.
+    pub fn start(&self, mut tracer: Tracer, watch: Watch) -> Result<Session> {
+        let s = self.session;
+        let reader = if tracer.features().on.contains(&"slow") {
+            Some(syscost_engine::slow::reader::Reader::spawn(
+                tracer.take_slow_ring()?,
+                s.echo_slow,
+                s.keep_slow,
+            ))
+        } else {
+            None
+        };
+        // The session takes every per-process step (each sample carries one), exit
+        // records read before its first sample included.
+        let mut sampler = syscost_engine::sampler::Sampler::new(tracer, s.run_stats).with_steps();
+        if !s.top_totals {
+            sampler = sampler.without_top_totals();
+        }
+        Ok(Session::start(
+            sampler,
+            reader,
+            SessionOptions {
+                interval: s.interval,
+                watch,
+            },
+        ))
+    }
+}

@@ -1,5 +1,9 @@
-//! Signal handlers for the loops that poll a flag (the live view, the lab server):
-//! installed without SA_RESTART, so a blocking call returns EINTR and the loop looks.
+//! How syscost stops: [`Stop`] catches SIGINT, SIGTERM and SIGHUP for every command
+//! (the live views, the text modes, the services, `run`, which passes them on), as a
+//! flag, a wait and a readable descriptor that says which signal came. Also what a
+//! command syscost starts gets back of the dispositions syscost was started with, and
+//! the plain handlers of the lab's server (installed without SA_RESTART, so a blocking
+//! call returns EINTR and the loop looks).
 
 /// The signals syscost catches for itself, whose dispositions a command it starts must
 /// get back (an exec resets a caught signal to its default, not to what it was).
@@ -75,17 +79,21 @@ static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(
 /// The write end of the pipe a caught signal writes a byte to, waking [`Stop::wait_until`].
 static WAKE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 
-extern "C" fn on_stop(_: libc::c_int) {
+extern "C" fn on_stop(sig: libc::c_int) {
     STOP.store(true, std::sync::atomic::Ordering::Relaxed);
     let fd = WAKE.load(std::sync::atomic::Ordering::Relaxed);
     if fd >= 0 {
-        // SAFETY: write is async-signal-safe; a full pipe (EAGAIN) already wakes.
-        unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
+        // SAFETY: write is async-signal-safe; a full pipe (EAGAIN) already wakes. The
+        // byte is the signal's number (all three are below 256).
+        unsafe { libc::write(fd, [sig as u8].as_ptr().cast(), 1) };
     }
 }
 
-/// SIGINT, SIGTERM and SIGHUP caught into a flag, for a loop that waits between steps:
-/// the wait ends at the signal, not at its next step.
+/// SIGINT, SIGTERM and SIGHUP caught, the one way syscost learns it is told to stop:
+/// [`Stop::stopped`] for a loop that polls, [`Stop::wait_until`] for one that waits
+/// between steps (the wait ends at the signal, not at its next step), and
+/// [`Stop::fd`] with [`Stop::next_signal`] for an event loop, or for `run`, which
+/// passes each signal on to its command.
 pub struct Stop {
     /// The read end of the pipe the handler writes to (the pipe lives as long as the
     /// process, so the handler never writes to a descriptor closed or reused).
@@ -108,10 +116,32 @@ impl Stop {
         let (read, write) = pipe.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
         STOP.store(false, std::sync::atomic::Ordering::Relaxed);
         WAKE.store(write.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
-        catch(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], on_stop);
-        Ok(Self {
+        let stop = Self {
             read: read.as_raw_fd(),
-        })
+        };
+        // Signals of an earlier catch (the pipe lives as long as the process) are done.
+        while stop.next_signal().is_some() {}
+        catch(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], on_stop);
+        Ok(stop)
+    }
+
+    /// Whether a signal came since [`Stop::catch`].
+    pub fn stopped(&self) -> bool {
+        STOP.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The descriptor that is readable while a signal waits to be taken by
+    /// [`Stop::next_signal`] (non-blocking; for an event loop to wait on).
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.read
+    }
+
+    /// The next signal that came, in order, if one waits (never blocks).
+    pub fn next_signal(&self) -> Option<libc::c_int> {
+        let mut b = 0u8;
+        // SAFETY: reads one byte from the process's non-blocking pipe into a live byte.
+        (unsafe { libc::read(self.read, (&raw mut b).cast(), 1) } == 1)
+            .then_some(libc::c_int::from(b))
     }
 
     /// Waits until `until`; true when a signal came first.

@@ -1,10 +1,16 @@
 //! A tracing command's arguments resolved once into a [`Plan`]: which programs the kernel
 //! side loads and what they trace (`--slow` merged in), how the session runs (its
 //! interval, syscost's own cost, what becomes of slow calls), where the metrics endpoint
-//! listens. `run`, `attach`, `export` and `top` each build theirs from their arguments
-//! here, then take the same two steps with it: [`Plan::load`] the programs, trace, then
-//! [`Plan::start`] the session. Every default and bound of these is written once: the
-//! interval and its floor in the engine's session, the rest below.
+//! listens. Every default and bound of these is written once: the interval and its floor
+//! in the engine's session, the rest below.
+//!
+//! `run`, `attach`, `export` and `top` go through the same steps, in this order: check
+//! (their outputs writable, the plan built, the endpoint bound), load ([`Plan::load`]),
+//! trace (the tracer told its process, tree or cgroup), session ([`Plan::start`]),
+//! views (the live view, the text tables, the endpoint), wait (until the command, the
+//! target or `-d` ends, or a signal: `syscost_engine::signals::Stop`, the one way
+//! syscost is told to stop), finish (`Session::finish`: the last figures, the programs
+//! unloaded) and render (the table, the JSON).
 
 use std::{net::TcpListener, time::Duration};
 

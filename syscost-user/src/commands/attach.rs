@@ -8,7 +8,6 @@ use std::{
 use anyhow::{Context as _, Result};
 use tokio::{
     io::unix::AsyncFd,
-    signal::unix::{SignalKind, signal},
     time::{MissedTickBehavior, interval_at, sleep},
 };
 
@@ -284,9 +283,7 @@ fn text(
         .build()
         .context("cannot start the event loop")?;
     let (end, last) = runtime.block_on(async {
-        let mut sigint = signal(SignalKind::interrupt())?;
-        let mut sigterm = signal(SignalKind::terminate())?;
-        let mut sighup = signal(SignalKind::hangup())?;
+        let signals = super::Signals::catch()?;
         // Said once the signals are caught: from this line on, Ctrl-C ends the profile.
         if args.cgroup.is_some() {
             eprintln!("syscost: tracing {label}; Ctrl-C to stop");
@@ -328,9 +325,7 @@ fn text(
             // when syscost was kept from running past both (a loaded machine).
             tokio::select! {
                 biased;
-                _ = sigint.recv() => break End::Interrupted,
-                _ = sigterm.recv() => break End::Interrupted,
-                _ = sighup.recv() => break End::Interrupted,
+                _ = signals.next() => break End::Interrupted,
                 _ = ticks.tick(), if every.is_some() => {
                     print_interval(&mut series, snapshot()?, "interval ending")?;
                 }

@@ -10,12 +10,7 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use anyhow::{Context as _, Result, bail};
-use tokio::{
-    io::unix::AsyncFd,
-    signal::unix::{SignalKind, signal},
-    sync::mpsc,
-    time::sleep,
-};
+use tokio::{io::unix::AsyncFd, sync::mpsc, time::sleep};
 
 use crate::{
     cli::{ExportArgs, seconds},
@@ -97,9 +92,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .build()
         .context("cannot start the event loop")?;
     let entered = runtime.enter();
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
+    let signals = super::Signals::catch()?;
     drop(entered);
     eprintln!(
         "syscost: serving the syscalls of process {} at http://{}/metrics; Ctrl-C to stop",
@@ -127,9 +120,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         tokio::pin!(deadline);
         loop {
             tokio::select! {
-                _ = sigint.recv() => break,
-                _ = sigterm.recv() => break,
-                _ = sighup.recv() => break,
+                _ = signals.next() => break,
                 _ = &mut deadline, if duration.is_some() => break,
                 Some(pid) = exited.recv() => {
                     eprintln!("syscost: process {pid} exited; its final counts stay on the endpoint");

@@ -11,7 +11,7 @@ pub mod top;
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use crate::cli::ViewArgs;
 use syscost_engine::session::SessionHandle;
@@ -213,4 +213,42 @@ pub fn floor(variant: &str) -> Result<i32> {
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
     drop(programs);
     Ok(0)
+}
+
+/// The signals that stop a command ([`syscost_engine::signals::Stop`], the one way
+/// syscost learns it is told to stop), awaited in an event loop: made inside the
+/// loop's runtime, before the line that says Ctrl-C stops.
+struct Signals {
+    /// A duplicate of [`syscost_engine::signals::Stop::fd`], watched by the loop.
+    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+    stop: syscost_engine::signals::Stop,
+}
+
+impl Signals {
+    /// Catches SIGINT, SIGTERM and SIGHUP (inside a runtime).
+    fn catch() -> Result<Self> {
+        use std::os::fd::{BorrowedFd, OwnedFd};
+        let stop = syscost_engine::signals::Stop::catch()?;
+        // SAFETY: Stop's descriptor stays open as long as the process.
+        let watched: OwnedFd = unsafe { BorrowedFd::borrow_raw(stop.fd()) }
+            .try_clone_to_owned()
+            .context("cannot watch for signals")?;
+        // SAFETY: the duplicate moves into the AsyncFd and stays open as long as it lives.
+        let fd = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(watched, tokio::io::Interest::READABLE)
+        }
+        .map_err(|e| anyhow::anyhow!("cannot watch for signals: {e}"))?;
+        Ok(Self { fd, stop })
+    }
+
+    /// The next signal, in the order they came.
+    async fn next(&self) -> Result<libc::c_int> {
+        loop {
+            let mut ready = self.fd.readable().await?;
+            match self.stop.next_signal() {
+                Some(sig) => return Ok(sig),
+                None => ready.clear_ready(),
+            }
+        }
+    }
 }

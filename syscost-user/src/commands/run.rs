@@ -13,7 +13,6 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{
     cli::RunArgs,
@@ -44,9 +43,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .build()
         .context("cannot start the event loop")?;
     let entered = runtime.enter();
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
+    let signals = super::Signals::catch()?;
     drop(entered);
 
     let comm = process::exec_comm(&program);
@@ -92,9 +89,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         loop {
             tokio::select! {
                 status = &mut waiter => break status.context("wait task failed")?,
-                _ = sigint.recv() => {}
-                _ = sigterm.recv() => unsafe { libc::kill(pid as i32, libc::SIGTERM); },
-                _ = sighup.recv() => unsafe { libc::kill(pid as i32, libc::SIGHUP); },
+                sig = signals.next() => match sig? {
+                    libc::SIGINT => {}
+                    // SAFETY: passes the signal on to our own child.
+                    other => unsafe {
+                        libc::kill(pid as i32, other);
+                    },
+                },
             }
         }
     })?;

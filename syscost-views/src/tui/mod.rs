@@ -9,10 +9,7 @@ pub mod top;
 pub mod ui;
 
 use std::{
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        mpsc,
-    },
+    sync::mpsc,
     time::{Duration, Instant},
 };
 
@@ -25,6 +22,7 @@ use syscost_engine::{
     process::Process,
     sampler::Series,
     session::{self, SessionHandle},
+    signals::Stop,
 };
 use syscost_report::{
     profile::{Features, Target},
@@ -46,12 +44,6 @@ pub struct LiveOptions {
     pub label: Option<String>,
     /// With `--slow`: the `l` view of the slow calls the samples bring.
     pub slow: bool,
-}
-
-static TERMINATE: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_terminate(_: libc::c_int) {
-    TERMINATE.store(true, Ordering::Relaxed);
 }
 
 /// Restores the terminal when dropped, on every way out of the loop.
@@ -191,6 +183,7 @@ pub type Term = ratatui::DefaultTerminal;
 pub struct Screen {
     pub terminal: Term,
     pub input: mpsc::Receiver<Event>,
+    stop: Stop,
     _guard: TerminalGuard,
 }
 
@@ -198,19 +191,19 @@ impl Screen {
     /// Takes the terminal; SIGTERM, SIGHUP and SIGINT end the view (see
     /// [`Screen::terminated`]).
     pub fn open() -> Result<Self> {
-        TERMINATE.store(false, Ordering::Relaxed);
-        syscost_engine::signals::catch(&[libc::SIGTERM, libc::SIGHUP, libc::SIGINT], on_terminate);
+        let stop = Stop::catch()?;
         let terminal = ratatui::try_init().context("cannot set up the terminal")?;
         Ok(Self {
             terminal,
             input: spawn_input(),
+            stop,
             _guard: TerminalGuard,
         })
     }
 
     /// Whether a signal asked to end, or the terminal went away.
     pub fn terminated(&self) -> bool {
-        TERMINATE.load(Ordering::Relaxed) || terminal_hung_up()
+        self.stop.stopped() || terminal_hung_up()
     }
 }
 
@@ -336,10 +329,8 @@ pub fn live_with(
         }
         fault.fire()?;
         let now = Instant::now();
-        if TERMINATE.load(Ordering::Relaxed)
-            || deadline.is_some_and(|d| now >= d)
-            || terminal_hung_up()
-        {
+        // The screen's fields apart: `terminal` is borrowed for drawing.
+        if screen.stop.stopped() || terminal_hung_up() || deadline.is_some_and(|d| now >= d) {
             break;
         }
         match input.recv_timeout(Duration::from_millis(50)) {

@@ -73,7 +73,7 @@ pub struct LoadConfig {
     /// syscost's own process, left out of the automatic modes.
     pub own_tgid: u32,
     /// Keep `TOP` up to date.
-    pub top_on: u32,
+    pub per_process_on: u32,
     /// Slots below this get no pool entries (their figures are in `TOP` only).
     pub pool_from_slot: u32,
     /// Add forked child processes of traced processes to PROCS (threads are always
@@ -87,8 +87,15 @@ pub struct LoadConfig {
     /// `bpf_get_current_ancestor_cgroup_id` helper (tracing programs have it from
     /// 5.14); 1, the task's default-hierarchy cgroup read through the offsets above.
     pub cgroup_walk: u32,
-    /// Keeps the size a multiple of 8 with no implicit padding.
-    pub _reserved: u32,
+    /// Count every call by its user stack (`--stacks`): `STACK_CALLS`, `STACK_FRAMES`.
+    pub stacks_on: u32,
+    /// With `stacks_on`: a stack's calls on a CPU are sampled (sent with a copy of the
+    /// user stack, for unwinding) when their count less one has no bit of this mask set:
+    /// the first, then 1 in (mask + 1).
+    pub stacks_sample_mask: u32,
+    /// With `stacks_on`: a sample is sent only while the `SLOW` ring holds fewer bytes
+    /// than this (half of it): slow calls keep the rest, whatever the samples' rate.
+    pub stacks_ring_limit: u32,
 }
 
 impl LoadConfig {
@@ -118,19 +125,21 @@ impl LoadConfig {
         auto_mode: 0,
         cgroup_level: 0,
         own_tgid: 0,
-        top_on: 0,
+        per_process_on: 0,
         pool_from_slot: 0,
         follow_forks: 0,
         proc_mask: 0,
         thread_mask: 0,
         pool_per_cpu: 0,
         cgroup_walk: 0,
-        _reserved: 0,
+        stacks_on: 0,
+        stacks_sample_mask: 0,
+        stacks_ring_limit: 0,
     };
 }
 
 // No padding: the fields' sizes add up to the struct's (the loader writes every byte).
-const _: () = assert!(core::mem::size_of::<LoadConfig>() == (6 + 6 + 4 + 8 + 3 + 13) * 8 + 14 * 4);
+const _: () = assert!(core::mem::size_of::<LoadConfig>() == (6 + 6 + 4 + 8 + 3 + 13) * 8 + 16 * 4);
 
 /// The names of the object's maps, as the kernel side declares them (its statics'
 /// names) and the loader finds them; a test of the user side holds the two lists equal.
@@ -151,9 +160,13 @@ pub mod map_names {
     pub const SLOW_NS: &str = "SLOW_NS";
     pub const DRILL: &str = "DRILL";
     pub const KSTACK_OF: &str = "KSTACK_OF";
+    pub const STACK_CALLS: &str = "STACK_CALLS";
+    pub const STACK_FRAMES: &str = "STACK_FRAMES";
+    pub const STACK_SCRATCH: &str = "STACK_SCRATCH";
+    pub const STACK_COUNTS: &str = "STACK_COUNTS";
 
     /// Every map of the tracer's programs.
-    pub const ALL: [&str; 16] = [
+    pub const ALL: [&str; 20] = [
         PROCS,
         PROCS_OVERFLOW,
         THREADS,
@@ -170,5 +183,9 @@ pub mod map_names {
         SLOW_NS,
         DRILL,
         KSTACK_OF,
+        STACK_CALLS,
+        STACK_FRAMES,
+        STACK_SCRATCH,
+        STACK_COUNTS,
     ];
 }

@@ -148,6 +148,65 @@ pub struct TopValue {
     pub offcpu_ns: u64,
 }
 
+/// User stack frames a call's stack is known by (`--stacks`): its frame-pointer walk,
+/// innermost first, at most this many (deeper callers are not told apart).
+pub const STACK_FRAMES: usize = 32;
+
+/// A call's user stack as the frame-pointer walk found it (`STACK_FRAMES` values, and the
+/// per-CPU scratch the walk is written into): `bytes` of `frames` filled.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserStack {
+    pub frames: [u64; STACK_FRAMES],
+    /// Bytes of `frames` filled (a multiple of 8), or 0 when the walk found nothing.
+    pub bytes: u64,
+}
+
+/// Key of the `STACK_CALLS` table: one process, one user stack (the hash of its
+/// frame-pointer walk, the key of `STACK_FRAMES`; 0: no stack could be walked) and one
+/// syscall (`syscall_key`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackKey {
+    pub stack: u64,
+    pub tgid: u32,
+    pub key: u32,
+}
+
+/// Value of the `STACK_CALLS` table (per CPU): the calls made from one stack, exact.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StackValue {
+    pub calls: u64,
+    pub total_ns: u64,
+}
+
+/// The `STACK_COUNTS` per-CPU array: what `--stacks` could not keep, never silently.
+pub mod stack_counter {
+    /// Calls whose (process, stack, syscall) found no room in `STACK_CALLS` (counted in
+    /// the table of syscalls, not under a stack).
+    pub const CALLS_DROPPED: u32 = 0;
+    /// Calls whose stack's frames found no room in `STACK_FRAMES` (the calls are counted
+    /// under its hash, its frames unknown unless a sample names them).
+    pub const FRAMES_DROPPED: u32 = 1;
+    /// Samples sent through the `SLOW` ring buffer for unwinding.
+    pub const SAMPLES: u32 = 2;
+    /// Samples the ring buffer had no room for.
+    pub const SAMPLES_DROPPED: u32 = 3;
+    /// Number of counters.
+    pub const COUNT: u32 = 4;
+}
+
+/// The hash a stack is known by: FNV-1a over its frames' words (never 0, which means
+/// "no stack"). The kernel side hashes with the same function.
+#[inline(always)]
+pub fn stack_hash_step(h: u64, frame: u64) -> u64 {
+    (h ^ frame).wrapping_mul(0x0000_0100_0000_01b3)
+}
+
+/// FNV-1a's offset basis, where [`stack_hash_step`] starts.
+pub const STACK_HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
+
 /// One slot of the direct-mapped `PROCS` table (index `tgid & (PROC_SLOTS - 1)`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -453,6 +512,9 @@ pub struct SlowEvent {
     /// The low half of the task's `self_exec_id` (one more at each exec): with `mm`, which
     /// image of the process made the call (a freed `mm_struct` may be reused).
     pub exec_id: u32,
+    /// With `slow_flags::STACK_SAMPLE`: the hash of the call's frame-pointer walk, the
+    /// stack whose calls it samples (`StackKey::stack`).
+    pub stack_hash: u64,
     /// User stack, innermost first (the instruction after the syscall first).
     pub stack: [u64; SLOW_STACK_FRAMES],
     /// With `--kernel-stacks`: the kernel stack where the call last blocked, taken at its
@@ -496,6 +558,11 @@ pub mod slow_flags {
     /// The call's return to a CPU after a switch-out was not seen
     /// (`counter::SWITCH_IN_UNSEEN`): its `offcpu_ns` is an upper bound.
     pub const SWITCH_IN_UNSEEN: u32 = 1;
+    /// The record is a slow call (`--slow`).
+    pub const SLOW: u32 = 2;
+    /// The record is a sample of its stack's calls (`--stacks`): its user stack copy
+    /// names the frames of `SlowEvent::stack_hash`.
+    pub const STACK_SAMPLE: u32 = 4;
 }
 
 /// Where a slot's counter `c` is in `COUNTERS`.
@@ -518,6 +585,9 @@ mod pod {
     unsafe impl aya::Pod for super::BigKey {}
     unsafe impl aya::Pod for super::TopKey {}
     unsafe impl aya::Pod for super::TopValue {}
+    unsafe impl aya::Pod for super::StackKey {}
+    unsafe impl aya::Pod for super::StackValue {}
+    unsafe impl aya::Pod for super::UserStack {}
     unsafe impl aya::Pod for super::ProcRecord {}
     unsafe impl aya::Pod for super::ExitRecord {}
     unsafe impl aya::Pod for super::SlowEvent {}

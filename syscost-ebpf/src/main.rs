@@ -18,7 +18,7 @@
 //! and added to PROCS either as traced or as `EXCLUDED`, so each later syscall costs the
 //! same one lookup as in the other modes. A process moved to another cgroup is taken out
 //! of PROCS and looked at again. `TOP` keeps per-process figures (no histograms) of every
-//! traced process when `config.top_on`; the pool's full statistics are kept for slots from
+//! traced process when `config.per_process_on`; the pool's full statistics are kept for slots from
 //! `config.pool_from_slot` on (all of them, except in `syscost top`, where slot 0 holds the
 //! processes not drilled into).
 //!
@@ -26,19 +26,19 @@
 //!
 //! | hook (raw tracepoint) | program | maps | attached |
 //! |---|---|---|---|
-//! | `sys_enter` | `syscost_sys_enter` | PROCS(+_OVERFLOW) read, written on a process's first call; THREADS(+_OVERFLOW); PROC_INFO (`config.top_on`) | always |
-//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, SLOW, KSTACK_OF (`config.slow_on`); TOP, PROC_INFO (`config.top_on`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
+//! | `sys_enter` | `syscost_sys_enter` | PROCS(+_OVERFLOW) read, written on a process's first call; THREADS(+_OVERFLOW); PROC_INFO (`config.per_process_on`) | always |
+//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, SLOW, KSTACK_OF (`config.slow_on`); STACK_CALLS, STACK_FRAMES, STACK_SCRATCH, STACK_COUNTS, SLOW (`config.stacks_on`); TOP, PROC_INFO (`config.per_process_on`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
 //! | `sched_switch` | `syscost_sched_switch` | PROCS read; THREADS; KSTACK_OF (`config.kstacks_on`) | unless `--no-offcpu` |
 //! | `sched_process_fork` | `syscost_fork` | PROCS (children, `config.follow_forks`); THREADS | always |
-//! | `sched_process_exec` | `syscost_exec` | PROCS (ABI); PROC_INFO (`config.top_on`); THREADS | always |
-//! | `sched_process_exit` | `syscost_exit` | THREADS; PROCS; PROC_INFO, EXITS (`config.top_on`) | always |
+//! | `sched_process_exec` | `syscost_exec` | PROCS (ABI); PROC_INFO (`config.per_process_on`); THREADS | always |
+//! | `sched_process_exit` | `syscost_exit` | THREADS; PROCS; PROC_INFO, EXITS (`config.per_process_on`) | always |
 //! | `cgroup_attach_task` | `syscost_cgroup_move` | PROCS | `--cgroup` |
 //!
 //! The hooks follow in the order a traced call meets them; the helpers are grouped by
 //! the table they serve: `maps` (every map and constant), `procs` (the traced set),
 //! `threads` (each thread's call in flight), `stats` (the pool of statistics entries),
-//! `top` (per-process figures), `slow` (slow calls); each module imports what it uses by
-//! name. `bench` holds the programs that are
+//! `per_process` (per-process figures), `slow` (slow calls), `stacks` (calls by user stack); each module imports what it
+//! uses by name. `probes` holds the programs that are
 //! not the tracer (the benchmark's floor and candidates, doctor's and the loader's
 //! probes). Every helper is `inline(always)`: a BPF-to-BPF call costs more than the
 //! work of most of them, and inlined code lets the verifier fold the load-time
@@ -59,28 +59,30 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use syscost_common::{
     KEY_FORK_CHILD, KEY_NONE, KEYS_PER_SLOT, ProcSlot, ThreadSlot, abi, auto_mode, counter,
-    proc_value, syscall_key,
+    proc_value, slow_flags, syscall_key,
 };
 
 use self::{
     maps::{DRILL, SLOW_NS, config},
+    per_process::{count_top, hand_over},
     procs::{
         auto_add, group_dead, insert_proc, name_process, proc_of, proc_value_ptr, process_abi,
         remove_proc, rename_process, traced,
     },
     slow::{report_slow, take_kernel_stack},
+    stacks::count_stack,
     stats::{count, record},
     threads::{claim_thread, release_thread, thread_slot},
-    top::{count_top, hand_over},
 };
 
-mod bench;
 mod maps;
+mod per_process;
+mod probes;
 mod procs;
 mod slow;
+mod stacks;
 mod stats;
 mod threads;
-mod top;
 
 /// A call as sys_exit sees it once paired with its enter.
 #[derive(Clone, Copy)]
@@ -123,6 +125,7 @@ pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
 }
 
 #[raw_tracepoint(tracepoint = "sys_exit")]
+#[inline(always)]
 pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
@@ -164,10 +167,36 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
         return 0;
     };
     let ret: i64 = ctx.arg(1);
-    if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
-        report_slow(&ctx, pid_tgid, stats_slot, &call, ret, now);
+    // Written twice so that without `--stacks` the path is the slow calls' alone (the
+    // verifier drops the branch a load-time constant rules out). Calls by stack are kept
+    // for the slots with full statistics (`top`: the process drilled into).
+    if config!(stacks_on) != 0 && stats_slot >= pool_from {
+        let (stack_hash, sample) = count_stack(&ctx, tgid, call.key, call.ns);
+        let mut flags = 0;
+        if sample {
+            flags |= slow_flags::STACK_SAMPLE;
+        }
+        if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
+            flags |= slow_flags::SLOW;
+        }
+        if flags != 0 {
+            report_slow(
+                &ctx, pid_tgid, stats_slot, &call, ret, now, flags, stack_hash,
+            );
+        }
+    } else if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
+        report_slow(
+            &ctx,
+            pid_tgid,
+            stats_slot,
+            &call,
+            ret,
+            now,
+            slow_flags::SLOW,
+            0,
+        );
     }
-    if config!(top_on) != 0 {
+    if config!(per_process_on) != 0 {
         count_top(tgid, stats_slot, &call, ret);
     }
     if stats_slot >= pool_from {
@@ -395,7 +424,7 @@ pub fn syscost_exec(ctx: RawTracePointContext) -> i32 {
         *v = proc_value::with_abi(known & !ProcSlot::OVERFLOW, abi::UNKNOWN)
             | (known & ProcSlot::OVERFLOW);
     }
-    if config!(top_on) != 0 {
+    if config!(per_process_on) != 0 {
         name_process(tgid);
     }
     let tid = pid_tgid as u32;
@@ -414,7 +443,7 @@ pub fn syscost_exec(ctx: RawTracePointContext) -> i32 {
 }
 
 /// sched_process_exit, run in the exiting thread. Frees its slot and, when the whole
-/// thread group is gone, hands the process's record to userspace (`config.top_on`) and takes
+/// thread group is gone, hands the process's record to userspace (`config.per_process_on`) and takes
 /// the process out of PROCS so a new process that reuses its pid is not traced. The
 /// main thread's exit renames the record: the name the process ended with (a process
 /// may rename itself, `prctl(PR_SET_NAME)`, after its first call), as /proc showed it.
@@ -426,7 +455,7 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     // one may have taken the process out already, and its slot must not outlive it.
     release_thread(pid_tgid as u32);
     if proc_value_ptr(tgid).is_some() {
-        let top = config!(top_on) != 0;
+        let top = config!(per_process_on) != 0;
         if top && pid_tgid as u32 == tgid {
             rename_process(tgid);
         }

@@ -10,7 +10,8 @@ use aya_ebpf::{
     maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
 };
 use syscost_common::{
-    BigKey, BlockedStack, ProcRecord, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, counter,
+    BigKey, BlockedStack, ProcRecord, ProcSlot, StackKey, StackValue, StatsEntry, ThreadSlot,
+    TopKey, TopValue, UserStack, counter, stack_counter,
 };
 
 use syscost_common::config::LoadConfig;
@@ -18,7 +19,7 @@ use syscost_common::config::LoadConfig;
 /// BPF_F_MMAPABLE: userspace maps these arrays and reads them without syscalls.
 const MMAPABLE: u32 = 1 << 10;
 
-/// Traced processes, direct-mapped: index `tgid & PROC_MASK`.
+/// Traced processes, direct-mapped: index `tgid & config.proc_mask`.
 #[map]
 pub(crate) static PROCS: Array<ProcSlot> = Array::with_max_entries(1, 0);
 
@@ -26,7 +27,7 @@ pub(crate) static PROCS: Array<ProcSlot> = Array::with_max_entries(1, 0);
 #[map]
 pub(crate) static PROCS_OVERFLOW: HashMap<u32, u32> = HashMap::with_max_entries(1, 0);
 
-/// Per-thread state, direct-mapped: index `tid & THREAD_MASK`.
+/// Per-thread state, direct-mapped: index `tid & config.thread_mask`.
 #[map]
 pub(crate) static THREADS: Array<ThreadSlot> = Array::with_max_entries(1, MMAPABLE);
 
@@ -43,7 +44,8 @@ pub(crate) static INDEX: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 #[map]
 pub(crate) static BIG_INDEX: PerCpuHashMap<BigKey, u32> = PerCpuHashMap::with_max_entries(1, 0);
 
-/// The statistics: CPU `c`'s region is `c * `config.pool_per_cpu` ..`, filled in order of first use.
+/// The statistics: CPU `c`'s region starts at `c * config.pool_per_cpu`, filled in order
+/// of first use.
 #[map]
 pub(crate) static POOL: Array<StatsEntry> = Array::with_max_entries(1, MMAPABLE);
 
@@ -56,18 +58,18 @@ pub(crate) static POOL_NEXT: PerCpuArray<u32> = PerCpuArray::with_max_entries(1,
 #[map]
 pub(crate) static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
 
-/// Per process and syscall, per CPU: calls, errors, time (`config.top_on` only). Userspace
+/// Per process and syscall, per CPU: calls, errors, time (`config.per_process_on` only). Userspace
 /// deletes the keys of a process once it has read their final figures, as soon as the
 /// process's `EXITS` record arrives.
 #[map]
 pub(crate) static TOP: PerCpuHashMap<TopKey, TopValue> = PerCpuHashMap::with_max_entries(1, 0);
 
-/// The processes the automatic modes trace, while they live (`config.top_on` only): name,
+/// The processes the automatic modes trace, while they live (`config.per_process_on` only): name,
 /// cgroup and their `TOP` keys. Sent through `EXITS` and deleted at their exit.
 #[map]
 pub(crate) static PROC_INFO: HashMap<u32, ProcRecord> = HashMap::with_max_entries(1, 0);
 
-/// Each traced process's `PROC_INFO` record at its exit (`config.top_on` only): which `TOP`
+/// Each traced process's `PROC_INFO` record at its exit (`config.per_process_on` only): which `TOP`
 /// keys to read one last time and free.
 #[map]
 pub(crate) static EXITS: RingBuf = RingBuf::with_byte_size(4096, 0);
@@ -89,6 +91,25 @@ pub(crate) static DRILL: Array<u32> = Array::with_max_entries(1, 0);
 /// syscall, copied (nothing shared between threads, nothing overwritten by another).
 #[map]
 pub(crate) static KSTACK_OF: HashMap<u32, BlockedStack> = HashMap::with_max_entries(1, 0);
+
+/// With `--stacks`: per CPU, the calls and time of each (process, user stack, syscall).
+#[map]
+pub(crate) static STACK_CALLS: PerCpuHashMap<StackKey, StackValue> =
+    PerCpuHashMap::with_max_entries(1, 0);
+
+/// With `--stacks`: each user stack's frame-pointer walk, by its hash.
+#[map]
+pub(crate) static STACK_FRAMES: HashMap<u64, UserStack> = HashMap::with_max_entries(1, 0);
+
+/// With `--stacks`: where a call's walk is written before it is hashed (per CPU: the
+/// programs do not nest on a CPU for these tracepoints).
+#[map]
+pub(crate) static STACK_SCRATCH: PerCpuArray<UserStack> = PerCpuArray::with_max_entries(1, 0);
+
+/// With `--stacks`: `syscost_common::stack_counter`, per CPU.
+#[map]
+pub(crate) static STACK_COUNTS: PerCpuArray<u64> =
+    PerCpuArray::with_max_entries(stack_counter::COUNT, 0);
 
 /// The load-time configuration (`syscost_common::config`), written by the loader and
 /// read here only through [`config!`]: read-only and frozen at load, so the verifier

@@ -157,7 +157,7 @@ pub(crate) fn auto_add(tgid: u32) -> bool {
     };
     // The record first: once the process is in PROCS, another of its threads may make a
     // call on another CPU, and its key's bit must find the record there.
-    let top = wanted && config!(top_on) != 0;
+    let top = wanted && config!(per_process_on) != 0;
     if top {
         name_process(tgid);
     }

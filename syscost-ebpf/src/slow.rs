@@ -4,6 +4,7 @@
 use crate::{
     Call,
     maps::{KSTACK_OF, SLOW, config},
+    stacks,
     stats::count,
 };
 use aya_ebpf::{
@@ -17,13 +18,15 @@ use aya_ebpf::{
 };
 use syscost_common::{
     BlockedStack, KERNEL_STACK_FRAMES, SLOW_STACK_FRAMES, SlowRecord, USER_STACK_PAGE, counter,
-    key_is_compat, slow_flags,
+    key_is_compat, slow_flags, stack_counter,
 };
 
-/// Sends a slow call through the ring buffer: its figures, arguments, user stack (its
-/// frame-pointer walk, and `config.user_stack_pages` pages of it for userspace to unwind) and
-/// kernel stack.
+/// Sends a call through the ring buffer, a slow call or a sample of its stack's calls or
+/// both (`flags`: `slow_flags::SLOW`, `STACK_SAMPLE`; `stack_hash` the stack's): its
+/// figures, arguments, user stack (its frame-pointer walk, and
+/// `config.user_stack_pages` pages of it for userspace to unwind) and kernel stack.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn report_slow(
     ctx: &RawTracePointContext,
     pid_tgid: u64,
@@ -31,6 +34,8 @@ pub(crate) fn report_slow(
     call: &Call,
     ret: i64,
     now: u64,
+    flags: u32,
+    stack_hash: u64,
 ) {
     // 32-bit tasks' stacks are not unwound from a copy: their frame-pointer walk only.
     let pages = if key_is_compat(call.key) {
@@ -40,12 +45,13 @@ pub(crate) fn report_slow(
     };
     // The ring buffer's records have a size known when the program is verified: one
     // function per size.
+    let sent = (flags, stack_hash);
     match pages {
-        1 => report::<1>(ctx, pid_tgid, stats_slot, call, ret, now),
-        2 => report::<2>(ctx, pid_tgid, stats_slot, call, ret, now),
-        4 => report::<4>(ctx, pid_tgid, stats_slot, call, ret, now),
-        8 => report::<8>(ctx, pid_tgid, stats_slot, call, ret, now),
-        _ => report::<0>(ctx, pid_tgid, stats_slot, call, ret, now),
+        1 => report::<1>(ctx, pid_tgid, stats_slot, call, ret, now, sent),
+        2 => report::<2>(ctx, pid_tgid, stats_slot, call, ret, now, sent),
+        4 => report::<4>(ctx, pid_tgid, stats_slot, call, ret, now, sent),
+        8 => report::<8>(ctx, pid_tgid, stats_slot, call, ret, now, sent),
+        _ => report::<0>(ctx, pid_tgid, stats_slot, call, ret, now, sent),
     }
 }
 
@@ -57,6 +63,7 @@ fn report<const P: usize>(
     call: &Call,
     ret: i64,
     now: u64,
+    (flags, stack_hash): (u32, u64),
 ) {
     let Call {
         key,
@@ -67,7 +74,12 @@ fn report<const P: usize>(
         ..
     } = *call;
     let Some(mut entry) = SLOW.reserve::<SlowRecord<P>>(0) else {
-        count(stats_slot, counter::DROPPED_SLOW);
+        if flags & slow_flags::SLOW != 0 {
+            count(stats_slot, counter::DROPPED_SLOW);
+        }
+        if flags & slow_flags::STACK_SAMPLE != 0 {
+            stacks::count(stack_counter::SAMPLES_DROPPED);
+        }
         return;
     };
     let r = entry.as_mut_ptr();
@@ -145,13 +157,19 @@ fn report<const P: usize>(
         (*e).user_stack_base = base;
         (*e).user_stack_bytes = bytes;
         (*e).flags = if call.switch_in_unseen {
-            slow_flags::SWITCH_IN_UNSEEN
+            flags | slow_flags::SWITCH_IN_UNSEEN
         } else {
-            0
+            flags
         };
+        (*e).stack_hash = stack_hash;
     }
     entry.submit(0);
-    count(stats_slot, counter::SLOW);
+    if flags & slow_flags::SLOW != 0 {
+        count(stats_slot, counter::SLOW);
+    }
+    if flags & slow_flags::STACK_SAMPLE != 0 {
+        stacks::count(stack_counter::SAMPLES);
+    }
 }
 
 /// The inode number and mount id of the file descriptor `fd` of `task` names, or (0, 0).

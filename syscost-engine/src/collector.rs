@@ -283,6 +283,7 @@ impl Snapshot {
             processes: Vec::new(),
             slow_threshold: None,
             slow_calls: Vec::new(),
+            stacks: None,
             slow_dropped: self.counters[counter::DROPPED_SLOW as usize],
             features: Vec::new(),
             unavailable: Vec::new(),
@@ -569,8 +570,9 @@ mod json_round_trip {
         let p = sample();
         let text = to_string(&p);
         assert_eq!(parse(text.as_bytes()).unwrap(), p);
+        let version = format!("\"version\": {SCHEMA_VERSION}");
         for key in [
-            "\"version\": 6",
+            version.as_str(),
             "\"errnos\": {",
             "\"EBADF\": 2",
             "\"lo_ns\": 120",
@@ -613,7 +615,7 @@ mod json_round_trip {
         let text = to_string(&snap.to_profile(Target::default(), 1, true).unwrap());
         assert!(text.contains("\"nr\": 64,"), "{text}");
         let v2 = text
-            .replace("\"version\": 6", "\"version\": 2")
+            .replace(&format!("\"version\": {SCHEMA_VERSION}"), "\"version\": 2")
             .replace("\"nr\": 64,", "\"nr\": 576,");
         let p = parse(v2.as_bytes()).unwrap();
         assert_eq!((p.version, p.syscalls[0].nr), (SCHEMA_VERSION, 64));
@@ -635,7 +637,8 @@ mod json_round_trip {
 
     #[test]
     fn reads_version_3_profiles() {
-        let text = to_string(&sample()).replace("\"version\": 6", "\"version\": 3");
+        let text = to_string(&sample())
+            .replace(&format!("\"version\": {SCHEMA_VERSION}"), "\"version\": 3");
         assert_eq!(parse(text.as_bytes()).unwrap(), sample());
     }
 
@@ -677,8 +680,10 @@ mod json_round_trip {
             "not a syscost profile: no \"version\" number"
         );
         assert!(
-            err(text.replace("\"version\": 6", "\"version\": 9").as_bytes())
-                .contains("newer than this syscost")
+            err(text
+                .replace(&format!("\"version\": {SCHEMA_VERSION}"), "\"version\": 9")
+                .as_bytes())
+            .contains("newer than this syscost")
         );
         assert!(
             err(text.replace("\"calls\": 3", "\"calls\": 4").as_bytes())

@@ -2,7 +2,8 @@
 //! loads and attaches the programs (the layout of the running kernel from its BTF,
 //! `kernel_btf`; the tables' sizes, `map_sizes`); [`sampler`] is the one reader of the
 //! maps (consistent snapshots, threads, own cost); [`session`] owns time, taking the
-//! samples the views are handed; [`slow`] reads, unwinds and names the slow calls;
+//! samples the views are handed; [`slow`] reads, unwinds and names the slow calls (and
+//! `--stacks`' samples); [`stacks`] joins the calls by stack with their samples;
 //! [`process_table`] keeps the machine's processes for `top`; [`collector`] turns
 //! snapshots into profiles; [`process`], [`cgroup`], [`privileges`] and [`signals`] are
 //! what it needs of the system.
@@ -13,6 +14,7 @@
 pub mod cgroup;
 pub mod collector;
 pub mod kernel_btf;
+pub mod kube;
 pub mod locks;
 pub mod map_sizes;
 pub mod privileges;
@@ -22,6 +24,7 @@ pub mod sampler;
 pub mod session;
 pub mod signals;
 pub mod slow;
+pub mod stacks;
 pub mod tracer;
 
 /// `syscost --version`: the version, the commit it was built from and a build id of the

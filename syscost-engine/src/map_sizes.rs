@@ -6,7 +6,8 @@ use std::mem::size_of;
 
 use anyhow::{Result, bail};
 use syscost_common::{
-    INDEX_WORDS_PER_SLOT, ProcRecord, ProcSlot, StatsEntry, ThreadSlot, TopKey, TopValue, counter,
+    INDEX_WORDS_PER_SLOT, ProcRecord, ProcSlot, StackKey, StackValue, StatsEntry, ThreadSlot,
+    TopKey, TopValue, UserStack, counter,
 };
 
 /// Table sizes for one load of the programs.
@@ -34,6 +35,9 @@ pub struct TableSizes {
     pub exit_ring: u32,
     /// Bytes of the slow calls' ring buffer (`--slow`; a power of two, pages).
     pub slow_ring: u32,
+    /// `--stacks`: (process, user stack, syscall) triples, and distinct stacks' frames.
+    pub stack_calls: u32,
+    pub stack_frames: u32,
 }
 
 impl TableSizes {
@@ -54,6 +58,18 @@ impl TableSizes {
             names: 1,
             exit_ring: 4096,
             slow_ring: 4 << 20,
+            stack_calls: 1,
+            stack_frames: 1,
+        }
+    }
+
+    /// Room for `--stacks`: 16,384 (process, stack, syscall) triples and 8,192 distinct
+    /// stacks; calls past them are counted as dropped (`stack_counter`).
+    pub fn with_stacks(self) -> Self {
+        Self {
+            stack_calls: 16_384,
+            stack_frames: 8192,
+            ..self
         }
     }
 
@@ -95,6 +111,8 @@ impl TableSizes {
                 "names" => &mut self.names,
                 "exit_ring" => &mut self.exit_ring,
                 "slow_ring" => &mut self.slow_ring,
+                "stack_calls" => &mut self.stack_calls,
+                "stack_frames" => &mut self.stack_frames,
                 other => bail!("SYSCOST_TABLE_SIZES: no table '{other}'"),
             };
             *field = n;
@@ -142,6 +160,10 @@ impl TableSizes {
             + u64::from(self.top_entries) * size_of::<TopValue>() as u64 * cpus;
         let names = hash(self.names, 4, size_of::<ProcRecord>() as u64);
         let exits = u64::from(self.exit_ring);
+        let stacks = hash(self.stack_calls, size_of::<StackKey>(), 8)
+            + u64::from(self.stack_calls) * size_of::<StackValue>() as u64 * cpus
+            + hash(self.stack_frames, 8, round8(size_of::<UserStack>()))
+            + size_of::<UserStack>() as u64 * cpus;
         procs
             + procs_overflow
             + threads
@@ -153,6 +175,7 @@ impl TableSizes {
             + top
             + names
             + exits
+            + stacks
             + LOG_AND_SMALL
     }
 }
@@ -177,6 +200,10 @@ mod tests {
         let top = TableSizes::for_slots(2).with_top();
         assert!(top.memory(64, 2) <= 128 * MB, "{}", top.memory(64, 2));
         assert!(top.memory(2, 2) <= 16 * MB, "{}", top.memory(2, 2));
+        let stacks = TableSizes::for_slots(1).with_stacks();
+        let added = |cpus| stacks.memory(cpus, 1) - one.memory(cpus, 1);
+        assert!(added(2) <= 5 * MB, "{}", added(2));
+        assert!(added(64) <= 24 * MB, "{}", added(64));
     }
 
     #[test]

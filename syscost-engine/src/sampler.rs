@@ -142,7 +142,7 @@ impl OwnCost {
 
     fn new(wanted: bool) -> Self {
         let unavailable = if !wanted {
-            Some("off (--no-run-stats)".to_string())
+            Some("off".to_string())
         } else if !crate::privileges::can_enable_run_stats() {
             Some(NEEDS_SYS_ADMIN.to_string())
         } else {
@@ -228,6 +228,8 @@ pub struct Sampler {
     last: HashMap<(u32, u32), Box<StatsEntry>>,
     /// The snapshots taken when the programs were unloaded.
     frozen: Option<Vec<Snapshot>>,
+    /// `--stacks`' tables, read when the programs were unloaded.
+    stacks: Option<crate::stacks::Raw>,
     own_cost: OwnCost,
     /// The per-process figures (`syscost top`, `export --top`, `--per-process`).
     table: ProcessTable,
@@ -243,7 +245,7 @@ pub struct Sampler {
 impl Sampler {
     /// A sampler of `tracer`; `run_stats`: measure syscost's own cost.
     pub fn new(mut tracer: Tracer, run_stats: bool) -> Self {
-        let exits = if tracer.top_loaded() {
+        let exits = if tracer.per_process_loaded() {
             tracer
                 .take_exit_ring()
                 .map_err(|e| log::warn!("exit records unavailable: {e:#}"))
@@ -258,6 +260,7 @@ impl Sampler {
             features: tracer.features().clone(),
             tracer: Some(tracer),
             last: HashMap::new(),
+            stacks: None,
             frozen: None,
             own_cost: OwnCost::new(run_stats),
             table: ProcessTable::new(true),
@@ -357,13 +360,44 @@ impl Sampler {
     /// Takes the final snapshots, then detaches and unloads the programs; the final
     /// figures stay readable.
     pub fn unload(&mut self) -> Result<()> {
-        if self.tracer.is_some() {
+        if let Some(tracer) = &self.tracer {
+            // A table that cannot be read costs the stacks, never the profile.
+            let stacks = self
+                .features
+                .on
+                .contains(&"stacks")
+                .then(|| tracer.stack_tables())
+                .and_then(|r| {
+                    r.map_err(|e| {
+                        eprintln!("syscost: --stacks: the calls by stack were not read: {e:#}")
+                    })
+                    .ok()
+                });
             let last = self.snapshots()?;
             self.own_cost.tick(self.tracer.as_ref(), true);
             self.frozen = Some(last);
+            self.stacks = stacks;
             self.tracer = None;
         }
         Ok(())
+    }
+
+    /// `--stacks`' tables now (as read when the programs were unloaded, once they are);
+    /// `None` without `--stacks`.
+    pub fn stack_tables(&self) -> Result<Option<crate::stacks::Raw>> {
+        if !self.features.on.contains(&"stacks") {
+            return Ok(None);
+        }
+        match &self.tracer {
+            Some(t) => t.stack_tables().map(Some),
+            None => Ok(self.stacks.clone()),
+        }
+    }
+
+    /// `--stacks`' tables as read when the programs were unloaded (`None` before, or
+    /// without `--stacks`).
+    pub fn take_stacks(&mut self) -> Option<crate::stacks::Raw> {
+        self.stacks.take()
     }
 
     /// The per-process steps are taken (by the session, every sample): what comes
@@ -402,7 +436,7 @@ impl Sampler {
     /// exited processes in modes that show it only at the end (`--per-process`) or not
     /// for a while (`top`'s drill-down): call it a few times a second.
     pub fn top_tick(&mut self) {
-        let loaded = self.tracer.as_ref().is_some_and(Tracer::top_loaded);
+        let loaded = self.tracer.as_ref().is_some_and(Tracer::per_process_loaded);
         if loaded
             && self.top_read_at.elapsed() >= Duration::from_secs(1)
             && let Err(e) = self.top_refresh()
@@ -415,7 +449,7 @@ impl Sampler {
         let Some(tracer) = self.tracer.as_mut() else {
             return Ok(());
         };
-        if !tracer.top_loaded() {
+        if !tracer.per_process_loaded() {
             return Ok(());
         }
         self.top_read_at = Instant::now();

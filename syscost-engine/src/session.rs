@@ -27,7 +27,7 @@ use crate::{
     sampler::{OwnCostReading, Sampler, SharedSampler, ThreadState},
     slow::reader::{Reader, SlowLog},
 };
-use syscost_report::profile::{Features, SlowCall};
+use syscost_report::profile::{CallStacks, Features, SlowCall};
 
 /// Whose threads the samples describe.
 #[derive(Debug, Default)]
@@ -74,6 +74,9 @@ pub struct Sample {
     /// With `--slow`, once a view asked for them ([`Want::SLOW_CALLS`]): the newest
     /// slow calls (at most 200, newest first) and how many have been received.
     pub slow: Option<(Vec<SlowCall>, u64)>,
+    /// With `--stacks`, once a view asked for them ([`Want::STACKS`]): the calls by
+    /// stack so far.
+    pub stacks: Option<Arc<CallStacks>>,
 }
 
 /// The snapshot of `slot` in `snapshots` (empty when there is no such slot).
@@ -107,6 +110,8 @@ pub struct Finished {
     pub top_totals: Vec<ProcessRow>,
     /// Slow calls kept, and those received but not kept; `None` without `--slow`.
     pub slow: Option<(Vec<SlowCall>, u64)>,
+    /// With `--stacks`: every call by the user stack it was made from.
+    pub stacks: Option<CallStacks>,
 }
 
 impl Finished {
@@ -132,11 +137,16 @@ impl Want {
     pub const SLOW_CALLS: Want = Want(1);
     /// The watched threads' names (a /proc read each).
     pub const THREAD_NAMES: Want = Want(2);
+    /// With `--stacks`: the calls by stack so far (the tables read, joined with the
+    /// samples received).
+    pub const STACKS: Want = Want(4);
 }
 
 struct Shared {
     sampler: SharedSampler,
     slow_log: Option<Arc<Mutex<SlowLog>>>,
+    /// `--stacks`' samples as the reader names them.
+    stack_samples: Option<Arc<Mutex<crate::stacks::Samples>>>,
     watch: Mutex<Watch>,
     interval: Duration,
     latest: Mutex<Arc<Sample>>,
@@ -193,10 +203,12 @@ impl Session {
             own_cost_totals: None,
             top: TopStep::default(),
             slow: None,
+            stacks: None,
         });
         let shared = Arc::new(Shared {
             sampler,
             slow_log: slow.as_ref().map(Reader::log),
+            stack_samples: slow.as_ref().map(Reader::samples),
             watch: Mutex::new(options.watch),
             interval: options.interval.max(INTERVAL_FLOOR),
             latest: Mutex::new(empty),
@@ -242,20 +254,27 @@ impl Session {
     /// the programs, and drains the slow calls still in the ring.
     pub fn finish(mut self) -> Result<Finished> {
         self.stop_clock();
-        let (snapshots, top_totals) = {
+        let (snapshots, top_totals, raw_stacks) = {
             let mut s = lock(&self.shared.sampler);
             s.top_final_step()?;
             let totals = s.top_totals();
             s.unload()?;
-            (s.snapshots()?, totals)
+            (s.snapshots()?, totals, s.take_stacks())
         };
         // A last sample for views still holding a handle (the metrics endpoint serves
         // the final figures until syscost stops).
         self.shared.publish()?;
+        let (slow, samples) = match self.slow.take().map(Reader::into_parts) {
+            Some((calls, samples)) => (Some(calls), samples),
+            None => (None, Default::default()),
+        };
+        let stacks =
+            raw_stacks.map(|raw| crate::stacks::assemble(&raw, &samples, crate::process::comm_of));
         Ok(Finished {
             snapshots,
             top_totals,
-            slow: self.slow.take().map(Reader::finish),
+            slow: slow.filter(|_| self.shared.features.on.contains(&"slow")),
+            stacks,
         })
     }
 
@@ -332,6 +351,18 @@ impl SessionHandle {
             self.shared
                 .wants
                 .fetch_and(!Want::THREAD_NAMES.0, Ordering::AcqRel);
+        }
+    }
+
+    /// Whether the samples carry the calls by stack (the live view's callers pane is
+    /// shown): each costs a read of the kernel's tables.
+    pub fn want_stacks(&self, on: bool) {
+        if on {
+            self.shared.wants.fetch_or(Want::STACKS.0, Ordering::AcqRel);
+        } else {
+            self.shared
+                .wants
+                .fetch_and(!Want::STACKS.0, Ordering::AcqRel);
         }
     }
 
@@ -437,9 +468,14 @@ impl Shared {
             Watch::Process { pid, pidfd } => (task_ids(*pid), crate::process::has_exited(pidfd)),
             Watch::Cgroup(dir) => (cgroup_threads(dir), false),
         };
-        let (snapshots, states, own_cost, own_cost_totals, top) = {
+        let (snapshots, states, own_cost, own_cost_totals, top, raw_stacks) = {
             let mut s = lock(&self.sampler);
             let snapshots = s.snapshots()?;
+            let raw_stacks = if wants & Want::STACKS.0 != 0 {
+                s.stack_tables()?
+            } else {
+                None
+            };
             let top = if step && s.loaded() && !self.drilled.load(Ordering::Acquire) {
                 s.top_step()?
             } else {
@@ -451,6 +487,7 @@ impl Shared {
                 s.own_cost().reading(),
                 s.own_cost().totals(),
                 top,
+                raw_stacks,
             )
         };
         let names = wants & Want::THREAD_NAMES.0 != 0;
@@ -473,6 +510,15 @@ impl Shared {
                 log.calls.len() as u64 + log.evicted,
             )
         });
+        let stacks = raw_stacks.map(|raw| {
+            let none = crate::stacks::Samples::default();
+            let samples = self.stack_samples.as_ref().map(|s| lock(s));
+            Arc::new(crate::stacks::assemble(
+                &raw,
+                samples.as_deref().unwrap_or(&none),
+                crate::process::comm_of,
+            ))
+        });
         *seq += 1;
         let since = lock(&self.latest).taken;
         let sample = Arc::new(Sample {
@@ -487,6 +533,7 @@ impl Shared {
             own_cost_totals,
             top,
             slow,
+            stacks,
         });
         *lock(&self.latest) = sample.clone();
         lock(&self.subscribers).retain(|tx| tx.send(sample.clone()).is_ok());

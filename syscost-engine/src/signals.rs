@@ -65,11 +65,16 @@ impl ChildDispositions {
 /// Installs `handler` for each of `signals`. The handler must be async-signal-safe
 /// (these set an atomic flag and nothing else).
 pub fn catch(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
+    install(signals, handler, 0);
+}
+
+fn install(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int), flags: libc::c_int) {
     for &sig in signals {
-        // SAFETY: a zeroed sigaction with only the handler set (no flags, empty mask).
+        // SAFETY: a zeroed sigaction with only the handler and `flags` set (empty mask).
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = handler as *const () as usize;
+            sa.sa_flags = flags;
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
     }
@@ -121,7 +126,14 @@ impl Stop {
         };
         // Signals of an earlier catch (the pipe lives as long as the process) are done.
         while stop.next_signal().is_some() {}
-        catch(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], on_stop);
+        // SA_RESTART: a blocking call the signal interrupts (a waitpid, a read of a pipe)
+        // goes on; the waits that must end at a signal (poll, ppoll, epoll_wait) return
+        // EINTR all the same, and the pipe wakes those that do not.
+        install(
+            &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP],
+            on_stop,
+            libc::SA_RESTART,
+        );
         Ok(stop)
     }
 
@@ -165,6 +177,32 @@ impl Stop {
             };
             // SAFETY: one pollfd for the process's pipe; no signal mask.
             unsafe { libc::ppoll(&mut p, 1, &timeout, std::ptr::null()) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A blocking call a stop signal interrupts goes on (SA_RESTART): `run`'s wait for
+    /// its command to stop, and its read of the exec status, must not fail or hang at a
+    /// Ctrl-C that comes while they wait.
+    #[test]
+    fn stop_signals_restart_the_calls_they_interrupt() {
+        let _stop = Stop::catch().expect("catch");
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: reads the current action into a zeroed struct.
+            let sa = unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(sig, std::ptr::null(), &mut sa);
+                sa
+            };
+            assert_eq!(
+                sa.sa_sigaction, on_stop as *const () as usize,
+                "signal {sig}"
+            );
+            assert_ne!(sa.sa_flags & libc::SA_RESTART, 0, "signal {sig}");
         }
     }
 }

@@ -71,6 +71,7 @@ pub fn server_profile(scale: u64) -> Profile {
         processes: Vec::new(),
         slow_threshold: None,
         slow_calls: Vec::new(),
+        stacks: None,
         slow_dropped: 0,
         features: Vec::new(),
         unavailable: Vec::new(),

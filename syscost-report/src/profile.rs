@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::latency::Bucket;
 
 /// Version of the JSON schema written by this build. Readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// The whole measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,8 +49,11 @@ pub struct Profile {
     /// reported one by one), and those received but not kept (beyond 100,000).
     #[serde(default)]
     pub slow_dropped: u64,
+    /// With `--stacks`: every call counted by the user stack it was made from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<CallStacks>,
     /// The measurements that were on ("offcpu", "slow", "kernel-stacks", "per-process",
-    /// "cgroup"); empty in files written before version 5.
+    /// "cgroup", "stacks"); empty in files written before version 5.
     #[serde(default)]
     pub features: Vec<String>,
     /// Default measurements this kernel could not offer, one line each.
@@ -144,6 +147,62 @@ impl Frame {
     pub fn label(&self) -> String {
         crate::untrusted::shown(&self.raw_label()).into_owned()
     }
+}
+
+/// `--stacks`: the calls of each (process, user stack, syscall), counted in the kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallStacks {
+    /// 1 in this many of a stack's calls on a CPU (and its first there) carried a copy of
+    /// its user stack, unwound with the call frame information (`.eh_frame`).
+    pub sample_every: u32,
+    /// Most calls first.
+    pub stacks: Vec<CallStack>,
+    /// Calls counted in the syscalls' table but under no stack: no room was left for
+    /// their (process, stack, syscall).
+    pub calls_dropped: u64,
+    /// Calls whose stack's frame-pointer walk found no room (their calls are counted
+    /// under it; its frames come from samples alone).
+    pub frames_dropped: u64,
+    /// Samples received, and those the ring buffer had no room for.
+    pub samples: u64,
+    pub samples_dropped: u64,
+}
+
+/// Where a stack's frames come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FramesFrom {
+    /// Every call's own frame-pointer walk: the frames are exact for each call counted.
+    #[default]
+    Walk,
+    /// The unwinding (`.eh_frame`) of sampled calls of the stack, which reaches callers
+    /// the walk skips (code built without frame pointers, a libc wrapper's caller). The
+    /// walk's calls and time are exact; that they all came through these callers is
+    /// inferred from the samples (a rare caller sharing the walk may have none).
+    Sample,
+}
+
+/// The calls of one process from one user stack to one syscall.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallStack {
+    pub pid: u32,
+    /// The name of the thread that made the calls (of its first sample).
+    pub comm: String,
+    pub syscall: String,
+    pub calls: u64,
+    pub total_ns: u64,
+    /// Innermost first.
+    pub frames: Vec<Frame>,
+    pub frames_from: FramesFrom,
+    /// The calls of one frame-pointer walk were split between the stacks its samples
+    /// unwound to, in the samples' proportions (the walk could not tell them apart):
+    /// `calls` and `total_ns` are estimates that add up to the walk's exact figures.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+    /// Samples of these calls unwound.
+    pub samples: u64,
 }
 
 /// One slow call.
@@ -331,6 +390,7 @@ impl Profile {
             processes,
             slow_threshold: None,
             slow_calls: Vec::new(),
+            stacks: None,
             slow_dropped: 0,
             features: self.features.clone(),
             unavailable: self.unavailable.clone(),
@@ -630,6 +690,7 @@ impl TopDocument {
             processes: self.processes.clone(),
             slow_threshold: None,
             slow_calls: Vec::new(),
+            stacks: None,
             slow_dropped: 0,
             features: vec!["top".into()],
             unavailable: Vec::new(),

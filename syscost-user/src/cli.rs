@@ -61,9 +61,10 @@ pub enum Command {
     /// Compare saved profiles: two before and after, or variants of one run or several
     /// each, every change judged against the noise.
     Diff(DiffArgs),
-    /// The slow calls of a profile saved with --slow and --json, by user stack: folded
-    /// stacks (for flamegraph tools), or a flame graph with -o FILE.svg.
-    Flame(SlowViewArgs),
+    /// A flame graph (-o FILE.svg) or folded stacks: of the slow calls of a profile saved
+    /// with --slow and --json (by time in them), of its calls by stack (--stacks and
+    /// --json), or of a stacks file written by --stacks.
+    Flame(FlameArgs),
     /// The slow calls of a profile saved with --slow and --json as a Chrome trace-event
     /// JSON that ui.perfetto.dev opens: a track per thread, a slice per call.
     Trace(SlowViewArgs),
@@ -202,10 +203,14 @@ pub struct RunArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub tracing: TracingArgs,
+    #[command(flatten)]
+    pub own_cost: OwnCostArgs,
     /// Also serve the counters for Prometheus at http://ADDR/metrics while the command
     /// runs.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<SocketAddr>,
+    #[command(flatten)]
+    pub web: WebArgs,
     /// Run the command as this user (a name or a uid), with the user's group and
     /// supplementary groups, as strace's -u; the environment is left as it is. Under
     /// sudo without -u the command runs as root, and a line on stderr says so.
@@ -219,6 +224,8 @@ pub struct RunArgs {
     pub command: Vec<String>,
     #[command(flatten)]
     pub slow_calls: SlowArgs,
+    #[command(flatten)]
+    pub stacks: StacksArgs,
 }
 
 #[derive(Debug, Args)]
@@ -258,6 +265,8 @@ pub struct AttachArgs {
     pub live_text: bool,
     #[command(flatten)]
     pub tracing: TracingArgs,
+    #[command(flatten)]
+    pub own_cost: OwnCostArgs,
     /// Also profile the target's descendants: those that exist now and those forked
     /// from now on.
     #[arg(short = 'f', long = "follow-forks", conflicts_with = "cgroup")]
@@ -269,7 +278,11 @@ pub struct AttachArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<SocketAddr>,
     #[command(flatten)]
+    pub web: WebArgs,
+    #[command(flatten)]
     pub slow_calls: SlowArgs,
+    #[command(flatten)]
+    pub stacks: StacksArgs,
 }
 
 #[derive(Debug, Args)]
@@ -302,6 +315,8 @@ pub struct ExportArgs {
     /// Where to serve http://ADDR/metrics (loopback unless told otherwise).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
     pub metrics_addr: SocketAddr,
+    #[command(flatten)]
+    pub web: WebArgs,
     /// Stop after this many seconds.
     #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
@@ -310,11 +325,33 @@ pub struct ExportArgs {
     pub follow_forks: bool,
     #[command(flatten)]
     pub tracing: TracingArgs,
+    /// Turn the kernel's BPF run-time statistics on while serving, for syscost's own
+    /// cost (syscost_bpf_run_seconds_total). Off by default: while they are on, the
+    /// kernel reads the clock around every BPF program run of the machine, the host's
+    /// networking and security programs included (about 200 ns a traced syscall here),
+    /// 1 s in every 10 s.
+    #[arg(long)]
+    pub run_stats: bool,
+    /// Accepted for the command lines written when the statistics were on by default:
+    /// they are off unless --run-stats.
+    #[arg(long, hide = true, conflicts_with = "run_stats")]
+    pub no_run_stats: bool,
     #[command(flatten)]
     pub slow_calls: SlowArgs,
+    #[command(flatten)]
+    pub stacks: StacksArgs,
 }
 
-/// `--slow` and `--kernel-stacks`, shared by `run`, `attach` and `export`.
+/// The metrics endpoint's protection, shared by `run`, `attach` and `export`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WebArgs {
+    /// TLS and basic authentication for the metrics endpoint, from a web configuration
+    /// file in the Prometheus exporters' format: `tls_server_config` (`cert_file`,
+    /// `key_file`, client certificates) serves https, `basic_auth_users` (user: bcrypt
+    /// hash) asks for a password. Read again when it changes.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config: Option<PathBuf>,
+}
 
 /// What every tracing command (`run`, `attach`, `export`, `top`) may leave out of its
 /// measurement, declared once.
@@ -324,6 +361,12 @@ pub struct TracingArgs {
     /// on every context switch of the machine).
     #[arg(long)]
     pub no_offcpu: bool,
+}
+
+/// `--no-run-stats`, for the commands that measure their own cost unless told not to
+/// (`run`, `attach`, `top`; `export` asks for it with `--run-stats`).
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct OwnCostArgs {
     /// Leave the kernel's BPF run-time statistics off: no own-cost figure (live view
     /// header, syscost_bpf_run_seconds_total), and less cost per traced syscall (the
     /// kernel times every BPF program run while they are on).
@@ -331,6 +374,7 @@ pub struct TracingArgs {
     pub no_run_stats: bool,
 }
 
+/// `--slow` and `--kernel-stacks`, shared by `run`, `attach` and `export`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SlowArgs {
     /// Report each call at least this slow, with its arguments, fd and user stack: a
@@ -343,12 +387,40 @@ pub struct SlowArgs {
     /// on-CPU split).
     #[arg(long, requires = "slow")]
     pub kernel_stacks: bool,
-    /// With --slow: how much of the user stack each slow call carries, from the page
-    /// holding the stack pointer up, for its stack to be unwound with the call frame
-    /// information of the objects (.eh_frame) where frame pointers are not kept: 0
-    /// (frame pointers only), 4K, 8K, 16K or 32K.
-    #[arg(long, requires = "slow", value_name = "BYTES", default_value = "16K", value_parser = syscost_engine::slow::spec::parse_stack_size)]
-    pub stack_size: u32,
+    /// With --slow or --stacks: how much of the user stack each slow call (each sample)
+    /// carries, from the page holding the stack pointer up, for its stack to be unwound
+    /// with the call frame information of the objects (.eh_frame) where frame pointers
+    /// are not kept: 0 (frame pointers only), 4K, 8K, 16K or 32K [default: 16K].
+    #[arg(long, value_name = "BYTES", value_parser = syscost_engine::slow::spec::parse_stack_size)]
+    pub stack_size: Option<u32>,
+}
+
+/// `--stacks`, shared by `run`, `attach` and `export`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StacksArgs {
+    /// Count every traced call, with its time, by the user stack it was made from (in the
+    /// kernel: nothing per call leaves it), and write them to FILE at the end as folded
+    /// stacks, one line per stack: `comm;outermost;...;innermost;syscall VALUE`
+    /// (`syscost flame FILE -o FILE.svg`, inferno-flamegraph and flamegraph.pl draw it).
+    /// The JSON (--json) keeps the same figures.
+    #[arg(long, value_name = "FILE")]
+    pub stacks: Option<PathBuf>,
+    /// What VALUE counts in the stacks file: the calls, or the time in them (ns).
+    #[arg(long, value_enum, requires = "stacks", default_value_t = syscost_report::report::stacks::Weight::Calls)]
+    pub stacks_value: syscost_report::report::stacks::Weight,
+    /// 1 in N of each stack's calls (per CPU, and its first there) carries a copy of the
+    /// stack, unwound with .eh_frame to name the callers a frame-pointer walk skips (code
+    /// built without frame pointers, a libc wrapper's caller): a power of two.
+    #[arg(long, requires = "stacks", value_name = "N", default_value_t = crate::plan::STACKS_SAMPLE, value_parser = parse_sample_every)]
+    pub stacks_sample: u32,
+}
+
+/// A power of two from 1 to 2^20 (`--stacks-sample`).
+pub fn parse_sample_every(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n.is_power_of_two() && n <= 1 << 20 => Ok(n),
+        _ => Err(format!("'{s}' is not a power of two from 1 to 1048576")),
+    }
 }
 
 /// `syscost top`.
@@ -375,8 +447,14 @@ pub struct TopArgs {
     /// Also save every process's totals (and per syscall) as JSON at the end.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Count the calls of the process drilled into (Enter) by user stack: its callers
+    /// pane (w) shows the selected syscall's stacks.
+    #[arg(long)]
+    pub stacks: bool,
     #[command(flatten)]
     pub tracing: TracingArgs,
+    #[command(flatten)]
+    pub own_cost: OwnCostArgs,
 }
 
 pub use syscost_report::profile::TopSort;
@@ -440,10 +518,22 @@ pub struct DiffArgs {
     pub process: Option<syscost_report::profile::ProcessSelect>,
 }
 
+/// `syscost flame`.
+#[derive(Debug, Args)]
+pub struct FlameArgs {
+    #[command(flatten)]
+    pub file: SlowViewArgs,
+    /// Draw a profile's calls by stack (saved with --stacks and --json), not its slow
+    /// calls (a profile with calls by stack and no slow calls draws them anyway).
+    #[arg(long)]
+    pub stacks: bool,
+}
+
 /// `syscost flame` and `syscost trace`.
 #[derive(Debug, Args)]
 pub struct SlowViewArgs {
-    /// A profile written with --slow and --json.
+    /// A profile written with --json (with --slow; `flame`: or with --stacks), or
+    /// (`flame`) a stacks file written by --stacks.
     pub file: PathBuf,
     /// Write here instead of stdout (`flame`: an SVG flame graph when FILE ends in .svg,
     /// folded stacks otherwise; `trace`: the trace JSON).
@@ -684,6 +774,34 @@ mod tests {
         assert_eq!(parse_cpu("0"), Ok(0));
     }
 
+    /// The help names the interval the session takes unless told (it is written once,
+    /// in the session; the help's words are checked against it).
+    #[test]
+    fn the_interval_the_help_names_is_the_sessions() {
+        use clap::CommandFactory as _;
+        let secs = syscost_engine::session::INTERVAL.as_secs_f64();
+        let cli = Cli::command();
+        for sub in ["attach", "top"] {
+            let help = cli
+                .find_subcommand(sub)
+                .and_then(|c| c.get_arguments().find(|a| a.get_id() == "interval"))
+                .and_then(|a| a.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains(&format!("(default {secs})")),
+                "{sub} -i: {help}"
+            );
+        }
+        let c = cli
+            .find_subcommand("attach")
+            .and_then(|c| c.get_arguments().find(|a| a.get_id() == "live_text"))
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        assert_eq!(c.contains("every second"), secs == 1.0, "-C: {c}");
+    }
+
     proptest! {
         /// Whatever the text, a parser returns an error or a value every later use
         /// takes without panicking.
@@ -694,7 +812,7 @@ mod tests {
                 let _ = std::time::Instant::now() + std::time::Duration::from_secs_f64(v);
             }
             if let Ok(v) = parse_interval(&text) {
-                prop_assert!(seconds(Some(v)).is_some_and(|d| d >= std::time::Duration::from_millis(100)));
+                prop_assert!(seconds(Some(v)).is_some_and(|d| d >= syscost_engine::session::INTERVAL_FLOOR));
             }
             if let Ok(r) = parse_rate(&text) {
                 let _ = std::time::Duration::from_secs_f64(1e6 / r);

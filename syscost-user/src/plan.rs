@@ -12,7 +12,7 @@
 //! syscost is told to stop), finish (`Session::finish`: the last figures, the programs
 //! unloaded) and render (the table, the JSON).
 
-use std::{net::TcpListener, time::Duration};
+use std::time::Duration;
 
 use anyhow::Result;
 use syscost_engine::{
@@ -20,9 +20,16 @@ use syscost_engine::{
     slow::{reader::SlowLog, spec::SlowSpec},
     tracer::{Auto, Tracer, TracerOptions},
 };
-use syscost_views::metrics::server::MetricsServer;
+use syscost_views::metrics::server::{Bound, MetricsServer};
 
-use crate::cli::{SlowArgs, TracingArgs};
+use crate::cli::{SlowArgs, StacksArgs, TracingArgs, WebArgs};
+
+/// Pages of user stack a slow call or a stack sample carries unless `--stack-size` says
+/// otherwise (16K).
+const STACK_PAGES: u32 = 4;
+
+/// 1 in this many of a stack's calls is sampled unless `--stacks-sample` says otherwise.
+pub const STACKS_SAMPLE: u32 = 256;
 
 /// The statistics slot of the process `top` drills into (slot 0 holds the machine's
 /// per-process figures).
@@ -34,10 +41,12 @@ pub struct Plan {
     pub programs: TracerOptions,
     /// `--slow` as given, for the profile's slow calls.
     pub slow: Option<SlowSpec>,
+    /// `--stacks`: where the calls by stack go, and what their lines count.
+    pub stacks: Option<(std::path::PathBuf, syscost_report::report::stacks::Weight)>,
     pub session: SessionPlan,
-    /// The metrics endpoint's socket, bound before anything is loaded (a port taken is
-    /// said before any wait).
-    pub listener: Option<TcpListener>,
+    /// The metrics endpoint's socket, bound before anything is loaded (a port taken or a
+    /// web configuration that does not read is said before any wait).
+    pub listener: Option<Bound>,
 }
 
 /// How the session runs.
@@ -75,7 +84,7 @@ pub mod programs {
         TracerOptions {
             slots: DRILL_SLOT + 1,
             auto,
-            top: true,
+            per_process: true,
             pool_from_slot: DRILL_SLOT,
             ..Default::default()
         }
@@ -83,32 +92,53 @@ pub mod programs {
 }
 
 impl Plan {
-    /// The plan of `programs` with `tracing`'s and `slow`'s arguments, a sample every
-    /// [`INTERVAL`], slow calls printed and kept, per-process totals kept.
+    /// The plan of `programs` with `tracing`'s, `slow`'s and `stacks`' arguments, a
+    /// sample every [`INTERVAL`], slow calls printed and kept, per-process totals kept.
     pub fn new(
         programs: TracerOptions,
         tracing: &TracingArgs,
         slow: &SlowArgs,
+        stacks: &StacksArgs,
         listen: Option<std::net::SocketAddr>,
+        web: &WebArgs,
     ) -> Result<Self> {
+        if web.web_config.is_some() && listen.is_none() {
+            anyhow::bail!(
+                "--web.config.file protects the metrics endpoint: give --metrics-addr too"
+            );
+        }
+        if slow.stack_size.is_some() && slow.slow.is_none() && stacks.stacks.is_none() {
+            anyhow::bail!("--stack-size goes with --slow or --stacks: the stacks it is for");
+        }
         Ok(Self {
             programs: TracerOptions {
                 offcpu: !tracing.no_offcpu,
                 slow: slow.slow.as_ref().map(SlowSpec::thresholds).transpose()?,
                 kernel_stacks: slow.kernel_stacks,
-                stack_pages: slow.stack_size,
+                stack_pages: slow.stack_size.unwrap_or(STACK_PAGES),
+                stacks: (stacks.stacks.as_ref().map(|_| stacks.stacks_sample)).or(programs.stacks),
                 ..programs
             },
             slow: slow.slow.clone(),
+            stacks: stacks.stacks.clone().map(|p| (p, stacks.stacks_value)),
             session: SessionPlan {
                 interval: INTERVAL,
-                run_stats: !tracing.no_run_stats,
+                run_stats: true,
                 echo_slow: true,
                 keep_slow: SlowLog::CAP,
                 top_totals: true,
             },
-            listener: listen.map(MetricsServer::bind).transpose()?,
+            listener: listen
+                .map(|addr| MetricsServer::bind(addr, web.web_config.as_deref()))
+                .transpose()?,
         })
+    }
+
+    /// Whether syscost measures its own cost (the kernel's BPF run-time statistics, in
+    /// windows): `--no-run-stats` says no, `export` says yes only with `--run-stats`.
+    pub fn own_cost(mut self, measure: bool) -> Self {
+        self.session.run_stats = measure;
+        self
     }
 
     /// Samples every `interval` (`-i`) when given.
@@ -134,6 +164,11 @@ impl Plan {
         self
     }
 
+    /// Whether the programs count calls by stack (`--stacks`, or `top --stacks`).
+    pub fn counts_stacks(&self) -> bool {
+        self.programs.stacks.is_some()
+    }
+
     /// Whether slow calls are reported (`--slow`).
     pub fn reports_slow(&self) -> bool {
         self.slow.is_some()
@@ -154,7 +189,8 @@ impl Plan {
     /// `watch`.
     pub fn start(&self, mut tracer: Tracer, watch: Watch) -> Result<Session> {
         let s = self.session;
-        let reader = if tracer.features().on.contains(&"slow") {
+        let on = &tracer.features().on;
+        let reader = if on.contains(&"slow") || on.contains(&"stacks") {
             Some(syscost_engine::slow::reader::Reader::spawn(
                 tracer.take_slow_ring()?,
                 s.echo_slow,
@@ -177,5 +213,47 @@ impl Plan {
                 watch,
             },
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the command's programs ask for stays when no argument says otherwise
+    /// (`top --stacks` asks through its programs, without a stacks file).
+    #[test]
+    fn the_programs_stacks_stay_without_a_stacks_file() {
+        let plan = |programs: TracerOptions, stacks: &StacksArgs| {
+            Plan::new(
+                programs,
+                &TracingArgs::default(),
+                &SlowArgs::default(),
+                stacks,
+                None,
+                &WebArgs::default(),
+            )
+            .expect("a plan")
+        };
+        let top = TracerOptions {
+            stacks: Some(STACKS_SAMPLE),
+            ..programs::machine(Auto::All)
+        };
+        assert_eq!(
+            plan(top, &StacksArgs::default()).programs.stacks,
+            Some(STACKS_SAMPLE)
+        );
+        let file = StacksArgs {
+            stacks: Some("x.folded".into()),
+            stacks_sample: 16,
+            ..StacksArgs::default()
+        };
+        assert_eq!(plan(programs::command(), &file).programs.stacks, Some(16));
+        assert_eq!(
+            plan(programs::command(), &StacksArgs::default())
+                .programs
+                .stacks,
+            None
+        );
     }
 }

@@ -159,6 +159,64 @@ fn metrics_endpoint_input_is_checked_before_loading() {
     fails_with(&["run", "--metrics-addr", &addr, "--", "true"], &in_use);
 }
 
+/// A web configuration file that does not read, or one without an endpoint to
+/// protect, is an error before anything is loaded: nothing is served unprotected by
+/// mistake.
+#[test]
+fn web_configuration_is_checked_before_loading() {
+    let endpoint = ["--metrics-addr", "127.0.0.1:0", "--web.config.file"];
+    fails_with(
+        &[
+            &["export", "-p", "1"][..],
+            &endpoint[..],
+            &["/nonexistent/web.yml"],
+        ]
+        .concat(),
+        "cannot read the web configuration /nonexistent/web.yml: No such file or directory (os error 2)",
+    );
+    fails_with(
+        &[
+            "run",
+            "--web.config.file",
+            "/nonexistent/web.yml",
+            "--",
+            "true",
+        ],
+        "--web.config.file protects the metrics endpoint: give --metrics-addr too",
+    );
+    let dir = std::env::temp_dir().join(format!("syscost-web-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("web.yml");
+    for (text, expected) in [
+        (
+            "basic_auth_users:\n  prometheus: plaintext\n",
+            "basic_auth_users: prometheus's password: not a bcrypt hash",
+        ),
+        (
+            "tls_server_config:\n  cert_file: tls.crt\n",
+            "tls_server_config: cert_file without key_file",
+        ),
+        (
+            "tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n",
+            "cannot read the certificate",
+        ),
+        ("basic_auth_user:\n  prometheus: x\n", "basic_auth_user"),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let path = file.to_str().unwrap();
+        let o =
+            output(syscost().args([&["export", "-p", "1"][..], &endpoint[..], &[path]].concat()));
+        assert_eq!(o.status.code(), Some(1), "{text}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with(&format!("syscost: {path}: ")) && err.contains(expected),
+            "{text}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn unwritable_outputs_fail_before_anything_runs() {
     fails_with(
@@ -168,6 +226,26 @@ fn unwritable_outputs_fail_before_anything_runs() {
     fails_with(
         &["run", "--", "no-such-command-xyz"],
         "command not found: no-such-command-xyz",
+    );
+}
+
+/// `flame` takes a profile or folded stacks, and says which line of anything else is
+/// neither.
+#[test]
+fn flame_refuses_a_file_that_is_neither_a_profile_nor_folded_stacks() {
+    let dir = std::env::temp_dir().join(format!("syscost-flame-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.folded");
+    std::fs::write(&bad, "app;main;read 3\nnot a stack\n").unwrap();
+    let o = output(syscost().arg("flame").arg(&bad));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "syscost: {} is neither a profile (JSON) nor folded stacks: line 2 is not `frames VALUE`: \"not a stack\"\n",
+            bad.display()
+        )
     );
 }
 
@@ -207,6 +285,21 @@ fn report_rejects_bad_files() {
         &format!("cannot read {missing}: No such file or directory (os error 2)"),
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--all` with two profiles is refused before a file is read (the shape of the diff
+/// is known from the arguments alone).
+#[test]
+fn diff_all_of_two_profiles_is_refused_before_reading_them() {
+    fails_with(
+        &[
+            "diff",
+            "--all",
+            "/nonexistent/a.json",
+            "/nonexistent/b.json",
+        ],
+        "--all is for the table of variants (a third profile, several runs on a side, or --label); two profiles show every syscall",
+    );
 }
 
 #[test]

@@ -27,7 +27,13 @@ fn get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
     )?;
     let mut raw = String::new();
     s.read_to_string(&mut raw)?;
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let (status, _, body) = response(&raw);
+    Ok((status, body))
+}
+
+/// An HTTP response's status code, head and (de-chunked) body.
+fn response(raw: &str) -> (u16, String, String) {
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((raw, ""));
     let status = head
         .split_whitespace()
         .nth(1)
@@ -41,7 +47,7 @@ fn get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
     } else {
         body.to_string()
     };
-    Ok((status, body))
+    (status, head.to_string(), body)
 }
 
 fn dechunk(mut body: &str) -> String {
@@ -173,52 +179,15 @@ fn listening_port(pid: u32) -> Option<u16> {
         })
 }
 
-#[test]
-fn prometheus_scrapes_the_exact_count() {
-    let Some(t) = root_test!() else {
-        return;
-    };
-    let Ok(prometheus_bin) = which::which("prometheus") else {
-        skip(
-            "prometheus_scrapes_the_exact_count",
-            "prometheus is not installed (cargo xtask setup installs it)",
-        );
-        return;
-    };
-
-    let mut work = Command::new(workload_path())
-        .args(["--wait-stdin", "getppid", &CALLS.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = Lines::of(work.stdout.take().unwrap(), "stdout");
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
-
-    let (mut export, endpoint) = start_export(&work.id().to_string(), &[]);
-
-    // The workload runs to the end; its final counts stay on the endpoint.
-    writeln!(work.stdin.take().unwrap(), "go").unwrap();
-    assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
-    assert!(work.wait_exit().success());
-    let (status, text) = get(&endpoint, "/metrics").unwrap();
-    assert_eq!(status, 200, "{}", head(&text));
-    let line = format!(
-        "syscost_syscalls_total{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {CALLS}\n",
-        work.id()
-    );
-    assert!(
-        text.contains(&line),
-        "{line} not in the exposition; its getppid samples:\n{}",
-        metric_lines(&text, "syscost_syscalls_total", "getppid")
-    );
-    assert_eq!(get(&endpoint, "/").unwrap().0, 404);
-
+/// Starts Prometheus (on a port of its choosing) with scrape configs `jobs` (YAML list
+/// items under `scrape_configs:`), scraping every second; the process, its web address
+/// and its log.
+fn start_prometheus(t: &RootTest, jobs: &str) -> (Reaped, String, std::path::PathBuf) {
+    let prometheus_bin = which::which("prometheus").expect("prometheus, checked by the test");
     let config = t.path("prometheus.yml");
     std::fs::write(
         &config,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: syscost\n    static_configs:\n      - targets: ['{endpoint}']\n"
-        ),
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n{jobs}"),
     )
     .unwrap();
     let log = t.path("prometheus.log");
@@ -244,6 +213,53 @@ fn prometheus_scrapes_the_exact_count() {
                 .map(|port| format!("127.0.0.1:{port}"))
                 .ok_or_else(|| format!("; its log ends:\n{}", log_tail(&log)))
         },
+    );
+    (prometheus, web, log)
+}
+
+#[test]
+fn prometheus_scrapes_the_exact_count() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    if which::which("prometheus").is_err() {
+        skip(
+            "prometheus_scrapes_the_exact_count",
+            "prometheus is not installed (cargo xtask setup installs it)",
+        );
+        return;
+    }
+
+    let mut work = Command::new(workload_path())
+        .args(["--wait-stdin", "getppid", &CALLS.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = Lines::of(work.stdout.take().unwrap(), "stdout");
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+
+    let (mut export, endpoint) = start_export(&work.id().to_string(), &["--run-stats"]);
+
+    // The workload runs to the end; its final counts stay on the endpoint.
+    writeln!(work.stdin.take().unwrap(), "go").unwrap();
+    assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+    assert!(work.wait_exit().success());
+    let (status, text) = get(&endpoint, "/metrics").unwrap();
+    assert_eq!(status, 200, "{}", head(&text));
+    let line = format!(
+        "syscost_syscalls_total{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {CALLS}\n",
+        work.id()
+    );
+    assert!(
+        text.contains(&line),
+        "{line} not in the exposition; its getppid samples:\n{}",
+        metric_lines(&text, "syscost_syscalls_total", "getppid")
+    );
+    assert_eq!(get(&endpoint, "/").unwrap().0, 404);
+
+    let (mut prometheus, web, log) = start_prometheus(
+        &t,
+        &format!("  - job_name: syscost\n    static_configs:\n      - targets: ['{endpoint}']\n"),
     );
 
     // The workload had ended before Prometheus started: its first scrape has the final
@@ -390,7 +406,7 @@ fn each_process_has_its_own_exact_series_from_one_set_of_programs() {
     }
     let pids: Vec<String> = works.iter().map(|w| w.id().to_string()).collect();
     let before = loaded_syscost_programs();
-    let (mut export, endpoint) = start_export(&pids.join(","), &["--no-run-stats"]);
+    let (mut export, endpoint) = start_export(&pids.join(","), &[]);
     // One set of programs for both processes.
     let enters = loaded_syscost_programs()
         .into_iter()
@@ -424,7 +440,7 @@ fn each_process_has_its_own_exact_series_from_one_set_of_programs() {
     }
     assert!(
         !text.contains("syscost_bpf_run_seconds_total{"),
-        "--no-run-stats: {}",
+        "own cost without --run-stats: {}",
         metric_lines(&text, "syscost_bpf_run", "")
     );
     // SAFETY: signals the process this test started.
@@ -539,4 +555,353 @@ fn run_and_attach_serve_while_they_trace() {
     );
     assert!(work.wait_exit().success());
     assert!(attach.wait_exit().success());
+}
+
+/// A certificate authority and a certificate it signed for 127.0.0.1 and localhost,
+/// written under `t`: the CA's file, the certificate's and the key's.
+fn tls_files(t: &RootTest) -> [std::path::PathBuf; 3] {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let files = [t.path("ca.pem"), t.path("tls.crt"), t.path("tls.key")];
+    std::fs::write(&files[0], ca_cert.pem()).unwrap();
+    std::fs::write(&files[1], cert.pem()).unwrap();
+    std::fs::write(&files[2], key.serialize_pem()).unwrap();
+    files
+}
+
+/// A GET of /metrics over TLS (the server verified against `ca`), with basic
+/// authentication when `user` is given: the status, the headers and the body.
+fn get_tls(addr: &str, ca: &std::path::Path, user: Option<(&str, &str)>) -> (u16, String, String) {
+    use base64::Engine as _;
+    use rustls::pki_types::{CertificateDer, pem::PemObject as _};
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(ca).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let sock = TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, sock);
+    let auth = user.map_or(String::new(), |(u, p)| {
+        format!(
+            "Authorization: Basic {}\r\n",
+            base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
+        )
+    });
+    write!(
+        tls,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    // A server that closes without close_notify ends the read with an error once all
+    // was read.
+    let _ = tls.read_to_end(&mut raw);
+    response(&String::from_utf8_lossy(&raw))
+}
+
+/// `--web.config.file` as the exporters take it: TLS and a bcrypt password. The real
+/// Prometheus scrapes the exact count over TLS with the password, and a job without it
+/// is refused (401); plain HTTP on the port is answered as Go's servers answer it; a new
+/// password in the file applies from the next request.
+#[test]
+fn prometheus_scrapes_over_tls_with_basic_auth() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    if which::which("prometheus").is_err() {
+        skip(
+            "prometheus_scrapes_over_tls_with_basic_auth",
+            "prometheus is not installed (cargo xtask setup installs it)",
+        );
+        return;
+    }
+    let [ca, cert, key] = tls_files(&t);
+    let web_config = t.path("web.yml");
+    let write_web = |password: &str| {
+        // Replaced whole, as an editor or a configuration manager does.
+        let next = t.path("web.yml.new");
+        std::fs::write(
+            &next,
+            format!(
+                "tls_server_config:\n  cert_file: {}\n  key_file: {}\nbasic_auth_users:\n  prometheus: {}\n",
+                cert.display(),
+                key.display(),
+                bcrypt::hash(password, 6).unwrap()
+            ),
+        )
+        .unwrap();
+        std::fs::rename(&next, &web_config).unwrap();
+    };
+    write_web("s3cret");
+
+    let calls = 7_654u64;
+    let mut work = Command::new(workload_path())
+        .args(["--wait-stdin", "getppid", &calls.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = Lines::of(work.stdout.take().unwrap(), "stdout");
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let mut export = syscost()
+        .args([
+            "export",
+            "-p",
+            &work.id().to_string(),
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
+        .arg("--web.config.file")
+        .arg(&web_config)
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut err = Lines::of(export.stderr.take().unwrap(), "stderr");
+    let first = first_line(&mut err);
+    let endpoint = first
+        .split("https://")
+        .nth(1)
+        .and_then(|r| r.strip_suffix("/metrics; Ctrl-C to stop"))
+        .unwrap_or_else(|| panic!("no https endpoint in {first:?}"))
+        .to_string();
+    std::thread::spawn(move || err.for_each(drop));
+    writeln!(work.stdin.take().unwrap(), "go").unwrap();
+    assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+    assert!(work.wait_exit().success());
+
+    // Plain HTTP on the TLS port.
+    let mut plain = TcpStream::connect(&endpoint).unwrap();
+    plain.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(plain, "GET /metrics HTTP/1.1\r\nHost: {endpoint}\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    plain.read_to_string(&mut answer).unwrap();
+    assert_eq!(
+        answer,
+        "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+    );
+    // TLS without the password, with a wrong one, with the right one.
+    for user in [
+        None,
+        Some(("prometheus", "wrong")),
+        Some(("nobody", "s3cret")),
+    ] {
+        let (status, head, body) = get_tls(&endpoint, &ca, user);
+        assert_eq!(status, 401, "{user:?}: {head}\n{body}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("www-authenticate: basic"),
+            "{head}"
+        );
+        assert!(!body.contains("syscost_syscalls_total"), "{body}");
+    }
+    let line = format!(
+        "syscost_syscalls_total{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {calls}\n",
+        work.id()
+    );
+    let (status, head, body) = get_tls(&endpoint, &ca, Some(("prometheus", "s3cret")));
+    assert_eq!(status, 200, "{head}\n{}", crate::head(&body));
+    assert!(
+        body.contains(&line),
+        "{line} not in the exposition; its getppid samples:\n{}",
+        metric_lines(&body, "syscost_syscalls_total", "getppid")
+    );
+
+    // Prometheus: with the CA and the password, and a job without the password.
+    let tls = format!(
+        "    scheme: https\n    tls_config:\n      ca_file: {}\n",
+        ca.display()
+    );
+    let targets = format!("    static_configs:\n      - targets: ['{endpoint}']\n");
+    let (mut prometheus, web, log) = start_prometheus(
+        &t,
+        &format!(
+            "  - job_name: syscost\n{tls}    basic_auth:\n      username: prometheus\n      password: s3cret\n{targets}\
+             \x20 - job_name: nopassword\n{tls}{targets}"
+        ),
+    );
+    let promql = "syscost_syscalls_total{job=\"syscost\",syscall=\"getppid\"}";
+    let results = query_until(&web, promql, &mut prometheus, &log);
+    assert_eq!(value(&results[0]), calls as f64, "{}", results[0]);
+    let up = query_until(&web, "up{job=\"nopassword\"}", &mut prometheus, &log);
+    assert_eq!(
+        value(&up[0]),
+        0.0,
+        "scraped without the password: {}",
+        up[0]
+    );
+    let refused = wait_until(
+        "Prometheus to report why the job without a password is down",
+        PATIENCE,
+        Duration::from_millis(250),
+        || {
+            let (_, body) = get(&web, "/api/v1/targets").map_err(|e| e.to_string())?;
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            v["data"]["activeTargets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|t| t["labels"]["job"] == "nopassword")
+                .and_then(|t| t["lastError"].as_str())
+                .filter(|e| !e.is_empty())
+                .map(str::to_string)
+                .ok_or_else(|| format!(": {}", crate::head(&body)))
+        },
+    );
+    assert!(refused.contains("401"), "{refused}");
+
+    // A new password: the old one is refused from the next request on.
+    write_web("n3w");
+    let (status, head, _) = get_tls(&endpoint, &ca, Some(("prometheus", "s3cret")));
+    assert_eq!(status, 401, "the old password after the change: {head}");
+    let (status, head, body) = get_tls(&endpoint, &ca, Some(("prometheus", "n3w")));
+    assert_eq!(status, 200, "the new password: {head}");
+    assert!(body.contains(&line), "{}", crate::head(&body));
+
+    // SAFETY: signals the processes this test started.
+    unsafe { libc::kill(export.id() as i32, libc::SIGTERM) };
+    assert!(export.wait_exit().success());
+    // SAFETY: as above.
+    unsafe { libc::kill(prometheus.id() as i32, libc::SIGTERM) };
+    prometheus.wait_exit();
+}
+
+/// The Grafana dashboard in deploy/grafana: every panel's query, run against the real
+/// Prometheus scraping an `export -p` (a paced workload and one making failing calls,
+/// with --run-stats) and an `export --top`, returns data: at least one series with a
+/// finite value. Grafana's variables are given what it would give them (`$instance`:
+/// all, `$__rate_interval`: a range that holds several scrapes and own-cost windows).
+#[test]
+fn every_dashboard_panel_has_data() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    if which::which("prometheus").is_err() {
+        skip(
+            "every_dashboard_panel_has_data",
+            "prometheus is not installed (cargo xtask setup installs it)",
+        );
+        return;
+    }
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../deploy/grafana/syscost.json"
+        ))
+        .unwrap(),
+    )
+    .expect("the dashboard is JSON");
+    let queries: Vec<(String, String)> = dashboard["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .flat_map(|p| {
+            let title = p["title"].as_str().unwrap_or_default().to_string();
+            p["targets"]
+                .as_array()
+                .expect("each panel has targets")
+                .iter()
+                .map(move |t| (title.clone(), t["expr"].as_str().unwrap().to_string()))
+        })
+        .collect();
+    assert!(queries.len() >= 8, "{queries:?}");
+
+    let mut paced = Command::new(workload_path())
+        .args(["--die-with-parent", "--wait-stdin", "paced", "2000", "600"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut failing = Command::new(workload_path())
+        .args(["--wait-stdin", "close-ebadf", "1000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut paced_out = Lines::of(paced.stdout.take().unwrap(), "stdout");
+    let mut failing_out = Lines::of(failing.stdout.take().unwrap(), "stdout");
+    // close-ebadf prints nothing after its work: it exits.
+    assert_eq!(paced_out.next().unwrap().unwrap(), "ready");
+    assert_eq!(failing_out.next().unwrap().unwrap(), "ready");
+    let (mut export, endpoint) = start_export(
+        &format!("{},{}", paced.id(), failing.id()),
+        &["--run-stats"],
+    );
+    let mut top = syscost()
+        .args(["export", "--top", "--metrics-addr", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let mut top_err = Lines::of(top.stderr.take().unwrap(), "stderr");
+    let top_endpoint = endpoint_in(&first_line(&mut top_err));
+    std::thread::spawn(move || top_err.for_each(drop));
+    writeln!(paced.stdin.take().unwrap(), "go").unwrap();
+    writeln!(failing.stdin.take().unwrap(), "go").unwrap();
+    assert!(failing.wait_exit().success());
+
+    let (mut prometheus, web, log) = start_prometheus(
+        &t,
+        &format!(
+            "  - job_name: syscost\n    static_configs:\n      - targets: ['{endpoint}', '{top_endpoint}']\n"
+        ),
+    );
+    for (title, expr) in &queries {
+        let promql = expr
+            .replace("$instance", ".*")
+            .replace("$__rate_interval", "30s");
+        assert!(
+            !promql.contains('$'),
+            "{title}: a variable left in {promql}"
+        );
+        wait_until(
+            &format!("panel {title:?} to have data: {promql}"),
+            PATIENCE,
+            Duration::from_millis(500),
+            || {
+                if let Some(status) = prometheus.try_wait().unwrap() {
+                    panic!(
+                        "Prometheus exited ({status}); its log ends:\n{}",
+                        log_tail(&log)
+                    );
+                }
+                let results = query(&web, &promql);
+                if results.iter().any(|r| value(r).is_finite()) {
+                    Ok(())
+                } else {
+                    Err(format!(": {:?}", &results[..results.len().min(3)]))
+                }
+            },
+        );
+    }
+    // The errors panel names the errno.
+    let errors = query(
+        &web,
+        "sum by (syscall, errno) (syscost_syscall_errors_total{syscall=\"close\"})",
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|r| r["metric"]["errno"] == "EBADF" && value(r) == 1000.0),
+        "{errors:?}"
+    );
+
+    for p in [&export, &top, &prometheus] {
+        // SAFETY: signals the processes this test started.
+        unsafe { libc::kill(p.id() as i32, libc::SIGTERM) };
+    }
+    assert!(export.wait_exit().success());
+    assert!(top.wait_exit().success());
+    prometheus.wait_exit();
 }

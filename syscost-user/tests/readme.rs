@@ -36,7 +36,7 @@ fn options_in(line: &str) -> BTreeSet<String> {
                 && w.len() > 2
                 && w[2..]
                     .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-'))
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.'))
                 || (w.len() == 2 && w.starts_with('-') && w.as_bytes()[1].is_ascii_alphabetic())
         })
         .map(|w| w.trim_end_matches("...").to_string())

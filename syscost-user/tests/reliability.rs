@@ -483,14 +483,14 @@ fn observed(moved: &[bool], closed: &[usize]) -> String {
     s
 }
 
-/// BPF run-time statistics are on only in the own-cost windows (1 s in every 10 s) and
-/// off once syscost ends. A second tracer, with `--no-run-stats`, is the witness: the
+/// BPF run-time statistics are off in `export` unless `--run-stats` asks, and then on
+/// only in the own-cost windows (1 s in every 10 s) and off once syscost ends. A second tracer, with `--no-run-stats`, is the witness: the
 /// kernel counts its programs' runs (at every syscall of the machine) only while
 /// statistics are on. The endpoint's `syscost_bpf_measured_seconds_total` grows as each
 /// window closes; the witness's count moves in the scrapes up to a window's close and
 /// stays put from then on until the next window.
 #[test]
-fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
+fn run_time_statistics_are_on_only_when_asked_and_in_the_own_cost_windows() {
     let Some(_t) = root_test!() else {
         return;
     };
@@ -506,9 +506,37 @@ fn run_time_statistics_are_on_only_in_the_own_cost_windows() {
         .collect();
     assert!(!ids.is_empty());
     assert_eq!(run_counts(&ids), 0, "statistics were on before the test");
-    let (mut export, first, _err) = started(
+    // export leaves them off unless --run-stats asks (they would time the host's other
+    // BPF programs too): its first window would open as it starts, and a scrape's
+    // syscalls (this process's, syscost's) run the witness's programs.
+    let (mut quiet, first, _err) = started(
         syscost()
             .args(["export", "--metrics-addr", "127.0.0.1:0", "-p", &pid])
+            .stdout(Stdio::null()),
+    );
+    let text = scrape_text(&endpoint_in(&first));
+    assert!(
+        !text.contains("syscost_bpf_measured_seconds_total"),
+        "own-cost series without --run-stats"
+    );
+    assert_eq!(
+        run_counts(&ids),
+        0,
+        "export turned the statistics on without --run-stats"
+    );
+    // SAFETY: signals the export this test started.
+    unsafe { libc::kill(quiet.id() as i32, libc::SIGINT) };
+    assert!(quiet.wait_exit().success());
+    let (mut export, first, _err) = started(
+        syscost()
+            .args([
+                "export",
+                "--run-stats",
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "-p",
+                &pid,
+            ])
             .stdout(Stdio::null()),
     );
     let addr = endpoint_in(&first);

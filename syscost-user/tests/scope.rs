@@ -923,3 +923,197 @@ fn threads_already_inside_a_call_count_as_unpaired() {
         lines_with(&stdout(&o), "unpaired")
     );
 }
+
+/// A container runtime's file of a container, written for a test and removed (with the
+/// folders made for it) when dropped.
+struct RuntimeFile {
+    made: Vec<std::path::PathBuf>,
+}
+
+impl RuntimeFile {
+    fn write(file: std::path::PathBuf, json: &str) -> Self {
+        let mut made = Vec::new();
+        let mut dir = file.parent().unwrap().to_path_buf();
+        while !dir.exists() {
+            made.push(dir.clone());
+            dir = dir.parent().unwrap().to_path_buf();
+        }
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, json).unwrap();
+        made.insert(0, file);
+        Self { made }
+    }
+}
+
+impl Drop for RuntimeFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.made[0]);
+        for dir in &self.made[1..] {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// `export --top` names the pod and container of a process's cgroup: hierarchies as the
+/// kubelet and containerd (systemd driver), CRI-O and Docker (cgroupfs driver) make them,
+/// made here under a cgroup of the test's with a process in each, and each runtime's file
+/// of its container where the runtime keeps it, under a host root of the test's. Each process's series and its cgroup's
+/// carry `pod_uid`, `container_id`, `namespace`, `pod` and `container`, with its exact
+/// count.
+#[test]
+fn export_top_names_the_kubernetes_pod_and_container() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let me = std::process::id();
+    // Ids of this test's own: a 64-hex container id and a pod uid, from the test's pid.
+    let id = |n: u32| format!("{:08x}{n:08x}{}", me, "c0ffee".repeat(8))[..64].to_string();
+    let uid = |n: u32| format!("{me:08x}-0000-4000-8000-{n:012x}");
+    let root = TestCgroup::new("kube");
+    // The runtimes' files where they keep them, under a host root of the test's
+    // (SYSCOST_HOST_ROOT, as a container that mounted the host's / elsewhere says).
+    let host = t.path("host");
+    // (driver's path segments, runtime file, its JSON, names)
+    let cases = [
+        (
+            vec![
+                "kubepods.slice".to_string(),
+                "kubepods-burstable.slice".to_string(),
+                format!("kubepods-burstable-pod{}.slice", uid(1).replace('-', "_")),
+                format!("cri-containerd-{}.scope", id(1)),
+            ],
+            host.join(format!(
+                "run/containerd/io.containerd.runtime.v2.task/k8s.io/{}/config.json",
+                id(1)
+            )),
+            r#"{"annotations":{"io.kubernetes.cri.sandbox-namespace":"shop","io.kubernetes.cri.sandbox-name":"cart-1","io.kubernetes.cri.container-name":"app","io.kubernetes.cri.container-type":"container"}}"#,
+            ["shop", "cart-1", "app"],
+            1u32,
+        ),
+        (
+            vec![
+                "kubepods".to_string(),
+                "besteffort".to_string(),
+                format!("pod{}", uid(2)),
+                format!("crio-{}", id(2)),
+            ],
+            host.join(format!(
+                "run/containers/storage/overlay-containers/{}/userdata/config.json",
+                id(2)
+            )),
+            r#"{"annotations":{"io.kubernetes.pod.namespace":"db","io.kubernetes.pod.name":"pg-0","io.kubernetes.container.name":"postgres"}}"#,
+            ["db", "pg-0", "postgres"],
+            2,
+        ),
+        (
+            vec!["kubepods".to_string(), format!("pod{}", uid(3)), id(3)],
+            host.join(format!(
+                "var/lib/docker/containers/{}/config.v2.json",
+                id(3)
+            )),
+            r#"{"Config":{"Labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.pod.name":"dns","io.kubernetes.container.name":"coredns"}}}"#,
+            ["kube-system", "dns", "coredns"],
+            3,
+        ),
+    ];
+    let (mut export, first, _err) = started(
+        syscost()
+            .args([
+                "export",
+                "--top",
+                "--top-n",
+                "1000",
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ])
+            .env("SYSCOST_HOST_ROOT", &host)
+            .stdout(Stdio::null()),
+    );
+    let addr = endpoint_in(&first);
+    // Cgroups and files live until the end; the cgroups removed deepest first.
+    let mut cgroups = Tree(BTreeMap::new());
+    let mut files = Vec::new();
+    let mut expected = Vec::new();
+    let mut workers = Vec::new();
+    for (segments, file, json, names, n) in &cases {
+        files.push(RuntimeFile::write(file.clone(), json));
+        let mut at = String::new();
+        for s in segments {
+            let parent = at.clone();
+            at = format!("{at}/{s}");
+            if !cgroups.0.contains_key(&at) {
+                let made = cgroups.0.get(&parent).unwrap_or(&root).child(s);
+                cgroups.0.insert(at.clone(), made);
+            }
+        }
+        let leaf = &cgroups.0[&at];
+        let calls = 1_000 * u64::from(*n) + 17;
+        // Held after its calls: a process that comes and goes within one of the
+        // series' intervals is counted under `other`, without a series of its own.
+        let (mut work, mut out) = waiting(&["--hold", "getppid", &calls.to_string()]);
+        leaf.enter(work.id());
+        writeln!(work.stdin.as_mut().unwrap()).unwrap();
+        assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+        assert_eq!(out.next().unwrap().unwrap(), "done");
+        expected.push((work.id(), leaf.path.clone(), calls, *n, *names));
+        workers.push(work);
+    }
+    for (pid, path, calls, n, names) in &expected {
+        let want = [
+            ("cgroup", path.clone()),
+            ("pod_uid", uid(*n)),
+            ("container_id", id(*n)),
+            ("namespace", names[0].to_string()),
+            ("pod", names[1].to_string()),
+            ("container", names[2].to_string()),
+        ];
+        for (family, key, value) in [
+            ("syscost_process_syscalls_total", "pid", pid.to_string()),
+            ("syscost_cgroup_syscalls_total", "cgroup", path.clone()),
+        ] {
+            let found = wait_until(
+                &format!("{family} of {key}={value} with {calls} getppid"),
+                PATIENCE,
+                Duration::from_millis(200),
+                || {
+                    let text = scrape_text(&addr);
+                    samples(&text, family)
+                        .into_iter()
+                        .find(|(l, v)| {
+                            label(l, key) == value
+                                && label(l, "syscall") == "getppid"
+                                && *v == *calls as f64
+                        })
+                        .map(|(l, _)| l)
+                        .ok_or_else(|| {
+                            format!(":\n{}", lines_with(&text, &format!("{key}=\"{value}\"")))
+                        })
+                },
+            );
+            for (k, v) in &want {
+                assert_eq!(label(&found, k), v, "{k} of {family}{{{found}}}");
+            }
+        }
+    }
+    for mut w in workers {
+        writeln!(w.stdin.as_mut().unwrap()).unwrap();
+        assert!(w.wait_exit().success());
+    }
+    sigint(export.id());
+    assert!(export.wait_exit().success());
+    drop(files);
+    drop(cgroups);
+}
+
+/// Cgroups by path under a test's cgroup, removed deepest first (a parent cannot go
+/// before its children), on a failure too.
+struct Tree(BTreeMap<String, TestCgroup>);
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        // A path sorts after its parent's.
+        while let Some((_, cg)) = self.0.pop_last() {
+            drop(cg);
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! Slow-call stacks of programs built the usual way (`-O2`, no frame pointers: glibc and
 //! every distribution's C): unwound through `.eh_frame` to the caller and `main`, through
 //! a shared library and in a static binary; named after their process exited; and a
-//! slow call's descriptor never named after a file that took its number since.
+//! slow call's descriptor never named after a file that took its number since. And
+//! `--stacks`: every call counted by its user stack, exactly, each caller named.
 //! Needs root. The C programs are built by `tests/c/build.sh` (on a kernel of the
 //! matrix, where there is no compiler, `cargo xtask vm-test` ships them built).
 
@@ -25,6 +26,8 @@ const STDIN: &str = "stdin";
 
 /// The C programs' names: their failures on stderr start with one and a colon.
 const PROGRAMS: &[&str] = &[
+    "sites",
+    "sites-fp",
     "chain",
     "chain-fp",
     "chain-lib",
@@ -523,4 +526,274 @@ fn a_descriptor_is_named_only_while_it_names_the_file_of_its_call() {
     for c in &locks {
         assert_eq!(c.fd.as_deref(), file.to_str(), "{}", fd_brief(c));
     }
+}
+
+/// `syscost run --stacks FILE --stacks-sample 32 --stack-size 8K --slow 1ms --json FILE EXTRA -- PROGRAM
+/// stdin`: a sites program, held until syscost has reported its mark (every sample
+/// before it has then been received); the folded stacks and the profile.
+fn run_sites(t: &RootTest, program: &str, extra: &[&str]) -> (String, Profile) {
+    let folded = t.path(&format!("{program}.folded"));
+    let json = t.path(&format!("{program}.json"));
+    held(
+        syscost()
+            .args(["run", "--stacks"])
+            .arg(&folded)
+            // 188 samples of 9K at most: within the half of the ring samples may take
+            // however late the reader drains it.
+            .args([
+                "--stacks-sample",
+                "32",
+                "--stack-size",
+                "8K",
+                "--slow",
+                "1ms",
+                "--json",
+            ])
+            .arg(&json)
+            .args(extra)
+            .arg("--")
+            .arg(programs().join(program))
+            .arg(STDIN),
+        &format!("the report of {program}'s mark"),
+        nth_report(1, MARK, program),
+    );
+    let text = std::fs::read_to_string(&folded).expect("the stacks file");
+    (text, read_profile(&json))
+}
+
+/// The folded lines of `text` that end in `syscall VALUE`: (path, value).
+fn folded_of<'a>(text: &'a str, syscall: &str) -> Vec<(&'a str, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (path, value) = l.rsplit_once(' ')?;
+            let (_, last) = path.rsplit_once(';')?;
+            (last == syscall).then(|| (path, value.parse().expect("a folded value")))
+        })
+        .collect()
+}
+
+/// The lines of `lines` whose path has `function` as a frame.
+fn through<'a>(lines: &[(&'a str, u64)], function: &str) -> Vec<(&'a str, u64)> {
+    lines
+        .iter()
+        .filter(|(p, _)| p.split(';').any(|f| f == function))
+        .copied()
+        .collect()
+}
+
+const SITES: [(&str, u64); 3] = [("site_a", 1000), ("site_b", 2000), ("site_c", 3000)];
+
+#[test]
+fn calls_by_stack_count_each_call_site_exactly_with_frame_pointers() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let (text, profile) = run_sites(&t, "sites-fp", &[]);
+    let getppid = folded_of(&text, "getppid");
+    for (site, calls) in SITES {
+        let lines = through(&getppid, site);
+        assert_eq!(
+            lines.iter().map(|&(_, v)| v).collect::<Vec<_>>(),
+            [calls],
+            "{site}'s getppid: one line of {calls} calls, its path through main; getppid's lines: {getppid:?}"
+        );
+        assert!(
+            lines[0].0.starts_with("sites-fp;") && lines[0].0.contains(&format!(";main;{site};")),
+            "{site}: {lines:?}"
+        );
+    }
+    let stacks = profile.stacks.as_ref().expect("the profile's stacks");
+    let exact: Vec<_> = stacks
+        .stacks
+        .iter()
+        .filter(|s| s.syscall == "getppid")
+        .map(|s| (s.calls, s.estimated))
+        .collect();
+    assert_eq!(exact.len(), 3, "{exact:?}");
+    assert!(exact.iter().all(|&(_, estimated)| !estimated), "{exact:?}");
+    // Every call of the table is under a stack, and the time adds up to the table's.
+    let table = profile.syscall("getppid").expect("getppid's row");
+    let by_stack: (u64, u64) = stacks
+        .stacks
+        .iter()
+        .filter(|s| s.syscall == "getppid")
+        .fold((0, 0), |(c, t), s| (c + s.calls, t + s.total_ns));
+    assert_eq!(by_stack, (table.calls, table.total_ns));
+    assert_eq!(table.calls, 6000);
+    assert_eq!(
+        stacks.stacks.iter().map(|s| s.calls).sum::<u64>(),
+        profile.totals().0,
+        "every call of the profile is under a stack"
+    );
+    assert_eq!((stacks.calls_dropped, stacks.frames_dropped), (0, 0));
+    // `flame` draws the stacks file as it is, and the profile's calls by stack.
+    let folded = t.path("sites-fp.folded");
+    let json = t.path("sites-fp.json");
+    for (input, by, out) in [
+        (folded, None, "file.svg"),
+        (json, Some("--stacks"), "json.svg"),
+    ] {
+        let svg = t.path(out);
+        let o = syscost()
+            .arg("flame")
+            .args(by)
+            .arg(&input)
+            .arg("-o")
+            .arg(&svg)
+            .output()
+            .expect("flame");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let drawn = std::fs::read_to_string(&svg).expect("the svg");
+        assert!(
+            SITES.iter().all(|(site, _)| drawn.contains(site)),
+            "{out} draws the three sites"
+        );
+    }
+}
+
+#[test]
+fn calls_by_stack_name_each_call_site_without_frame_pointers() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let (text, profile) = run_sites(&t, "sites", &["--stacks-value", "time"]);
+    let getppid = folded_of(&text, "getppid");
+    for (site, _) in SITES {
+        let lines = through(&getppid, site);
+        assert!(
+            !lines.is_empty()
+                && lines
+                    .iter()
+                    .all(|(p, _)| p.contains(&format!(";main;{site};"))),
+            "{site} named, below main: {getppid:?}"
+        );
+    }
+    // Whatever the walk could tell apart, the time of the calls is all there, exactly.
+    let table = profile.syscall("getppid").expect("getppid's row");
+    assert_eq!(table.calls, 6000);
+    assert_eq!(getppid.iter().map(|&(_, v)| v).sum::<u64>(), table.total_ns);
+    let stacks = profile.stacks.as_ref().expect("the profile's stacks");
+    let calls: u64 = stacks
+        .stacks
+        .iter()
+        .filter(|s| s.syscall == "getppid")
+        .map(|s| s.calls)
+        .sum();
+    assert_eq!(calls, 6000);
+    // Where the walk could not tell the sites apart, their shares follow the samples (1
+    // in 32 of the calls on each CPU, and the first there): each site's estimate is
+    // within a sampling step per CPU, on either side of each of its ends, of its count.
+    // Samples the ring buffer had no room for (a loaded machine: the reader falls
+    // behind the burst) are counted and leave the split to those received: then only
+    // the exact total above holds.
+    if stacks.samples_dropped > 0 {
+        eprintln!(
+            "calls_by_stack_name_each_call_site_without_frame_pointers: {} samples dropped: the split is not checked against the counts",
+            stacks.samples_dropped
+        );
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    for (site, expected) in SITES {
+        let lines: Vec<_> = stacks
+            .stacks
+            .iter()
+            .filter(|s| {
+                s.syscall == "getppid"
+                    && s.frames.iter().any(|f| f.function.as_deref() == Some(site))
+            })
+            .collect();
+        let got: u64 = lines.iter().map(|s| s.calls).sum();
+        assert!(
+            got.abs_diff(expected) <= 2 * 32 * cpus,
+            "{site}: {got} calls against {expected} (sampled 1 in 32 on {cpus} CPUs): {lines:?}"
+        );
+    }
+}
+
+/// `--stacks` alone (no slow call, the default sampling): the program exits as soon as
+/// its calls are made, so its frames may go unnamed, but each call site's walk (frame
+/// pointers kept) counts its calls exactly.
+#[test]
+fn calls_by_stack_alone_count_each_walk_exactly() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let folded = t.path("alone.folded");
+    let json = t.path("alone.json");
+    let o = syscost()
+        .args(["run", "--stacks"])
+        .arg(&folded)
+        .arg("--json")
+        .arg(&json)
+        .args(["-o", "/dev/null", "--"])
+        .arg(programs().join("sites-fp"))
+        .output()
+        .expect("syscost run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let profile = read_profile(&json);
+    let stacks = profile.stacks.as_ref().expect("the profile's stacks");
+    let mut getppid: Vec<u64> = stacks
+        .stacks
+        .iter()
+        .filter(|s| s.syscall == "getppid")
+        .map(|s| s.calls)
+        .collect();
+    getppid.sort();
+    assert_eq!(getppid, [1000, 2000, 3000], "{:?}", stacks.stacks);
+    assert_eq!(
+        stacks.stacks.iter().map(|s| s.calls).sum::<u64>(),
+        profile.totals().0
+    );
+    let text = std::fs::read_to_string(&folded).expect("the stacks file");
+    let mut values: Vec<u64> = folded_of(&text, "getppid")
+        .iter()
+        .map(|&(_, v)| v)
+        .collect();
+    values.sort();
+    assert_eq!(values, [1000, 2000, 3000], "{text}");
+}
+
+#[test]
+fn calls_by_stack_past_the_tables_are_counted_as_dropped() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let folded = t.path("small.folded");
+    let json = t.path("small.json");
+    let lines = held(
+        syscost()
+            .env("SYSCOST_TABLE_SIZES", "stack_calls=4,stack_frames=2")
+            .args(["run", "--stacks"])
+            .arg(&folded)
+            .args(["--slow", "1ms", "--json"])
+            .arg(&json)
+            .arg("--")
+            .arg(programs().join("sites-fp"))
+            .arg(STDIN),
+        "the report of sites-fp's mark",
+        nth_report(1, MARK, "sites-fp"),
+    );
+    let profile = read_profile(&json);
+    let stacks = profile.stacks.as_ref().expect("the profile's stacks");
+    let under: u64 = stacks.stacks.iter().map(|s| s.calls).sum();
+    assert!(stacks.stacks.len() <= 4, "{} stacks", stacks.stacks.len());
+    assert!(
+        stacks.calls_dropped > 0 && stacks.frames_dropped > 0,
+        "{stacks:?}"
+    );
+    assert_eq!(under + stacks.calls_dropped, profile.totals().0);
+    let said = lines
+        .iter()
+        .find(|l| l.starts_with("syscost: --stacks:"))
+        .expect("the stacks line");
+    let plain = said.replace(',', "");
+    assert!(
+        plain.contains(&format!("{} calls under no stack", stacks.calls_dropped))
+            && plain.contains(&format!(
+                "{} calls whose stack found no room for its walk",
+                stacks.frames_dropped
+            )),
+        "{said}"
+    );
 }

@@ -713,11 +713,12 @@ fn shown_twice(tmux: &Tmux, what: &str, n: u64) -> (String, String) {
 
 /// top's drill-down counts from the moment of the Enter: a process that made 3,000
 /// getppid before it and 3,000 after shows exactly 3,000, not 6,000.
-#[test]
-fn tops_drill_down_counts_from_the_enter() {
-    let Some(_t) = root_test!() else {
-        return;
-    };
+/// In `syscost top`: the process `pid` found by the filter and drilled into (Enter
+/// keeps the filter, Enter again drills), once its drill-down view shows.
+/// A `per-line 3000` workload that made its first 3,000 calls under `syscost ARGS`
+/// (`top`, in tmux session `name`), drilled into: the session, the workload (a line on
+/// its stdin makes 3,000 more) and its stdout.
+fn drilled_top(name: &str, args: &str) -> Option<(Tmux, Reaped, StdoutLines)> {
     use std::io::Write as _;
     let mut work = Command::new(workload_path())
         .args(["per-line", "3000"])
@@ -726,14 +727,16 @@ fn tops_drill_down_counts_from_the_enter() {
         .spawn_reaped();
     let mut out = Lines::of(work.stdout.take().unwrap(), "stdout");
     let pid = work.id();
-    let Some(tmux) = session("drill", 150, 40, "top") else {
-        return;
-    };
+    let tmux = session(name, 150, 40, args)?;
     tmux.wait_for("top's table", |s| s.contains(" syscost top "));
-    // Seen by top: its first 3,000 calls.
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     assert_eq!(out.next().unwrap().unwrap(), "done");
     tmux.wait_for("the workload's row", |s| top_rate(s, pid).is_some());
+    drill_into(&tmux, pid);
+    Some((tmux, work, out))
+}
+
+fn drill_into(tmux: &Tmux, pid: u32) {
     tmux.keys(&["/"]);
     tmux.keys(&[&pid.to_string()]);
     tmux.keys(&["Enter"]);
@@ -741,6 +744,19 @@ fn tops_drill_down_counts_from_the_enter() {
     tmux.wait_for("the drill-down view", |s| {
         s.contains("from syscost top") && s.contains(&format!("pid {pid}"))
     });
+}
+
+#[test]
+fn tops_drill_down_counts_from_the_enter() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    use std::io::Write as _;
+    // Seen by top: its first 3,000 calls.
+    let Some((tmux, mut work, mut out)) = drilled_top("drill", "top") else {
+        return;
+    };
+    let pid = work.id();
     // After the Enter: 3,000 more.
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     assert_eq!(out.next().unwrap().unwrap(), "done");
@@ -870,4 +886,88 @@ fn hostile_names_show_escaped_in_the_live_view() {
     tmux.keys(&["q"]);
     tmux.wait_for("the final table", |s| s.contains("EXIT=0"));
     assert_eq!(title(), before, "the pane's title changed");
+}
+
+/// `attach --stacks`: `w` shows the selected syscall's callers (the busy getppid's) in
+/// the live view, and the stacks file is written at the end.
+#[test]
+fn the_callers_pane_shows_the_selected_syscalls_stacks() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let busy = Command::new(workload_path())
+        .args(["--die-with-parent", "getppid", "100000000000"])
+        .stdout(Stdio::null())
+        .spawn_reaped();
+    let folded =
+        std::env::temp_dir().join(format!("syscost-callers-{}.folded", std::process::id()));
+    let Some(tmux) = session(
+        "callers",
+        140,
+        36,
+        &format!("attach --stacks {} -p {}", folded.display(), busy.id()),
+    ) else {
+        return;
+    };
+    tmux.wait_for("a getppid row", |s| {
+        row_calls(s, "getppid").is_some_and(|c| c > 0)
+    });
+    // The busiest syscall by time is the first row, selected.
+    tmux.keys(&["w"]);
+    let pane = tmux.wait_for("getppid's callers", |s| {
+        s.contains("callers of getppid since the start: ")
+            && s.lines().any(|l| l.contains("by calls") && l.contains("by time"))
+            // The libc wrapper, innermost, then the workload's function that calls it.
+            && s.contains("syscall < syscost_workload::getppid_n")
+    });
+    assert!(
+        !pane.contains(": 0 stacks"),
+        "{}",
+        lines_with(&pane, "callers")
+    );
+    tmux.keys(&["q"]);
+    let done = tmux.wait_for("the end", |s| s.contains("EXIT=0"));
+    assert!(done.contains("syscost: --stacks: "), "{}", compact(&done));
+    let text = std::fs::read_to_string(&folded).expect("the stacks file");
+    let _ = std::fs::remove_file(&folded);
+    assert!(
+        text.lines()
+            .any(|l| l.contains(";syscost_workload::getppid_n;syscall;getppid ")),
+        "{text}"
+    );
+    drop(busy);
+}
+
+/// `top --stacks`: the drill-down's callers pane (`w`) shows the drilled process's
+/// stacks.
+#[test]
+fn tops_drill_down_has_the_callers_pane_with_stacks() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    use std::io::Write as _;
+    let Some((tmux, mut work, mut out)) = drilled_top("topstacks", "top --stacks") else {
+        return;
+    };
+    assert!(
+        tmux.capture().contains("w callers"),
+        "the key of the callers pane"
+    );
+    // Calls made while drilled into are counted by stack.
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    assert_eq!(out.next().unwrap().unwrap(), "done");
+    tmux.wait_for("the getppid row", |s| row_calls(s, "getppid").is_some());
+    // Its polls take the time and the first row: getppid is selected by a filter.
+    tmux.keys(&["/"]);
+    tmux.keys(&["getppid"]);
+    tmux.keys(&["Enter"]);
+    tmux.keys(&["w"]);
+    tmux.wait_for("the drilled process's getppid callers", |s| {
+        s.contains("callers of getppid since the start: ")
+            && !s.contains(": 0 stacks")
+            && s.contains("syscost_workload::")
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_for("the totals", |s| s.contains("EXIT=0"));
+    drop(work);
 }

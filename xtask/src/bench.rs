@@ -23,6 +23,11 @@ enum Setup {
     SyscostSlow,
     /// syscost attached to another process: what every other process pays.
     SyscostOther,
+    /// `syscost run --stacks`: every call counted by its user stack.
+    SyscostStacks,
+    /// bpftrace counting the workload's calls by user stack:
+    /// `tracepoint:raw_syscalls:sys_exit /pid == P/ { @[ustack] = count(); }`.
+    BpftraceUstack,
     Strace,
     Bpftrace,
     /// libbpf-tools `syscount -L -p PID`: the peer users run today.
@@ -52,6 +57,8 @@ impl Setup {
             Setup::SyscostOwn => "syscost, this process",
             Setup::SyscostSlow => "syscost --slow 1s",
             Setup::SyscostOther => "syscost, other process",
+            Setup::SyscostStacks => "syscost --stacks",
+            Setup::BpftraceUstack => "bpftrace @[ustack] (pid)",
             Setup::Strace => "strace -f -c",
             Setup::Bpftrace => "bpftrace (count by pid)",
             Setup::Syscount => "syscount -L -p PID",
@@ -166,6 +173,38 @@ fn have(cmd: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// ns per getppid of the workload (`n` calls) with a peer attached to it by pid: the
+/// workload waits on its stdin until `start` (given its pid) has the peer ready, then
+/// the peer is interrupted (SIGINT, as a user stops it) and stopped.
+fn peer_on_pid(workload: &Path, n: &str, start: impl FnOnce(u32) -> Result<Child>) -> Result<f64> {
+    let mut w = Command::new(workload)
+        .args(["--wait-stdin", "getppid", n])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut out = BufReader::new(w.stdout.take().context("workload stdout")?);
+    let mut line = String::new();
+    out.read_line(&mut line)?;
+    let tracefs = Tracefs::mount()?;
+    let r = start(w.id()).and_then(|peer| {
+        writeln!(w.stdin.as_mut().context("workload stdin")?)?;
+        let mut rest = String::new();
+        out.read_to_string(&mut rest)?;
+        let _ = Command::new("kill")
+            .args(["-INT", &peer.id().to_string()])
+            .status();
+        stop(peer);
+        rest.lines()
+            .find_map(|l| l.strip_prefix("ns_per_call="))
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("no ns_per_call in {rest:?}"))
+    });
+    let _ = w.kill();
+    let _ = w.wait();
+    drop(tracefs);
+    r
+}
+
 fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64> {
     let n = calls.to_string();
     let work = || {
@@ -204,6 +243,22 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
                 .arg(workload)
                 .args(["getppid", &n]),
         ),
+        Setup::SyscostStacks => ns_per_call(
+            Command::new(syscost)
+                .args(["run", "--stacks", "/dev/null", "-o", "/dev/null", "--"])
+                .arg(workload)
+                .args(["getppid", &n]),
+        ),
+        Setup::BpftraceUstack => peer_on_pid(workload, &n, |pid| {
+            let script = format!(
+                "BEGIN {{ printf(\"bpftrace ready\\n\"); }} tracepoint:raw_syscalls:sys_exit /pid == {pid}/ {{ @[ustack] = count(); }}"
+            );
+            start_and_wait(
+                Command::new("bpftrace").args(["-e", &script]),
+                false,
+                "bpftrace ready",
+            )
+        }),
         Setup::SyscostOther => {
             let mut sleeper = Command::new(workload).args(["sleep", "3600000"]).spawn()?;
             let tracer = start_and_wait(
@@ -236,40 +291,13 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
                 .arg(workload)
                 .args(["getppid", &n]),
         ),
-        Setup::Syscount => {
-            // The workload waits on stdin until syscount is attached to it.
-            let mut w = Command::new(workload)
-                .args(["--wait-stdin", "getppid", &n])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()?;
-            let mut out = BufReader::new(w.stdout.take().context("workload stdout")?);
-            let mut line = String::new();
-            out.read_line(&mut line)?;
-            let tracefs = Tracefs::mount()?;
-            let sc = start_and_wait(
-                Command::new("stdbuf").args(["-oL", "syscount", "-L", "-p", &w.id().to_string()]),
+        Setup::Syscount => peer_on_pid(workload, &n, |pid| {
+            start_and_wait(
+                Command::new("stdbuf").args(["-oL", "syscount", "-L", "-p", &pid.to_string()]),
                 false,
                 "Tracing syscalls",
-            );
-            let r = sc.and_then(|sc| {
-                writeln!(w.stdin.as_mut().context("workload stdin")?)?;
-                let mut rest = String::new();
-                out.read_to_string(&mut rest)?;
-                let _ = Command::new("kill")
-                    .args(["-INT", &sc.id().to_string()])
-                    .status();
-                stop(sc);
-                rest.lines()
-                    .find_map(|l| l.strip_prefix("ns_per_call="))
-                    .and_then(|v| v.trim().parse().ok())
-                    .with_context(|| format!("no ns_per_call in {rest:?}"))
-            });
-            let _ = w.kill();
-            let _ = w.wait();
-            drop(tracefs);
-            r
-        }
+            )
+        }),
         Setup::SyscostTop => {
             let top = start_and_wait(
                 Command::new(syscost).args(["top", "--no-tui", "-i", "1"]),
@@ -338,6 +366,7 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         Setup::SyscostOwn,
         Setup::SyscostSlow,
         Setup::SyscostOther,
+        Setup::SyscostStacks,
     ];
     if candidates {
         setups.extend([Setup::Clock, Setup::Hist, Setup::Filter, Setup::BtfFilter]);
@@ -369,7 +398,7 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         notes.push("perf not installed: perf trace skipped".to_string());
     }
     if peers && have("bpftrace") {
-        setups.push(Setup::Bpftrace);
+        setups.extend([Setup::Bpftrace, Setup::BpftraceUstack]);
     } else if peers {
         notes.push("bpftrace not installed: skipped".to_string());
     }
@@ -425,6 +454,15 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         println!(
             "syscost-slow-added / syscost-added: {:.2}",
             slow / own.max(1.0)
+        );
+    }
+    if let (Some(own), Some(stacks)) = (added(Setup::SyscostOwn), added(Setup::SyscostStacks)) {
+        println!("--stacks adds per call: {:.0} ns", stacks - own);
+    }
+    if let (Some(stacks), Some(bt)) = (added(Setup::SyscostStacks), added(Setup::BpftraceUstack)) {
+        println!(
+            "bpftrace-ustack-added / syscost-stacks-added: {:.2}",
+            bt / stacks.max(1.0)
         );
     }
     if let (Some(own), Some(base)) = (added(Setup::SyscostOwn), added(Setup::Baseline)) {

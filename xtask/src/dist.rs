@@ -296,11 +296,14 @@ fn install_check(deb: &Path) -> Result<()> {
             "/usr/share/fish/vendor_completions.d/syscost.fish",
             "/usr/share/doc/syscost/LICENSE",
             "/usr/share/doc/syscost/copyright",
+            "/usr/share/doc/syscost/grafana/syscost.json",
+            "/etc/default/syscost",
         ] {
             if !files.iter().any(|f| f == Path::new(needed)) {
                 bail!("the package does not install {needed}");
             }
         }
+        service_check(&files)?;
         for page in ["syscost.1", "syscost-run.1", "syscost-doctor.1"] {
             if !files
                 .iter()
@@ -337,5 +340,88 @@ fn install_check(deb: &Path) -> Result<()> {
         bail!("files left after dpkg --purge: {left:?}");
     }
     println!("dist --check: removed, nothing left");
+    Ok(())
+}
+
+/// The installed service: not enabled, its unit as systemd reads it (`systemd-analyze
+/// verify`), its sandbox's exposure at most 4.0 of 10 (`systemd-analyze security`), and
+/// its command, with the options of /etc/default/syscost, working as a user of no
+/// privilege with the unit's capabilities only, as systemd would start it. (The test
+/// machines do not run systemd as their init: the unit is checked, not started.)
+fn service_check(files: &[PathBuf]) -> Result<()> {
+    let enabled: Vec<String> =
+        output(Command::new("find").args(["/etc/systemd/system", "-name", "syscost.service"]))?
+            .lines()
+            .map(str::to_string)
+            .collect();
+    if !enabled.is_empty() {
+        bail!("the package enabled its service: {enabled:?}");
+    }
+    // Where cargo-deb puts units (/usr/lib/systemd/system, /lib/... before).
+    let unit = files
+        .iter()
+        .find(|f| f.ends_with("systemd/system/syscost.service"))
+        .context("the package installs no systemd/system/syscost.service")?;
+    let unit = unit.to_str().context("a unit path of UTF-8")?;
+    let analyze = |args: &[&str]| -> Result<String> {
+        let o = Command::new("systemd-analyze")
+            .args(args)
+            .arg(unit)
+            .output()
+            .context("cannot run systemd-analyze (Debian's systemd package)")?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if !o.status.success() {
+            bail!("systemd-analyze {} {unit}: {text}", args.join(" "));
+        }
+        Ok(text)
+    };
+    let verified = analyze(&["verify"])?;
+    if verified.lines().any(|l| l.contains("syscost.service")) {
+        bail!("systemd-analyze verify {unit}: {verified}");
+    }
+    let security = analyze(&["security", "--offline=true", "--threshold=40"])?;
+    let exposure = security
+        .lines()
+        .find(|l| l.contains("Overall exposure level"))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+
+    // The unit's command and capabilities, run as it would run them.
+    let text = fs::read_to_string(unit)?;
+    let setting = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(str::to_string)
+            .with_context(|| format!("{unit} has no {key}="))
+    };
+    let exec = setting("ExecStart")?;
+    let caps = setting("AmbientCapabilities")?;
+    if setting("CapabilityBoundingSet")? != caps {
+        bail!("{unit}: the bounding set is not the ambient capabilities");
+    }
+    let caps: Vec<String> = caps
+        .split_whitespace()
+        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_lowercase()))
+        .collect();
+    let caps = format!("-all,{}", caps.join(","));
+    let script = format!(
+        ". /etc/default/syscost && {{ ulimit -l unlimited 2>/dev/null; exec setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs --inh-caps={caps} --ambient-caps={caps} --bounding-set={caps} -- {exec} -d 0.5; }}"
+    );
+    let o = Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .context("cannot run the service's command")?;
+    let err = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() || !err.contains("syscost: serving the syscalls of every process") {
+        bail!("the service's command ({exec}, capabilities {caps}) failed: {err}");
+    }
+    println!(
+        "dist --check: service not enabled; unit verified; {exposure}; its command works with {caps} as nobody"
+    );
     Ok(())
 }

@@ -157,7 +157,9 @@ impl Decoder {
             .strip_prefix(syscall_names::COMPAT_PREFIX)
             .unwrap_or(&syscall)
             .to_string();
-        let (fd, fd_unknown) = if FD_FIRST.contains(&plain.as_str()) {
+        // A sample of `--stacks` that is not a slow call is shown by its stack alone.
+        let slow = e.flags & syscost_common::slow_flags::SLOW != 0;
+        let (fd, fd_unknown) = if slow && FD_FIRST.contains(&plain.as_str()) {
             late_fd(e.tgid, e.args[0], e.fd_ino);
             match fd_name(e.tgid, e.args[0], (e.fd_ino, e.fd_mnt_id)) {
                 Ok(name) => (Some(name), None),

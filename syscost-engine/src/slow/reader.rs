@@ -4,7 +4,7 @@
 
 use std::{collections::VecDeque, time::Duration};
 
-use syscost_common::SlowEvent;
+use syscost_common::{SlowEvent, StackKey, slow_flags};
 
 use super::decode::{Decoder, Namer, Received};
 use syscost_report::profile::SlowCall;
@@ -50,6 +50,7 @@ pub struct Reader {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     handles: Vec<std::thread::JoinHandle<()>>,
     log: std::sync::Arc<std::sync::Mutex<SlowLog>>,
+    samples: std::sync::Arc<std::sync::Mutex<crate::stacks::Samples>>,
 }
 
 /// Sets the calling thread's nice value (a thread id is a process id for setpriority).
@@ -67,7 +68,8 @@ const PENDING: usize = 1024;
 
 impl Reader {
     /// Starts reading; `echo`: print each call's line to stderr; `keep`: how many calls
-    /// to keep for the end (0 for a service that only prints them).
+    /// to keep for the end (0 for a service that only prints them). Records that are
+    /// samples of `--stacks` are unwound and named the same way and kept apart.
     pub fn spawn(
         mut ring: aya::maps::RingBuf<aya::maps::MapData>,
         echo: bool,
@@ -76,7 +78,8 @@ impl Reader {
         use std::sync::{Arc, Mutex, atomic::AtomicBool, atomic::Ordering};
         let stop = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(SlowLog::new(keep)));
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Received>(PENDING);
+        let samples = Arc::new(Mutex::new(crate::stacks::Samples::default()));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Received, u32, StackKey)>(PENDING);
         let s = stop.clone();
         let receiver = std::thread::spawn(move || {
             // Above the machine's other work (root may raise it; where it cannot, it
@@ -99,7 +102,12 @@ impl Reader {
                     // The user stack copy follows it (its pages, if any).
                     let r = decoder.receive(&e, &item[std::mem::size_of::<SlowEvent>()..]);
                     drop(item);
-                    if tx.send(r).is_err() {
+                    let key = StackKey {
+                        stack: e.stack_hash,
+                        tgid: e.tgid,
+                        key: e.key,
+                    };
+                    if tx.send((r, e.flags, key)).is_err() {
                         return;
                     }
                 }
@@ -124,14 +132,21 @@ impl Reader {
             }
         });
         let l = log.clone();
+        let sampled = samples.clone();
         let namer = std::thread::spawn(move || {
             // Niced below the receiving thread: on a busy machine (one CPU) the calls are
             // received first, while their processes live, and named after.
             set_nice(10);
             let mut namer = Namer::default();
             // Ends when the receiver has ended and everything it sent is named.
-            for r in rx {
+            for (r, flags, key) in rx {
                 let c = namer.name(r);
+                if flags & slow_flags::STACK_SAMPLE != 0 {
+                    crate::locks::lock(&sampled).add(key, &c);
+                }
+                if flags & slow_flags::SLOW == 0 {
+                    continue;
+                }
                 if echo {
                     eprintln!("{}", syscost_report::report::slow::line(&c));
                 }
@@ -142,6 +157,7 @@ impl Reader {
             stop,
             handles: vec![receiver, namer],
             log,
+            samples,
         }
     }
 
@@ -150,16 +166,27 @@ impl Reader {
         self.log.clone()
     }
 
+    /// `--stacks`' samples received so far, for a view to join with the tables.
+    pub fn samples(&self) -> std::sync::Arc<std::sync::Mutex<crate::stacks::Samples>> {
+        self.samples.clone()
+    }
+
     /// Drains what is left (call it once the programs are unloaded) and returns every
     /// call kept, and how many were received but not kept.
-    pub fn finish(mut self) -> (Vec<SlowCall>, u64) {
+    pub fn into_calls(self) -> (Vec<SlowCall>, u64) {
+        self.into_parts().0
+    }
+
+    /// [`Reader::into_calls`], and the samples of `--stacks` received.
+    pub fn into_parts(mut self) -> ((Vec<SlowCall>, u64), crate::stacks::Samples) {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
         let mut log = crate::locks::lock(&self.log);
         let evicted = log.evicted;
-        (std::mem::take(&mut log.calls).into(), evicted)
+        let samples = std::mem::take(&mut *crate::locks::lock(&self.samples));
+        ((std::mem::take(&mut log.calls).into(), evicted), samples)
     }
 }
 

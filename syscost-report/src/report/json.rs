@@ -82,9 +82,9 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             upgrade_from_v2(&mut value);
         }
         2 => upgrade_from_v2(&mut value),
-        // Versions 4, 5 and 6 only added optional fields (target.cgroup, processes,
-        // slow_*; features, unavailable; switch_ins_unseen, switch_in_unseen).
-        3..=5 => {
+        // Versions 4 to 7 only added optional fields (target.cgroup, processes,
+        // slow_*; features, unavailable; switch_ins_unseen, switch_in_unseen; stacks).
+        3..=6 => {
             if let Some(obj) = value.as_object_mut() {
                 obj.insert("version".into(), Value::from(SCHEMA_VERSION));
             }

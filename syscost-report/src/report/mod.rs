@@ -4,6 +4,7 @@
 pub mod diff;
 pub mod json;
 pub mod slow;
+pub mod stacks;
 pub mod stats;
 pub mod strace_table;
 pub mod top;

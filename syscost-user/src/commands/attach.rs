@@ -43,7 +43,10 @@ pub fn attach(args: &AttachArgs) -> Result<i32> {
 
 /// `attach`, with an optional line of advice for the live view (the demo's).
 pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
-    super::check_outputs(&args.view, &[args.json.as_deref()])?;
+    super::check_outputs(
+        &args.view,
+        &[args.json.as_deref(), args.stacks.stacks.as_deref()],
+    )?;
     let duration = seconds(args.duration);
     // strace's -C: the live text, a table each second unless -i says otherwise.
     let every =
@@ -81,13 +84,16 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
                 id: cg.id,
                 level: cg.level,
             }),
-            top: args.per_process,
+            per_process: args.per_process,
             ..Default::default()
         },
         &args.tracing,
         &args.slow_calls,
+        &args.stacks,
         args.metrics_addr,
+        &args.web,
     )?
+    .own_cost(!args.own_cost.no_run_stats)
     .every(every)
     .live(tui);
     let mut tracer = plan.load()?;
@@ -124,11 +130,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         None => Source::new(target.pid, target.comm.clone(), 0),
     };
     let metrics = super::serve_metrics(plan.listener.take(), &handle, source, plan.reports_slow())?;
-    let hint = hint.or_else(|| {
-        metrics
-            .as_ref()
-            .map(|m| format!("metrics at http://{}/metrics", m.local_addr()))
-    });
+    let hint = hint.or_else(|| metrics.as_ref().map(|m| format!("metrics at {}", m.url())));
     let info = match &cgroup {
         Some(cg) => Target::cgroup(&cg.path),
         None => Target::process(target.pid, &target.comm),
@@ -143,6 +145,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             hint,
             label: cgroup.as_ref().map(|_| label.clone()),
             slow: plan.reports_slow(),
+            stacks: plan.stacks.is_some(),
         };
         let last = tui::run(&handle, &target, &options)?;
         if !args.view.syscalls.is_empty()
@@ -174,13 +177,14 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let top_dropped = last.counters[syscost_common::counter::DROPPED_TOP as usize];
     profile.processes = processes.iter().map(Into::into).collect();
     super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
+    super::write_stacks(Some(&mut profile), plan.stacks.as_ref(), finished.stacks)?;
     if profile.totals().0 == 0 && cgroup.is_none() {
         eprintln!(
             "syscost: {}",
             no_call_seen(target_pid, args.follow_forks, descendants)
         );
     }
-    let mut out = super::finish(profile, &args.view, args.json.as_deref())?;
+    let mut out = super::save_and_render(profile, &args.view, args.json.as_deref())?;
     if args.per_process {
         out += "\n";
         out += &syscost_report::report::top::render_totals(
@@ -317,7 +321,7 @@ fn text(
                 started.elapsed().as_secs_f64(),
                 step.interval_secs
             ));
-            super::print_out(&super::finish(profile, &args.view, None)?);
+            super::print_out(&super::save_and_render(profile, &args.view, None)?);
             Ok(())
         };
         let end = loop {

@@ -107,6 +107,9 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         no_tui: args.no_tui,
         live_text: false,
         tracing: Default::default(),
+        own_cost: Default::default(),
+        web: Default::default(),
+        stacks: Default::default(),
         metrics_addr: None,
         slow_calls: Default::default(),
     };

@@ -160,7 +160,7 @@ pub fn checks() -> Vec<Check> {
     });
 
     if privileged {
-        out.push(match Tracer::load_floor("floor") {
+        out.push(match tracer::probes::load_floor("floor") {
             Ok(programs) => {
                 drop(programs);
                 Check::new(
@@ -188,12 +188,12 @@ pub fn checks() -> Vec<Check> {
                 ..programs::machine(Auto::All)
             },
         ));
-        out.push(match tracer::cgroup_filter_here() {
+        out.push(match tracer::probes::cgroup_filter_here() {
             Ok(how) => Check::new("--cgroup", Status::Ok, how),
             Err(e) => Check::new("--cgroup", Status::Limited, format!("{e:#}"))
                 .fix("Linux 5.14 or later for --cgroup (everything else works here)"),
         });
-        out.push(match Tracer::fentry_loads() {
+        out.push(match tracer::probes::fentry_loads() {
             Ok(()) => Check::new("fentry/fexit", Status::Ok, "programs load"),
             Err(e) => {
                 let why = format!("{:#}", e.root_cause());

@@ -31,6 +31,14 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     if args.per_process && args.cgroup.is_none() {
         bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
     }
+    if let Some(p) = &args.stacks.stacks {
+        if args.top {
+            bail!(
+                "--stacks counts the calls of the processes export profiles in full (-p, --cgroup); --top keeps per-process figures only"
+            );
+        }
+        super::json::check_writable(p)?;
+    }
     if args.top || args.cgroup.is_some() {
         return export_scope(args);
     }
@@ -65,8 +73,11 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         },
         &args.tracing,
         &args.slow_calls,
+        &args.stacks,
         Some(args.metrics_addr),
+        &args.web,
     )?
+    .own_cost(args.run_stats)
     .service(true);
     let mut tracer = plan.load()?;
     let mut sources = Vec::new();
@@ -95,9 +106,9 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     let signals = super::Signals::catch()?;
     drop(entered);
     eprintln!(
-        "syscost: serving the syscalls of process {} at http://{}/metrics; Ctrl-C to stop",
+        "syscost: serving the syscalls of process {} at {}; Ctrl-C to stop",
         names.join(", "),
-        server.local_addr()
+        server.url()
     );
     super::note_own_cost(&handle);
 
@@ -136,7 +147,8 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         anyhow::Ok(())
     })?;
     drop(server);
-    session.finish()?;
+    let finished = session.finish()?;
+    super::write_stacks(None, plan.stacks.as_ref(), finished.stacks)?;
     Ok(0)
 }
 
@@ -150,7 +162,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         .as_deref()
         .map(syscost_engine::cgroup::resolve)
         .transpose()?;
-    let (auto, top, pool_from_slot) = match &cgroup {
+    let (auto, per_process, pool_from_slot) = match &cgroup {
         Some(cg) => (
             Auto::Cgroup {
                 id: cg.id,
@@ -167,14 +179,17 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         TracerOptions {
             slots: 1,
             auto,
-            top,
+            per_process,
             pool_from_slot,
             ..Default::default()
         },
         &args.tracing,
         &args.slow_calls,
+        &args.stacks,
         Some(args.metrics_addr),
+        &args.web,
     )?
+    .own_cost(args.run_stats)
     .service(false);
     let tracer = plan.load()?;
     let session = plan.start(tracer, Watch::Nothing)?;
@@ -184,7 +199,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         None => Vec::new(),
     };
     let mut metrics = Metrics::new(handle.clone(), sources).with_slow(plan.reports_slow());
-    if top {
+    if per_process {
         metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
     }
     let server = MetricsServer::start(
@@ -203,8 +218,8 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     };
     let stop = syscost_engine::signals::Stop::catch()?;
     eprintln!(
-        "syscost: serving {what} at http://{}/metrics; Ctrl-C to stop",
-        server.local_addr()
+        "syscost: serving {what} at {}; Ctrl-C to stop",
+        server.url()
     );
     super::note_own_cost(&handle);
     let deadline = duration.map(|d| std::time::Instant::now() + d);
@@ -214,6 +229,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         }),
     );
     drop(server);
-    session.finish()?;
+    let finished = session.finish()?;
+    super::write_stacks(None, plan.stacks.as_ref(), finished.stacks)?;
     Ok(0)
 }

@@ -22,7 +22,7 @@ use syscost_report::{
 use syscost_views::metrics::{Metrics, Source, server::MetricsServer};
 
 /// Saves the full profile as JSON if asked, then renders the table the view asks for.
-fn finish(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result<String> {
+fn save_and_render(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result<String> {
     if let Some(path) = json_path {
         json::write(&profile, path)?;
     }
@@ -45,7 +45,7 @@ fn finish(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result
 /// Starts the metrics endpoint for one traced process or cgroup on `listener` if there
 /// is one.
 fn serve_metrics(
-    listener: Option<std::net::TcpListener>,
+    listener: Option<syscost_views::metrics::server::Bound>,
     session: &SessionHandle,
     source: Source,
     slow: bool,
@@ -55,7 +55,7 @@ fn serve_metrics(
     };
     let metrics = Metrics::new(session.clone(), vec![source]).with_slow(slow);
     let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
-    eprintln!("syscost: metrics at http://{}/metrics", server.local_addr());
+    eprintln!("syscost: metrics at {}", server.url());
     note_own_cost(session);
     Ok(Some(server))
 }
@@ -82,6 +82,28 @@ fn add_slow(
         profile.slow_calls = calls;
         profile.slow_dropped += evicted;
     }
+}
+
+/// `--stacks`: the calls by stack into the profile (when there is one), their folded
+/// lines into the file, and a line on stderr saying what it holds.
+fn write_stacks(
+    profile: Option<&mut Profile>,
+    out: Option<&(std::path::PathBuf, syscost_report::report::stacks::Weight)>,
+    stacks: Option<syscost_report::profile::CallStacks>,
+) -> Result<()> {
+    use syscost_report::report::stacks::{folded, summary};
+    let (Some((path, weight)), Some(stacks)) = (out, stacks) else {
+        return Ok(());
+    };
+    // The table and the JSON are still written when the stacks file cannot be.
+    match std::fs::write(path, folded(&stacks, *weight)) {
+        Ok(()) => eprintln!("{}", summary(&stacks, &path.display().to_string())),
+        Err(e) => eprintln!("syscost: --stacks: cannot write {}: {e}", path.display()),
+    }
+    if let Some(profile) = profile {
+        profile.stacks = Some(stacks);
+    }
+    Ok(())
 }
 
 /// Writes to stdout; a closed stdout (a pipe reader gone, a terminal hung up) is not
@@ -207,7 +229,7 @@ pub fn refresh_cost(pid: u32, refreshes: u32) -> Result<i32> {
 /// `syscost floor [VARIANT]`: holds the floor (or a candidate's) programs attached until
 /// stdin reaches its end.
 pub fn floor(variant: &str) -> Result<i32> {
-    let programs = syscost_engine::tracer::Tracer::load_floor(variant)?;
+    let programs = syscost_engine::tracer::probes::load_floor(variant)?;
     print_out("floor programs attached\n");
     let mut sink = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);

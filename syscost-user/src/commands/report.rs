@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::cli::{DiffArgs, ReportArgs, SlowViewArgs};
+use crate::cli::{DiffArgs, FlameArgs, ReportArgs, SlowViewArgs};
 use syscost_report::{
     report::{diff, json},
     syscall_names,
@@ -15,7 +15,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     args.view.selection()?;
     super::note_overhead(&args.view);
     let profile = read(&args.file, args.process.as_ref())?;
-    let mut out = super::finish(profile.clone(), &args.view, None)?;
+    let mut out = super::save_and_render(profile.clone(), &args.view, None)?;
     // A top file's rows as `top` prints them at the end (its `dropped` counts
     // process-syscall pairs, as there).
     if profile.features.iter().any(|f| f == "top") {
@@ -100,6 +100,12 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         }
     }
     let labelled = !args.labels.is_empty();
+    let runs: Vec<usize> = sides.iter().map(Vec::len).collect();
+    if args.all && diff::is_pair(&runs, labelled) {
+        bail!(
+            "--all is for the table of variants (a third profile, several runs on a side, or --label); two profiles show every syscall"
+        );
+    }
     let labels = if labelled {
         args.labels.clone()
     } else {
@@ -131,11 +137,6 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         })
         .collect();
     let compared = diff::compare(&selected, &whole, labelled, args.per.as_deref(), args.sort)?;
-    if args.all && matches!(compared, diff::Compared::Pair(_)) {
-        bail!(
-            "--all is for the table of variants (a third profile, several runs on a side, or --label); two profiles show every syscall"
-        );
-    }
     super::print_out(&if args.json {
         compared.to_json()
     } else {
@@ -247,17 +248,59 @@ fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// `syscost flame FILE.json [-o OUT]`: folded stacks, or an SVG flame graph when OUT
-/// ends in `.svg`.
-pub fn flame(args: &SlowViewArgs) -> Result<i32> {
-    let calls = slow_calls(args)?;
-    let folded = syscost_report::report::slow::folded(&calls);
+/// What `flame` draws, and its title: a stacks file (`--stacks FILE`) as it is; a
+/// profile's slow calls by time in them, else its calls by stack (`--stacks` with
+/// `--json`).
+fn flame_input(args: &FlameArgs) -> Result<(String, String)> {
+    let name = args.file.file.display();
+    let text =
+        std::fs::read_to_string(&args.file.file).with_context(|| format!("cannot read {name}"))?;
+    if text.trim().is_empty() {
+        bail!("{name} is empty: neither a profile (JSON) nor folded stacks");
+    }
+    if !text.trim_start().starts_with('{') {
+        let bad = text.lines().enumerate().find(|(_, l)| {
+            !l.rsplit_once(' ')
+                .is_some_and(|(path, v)| !path.is_empty() && v.parse::<u64>().is_ok())
+        });
+        if let Some((i, line)) = bad {
+            bail!(
+                "{name} is neither a profile (JSON) nor folded stacks: line {} is not `frames VALUE`: {:?}",
+                i + 1,
+                line.chars().take(80).collect::<String>()
+            );
+        }
+        return Ok((text, format!("calls by user stack, {name}")));
+    }
+    let profile = json::read(&args.file.file)?;
+    if args.stacks && profile.stacks.is_none() {
+        bail!("{name} has no calls by stack: save one with --stacks FILE --json FILE");
+    }
+    if profile.slow_threshold.is_some() && !args.stacks {
+        let folded = syscost_report::report::slow::folded(&profile.slow_calls);
+        return Ok((folded, format!("slow calls of {name} (time in us)")));
+    }
+    match &profile.stacks {
+        Some(stacks) => Ok((
+            syscost_report::report::stacks::folded(stacks, Default::default()),
+            format!("calls by user stack of {name}"),
+        )),
+        None => bail!(
+            "{name} has no slow calls nor calls by stack: save one with --slow DURATION or --stacks FILE, and --json FILE"
+        ),
+    }
+}
+
+/// `syscost flame FILE [-o OUT]`: folded stacks, or an SVG flame graph when OUT ends in
+/// `.svg`, of a profile's slow calls or calls by stack, or of a stacks file.
+pub fn flame(args: &FlameArgs) -> Result<i32> {
+    let (folded, title) = flame_input(args)?;
+    let args = &args.file;
     let svg = args
         .output
         .as_ref()
         .is_some_and(|p| p.extension().is_some_and(|e| e == "svg"));
     if svg {
-        let title = format!("slow calls of {} (time in us)", args.file.display());
         write_out(
             args.output.as_deref(),
             &syscost_report::report::slow::flame_svg(&folded, &title)?,

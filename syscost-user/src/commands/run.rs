@@ -22,7 +22,14 @@ use syscost_engine::{process, session::Watch};
 use syscost_report::profile::Target;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
-    super::check_outputs(&args.view, &[args.json.as_deref(), args.output.as_deref()])?;
+    super::check_outputs(
+        &args.view,
+        &[
+            args.json.as_deref(),
+            args.output.as_deref(),
+            args.stacks.stacks.as_deref(),
+        ],
+    )?;
     let program = which::which(&args.command[0])
         .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
     // Who the command runs as, known before anything is loaded.
@@ -31,8 +38,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         programs::command(),
         &args.tracing,
         &args.slow_calls,
+        &args.stacks,
         args.metrics_addr,
-    )?;
+        &args.web,
+    )?
+    .own_cost(!args.own_cost.no_run_stats);
     let mut tracer = plan.load()?;
 
     // Signal handlers are in place before the command starts, so there is no moment in
@@ -109,7 +119,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .to_profile(target, duration_ns, offcpu)?
         .with_features(&features);
     super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
-    let table = super::finish(profile, &args.view, args.json.as_deref())?;
+    super::write_stacks(Some(&mut profile), plan.stacks.as_ref(), finished.stacks)?;
+    let table = super::save_and_render(profile, &args.view, args.json.as_deref())?;
     match &args.output {
         Some(path) => {
             fs::write(path, table).with_context(|| format!("cannot write {}", path.display()))?
@@ -224,10 +235,12 @@ impl StoppedChild {
     /// Waits for the exec; the stage and errno if it failed.
     fn exec_error(mut self) -> Result<Option<(Stage, i32)>> {
         let mut buf = [0u8; 8];
-        let n = self
-            .exec_status
-            .read(&mut buf)
-            .context("reading the exec status pipe")?;
+        let n = loop {
+            match self.exec_status.read(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r.context("reading the exec status pipe")?,
+            }
+        };
         if n != 8 {
             return Ok(None);
         }
@@ -307,8 +320,13 @@ fn spawn_stopped(
     unsafe { libc::close(fds[1]) };
     let exec_status = unsafe { fs::File::from_raw_fd(fds[0]) };
     let mut status = 0;
-    // SAFETY: waits for our own child to stop.
-    let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+    let r = loop {
+        // SAFETY: waits for our own child to stop.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+        if r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break r;
+        }
+    };
     let child = StoppedChild {
         pid: pid as u32,
         exec_status,

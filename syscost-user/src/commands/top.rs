@@ -20,7 +20,7 @@ use crate::{
 use syscost_engine::{
     cgroup, process,
     session::{SessionHandle, Watch},
-    tracer::Auto,
+    tracer::{Auto, TracerOptions},
 };
 use syscost_report::{
     report::top::{render_rates, render_totals, to_json, unpaired_line},
@@ -47,13 +47,20 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         }
         None => (Auto::All, "the machine".to_string()),
     };
-    // top has no --slow: its programs report no slow call.
+    // top has no --slow: its programs report no slow call. With --stacks the process
+    // drilled into is counted by stack (the kernel keeps stacks for full statistics).
     let plan = Plan::new(
-        programs::machine(auto),
+        TracerOptions {
+            stacks: args.stacks.then_some(crate::plan::STACKS_SAMPLE),
+            ..programs::machine(auto)
+        },
         &args.tracing,
         &crate::cli::SlowArgs::default(),
+        &crate::cli::StacksArgs::default(),
         None,
+        &Default::default(),
     )?
+    .own_cost(!args.own_cost.no_run_stats)
     .every(seconds(args.interval));
     let every = plan.session.interval;
     let session = plan.start(plan.load()?, Watch::Nothing)?;
@@ -185,8 +192,15 @@ fn live(
                     tui::top::Action::Drill { pid, threads } => {
                         // No samples wait for this view while it is away.
                         drop(samples);
-                        let (ended, back) =
-                            drill(&mut screen, session, pid, threads, every, deadline)?;
+                        let (ended, back) = drill(
+                            &mut screen,
+                            session,
+                            pid,
+                            threads,
+                            every,
+                            deadline,
+                            args.stacks,
+                        )?;
                         samples = back;
                         if ended == tui::Ended::Quit {
                             break;
@@ -225,6 +239,7 @@ fn drill(
     threads: bool,
     every: Duration,
     deadline: Option<Instant>,
+    stacks: bool,
 ) -> Result<(
     tui::Ended,
     std::sync::mpsc::Receiver<std::sync::Arc<syscost_engine::session::Sample>>,
@@ -245,6 +260,7 @@ fn drill(
         duration: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         per: None,
         hint: Some("from syscost top: figures since Enter · Esc goes back".to_string()),
+        stacks,
         ..Default::default()
     };
     let result = tui::live_with(

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Builds the slow-call stack tests' C programs into $1, the usual way (-O2, no frame
 # pointers, no debug information): chain, chain-static, chain-lib with libchainlib.so
-# (found beside it), short, fdreuse, flockwait, classes; and chain-fp (-O0 -g, frame
-# pointers); in_syscall.h and stdin_wait.h are their handshakes. The tests
+# (found beside it), short, fdreuse, flockwait, classes, sites; and chain-fp (-O0 -g,
+# frame pointers) and sites-fp (-O2, frame pointers); in_syscall.h and stdin_wait.h are their handshakes. The tests
 # run it; so does `cargo xtask vm-test`, which ships the results to the VMs (no
 # compiler there), with CC=aarch64-linux-gnu-gcc for the arm64 ones.
 set -eu
@@ -20,6 +20,9 @@ $cc $flags -pthread -o "$out/fdreuse.tmp" "$src/fdreuse.c" && mv "$out/fdreuse.t
 # The same chain built for debugging (-O0 -g, frame pointers kept).
 $cc -O0 -g -fno-omit-frame-pointer -o "$out/chain-fp.tmp" "$src/chain.c" && mv "$out/chain-fp.tmp" "$out/chain-fp"
 $cc $flags -pthread -o "$out/flockwait.tmp" "$src/flockwait.c" && mv "$out/flockwait.tmp" "$out/flockwait"
+# The calls-by-stack sites, the usual way and with frame pointers kept.
+$cc $flags -o "$out/sites.tmp" "$src/sites.c" && mv "$out/sites.tmp" "$out/sites"
+$cc -O2 -fno-omit-frame-pointer -o "$out/sites-fp.tmp" "$src/sites.c" && mv "$out/sites-fp.tmp" "$out/sites-fp"
 # strace's syscall classes, one call of each of a list of x86_64 syscalls
 # (tests/strace_compat.rs, which runs on x86_64 only).
 case $($cc -dumpmachine) in

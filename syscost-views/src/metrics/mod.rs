@@ -10,6 +10,7 @@ pub mod buckets;
 pub mod encode;
 pub mod series;
 pub mod server;
+pub mod web;
 
 use std::time::Instant;
 
@@ -77,6 +78,8 @@ pub struct Metrics {
 struct TopSeries {
     processes: BoundedSeries,
     cgroups: Option<BoundedSeries>,
+    /// The names of the containers the series' cgroups are.
+    kube: syscost_engine::kube::Directory,
 }
 
 impl Metrics {
@@ -103,6 +106,7 @@ impl Metrics {
         let top = std::sync::Arc::new(std::sync::Mutex::new(TopSeries {
             processes: BoundedSeries::new(n),
             cgroups: cgroups.then(|| BoundedSeries::new(n)),
+            kube: Default::default(),
         }));
         // Fed by the session as it publishes (every sample's step counts once, in
         // order), for as long as this endpoint's state lives.
@@ -194,36 +198,50 @@ impl Metrics {
     }
 }
 
-/// A sample's per-process step into the bounded series.
+/// A sample's per-process step into the bounded series. A process's or a cgroup's
+/// series also names the Kubernetes pod and container its cgroup is, where it is one
+/// (`pod_uid`, `container_id`, and `namespace`, `pod`, `container` from the runtime's
+/// files).
 fn feed(top: &mut TopSeries, sample: &Sample) {
-    {
-        let step = &sample.top;
-        let now = sample.taken;
-        top.processes.add(
-            &step.interval,
-            |r| r.pid.to_string(),
-            |r| {
+    let TopSeries {
+        processes,
+        cgroups,
+        kube,
+    } = top;
+    let kube = std::cell::RefCell::new(kube);
+    let with_kube = |mut labels: Vec<(&'static str, String)>, cgroup: &str| {
+        labels.extend(kube.borrow_mut().labels(cgroup));
+        labels
+    };
+    let step = &sample.top;
+    let now = sample.taken;
+    processes.add(
+        &step.interval,
+        |r| r.pid.to_string(),
+        |r| {
+            with_kube(
                 vec![
                     ("pid", r.pid.to_string()),
                     ("comm", r.comm.clone()),
                     ("cgroup", r.cgroup.clone()),
-                ]
-            },
-            &step
-                .exited
-                .iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>(),
+                ],
+                &r.cgroup,
+            )
+        },
+        &step
+            .exited
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>(),
+        now,
+    );
+    if let Some(c) = cgroups.as_mut() {
+        c.add(
+            &syscost_report::report::top::sums::by_cgroup(&step.interval),
+            |r| r.cgroup.clone(),
+            |r| with_kube(vec![("cgroup", r.cgroup.clone())], &r.cgroup),
+            &[],
             now,
         );
-        if let Some(c) = top.cgroups.as_mut() {
-            c.add(
-                &syscost_report::report::top::sums::by_cgroup(&step.interval),
-                |r| r.cgroup.clone(),
-                |r| vec![("cgroup", r.cgroup.clone())],
-                &[],
-                now,
-            );
-        }
     }
 }

@@ -144,6 +144,8 @@ pub struct Sample {
     pub slow: Option<Vec<syscost_report::profile::SlowCall>>,
     /// Slow calls received so far.
     pub slow_received: u64,
+    /// With `--stacks`: the calls by stack since the start.
+    pub stacks: Option<std::sync::Arc<syscost_report::profile::CallStacks>>,
 }
 
 /// Calls per second over an interval; none before an interval has passed (a rate over a
@@ -189,6 +191,12 @@ pub struct App {
     /// The latest slow calls, newest first (`None` without `--slow`).
     pub slow: Option<Vec<syscost_report::profile::SlowCall>>,
     pub slow_received: u64,
+    /// The callers pane (`w`, with `--stacks`): the selected syscall's stacks.
+    pub show_callers: bool,
+    /// With `--stacks`: the calls by stack since the start (`None` without).
+    pub stacks: Option<std::sync::Arc<syscost_report::profile::CallStacks>>,
+    /// The only process whose stacks the callers pane shows (`top`'s drill-down).
+    pub stacks_of: Option<u32>,
     pub exited: bool,
     /// Entered from `syscost top`: Esc goes back to it.
     pub drilled: bool,
@@ -223,10 +231,26 @@ impl App {
             show_slow: false,
             slow: None,
             slow_received: 0,
+            show_callers: false,
+            stacks: None,
+            stacks_of: None,
             drilled: false,
             exited: false,
             reset_requested: false,
         }
+    }
+
+    /// The selected syscall's stacks (of [`App::stacks_of`] alone when set), most calls
+    /// first: empty without `--stacks` or a selected syscall.
+    pub fn callers(&self) -> Vec<&syscost_report::profile::CallStack> {
+        let (Some(stacks), Some(row)) = (&self.stacks, self.selected_row()) else {
+            return Vec::new();
+        };
+        stacks
+            .stacks
+            .iter()
+            .filter(|s| s.syscall == row.name && self.stacks_of.is_none_or(|p| s.pid == p))
+            .collect()
     }
 
     /// Takes a new sample; a paused view keeps showing the old one.
@@ -261,6 +285,9 @@ impl App {
             .map(|c| (c.end_ns, c.tid));
         self.slow = sample.slow;
         self.slow_received = sample.slow_received;
+        if sample.stacks.is_some() {
+            self.stacks = sample.stacks;
+        }
         if self.show_slow
             && let (Some(key), Some(calls)) = (selected, &self.slow)
             && let Some(i) = calls.iter().position(|c| (c.end_ns, c.tid) == key)
@@ -366,6 +393,7 @@ pub mod tests {
             stuck: Vec::new(),
             slow: None,
             slow_received: 0,
+            stacks: None,
         }
     }
 

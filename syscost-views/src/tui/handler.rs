@@ -65,6 +65,7 @@ pub fn handle_key(app: &mut App, key: KeyEvent) -> Action {
             app.show_slow = false;
             app.selected = 0;
         }
+        KeyCode::Char('w') if app.stacks.is_some() => app.show_callers = !app.show_callers,
         KeyCode::Char('l') if app.slow.is_some() => {
             app.show_slow = !app.show_slow;
             app.show_threads = false;

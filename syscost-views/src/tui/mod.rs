@@ -44,6 +44,8 @@ pub struct LiveOptions {
     pub label: Option<String>,
     /// With `--slow`: the `l` view of the slow calls the samples bring.
     pub slow: bool,
+    /// With `--stacks`: the callers pane (`w`) of the calls by stack the samples bring.
+    pub stacks: bool,
 }
 
 /// Restores the terminal when dropped, on every way out of the loop.
@@ -140,6 +142,7 @@ impl Feed {
             thread_count: s.thread_count,
             slow: s.slow.as_ref().map(|(calls, _)| calls.clone()),
             slow_received: s.slow.as_ref().map_or(0, |(_, n)| *n),
+            stacks: s.stacks.clone(),
             overhead,
             overhead_note,
             stuck,
@@ -308,8 +311,11 @@ pub fn live_with(
     app.hint = options.hint.clone();
     app.drilled = drilled;
     app.show_threads = threads;
-    // The slow calls' view is there from the start with --slow, empty until calls come.
+    // The slow calls' view is there from the start with --slow, empty until calls come;
+    // so is the callers pane with --stacks.
     app.slow = options.slow.then(Vec::new);
+    app.stacks = options.stacks.then(Default::default);
+    app.stacks_of = drilled.then_some(target.pid);
 
     let terminal = &mut screen.terminal;
     let input = &screen.input;
@@ -350,8 +356,10 @@ pub fn live_with(
             // The input thread ended: the terminal is gone.
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        // Threads' names are read only while the thread list is shown.
+        // Threads' names are read only while the thread list is shown, the calls by stack
+        // only while the callers pane is.
         session.want_thread_names(app.show_threads);
+        session.want_stacks(app.show_callers);
         if app.reset_requested {
             app.reset_requested = false;
             feed.series.reset();
@@ -381,8 +389,10 @@ pub fn live_with(
             dirty = true;
         }
     }
-    // No view shows the thread list any more: the samples stop reading names.
+    // No view shows the thread list or the callers any more: the samples stop reading
+    // names and stacks.
     session.want_thread_names(false);
+    session.want_stacks(false);
     let last = if app.exited {
         latest
     } else {

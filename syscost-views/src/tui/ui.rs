@@ -542,9 +542,85 @@ fn render_slow_stack(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 
+/// The innermost `n` frames of a stack, named, innermost first (`a < b < c`).
+fn frames_line(s: &syscost_report::profile::CallStack, n: usize) -> String {
+    if s.frames.is_empty() {
+        return "[no user stack]".to_string();
+    }
+    let mut shown: Vec<String> = s.frames.iter().take(n).map(|f| f.label()).collect();
+    if s.frames.len() > n {
+        shown.push("…".to_string());
+    }
+    shown.join(" < ")
+}
+
+/// The callers pane (`w`): the selected syscall's stacks since the start, by calls on
+/// the left and by time on the right, each with its share of the syscall's.
+fn render_callers(frame: &mut Frame, app: &App, area: Rect) {
+    let callers = app.callers();
+    let name = app.selected_row().map_or("", |s| s.name.as_str());
+    let calls: u64 = callers.iter().map(|s| s.calls).sum();
+    let ns: u64 = callers.iter().map(|s| s.total_ns).sum();
+    let estimated = callers.iter().any(|s| s.estimated);
+    let block = Block::bordered().title(format!(
+        " callers of {name} since the start: {} stacks, {} calls, {}{} · w back ",
+        callers.len(),
+        count(calls as f64),
+        human_ns(ns),
+        if estimated {
+            " · ~ estimated split"
+        } else {
+            ""
+        }
+    ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [left, right] = Layout::horizontal([Constraint::Fill(1), Constraint::Fill(1)]).areas(inner);
+    let rows = inner.height as usize;
+    let column = |by_time: bool, width: u16| -> Vec<Line> {
+        let mut sorted = callers.clone();
+        if by_time {
+            sorted.sort_by_key(|s| std::cmp::Reverse(s.total_ns));
+        }
+        let mut lines = vec![Line::from(if by_time { "by time" } else { "by calls" }).bold()];
+        for s in sorted.iter().take(rows.saturating_sub(1)) {
+            let (figure, share) = if by_time {
+                (human_ns(s.total_ns), s.total_ns as f64 / ns.max(1) as f64)
+            } else {
+                (count(s.calls as f64), s.calls as f64 / calls.max(1) as f64)
+            };
+            let head = format!(
+                "{}{figure:>7} {:>3.0}% ",
+                if s.estimated { "~" } else { " " },
+                share * 100.0
+            );
+            let room = (width as usize).saturating_sub(head.chars().count());
+            let mut text = frames_line(s, 4);
+            if text.chars().count() > room {
+                text = text
+                    .chars()
+                    .take(room.saturating_sub(1))
+                    .collect::<String>()
+                    + "…";
+            }
+            lines.push(Line::from(vec![Span::from(head), Span::from(text)]));
+        }
+        if callers.is_empty() {
+            lines.push(Line::from("no call of it counted by stack yet"));
+        }
+        lines
+    };
+    frame.render_widget(Paragraph::new(column(false, left.width)), left);
+    frame.render_widget(Paragraph::new(column(true, right.width)), right);
+}
+
 fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
     if app.show_slow {
         render_slow_stack(frame, app, area);
+        return;
+    }
+    if app.show_callers && !app.show_threads {
+        render_callers(frame, app, area);
         return;
     }
     let Some(s) = app.selected_row().filter(|_| !app.show_threads) else {
@@ -617,18 +693,26 @@ fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
 fn render_footer(frame: &mut Frame, app: &App, area: Rect) {
     let text = if app.editing_filter {
         " filter by name: type, Enter to keep, Esc to clear".to_string()
-    } else if app.drilled {
-        " Esc back to top · q quit ↑↓ move s/S sort / filter p pause r reset c view t threads ? help"
-            .to_string()
     } else {
-        format!(
-            " q quit ↑↓ move s/S sort / filter p pause r reset c view t threads{} ? help",
-            if app.slow.is_some() {
-                " l slow calls"
-            } else {
-                ""
-            }
-        )
+        let callers = if app.stacks.is_some() {
+            " w callers"
+        } else {
+            ""
+        };
+        if app.drilled {
+            format!(
+                " Esc back to top · q quit ↑↓ move s/S sort / filter p pause r reset c view t threads{callers} ? help"
+            )
+        } else {
+            format!(
+                " q quit ↑↓ move s/S sort / filter p pause r reset c view t threads{}{callers} ? help",
+                if app.slow.is_some() {
+                    " l slow calls"
+                } else {
+                    ""
+                }
+            )
+        }
     };
     frame.render_widget(Paragraph::new(text).fg(Color::DarkGray), area);
 }
@@ -646,6 +730,7 @@ fn render_help(frame: &mut Frame, area: Rect) {
         ("c", "cumulative / last interval"),
         ("t", "per-thread view"),
         ("l", "slow calls, with --slow (Esc back)"),
+        ("w", "callers of the selected syscall, with --stacks"),
         ("?", "this help (any key closes it)"),
     ];
     let lines: Vec<Line> = keys
@@ -686,12 +771,117 @@ mod tests {
 
     use super::*;
     use crate::tui::app::tests::{sample_app, syscall};
-    use ratatui::{Terminal, backend::TestBackend};
+    use crate::tui::handler::handle_key;
+    use ratatui::{
+        Terminal,
+        backend::TestBackend,
+        crossterm::event::{KeyCode, KeyEvent},
+    };
 
     fn draw(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
         t.draw(|f| render(f, app)).unwrap();
         t
+    }
+
+    /// The text of a drawn screen, line by line.
+    fn text(t: &Terminal<TestBackend>) -> String {
+        let buf = t.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// `w` with --stacks: the selected syscall's stacks by calls and by time, estimated
+    /// splits marked, other syscalls' and (drilled from top) other processes' left out.
+    #[test]
+    fn callers_pane_of_the_selected_syscall() {
+        use syscost_report::profile::{CallStack, CallStacks, Frame};
+        let mut app = sample_app();
+        let name = app.selected_row().expect("a selected row").name.clone();
+        let stack = |pid, syscall: &str, f: &[&str], calls, ns, estimated| CallStack {
+            pid,
+            comm: "app".into(),
+            syscall: syscall.into(),
+            calls,
+            total_ns: ns,
+            frames: f
+                .iter()
+                .map(|n| Frame {
+                    function: Some(n.to_string()),
+                    ..Frame::default()
+                })
+                .collect(),
+            estimated,
+            ..CallStack::default()
+        };
+        app.stacks = Some(std::sync::Arc::new(CallStacks {
+            stacks: vec![
+                stack(
+                    4242,
+                    &name,
+                    &["wrapper", "many_calls", "main"],
+                    900,
+                    1_000,
+                    false,
+                ),
+                stack(
+                    4242,
+                    &name,
+                    &["wrapper", "slow_calls", "main"],
+                    100,
+                    9_000_000,
+                    true,
+                ),
+                stack(4242, "not_it", &["elsewhere"], 5, 5, false),
+                stack(7, &name, &["other_process"], 5, 5, false),
+            ],
+            ..CallStacks::default()
+        }));
+        assert!(!text(&draw(&app, 140, 32)).contains("callers of"));
+        handle_key(&mut app, KeyEvent::from(KeyCode::Char('w')));
+        let shown = text(&draw(&app, 140, 32));
+        assert!(
+            shown.contains(&format!("callers of {name} since the start: 3 stacks")),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("by calls") && shown.contains("by time"),
+            "{shown}"
+        );
+        assert!(shown.contains("wrapper < many_calls < main"), "{shown}");
+        assert!(shown.contains("estimated split"), "{shown}");
+        // The estimated line is marked, the exact one is not.
+        let marked = |needle: &str| {
+            shown
+                .lines()
+                .map(|l| l.chars().take(70).collect::<String>())
+                .find(|l| l.contains(needle))
+                .is_some_and(|l| l.contains('~'))
+        };
+        assert!(marked("slow_calls") && !marked("many_calls"), "{shown}");
+        assert!(!shown.contains("elsewhere"), "{shown}");
+        // By time, the slow caller comes first: its line is above the other's on the right.
+        let right = |needle: &str| {
+            shown.lines().position(|l| {
+                let half: String = l.chars().skip(70).collect();
+                half.contains(needle)
+            })
+        };
+        let (slow, many) = (right("slow_calls"), right("many_calls"));
+        assert!(slow.is_some() && many.is_some() && slow < many, "{shown}");
+        // Drilled from top: that process's stacks alone.
+        app.stacks_of = Some(4242);
+        let shown = text(&draw(&app, 140, 32));
+        assert!(
+            shown.contains("2 stacks") && !shown.contains("other_process"),
+            "{shown}"
+        );
     }
 
     #[test]

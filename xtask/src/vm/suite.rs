@@ -48,6 +48,10 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "stacks_reach_main_through_code_without_frame_pointers",
             "processes_that_exit_right_after_their_slow_calls_keep_their_names",
             "a_descriptor_is_named_only_while_it_names_the_file_of_its_call",
+            "calls_by_stack_count_each_call_site_exactly_with_frame_pointers",
+            "calls_by_stack_name_each_call_site_without_frame_pointers",
+            "calls_by_stack_past_the_tables_are_counted_as_dropped",
+            "calls_by_stack_alone_count_each_walk_exactly",
         ],
     ),
     (

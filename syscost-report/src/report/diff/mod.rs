@@ -23,6 +23,12 @@ pub enum Compared {
     Variants(variants::Comparison),
 }
 
+/// Whether sides of these many runs each, labelled or not, are compared as the
+/// before/after pair (two single profiles without labels) rather than as variants.
+pub fn is_pair(runs_per_side: &[usize], labelled: bool) -> bool {
+    !labelled && runs_per_side == [1, 1]
+}
+
 /// Compares `variants` (the first is the baseline): two single profiles without labels
 /// as a before/after pair, anything else as the table of variants. `whole`: the same
 /// variants with every syscall, where `--per` counts its units (`variants` may have
@@ -35,10 +41,9 @@ pub fn compare(
     sort: DiffSort,
 ) -> Result<Compared> {
     let single = |v: &[Variant]| -> Option<(Profile, Profile)> {
+        let runs: Vec<usize> = v.iter().map(|v| v.runs.len()).collect();
         match v {
-            [a, b] if !labelled && a.runs.len() == 1 && b.runs.len() == 1 => {
-                Some((a.runs[0].clone(), b.runs[0].clone()))
-            }
+            [a, b] if is_pair(&runs, labelled) => Some((a.runs[0].clone(), b.runs[0].clone())),
             _ => None,
         }
     };

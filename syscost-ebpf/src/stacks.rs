@@ -1,0 +1,96 @@
+//! Calls by user stack (`STACK_CALLS`, `STACK_FRAMES`, `STACK_SCRATCH`, `STACK_COUNTS`):
+//! every traced call counted, with its time, under the (process, user stack, syscall) it
+//! was made from. A stack is known by the hash of its frame-pointer walk; its frames are
+//! kept once, and a sample of its calls carries a copy of the stack for userspace to
+//! unwind where the walk stops early (code built without frame pointers).
+
+use crate::maps::{SLOW, STACK_CALLS, STACK_COUNTS, STACK_FRAMES, STACK_SCRATCH, config};
+use aya_ebpf::{
+    EbpfContext as _,
+    bindings::{BPF_F_USER_STACK, BPF_NOEXIST, BPF_RB_AVAIL_DATA},
+    helpers::generated::bpf_get_stack,
+    programs::RawTracePointContext,
+};
+use syscost_common::{
+    STACK_FRAMES as FRAMES, STACK_HASH_START, StackKey, StackValue, stack_counter, stack_hash_step,
+};
+
+/// `-EEXIST`: another CPU inserted the same key first.
+const EEXIST: i32 = -17;
+
+/// Adds the call to its stack's figures; returns the stack's hash (0: no user stack
+/// could be walked) and whether this call is one of the stack's samples.
+#[inline(always)]
+pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u64) -> (u64, bool) {
+    let mut hash = 0u64;
+    if let Some(scratch) = STACK_SCRATCH.get_ptr_mut(0) {
+        let s = unsafe { &mut *scratch };
+        let got = unsafe {
+            bpf_get_stack(
+                ctx.as_ptr(),
+                (&raw mut s.frames).cast(),
+                (FRAMES * 8) as u32,
+                u64::from(BPF_F_USER_STACK),
+            )
+        };
+        if got > 0 {
+            let n = got as usize / 8;
+            let mut h = STACK_HASH_START;
+            for i in 0..FRAMES {
+                if i >= n {
+                    break;
+                }
+                h = stack_hash_step(h, s.frames[i]);
+            }
+            hash = h | 1;
+            s.bytes = got as u64;
+            if unsafe { STACK_FRAMES.get(&hash) }.is_none()
+                && let Err(e) = STACK_FRAMES.insert(&hash, s, u64::from(BPF_NOEXIST))
+                && e != EEXIST
+            {
+                count(stack_counter::FRAMES_DROPPED);
+            }
+        }
+    }
+    let key = StackKey {
+        stack: hash,
+        tgid,
+        key,
+    };
+    let value = match STACK_CALLS.get_ptr_mut(&key) {
+        Some(v) => v,
+        None => {
+            let _ = STACK_CALLS.insert(&key, &StackValue::default(), u64::from(BPF_NOEXIST));
+            match STACK_CALLS.get_ptr_mut(&key) {
+                Some(v) => v,
+                None => {
+                    count(stack_counter::CALLS_DROPPED);
+                    return (hash, false);
+                }
+            }
+        }
+    };
+    let calls = unsafe {
+        (*value).calls += 1;
+        (*value).total_ns += ns;
+        (*value).calls
+    };
+    if hash == 0 || (calls - 1) & u64::from(config!(stacks_sample_mask)) != 0 {
+        return (hash, false);
+    }
+    // Samples take at most half of the ring: the slow calls' reports keep the rest, and a
+    // sample without room is counted as one the ring had no room for.
+    if SLOW.query(u64::from(BPF_RB_AVAIL_DATA)) >= u64::from(config!(stacks_ring_limit)) {
+        count(stack_counter::SAMPLES_DROPPED);
+        return (hash, false);
+    }
+    (hash, true)
+}
+
+/// One more of `STACK_COUNTS`' counter `c` on this CPU.
+#[inline(always)]
+pub(crate) fn count(c: u32) {
+    if let Some(n) = STACK_COUNTS.get_ptr_mut(c) {
+        unsafe { *n += 1 };
+    }
+}

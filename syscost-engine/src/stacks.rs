@@ -1,0 +1,386 @@
+//! `--stacks`: the kernel's count and time of every call by (process, user stack,
+//! syscall), joined with the stacks its samples unwound to.
+//!
+//! The kernel side knows a stack by the hash of its frame-pointer walk and counts each
+//! call under it exactly. A sample of each stack's calls carries a copy of the stack,
+//! unwound here with the call frame information as slow calls are: it names the frames
+//! and reaches the callers the walk skips (a libc wrapper's caller, code built without
+//! frame pointers). Where every sample of a walk unwound to one stack, that stack has the
+//! walk's exact figures; where they unwound to several (the walk could not tell those
+//! callers apart), the walk's figures are split between them in the samples'
+//! proportions, and said to be estimates.
+
+use std::collections::HashMap;
+
+use syscost_common::{StackKey, StackValue, stack_counter};
+use syscost_report::{
+    profile::{CallStack, CallStacks, Frame, FramesFrom, SlowCall},
+    syscall_names::SyscallId,
+};
+
+/// The kernel's tables as read at the end.
+#[derive(Clone, Debug, Default)]
+pub struct Raw {
+    /// Calls and time of each (process, stack hash, syscall key), summed over CPUs.
+    pub calls: Vec<(StackKey, StackValue)>,
+    /// Each stack's frame-pointer walk, innermost first, by its hash.
+    pub frames: HashMap<u64, Vec<u64>>,
+    /// `stack_counter::*`.
+    pub counts: [u64; stack_counter::COUNT as usize],
+    /// 1 in this many of a stack's calls per CPU was sampled.
+    pub sample_every: u32,
+}
+
+/// What the samples of one (process, stack hash, syscall) unwound to.
+#[derive(Clone, Debug, Default)]
+struct Sampled {
+    comm: String,
+    syscall: String,
+    /// Each distinct stack (innermost first) and how many samples unwound to it.
+    stacks: Vec<(Vec<Frame>, u64)>,
+}
+
+/// The samples received, unwound and named.
+#[derive(Debug, Default)]
+pub struct Samples {
+    by_key: HashMap<StackKey, Sampled>,
+    received: u64,
+}
+
+impl Samples {
+    /// One sample of the calls of `key`, its stack unwound and named in `call`.
+    pub fn add(&mut self, key: StackKey, call: &SlowCall) {
+        self.received += 1;
+        let s = self.by_key.entry(key).or_insert_with(|| Sampled {
+            comm: call.comm.clone(),
+            syscall: call.syscall.clone(),
+            stacks: Vec::new(),
+        });
+        let addrs = |f: &[Frame]| f.iter().map(|f| f.addr).collect::<Vec<_>>();
+        let these = addrs(&call.stack);
+        match s.stacks.iter_mut().find(|(f, _)| addrs(f) == these) {
+            Some((_, n)) => *n += 1,
+            None => s.stacks.push((call.stack.clone(), 1)),
+        }
+    }
+}
+
+/// `total` split in proportion to `weights` (largest remainders): the parts add up to
+/// `total` exactly.
+fn split(total: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u64 = weights.iter().sum();
+    if sum == 0 {
+        return weights.iter().map(|_| 0).collect();
+    }
+    let exact: Vec<(u64, u128)> = weights
+        .iter()
+        .map(|&w| {
+            let p = u128::from(total) * u128::from(w);
+            ((p / u128::from(sum)) as u64, p % u128::from(sum))
+        })
+        .collect();
+    let mut parts: Vec<u64> = exact.iter().map(|&(q, _)| q).collect();
+    let mut left = total - parts.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by(|&a, &b| exact[b].1.cmp(&exact[a].1).then(a.cmp(&b)));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        parts[i] += 1;
+        left -= 1;
+    }
+    parts
+}
+
+/// The calls by stack: each (process, stack, syscall) of `raw` with the frames its
+/// samples unwound to (or, with none received, its walk's addresses unnamed); `comm_of`
+/// names a process that no sample named. Most calls first.
+pub fn assemble(
+    raw: &Raw,
+    samples: &Samples,
+    comm_of: impl Fn(u32) -> Option<String>,
+) -> CallStacks {
+    let mut stacks = Vec::new();
+    for &(key, value) in &raw.calls {
+        let walk = raw.frames.get(&key.stack).map(Vec::as_slice).unwrap_or(&[]);
+        let sampled = samples.by_key.get(&key);
+        let syscall = sampled.map_or_else(
+            || SyscallId::of(key.key, u64::MAX).name(),
+            |s| s.syscall.clone(),
+        );
+        let comm = sampled
+            .map(|s| s.comm.clone())
+            .or_else(|| comm_of(key.tgid))
+            .unwrap_or_else(|| format!("pid {}", key.tgid));
+        let line = |frames: Vec<Frame>, from, calls, total_ns, estimated, samples| CallStack {
+            pid: key.tgid,
+            comm: comm.clone(),
+            syscall: syscall.clone(),
+            calls,
+            total_ns,
+            frames,
+            frames_from: from,
+            estimated,
+            samples,
+        };
+        match sampled.map(|s| s.stacks.as_slice()).unwrap_or(&[]) {
+            [] => {
+                let frames = if key.stack != 0 && walk.is_empty() {
+                    vec![Frame {
+                        function: Some("[stack not kept]".into()),
+                        unknown: Some(
+                            "its walk found no room, and no sample of it was received".into(),
+                        ),
+                        ..Frame::default()
+                    }]
+                } else {
+                    walk.iter()
+                        .map(|&addr| Frame {
+                            addr,
+                            unknown: Some("no sample of this stack was received to name it".into()),
+                            ..Frame::default()
+                        })
+                        .collect()
+                };
+                stacks.push(line(
+                    frames,
+                    FramesFrom::Walk,
+                    value.calls,
+                    value.total_ns,
+                    false,
+                    0,
+                ));
+            }
+            [(frames, n)] => {
+                let from = if frames.iter().map(|f| f.addr).eq(walk.iter().copied()) {
+                    FramesFrom::Walk
+                } else {
+                    FramesFrom::Sample
+                };
+                stacks.push(line(
+                    frames.clone(),
+                    from,
+                    value.calls,
+                    value.total_ns,
+                    false,
+                    *n,
+                ));
+            }
+            several => {
+                let weights: Vec<u64> = several.iter().map(|(_, n)| *n).collect();
+                let calls = split(value.calls, &weights);
+                let times = split(value.total_ns, &weights);
+                for (i, (frames, n)) in several.iter().enumerate() {
+                    stacks.push(line(
+                        frames.clone(),
+                        FramesFrom::Sample,
+                        calls[i],
+                        times[i],
+                        true,
+                        *n,
+                    ));
+                }
+            }
+        }
+    }
+    stacks.sort_by(|a, b| {
+        b.calls
+            .cmp(&a.calls)
+            .then(a.pid.cmp(&b.pid))
+            .then(a.syscall.cmp(&b.syscall))
+    });
+    CallStacks {
+        sample_every: raw.sample_every,
+        stacks,
+        calls_dropped: raw.counts[stack_counter::CALLS_DROPPED as usize],
+        frames_dropped: raw.counts[stack_counter::FRAMES_DROPPED as usize],
+        samples: samples.received,
+        samples_dropped: raw.counts[stack_counter::SAMPLES_DROPPED as usize],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(addr: u64, f: &str) -> Frame {
+        Frame {
+            addr,
+            function: Some(f.into()),
+            ..Frame::default()
+        }
+    }
+
+    fn sample(stack: Vec<Frame>) -> SlowCall {
+        SlowCall {
+            pid: 9,
+            comm: "sites".into(),
+            syscall: "getppid".into(),
+            stack,
+            ..SlowCall::default()
+        }
+    }
+
+    fn key(stack: u64) -> StackKey {
+        StackKey {
+            stack,
+            tgid: 9,
+            key: 110,
+        }
+    }
+
+    #[test]
+    fn split_adds_up_exactly_and_follows_the_weights() {
+        assert_eq!(split(6000, &[1, 2, 3]), vec![1000, 2000, 3000]);
+        assert_eq!(split(10, &[1, 1, 1]), vec![4, 3, 3]);
+        assert_eq!(split(0, &[5, 1]), vec![0, 0]);
+        assert_eq!(split(7, &[0, 0]), vec![0, 0]);
+        for (total, w) in [
+            (1_000_003u64, vec![3u64, 7, 11]),
+            (u64::MAX / 2, vec![1, 1]),
+        ] {
+            assert_eq!(split(total, &w).iter().sum::<u64>(), total);
+        }
+    }
+
+    #[test]
+    fn a_walk_whose_samples_agree_keeps_its_exact_figures() {
+        let walk = vec![0x10, 0x30];
+        let raw = Raw {
+            calls: vec![(
+                key(5),
+                StackValue {
+                    calls: 1000,
+                    total_ns: 9000,
+                },
+            )],
+            frames: HashMap::from([(5, walk.clone())]),
+            sample_every: 64,
+            ..Raw::default()
+        };
+        let mut samples = Samples::default();
+        // The unwinding reaches the caller the walk skipped (0x20).
+        let unwound = vec![
+            frame(0x10, "getppid"),
+            frame(0x20, "site_a"),
+            frame(0x30, "main"),
+        ];
+        for _ in 0..3 {
+            samples.add(key(5), &sample(unwound.clone()));
+        }
+        let s = assemble(&raw, &samples, |_| None);
+        assert_eq!(s.stacks.len(), 1);
+        let line = &s.stacks[0];
+        assert_eq!((line.calls, line.total_ns, line.samples), (1000, 9000, 3));
+        assert_eq!(line.frames, unwound);
+        assert_eq!(line.frames_from, FramesFrom::Sample);
+        assert!(!line.estimated);
+        assert_eq!(
+            (line.comm.as_str(), line.syscall.as_str()),
+            ("sites", "getppid")
+        );
+        assert_eq!(s.samples, 3);
+    }
+
+    #[test]
+    fn samples_that_unwind_as_the_walk_are_the_walks_frames() {
+        let raw = Raw {
+            calls: vec![(
+                key(5),
+                StackValue {
+                    calls: 4,
+                    total_ns: 8,
+                },
+            )],
+            frames: HashMap::from([(5, vec![0x10, 0x30])]),
+            ..Raw::default()
+        };
+        let mut samples = Samples::default();
+        samples.add(
+            key(5),
+            &sample(vec![frame(0x10, "getppid"), frame(0x30, "main")]),
+        );
+        let s = assemble(&raw, &samples, |_| None);
+        assert_eq!(s.stacks[0].frames_from, FramesFrom::Walk);
+    }
+
+    #[test]
+    fn a_walk_shared_by_several_callers_is_split_by_their_samples_and_says_so() {
+        let raw = Raw {
+            calls: vec![(
+                key(5),
+                StackValue {
+                    calls: 6001,
+                    total_ns: 60_010,
+                },
+            )],
+            frames: HashMap::from([(5, vec![0x10])]),
+            counts: [2, 1, 6, 4],
+            sample_every: 64,
+        };
+        let mut samples = Samples::default();
+        for (site, n) in [("site_a", 1), ("site_b", 2), ("site_c", 3)] {
+            for _ in 0..n {
+                samples.add(
+                    key(5),
+                    &sample(vec![frame(0x10, "getppid"), frame(0x20 + n, site)]),
+                );
+            }
+        }
+        let s = assemble(&raw, &samples, |_| None);
+        let got: Vec<(String, u64, bool)> = s
+            .stacks
+            .iter()
+            .map(|l| (l.frames[1].raw_label(), l.calls, l.estimated))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("site_c".to_string(), 3001, true),
+                ("site_b".to_string(), 2000, true),
+                ("site_a".to_string(), 1000, true)
+            ]
+        );
+        assert_eq!(s.stacks.iter().map(|l| l.total_ns).sum::<u64>(), 60_010);
+        assert_eq!(
+            (s.calls_dropped, s.frames_dropped, s.samples_dropped),
+            (2, 1, 4)
+        );
+    }
+
+    #[test]
+    fn a_walk_without_samples_keeps_its_figures_and_says_why_it_is_unnamed() {
+        let raw = Raw {
+            calls: vec![(
+                key(5),
+                StackValue {
+                    calls: 2,
+                    total_ns: 3,
+                },
+            )],
+            frames: HashMap::from([(5, vec![0x10, 0x30])]),
+            ..Raw::default()
+        };
+        let s = assemble(&raw, &Samples::default(), |pid| Some(format!("proc{pid}")));
+        // A walk without room and without a sample says so, not "no user stack".
+        let lost = Raw {
+            calls: vec![(
+                key(6),
+                StackValue {
+                    calls: 1,
+                    total_ns: 1,
+                },
+            )],
+            ..Raw::default()
+        };
+        let l = assemble(&lost, &Samples::default(), |_| None);
+        assert_eq!(l.stacks[0].frames[0].raw_label(), "[stack not kept]");
+        let line = &s.stacks[0];
+        let name = SyscallId::of(110, u64::MAX).name();
+        assert_eq!((line.calls, line.comm.as_str()), (2, "proc9"));
+        assert_eq!(line.syscall, name);
+        assert_eq!(line.frames.len(), 2);
+        assert!(line.frames.iter().all(|f| f.unknown.is_some()));
+    }
+}

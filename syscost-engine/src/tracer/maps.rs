@@ -1,0 +1,174 @@
+//! The kernel's maps as the tracer reads them: mapped arrays, batch deletes, per-CPU
+//! sums, and the run-time statistics of the programs.
+
+use std::{
+    io,
+    mem::size_of,
+    os::fd::{AsFd as _, AsRawFd as _},
+    ptr::NonNull,
+};
+
+use anyhow::{Context as _, Result, anyhow};
+use aya::{
+    Ebpf,
+    maps::{Map, MapData},
+    programs::ProgramInfo,
+};
+use syscost_common::TopValue;
+
+/// A read-only mapping of a BPF_F_MMAPABLE array: reads of it are plain memory reads.
+pub(super) struct Mapped {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only shared memory, valid until dropped; readers only load
+// from it.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    pub(super) fn new(map: &MapData, bytes: usize) -> Result<Self> {
+        let len = bytes.div_ceil(4096) * 4096;
+        // SAFETY: maps `len` bytes of the map's fd read-only and shared; the kernel
+        // checks the length against the map's size.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                map.fd().as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error())
+                .context("cannot map the statistics for reading");
+        }
+        Ok(Self {
+            ptr: NonNull::new(ptr.cast()).context("mmap returned null")?,
+            len,
+        })
+    }
+
+    /// Element `i` of an array of `T` (`None` beyond the mapping).
+    pub(super) fn element<T>(&self, i: usize) -> Option<*const T> {
+        let end = (i + 1).checked_mul(size_of::<T>())?;
+        (end <= self.len).then(|| {
+            unsafe { self.ptr.as_ptr().add(i * size_of::<T>()) }
+                .cast_const()
+                .cast()
+        })
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmaps what new() mapped.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+/// The fd of a loaded map.
+pub(super) fn map_fd(map: &Map) -> Result<i32> {
+    let data = match map {
+        Map::PerCpuHashMap(d) | Map::HashMap(d) | Map::Array(d) | Map::PerCpuArray(d) => d,
+        _ => anyhow::bail!("no fd for this kind of map"),
+    };
+    Ok(data.fd().as_fd().as_raw_fd())
+}
+
+/// Deletes `keys` from the hash map `fd` in one `BPF_MAP_DELETE_BATCH`.
+pub(super) fn delete_batch<K>(fd: i32, keys: &[K]) -> io::Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    /// `union bpf_attr`'s member for the batch commands.
+    #[repr(C)]
+    struct BatchAttr {
+        in_batch: u64,
+        out_batch: u64,
+        keys: u64,
+        values: u64,
+        count: u32,
+        map_fd: u32,
+        elem_flags: u64,
+        flags: u64,
+    }
+    const BPF_MAP_DELETE_BATCH: libc::c_long = 27;
+    let mut attr = BatchAttr {
+        in_batch: 0,
+        out_batch: 0,
+        keys: keys.as_ptr() as u64,
+        values: 0,
+        count: keys.len() as u32,
+        map_fd: fd as u32,
+        elem_flags: 0,
+        flags: 0,
+    };
+    // SAFETY: the attribute points at `keys.len()` keys of the map's key size, alive for
+    // the call; the kernel writes only `count` back.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_DELETE_BATCH,
+            &mut attr as *mut BatchAttr,
+            size_of::<BatchAttr>() as u32,
+        )
+    };
+    if r == 0 && attr.count as usize == keys.len() {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// A per-process table value summed over CPUs.
+pub(super) fn sum_cpus<'a>(per_cpu: impl Iterator<Item = &'a TopValue>) -> TopValue {
+    per_cpu.fold(TopValue::default(), |v, c| TopValue {
+        calls: v.calls + c.calls,
+        errors: v.errors + c.errors,
+        total_ns: v.total_ns + c.total_ns,
+        offcpu_ns: v.offcpu_ns + c.offcpu_ns,
+    })
+}
+
+pub(super) fn map_data<'a>(ebpf: &'a Ebpf, name: &str) -> Result<&'a MapData> {
+    match ebpf
+        .map(name)
+        .with_context(|| format!("{name} map missing"))?
+    {
+        Map::Array(d) => Ok(d),
+        _ => Err(anyhow!("{name} is not an array")),
+    }
+}
+
+/// Number of possible CPUs (per-CPU maps and the pool have one region each).
+pub fn possible_cpus() -> Result<u32> {
+    aya::util::nr_cpus()
+        .map(|n| n as u32)
+        .map_err(|(what, e)| anyhow!("cannot read the possible CPUs ({what}): {e}"))
+}
+
+/// Run time (ns) and run count of these programs, summed.
+pub(super) fn run_totals(programs: impl Iterator<Item = ProgramInfo>) -> (u64, u64) {
+    programs.fold((0, 0), |(t, c), i| {
+        (t + i.run_time().as_nanos() as u64, c + i.run_count())
+    })
+}
+
+/// BPF run-time statistics, on while this value lives (the kernel turns them off when
+/// its fd closes, so the machine's setting is never left changed). They add two clock
+/// reads to every program run on the machine, so only the live view turns them on.
+pub struct RunTimeStats {
+    _fd: std::os::fd::OwnedFd,
+}
+
+impl RunTimeStats {
+    pub fn enable() -> Result<Self> {
+        let fd = aya::sys::enable_stats(aya::sys::Stats::RunTime)
+            .context("cannot enable BPF run-time statistics")?;
+        Ok(Self { _fd: fd })
+    }
+}

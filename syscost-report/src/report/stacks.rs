@@ -1,0 +1,170 @@
+//! `--stacks`: the calls by user stack as folded stacks, one line per stack
+//! (`comm;outermost;...;innermost;syscall VALUE`), what `inferno-flamegraph`,
+//! `flamegraph.pl` and `syscost flame` draw; and the line that says what the file holds.
+
+use std::collections::BTreeMap;
+
+use crate::{
+    profile::{CallStacks, FramesFrom},
+    untrusted::shown,
+};
+
+/// `n` with a comma between thousands.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What a folded line's VALUE counts (`--stacks-value`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Weight {
+    /// The calls.
+    #[default]
+    Calls,
+    /// The time in the calls, ns.
+    Time,
+}
+
+/// The folded stacks of `stacks`, weighted by `weight`; identical paths (the same
+/// name, frames and syscall in two processes) are one line. Names are printed as text
+/// outputs print them, `;` (the separator) as `:`.
+pub fn folded(stacks: &CallStacks, weight: Weight) -> String {
+    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    for s in &stacks.stacks {
+        let mut path = vec![shown(&s.comm).replace(';', ":")];
+        if s.frames.is_empty() {
+            path.push("[no user stack]".to_string());
+        }
+        path.extend(s.frames.iter().rev().map(|f| f.label().replace(';', ":")));
+        path.push(s.syscall.clone());
+        *lines.entry(path.join(";")).or_default() += match weight {
+            Weight::Calls => s.calls,
+            Weight::Time => s.total_ns,
+        };
+    }
+    lines
+        .into_iter()
+        .filter(|&(_, v)| v > 0)
+        .map(|(k, v)| format!("{k} {v}\n"))
+        .collect()
+}
+
+/// One line on what a stacks file holds: its stacks and calls, which frames come from
+/// samples, what was estimated or dropped.
+pub fn summary(stacks: &CallStacks, path: &str) -> String {
+    let calls: u64 = stacks.stacks.iter().map(|s| s.calls).sum();
+    let sampled = stacks
+        .stacks
+        .iter()
+        .filter(|s| s.frames_from == FramesFrom::Sample)
+        .count();
+    let estimated = stacks.stacks.iter().filter(|s| s.estimated).count();
+    let mut line = format!(
+        "syscost: --stacks: {} calls from {} stacks written to {path}; {sampled} named from samples of their calls (1 in {}, unwound with .eh_frame), the rest by each call's frame-pointer walk",
+        thousands(calls),
+        thousands(stacks.stacks.len() as u64),
+        stacks.sample_every,
+    );
+    if estimated > 0 {
+        line.push_str(&format!(
+            "; {estimated} split from a walk shared by several callers, in their samples' proportions (estimates)"
+        ));
+    }
+    let dropped = [
+        (stacks.calls_dropped, "calls under no stack (table full)"),
+        (
+            stacks.frames_dropped,
+            "calls whose stack found no room for its walk",
+        ),
+        (stacks.samples_dropped, "samples without room in the ring"),
+    ];
+    for (n, what) in dropped {
+        if n > 0 {
+            line.push_str(&format!("; {} {what}", thousands(n)));
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{CallStack, Frame};
+
+    fn frame(f: &str) -> Frame {
+        Frame {
+            addr: 0x1000,
+            function: Some(f.to_string()),
+            ..Frame::default()
+        }
+    }
+
+    fn stack(comm: &str, frames: &[&str], syscall: &str, calls: u64, ns: u64) -> CallStack {
+        CallStack {
+            pid: 7,
+            comm: comm.to_string(),
+            syscall: syscall.to_string(),
+            calls,
+            total_ns: ns,
+            frames: frames.iter().map(|f| frame(f)).collect(),
+            ..CallStack::default()
+        }
+    }
+
+    #[test]
+    fn lines_go_outermost_first_and_merge_identical_paths() {
+        let stacks = CallStacks {
+            sample_every: 64,
+            stacks: vec![
+                stack("app", &["getppid", "site_a", "main"], "getppid", 1000, 5000),
+                stack("app", &["getppid", "site_b", "main"], "getppid", 2000, 9000),
+                stack("app", &["getppid", "site_a", "main"], "getppid", 3, 7),
+                stack("a;b", &[], "read", 1, 10),
+            ],
+            ..CallStacks::default()
+        };
+        assert_eq!(
+            folded(&stacks, Weight::Calls),
+            "a:b;[no user stack];read 1\n\
+             app;main;site_a;getppid;getppid 1003\n\
+             app;main;site_b;getppid;getppid 2000\n"
+        );
+        assert_eq!(
+            folded(&stacks, Weight::Time),
+            "a:b;[no user stack];read 10\n\
+             app;main;site_a;getppid;getppid 5007\n\
+             app;main;site_b;getppid;getppid 9000\n"
+        );
+    }
+
+    #[test]
+    fn the_summary_names_what_is_sampled_estimated_and_dropped() {
+        let mut s = stack("app", &["f"], "read", 10, 1);
+        s.frames_from = FramesFrom::Sample;
+        s.estimated = true;
+        let stacks = CallStacks {
+            sample_every: 64,
+            stacks: vec![s, stack("app", &["g"], "read", 5, 1)],
+            calls_dropped: 3,
+            ..CallStacks::default()
+        };
+        let line = summary(&stacks, "out.folded");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+        assert!(
+            line.contains("15 calls from 2 stacks written to out.folded"),
+            "{line}"
+        );
+        assert!(line.contains("1 named from samples"), "{line}");
+        assert!(line.contains("1 split from a walk"), "{line}");
+        assert!(line.contains("3 calls under no stack"), "{line}");
+        assert!(!line.contains("ring"), "{line}");
+    }
+}

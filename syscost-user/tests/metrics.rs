@@ -183,6 +183,15 @@ fn listening_port(pid: u32) -> Option<u16> {
 /// items under `scrape_configs:`), scraping every second; the process, its web address
 /// and its log.
 fn start_prometheus(t: &RootTest, jobs: &str) -> (Reaped, String, std::path::PathBuf) {
+    start_prometheus_with(t, jobs, &[])
+}
+
+/// [`start_prometheus`] with more of Prometheus's flags.
+fn start_prometheus_with(
+    t: &RootTest,
+    jobs: &str,
+    flags: &[&str],
+) -> (Reaped, String, std::path::PathBuf) {
     let prometheus_bin = which::which("prometheus").expect("prometheus, checked by the test");
     let config = t.path("prometheus.yml");
     std::fs::write(
@@ -195,6 +204,7 @@ fn start_prometheus(t: &RootTest, jobs: &str) -> (Reaped, String, std::path::Pat
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", t.path("data").display()))
         .arg("--web.listen-address=127.0.0.1:0")
+        .args(flags)
         .stdout(std::fs::File::create(&log).unwrap())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn_reaped();
@@ -354,6 +364,123 @@ fn prometheus_scrapes_the_exact_count() {
 
     // SIGTERM ends the export cleanly; the programs are gone (checked on drop).
     // SAFETY: signals the process this test started.
+    unsafe { libc::kill(export.id() as i32, libc::SIGTERM) };
+    assert!(export.wait_exit().success());
+    // SAFETY: as above.
+    unsafe { libc::kill(prometheus.id() as i32, libc::SIGTERM) };
+    prometheus.wait_exit();
+}
+
+/// Prometheus with native histograms on asks for protobuf and gets the latency
+/// histograms as native ones too: their count is the calls', exactly, their sum the
+/// classic histogram's, and their p99 falls where the classic buckets put it, give or
+/// take the native bucket's error.
+#[test]
+fn prometheus_reads_native_histograms() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    if which::which("prometheus").is_err() {
+        skip(
+            "prometheus_reads_native_histograms",
+            "prometheus is not installed (cargo xtask setup installs it)",
+        );
+        return;
+    }
+    let mut work = Command::new(workload_path())
+        .args(["--wait-stdin", "getppid", &CALLS.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+    let mut out = Lines::of(work.stdout.take().unwrap(), "stdout");
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    let (mut export, endpoint) = start_export(&work.id().to_string(), &[]);
+    writeln!(work.stdin.take().unwrap(), "go").unwrap();
+    assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+    assert!(work.wait_exit().success());
+
+    // The classic histogram as the text has it (the workload has ended: final figures).
+    let (status, text) = get(&endpoint, "/metrics").unwrap();
+    assert_eq!(status, 200, "{}", head(&text));
+    let sample = |name: &str, le: Option<&str>| -> Option<f64> {
+        let labels = format!(
+            "{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"{}}} ",
+            work.id(),
+            le.map(|le| format!(",le=\"{le}\"")).unwrap_or_default()
+        );
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(labels.as_str()))
+            .map(|v| v.parse().unwrap())
+    };
+    let classic_sum = sample("syscost_syscall_duration_seconds_sum", None).expect("the sum");
+    let mut classic: Vec<(f64, f64)> = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("syscost_syscall_duration_seconds_bucket{")
+                && l.contains("syscall=\"getppid\"")
+        })
+        .map(|l| {
+            let le = l.split("le=\"").nth(1).unwrap().split('"').next().unwrap();
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().unwrap()
+            };
+            (le, l.rsplit(' ').next().unwrap().parse().unwrap())
+        })
+        .collect();
+    classic.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(
+        classic.last().map(|b| b.1),
+        Some(CALLS as f64),
+        "{}",
+        head(&text)
+    );
+
+    let (mut prometheus, web, log) = start_prometheus_with(
+        &t,
+        &format!("  - job_name: syscost\n    static_configs:\n      - targets: ['{endpoint}']\n"),
+        &["--enable-feature=native-histograms"],
+    );
+    // histogram_count and histogram_sum read native histograms alone.
+    let count = query_until(
+        &web,
+        "histogram_count(syscost_syscall_duration_seconds{syscall=\"getppid\"})",
+        &mut prometheus,
+        &log,
+    );
+    assert_eq!(count.len(), 1, "{count:?}");
+    assert_eq!(value(&count[0]), CALLS as f64, "{}", count[0]);
+    let sum = query_until(
+        &web,
+        "histogram_sum(syscost_syscall_duration_seconds{syscall=\"getppid\"})",
+        &mut prometheus,
+        &log,
+    );
+    let sum = value(&sum[0]);
+    assert!(
+        (sum - classic_sum).abs() <= 1e-9 * classic_sum,
+        "native sum {sum}, classic {classic_sum}"
+    );
+    let p99 = query_until(
+        &web,
+        "histogram_quantile(0.99, syscost_syscall_duration_seconds{syscall=\"getppid\"})",
+        &mut prometheus,
+        &log,
+    );
+    let p99 = value(&p99[0]);
+    // The classic bucket that holds the 99th percentile's call, widened by the native
+    // buckets' error (a call is counted within 1.16 of its latency).
+    let rank = 0.99 * CALLS as f64;
+    let i = classic.iter().position(|b| b.1 >= rank).unwrap();
+    let lower = if i == 0 { 0.0 } else { classic[i - 1].0 };
+    let upper = classic[i].0;
+    assert!(
+        p99 >= lower / 1.16 && p99 <= upper * 1.16,
+        "native p99 of {p99} s outside the classic bucket ({lower} s, {upper} s] give or take 16%"
+    );
+
+    // SAFETY: signals the processes this test started.
     unsafe { libc::kill(export.id() as i32, libc::SIGTERM) };
     assert!(export.wait_exit().success());
     // SAFETY: as above.

@@ -1,19 +1,28 @@
-//! The OpenMetrics text of one scrape, written by `prometheus-client`: this module only
-//! says what goes in it.
+//! One scrape, written by `prometheus-client` as OpenMetrics text or, for a Prometheus
+//! that asks for it (native histograms), as protobuf: this module only says what goes
+//! in it.
 
 use anyhow::Result;
 use prometheus_client::{
     collector::Collector,
-    encoding::{DescriptorEncoder, NoLabelSet},
+    encoding::{DescriptorEncoder, NativeHistogram, NativeHistogramBuckets, NoLabelSet},
     metrics::MetricType,
     registry::{Registry, Unit},
 };
 
-use super::{buckets::classic_buckets, series::OwnSeries};
+use super::{
+    buckets::{NATIVE_SCHEMA, classic_buckets, native_buckets},
+    series::OwnSeries,
+};
 use syscost_report::profile::{Profile, SyscallProfile, Target};
 
-/// The content type of the exposition.
+/// The content type of the text exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The content type of the protobuf exposition (length-delimited `MetricFamily`
+/// messages), the one format that carries native histograms.
+pub const PROTOBUF_CONTENT_TYPE: &str =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 
 /// What one scrape shows.
 #[derive(Clone, Debug)]
@@ -119,6 +128,65 @@ pub fn exposition(scrape: Scrape) -> Result<String> {
     prometheus_client::encoding::text::encode(&mut out, &registry)
         .map_err(|_| anyhow::anyhow!("cannot encode the metrics"))?;
     Ok(out)
+}
+
+/// The protobuf exposition of a scrape: the same families and samples as the text, the
+/// latency histograms with their native buckets beside the classic ones.
+pub fn exposition_protobuf(scrape: Scrape) -> Result<Vec<u8>> {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(scrape));
+    prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&registry)
+        .map_err(|e| anyhow::anyhow!("cannot encode the metrics: {e:?}"))
+}
+
+/// The native histograms' zero bucket: 2^-128 s, as Prometheus's own clients use, so
+/// that it holds the calls of 0 ns alone (latencies are whole nanoseconds).
+const ZERO_THRESHOLD: f64 = 2.938_735_877_055_719e-39;
+
+/// The formats of the exposition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Protobuf,
+}
+
+/// The format an `Accept` header asks for: protobuf when it names the delimited
+/// `io.prometheus.client.MetricFamily` with a quality above every text type's (as a
+/// Prometheus with native histograms on asks), text otherwise.
+pub fn negotiate(accept: Option<&str>) -> Format {
+    let Some(accept) = accept else {
+        return Format::Text;
+    };
+    let (mut protobuf, mut text) = (None::<f64>, None::<f64>);
+    for range in accept.split(',') {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let (mut q, mut proto, mut delimited) = (1.0, false, false);
+        for p in parts {
+            let Some((k, v)) = p.split_once('=') else {
+                continue;
+            };
+            match (
+                k.trim().to_ascii_lowercase().as_str(),
+                v.trim().trim_matches('"'),
+            ) {
+                ("q", v) => q = v.parse().unwrap_or(0.0),
+                ("proto", "io.prometheus.client.MetricFamily") => proto = true,
+                ("encoding", "delimited") => delimited = true,
+                _ => {}
+            }
+        }
+        let best = |slot: &mut Option<f64>| *slot = Some(slot.map_or(q, |b: f64| b.max(q)));
+        match media.as_str() {
+            "application/vnd.google.protobuf" if proto && delimited => best(&mut protobuf),
+            "application/openmetrics-text" | "text/plain" | "text/*" | "*/*" => best(&mut text),
+            _ => {}
+        }
+    }
+    match (protobuf, text) {
+        (Some(p), t) if p > 0.0 && p > t.unwrap_or(0.0) => Format::Protobuf,
+        _ => Format::Text,
+    }
 }
 
 /// A process's labels (pid, comm), or a cgroup's (cgroup).
@@ -238,13 +306,28 @@ impl Collector for Scrape {
                 MetricType::Histogram,
             )?;
             for (t, s) in self.syscalls() {
+                let native = native_buckets(&s.histogram);
                 family
                     .encode_family(&syscall_labels(t, s))?
-                    .encode_histogram::<NoLabelSet>(
+                    .encode_histogram_with_native::<NoLabelSet>(
                         s.total_ns as f64 / 1e9,
                         s.calls,
                         &classic_buckets(&s.histogram),
                         None,
+                        NativeHistogram {
+                            schema: NATIVE_SCHEMA,
+                            zero_threshold: ZERO_THRESHOLD,
+                            zero_count: native.zero_count,
+                            negative: NativeHistogramBuckets {
+                                spans: &[],
+                                deltas: &[],
+                            },
+                            positive: NativeHistogramBuckets {
+                                spans: &native.spans,
+                                deltas: &native.deltas,
+                            },
+                            created: None,
+                        },
                     )?;
             }
         }
@@ -505,6 +588,89 @@ mod tests {
             })
             .unwrap()
         );
+    }
+
+    /// What Prometheus 2.42 sends: with `--enable-feature=native-histograms`, and without.
+    const NATIVE_ACCEPT: &str = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    const TEXT_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+    #[test]
+    fn protobuf_only_when_asked_above_text() {
+        assert_eq!(negotiate(Some(NATIVE_ACCEPT)), Format::Protobuf);
+        assert_eq!(negotiate(Some(TEXT_ACCEPT)), Format::Text);
+        assert_eq!(negotiate(None), Format::Text);
+        assert_eq!(negotiate(Some("*/*")), Format::Text);
+        // Protobuf that is not the delimited MetricFamily, or ranked below text.
+        assert_eq!(
+            negotiate(Some(
+                "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily"
+            )),
+            Format::Text
+        );
+        assert_eq!(
+            negotiate(Some(
+                "text/plain;q=0.9, application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited; q=0.5"
+            )),
+            Format::Text
+        );
+        assert_eq!(
+            negotiate(Some(
+                "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0"
+            )),
+            Format::Text
+        );
+    }
+
+    #[test]
+    fn protobuf_carries_the_native_and_the_classic_buckets() {
+        use prometheus_client::encoding::prometheus_protobuf::{encode, prometheus_data_model};
+        let scrape = Scrape {
+            processes_top: Vec::new(),
+            cgroups_top: Vec::new(),
+            offcpu_tracked: true,
+            slow: Vec::new(),
+            machine: None,
+            processes: vec![server_profile()],
+            bpf_run: None,
+        };
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(scrape.clone()));
+        let families = encode(&registry).unwrap();
+        // The same families as the text, by name.
+        let text = exposition(scrape.clone()).unwrap();
+        assert_eq!(families.len(), text.matches("# TYPE ").count());
+        for f in &families {
+            assert!(
+                text.lines()
+                    .any(|l| !l.starts_with('#') && l.starts_with(&f.name)),
+                "{} not in the text",
+                f.name
+            );
+        }
+        let durations = families
+            .iter()
+            .find(|f| f.name == "syscost_syscall_duration_seconds")
+            .expect("the latency family");
+        assert_eq!(
+            durations.r#type,
+            prometheus_data_model::MetricType::Histogram as i32
+        );
+        for (m, s) in durations.metric.iter().zip(&scrape.processes[0].syscalls) {
+            let h = m.histogram.as_ref().unwrap();
+            assert_eq!(h.schema, NATIVE_SCHEMA);
+            assert_eq!(h.sample_count, s.calls);
+            let native: i64 = h
+                .positive_delta
+                .iter()
+                .scan(0i64, |c, d| {
+                    *c += d;
+                    Some(*c)
+                })
+                .sum();
+            assert_eq!(native as u64 + h.zero_count, s.calls, "{}", s.name);
+            assert_eq!(h.bucket.last().map(|b| b.cumulative_count), Some(s.calls));
+        }
+        assert!(!exposition_protobuf(scrape).unwrap().is_empty());
     }
 
     #[test]

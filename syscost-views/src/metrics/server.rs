@@ -24,7 +24,9 @@ use tokio::{
 
 use super::{
     Metrics,
-    encode::{CONTENT_TYPE, exposition},
+    encode::{
+        CONTENT_TYPE, Format, PROTOBUF_CONTENT_TYPE, exposition, exposition_protobuf, negotiate,
+    },
     web::{Access, WebConfig},
 };
 
@@ -264,12 +266,24 @@ fn respond(req: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes>> 
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "GET /metrics\n".into());
     }
-    match metrics.scrape().and_then(exposition) {
-        Ok(body) => {
-            let mut r = Response::new(Full::new(Bytes::from(body)));
+    let format = negotiate(
+        req.headers()
+            .get(header::ACCEPT)
+            .and_then(|h| h.to_str().ok()),
+    );
+    let body = metrics.scrape().and_then(|scrape| match format {
+        Format::Text => Ok((Bytes::from(exposition(scrape)?), CONTENT_TYPE)),
+        Format::Protobuf => Ok((
+            Bytes::from(exposition_protobuf(scrape)?),
+            PROTOBUF_CONTENT_TYPE,
+        )),
+    });
+    match body {
+        Ok((body, content_type)) => {
+            let mut r = Response::new(Full::new(body));
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
-                header::HeaderValue::from_static(CONTENT_TYPE),
+                header::HeaderValue::from_static(content_type),
             );
             r
         }

@@ -18,6 +18,10 @@ use syscost_report::{
     syscall_names::SyscallId,
 };
 
+/// 1 in this many of a stack's calls (per CPU) is sampled unless `--stacks-sample` says
+/// otherwise.
+pub const SAMPLE_EVERY: u32 = 256;
+
 /// The kernel's tables as read at the end.
 #[derive(Clone, Debug, Default)]
 pub struct Raw {

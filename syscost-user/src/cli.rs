@@ -411,7 +411,7 @@ pub struct StacksArgs {
     /// 1 in N of each stack's calls (per CPU, and its first there) carries a copy of the
     /// stack, unwound with .eh_frame to name the callers a frame-pointer walk skips (code
     /// built without frame pointers, a libc wrapper's caller): a power of two.
-    #[arg(long, requires = "stacks", value_name = "N", default_value_t = crate::plan::STACKS_SAMPLE, value_parser = parse_sample_every)]
+    #[arg(long, requires = "stacks", value_name = "N", default_value_t = syscost_engine::stacks::SAMPLE_EVERY, value_parser = parse_sample_every)]
     pub stacks_sample: u32,
 }
 

@@ -28,9 +28,6 @@ use crate::cli::{SlowArgs, StacksArgs, TracingArgs, WebArgs};
 /// otherwise (16K).
 const STACK_PAGES: u32 = 4;
 
-/// 1 in this many of a stack's calls is sampled unless `--stacks-sample` says otherwise.
-pub const STACKS_SAMPLE: u32 = 256;
-
 /// The statistics slot of the process `top` drills into (slot 0 holds the machine's
 /// per-process figures).
 pub const DRILL_SLOT: u32 = 1;
@@ -236,12 +233,12 @@ mod tests {
             .expect("a plan")
         };
         let top = TracerOptions {
-            stacks: Some(STACKS_SAMPLE),
+            stacks: Some(syscost_engine::stacks::SAMPLE_EVERY),
             ..programs::machine(Auto::All)
         };
         assert_eq!(
             plan(top, &StacksArgs::default()).programs.stacks,
-            Some(STACKS_SAMPLE)
+            Some(syscost_engine::stacks::SAMPLE_EVERY)
         );
         let file = StacksArgs {
             stacks: Some("x.folded".into()),

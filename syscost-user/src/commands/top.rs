@@ -51,7 +51,7 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     // drilled into is counted by stack (the kernel keeps stacks for full statistics).
     let plan = Plan::new(
         TracerOptions {
-            stacks: args.stacks.then_some(crate::plan::STACKS_SAMPLE),
+            stacks: args.stacks.then_some(syscost_engine::stacks::SAMPLE_EVERY),
             ..programs::machine(auto)
         },
         &args.tracing,

@@ -128,7 +128,17 @@ pub fn assemble(
             estimated,
             samples,
         };
-        match sampled.map(|s| s.stacks.as_slice()).unwrap_or(&[]) {
+        // A sample that could not be unwound (its process gone before its mappings were
+        // read, a copy too short) names the walk alone: beside samples that reached
+        // further it is the same caller seen less well, not another one.
+        let mut unwound: Vec<&(Vec<Frame>, u64)> = sampled
+            .map(|s| s.stacks.iter().collect())
+            .unwrap_or_default();
+        let is_walk = |f: &[Frame]| f.iter().map(|f| f.addr).eq(walk.iter().copied());
+        if unwound.iter().any(|(f, _)| !is_walk(f)) {
+            unwound.retain(|(f, _)| !is_walk(f));
+        }
+        match unwound.as_slice() {
             [] => {
                 let frames = if key.stack != 0 && walk.is_empty() {
                     vec![Frame {
@@ -157,7 +167,7 @@ pub fn assemble(
                 ));
             }
             [(frames, n)] => {
-                let from = if frames.iter().map(|f| f.addr).eq(walk.iter().copied()) {
+                let from = if is_walk(frames) {
                     FramesFrom::Walk
                 } else {
                     FramesFrom::Sample
@@ -307,6 +317,48 @@ mod tests {
         );
         let s = assemble(&raw, &samples, |_| None);
         assert_eq!(s.stacks[0].frames_from, FramesFrom::Walk);
+    }
+
+    #[test]
+    fn a_sample_that_could_not_be_unwound_is_not_another_caller() {
+        let raw = Raw {
+            calls: vec![(
+                key(5),
+                StackValue {
+                    calls: 300,
+                    total_ns: 3000,
+                },
+            )],
+            frames: HashMap::from([(5, vec![0x10, 0x30])]),
+            ..Raw::default()
+        };
+        let mut samples = Samples::default();
+        let walk = || sample(vec![frame(0x10, "getppid"), frame(0x30, "main")]);
+        let unwound = || {
+            sample(vec![
+                frame(0x10, "getppid"),
+                frame(0x20, "site_a"),
+                frame(0x30, "main"),
+            ])
+        };
+        for s in [unwound(), walk(), unwound()] {
+            samples.add(key(5), &s);
+        }
+        let s = assemble(&raw, &samples, |_| None);
+        assert_eq!(s.stacks.len(), 1, "{:?}", s.stacks);
+        let line = &s.stacks[0];
+        assert_eq!(
+            (line.calls, line.total_ns, line.estimated),
+            (300, 3000, false)
+        );
+        assert_eq!(line.frames_from, FramesFrom::Sample);
+        assert_eq!(line.frames[1].raw_label(), "site_a");
+        // Samples that all failed keep the walk's frames and figures.
+        let mut only_walks = Samples::default();
+        only_walks.add(key(5), &walk());
+        let s = assemble(&raw, &only_walks, |_| None);
+        assert_eq!(s.stacks[0].frames_from, FramesFrom::Walk);
+        assert_eq!(s.stacks[0].calls, 300);
     }
 
     #[test]

@@ -229,11 +229,18 @@ async fn authorize(req: &Request<Incoming>, web: Arc<WebConfig>) -> Option<Respo
         .headers()
         .get(header::AUTHORIZATION)
         .map(|h| h.as_bytes().to_vec());
-    let access = {
-        let _permit = CHECKS.acquire().await.ok()?;
-        tokio::task::spawn_blocking(move || web.check(&loaded, authorization.as_deref()))
-            .await
-            .unwrap_or(Access::Unauthorized)
+    // Credentials already verified are answered at once: only a bcrypt check waits for
+    // one of the permits.
+    let access = match web.check_known(&loaded, authorization.as_deref()) {
+        Some(known) => known,
+        None => match CHECKS.acquire().await {
+            Ok(_permit) => {
+                tokio::task::spawn_blocking(move || web.check(&loaded, authorization.as_deref()))
+                    .await
+                    .unwrap_or(Access::Unauthorized)
+            }
+            Err(_) => Access::Unauthorized,
+        },
     };
     if access == Access::Allowed {
         return None;

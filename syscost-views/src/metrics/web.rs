@@ -493,10 +493,27 @@ impl WebConfig {
         Ok(())
     }
 
+    /// The answer to a request with `authorization` where it needs no bcrypt check: no
+    /// users, no or malformed credentials, or credentials already verified. `None`: only
+    /// [`WebConfig::check`] can tell.
+    pub fn check_known(&self, loaded: &Loaded, authorization: Option<&[u8]>) -> Option<Access> {
+        if loaded.users.is_empty() {
+            return Some(Access::Allowed);
+        }
+        let Some((user, password)) = authorization.and_then(basic_credentials) else {
+            return Some(Access::Unauthorized);
+        };
+        let hash = loaded.users.get(&user)?;
+        let verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+        verified
+            .contains(&(user, hash.clone(), password))
+            .then_some(Access::Allowed)
+    }
+
     /// Whether a request with `authorization` (its Authorization header) may scrape.
     pub fn check(&self, loaded: &Loaded, authorization: Option<&[u8]>) -> Access {
-        if loaded.users.is_empty() {
-            return Access::Allowed;
+        if let Some(known) = self.check_known(loaded, authorization) {
+            return known;
         }
         let Some((user, password)) = authorization.and_then(basic_credentials) else {
             return Access::Unauthorized;
@@ -508,14 +525,9 @@ impl WebConfig {
             None => (loaded.dummy.as_str(), false),
         };
         let key = (user, hash.to_string(), password);
-        let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
-        if known && verified.contains(&key) {
-            return Access::Allowed;
-        }
-        drop(verified);
         let ok = bcrypt::verify(&key.2, hash).unwrap_or(false) && known;
         if ok {
-            verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+            let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
             if verified.len() >= VERIFIED_CAP {
                 verified.clear();
             }

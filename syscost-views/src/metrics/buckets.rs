@@ -42,7 +42,8 @@ pub const NATIVE_SCHEMA: i32 = 3;
 /// How far a call's native bucket may be from its latency, as a factor: its kernel
 /// bucket's middle lies in the native bucket, at most 2^(1/8) (9.1%) wide, and the kernel
 /// bucket is at most 12.5% wide around its middle (6.25% either side), so every latency
-/// is within 2^(1/8) x 1.0625 < 1.16 of both ends of the native bucket that counts it.
+/// under 2^40 ns is within 2^(1/8) x 1.0625 < 1.16 of both ends of the native bucket
+/// that counts it.
 pub const NATIVE_ERROR_FACTOR: f64 = 1.16;
 
 /// A native histogram's buckets: calls of 0 ns in the zero bucket, the rest by bucket
@@ -65,7 +66,9 @@ pub fn native_index(seconds: f64) -> i32 {
 
 /// The native buckets of a kernel histogram: each kernel bucket counted whole (so that
 /// no bucket's count ever goes down between scrapes) in the native bucket holding its
-/// middle (the last, open-ended one: its bottom).
+/// middle. The kernel's last bucket also holds every longer call (2^40 ns, about 18
+/// minutes, and more): those are counted at its middle too, the one exception to
+/// [`NATIVE_ERROR_FACTOR`].
 pub fn native_buckets(hist: &[Bucket]) -> NativeBuckets {
     let mut zero_count = 0;
     let mut by_index = std::collections::BTreeMap::<i32, u64>::new();
@@ -74,11 +77,7 @@ pub fn native_buckets(hist: &[Bucket]) -> NativeBuckets {
             zero_count += b.count;
             continue;
         }
-        let middle_ns = if b.hi_ns == u64::MAX {
-            b.lo_ns as f64
-        } else {
-            (b.lo_ns as f64 + b.hi_ns as f64) / 2.0
-        };
+        let middle_ns = (b.lo_ns as f64 + b.hi_ns as f64) / 2.0;
         *by_index.entry(native_index(middle_ns / 1e9)).or_default() += b.count;
     }
     let mut out = NativeBuckets {

@@ -639,13 +639,22 @@ mod tests {
         // The same families as the text, by name.
         let text = exposition(scrape.clone()).unwrap();
         assert_eq!(families.len(), text.matches("# TYPE ").count());
+        // Each family's samples by their exact names (a histogram's: _bucket, _sum, _count).
+        let sample_names: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .collect();
         for f in &families {
-            assert!(
-                text.lines()
-                    .any(|l| !l.starts_with('#') && l.starts_with(&f.name)),
-                "{} not in the text",
-                f.name
-            );
+            let histogram = f.r#type == prometheus_data_model::MetricType::Histogram as i32;
+            let named = if histogram {
+                ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .all(|s| sample_names.contains(format!("{}{s}", f.name).as_str()))
+            } else {
+                sample_names.contains(f.name.as_str())
+            };
+            assert!(named, "{} not in the text: {sample_names:?}", f.name);
         }
         let durations = families
             .iter()
@@ -655,6 +664,7 @@ mod tests {
             durations.r#type,
             prometheus_data_model::MetricType::Histogram as i32
         );
+        assert_eq!(durations.metric.len(), scrape.processes[0].syscalls.len());
         for (m, s) in durations.metric.iter().zip(&scrape.processes[0].syscalls) {
             let h = m.histogram.as_ref().unwrap();
             assert_eq!(h.schema, NATIVE_SCHEMA);

@@ -173,16 +173,24 @@ impl Default for Roots {
 pub struct Directory {
     roots: Roots,
     known: HashMap<String, Names>,
+    /// Containers whose file could not be read (not written yet, not readable), and
+    /// when: read again after [`RETRY`].
+    missed: HashMap<String, std::time::Instant>,
 }
 
 /// Containers whose names are remembered; past it they are forgotten and read again.
 const REMEMBERED: usize = 4096;
+
+/// How long a container whose file did not read goes without its names before it is
+/// read again.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Directory {
     pub fn new(roots: Roots) -> Self {
         Self {
             roots,
             known: HashMap::new(),
+            missed: HashMap::new(),
         }
     }
 
@@ -200,10 +208,17 @@ impl Directory {
             order.retain(|o| *o != r);
             order.insert(0, r);
         }
-        let names = order
-            .into_iter()
-            .find_map(|r| self.read(r, id))
-            .unwrap_or_default();
+        if self.missed.get(id).is_some_and(|t| t.elapsed() < RETRY) {
+            return Names::default();
+        }
+        let Some(names) = order.into_iter().find_map(|r| self.read(r, id)) else {
+            if self.missed.len() >= REMEMBERED {
+                self.missed.clear();
+            }
+            self.missed.insert(id.clone(), std::time::Instant::now());
+            return Names::default();
+        };
+        self.missed.remove(id);
         if self.known.len() >= REMEMBERED {
             self.known.clear();
         }
@@ -429,6 +444,16 @@ mod tests {
             ]
         );
         assert!(d.labels("/user.slice").is_empty());
+        // A file written after its container was first seen is read once the retry is
+        // due (the miss made older here rather than waited for).
+        write(
+            d.roots.containerd.join(ID).join("config.json"),
+            r#"{"annotations":{"io.kubernetes.cri.sandbox-name":"late"}}"#,
+        );
+        let late = parse(&format!("/kubepods/pod{UID}/{ID}")).unwrap();
+        assert_eq!(d.names(&late).pod, None, "not before the retry is due");
+        *d.missed.get_mut(ID).unwrap() -= RETRY;
+        assert_eq!(d.names(&late).pod.as_deref(), Some("late"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

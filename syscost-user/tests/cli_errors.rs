@@ -200,7 +200,10 @@ fn web_configuration_is_checked_before_loading() {
             "tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n",
             "cannot read the certificate",
         ),
-        ("basic_auth_user:\n  prometheus: x\n", "basic_auth_user"),
+        (
+            "basic_auth_user:\n  prometheus: x\n",
+            "unknown field `basic_auth_user`",
+        ),
     ] {
         std::fs::write(&file, text).unwrap();
         let path = file.to_str().unwrap();

@@ -566,7 +566,7 @@ fn each_process_has_its_own_exact_series_from_one_set_of_programs() {
         );
     }
     assert!(
-        !text.contains("syscost_bpf_run_seconds_total{"),
+        !text.contains("syscost_bpf_run_seconds"),
         "own cost without --run-stats: {}",
         metric_lines(&text, "syscost_bpf_run", "")
     );

@@ -227,19 +227,22 @@ fn start_prometheus_with(
     (prometheus, web, log)
 }
 
-#[test]
-fn prometheus_scrapes_the_exact_count() {
-    let Some(t) = root_test!() else {
-        return;
-    };
-    if which::which("prometheus").is_err() {
+/// Whether prometheus is installed; says the test skips when it is not.
+fn has_prometheus(test: &str) -> bool {
+    let found = which::which("prometheus").is_ok();
+    if !found {
         skip(
-            "prometheus_scrapes_the_exact_count",
+            test,
             "prometheus is not installed (cargo xtask setup installs it)",
         );
-        return;
     }
+    found
+}
 
+/// The workload's CALLS getppid under `syscost export -p` (with `extra`), run to its end:
+/// the export, its endpoint, and the workload's pid, whose final counts stay on the
+/// endpoint.
+fn getppid_exported(extra: &[&str]) -> (Reaped, String, u32) {
     let mut work = Command::new(workload_path())
         .args(["--wait-stdin", "getppid", &CALLS.to_string()])
         .stdin(Stdio::piped())
@@ -247,18 +250,29 @@ fn prometheus_scrapes_the_exact_count() {
         .spawn_reaped();
     let mut out = Lines::of(work.stdout.take().unwrap(), "stdout");
     assert_eq!(out.next().unwrap().unwrap(), "ready");
-
-    let (mut export, endpoint) = start_export(&work.id().to_string(), &["--run-stats"]);
-
-    // The workload runs to the end; its final counts stay on the endpoint.
+    let (export, endpoint) = start_export(&work.id().to_string(), extra);
     writeln!(work.stdin.take().unwrap(), "go").unwrap();
     assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+    let pid = work.id();
     assert!(work.wait_exit().success());
+    (export, endpoint, pid)
+}
+
+#[test]
+fn prometheus_scrapes_the_exact_count() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    if !has_prometheus("prometheus_scrapes_the_exact_count") {
+        return;
+    }
+
+    let (mut export, endpoint, pid) = getppid_exported(&["--run-stats"]);
     let (status, text) = get(&endpoint, "/metrics").unwrap();
     assert_eq!(status, 200, "{}", head(&text));
     let line = format!(
         "syscost_syscalls_total{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {CALLS}\n",
-        work.id()
+        pid
     );
     assert!(
         text.contains(&line),
@@ -284,7 +298,7 @@ fn prometheus_scrapes_the_exact_count() {
         &results[..results.len().min(3)]
     );
     assert_eq!(value(&results[0]), CALLS as f64, "{}", results[0]);
-    assert_eq!(results[0]["metric"]["pid"], work.id().to_string());
+    assert_eq!(results[0]["metric"]["pid"], pid.to_string());
     assert_eq!(results[0]["metric"]["comm"], "syscost-workloa");
 
     // The histogram holds the same calls, and PromQL reads a p99 from it: within the
@@ -380,24 +394,10 @@ fn prometheus_reads_native_histograms() {
     let Some(t) = root_test!() else {
         return;
     };
-    if which::which("prometheus").is_err() {
-        skip(
-            "prometheus_reads_native_histograms",
-            "prometheus is not installed (cargo xtask setup installs it)",
-        );
+    if !has_prometheus("prometheus_reads_native_histograms") {
         return;
     }
-    let mut work = Command::new(workload_path())
-        .args(["--wait-stdin", "getppid", &CALLS.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_reaped();
-    let mut out = Lines::of(work.stdout.take().unwrap(), "stdout");
-    assert_eq!(out.next().unwrap().unwrap(), "ready");
-    let (mut export, endpoint) = start_export(&work.id().to_string(), &[]);
-    writeln!(work.stdin.take().unwrap(), "go").unwrap();
-    assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
-    assert!(work.wait_exit().success());
+    let (mut export, endpoint, pid) = getppid_exported(&[]);
 
     // The classic histogram as the text has it (the workload has ended: final figures).
     let (status, text) = get(&endpoint, "/metrics").unwrap();
@@ -405,7 +405,7 @@ fn prometheus_reads_native_histograms() {
     let sample = |name: &str, le: Option<&str>| -> Option<f64> {
         let labels = format!(
             "{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"{}}} ",
-            work.id(),
+            pid,
             le.map(|le| format!(",le=\"{le}\"")).unwrap_or_default()
         );
         text.lines()
@@ -753,11 +753,7 @@ fn prometheus_scrapes_over_tls_with_basic_auth() {
     let Some(t) = root_test!() else {
         return;
     };
-    if which::which("prometheus").is_err() {
-        skip(
-            "prometheus_scrapes_over_tls_with_basic_auth",
-            "prometheus is not installed (cargo xtask setup installs it)",
-        );
+    if !has_prometheus("prometheus_scrapes_over_tls_with_basic_auth") {
         return;
     }
     let [ca, cert, key] = tls_files(&t);
@@ -918,11 +914,7 @@ fn every_dashboard_panel_has_data() {
     let Some(t) = root_test!() else {
         return;
     };
-    if which::which("prometheus").is_err() {
-        skip(
-            "every_dashboard_panel_has_data",
-            "prometheus is not installed (cargo xtask setup installs it)",
-        );
+    if !has_prometheus("every_dashboard_panel_has_data") {
         return;
     }
     let dashboard: serde_json::Value = serde_json::from_str(

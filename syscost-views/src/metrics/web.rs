@@ -296,9 +296,21 @@ fn server_config(spec: &TlsSpec) -> Result<Arc<ServerConfig>> {
 pub struct Loaded {
     pub tls: Option<Arc<ServerConfig>>,
     users: BTreeMap<String, String>,
-    /// A hash of the highest cost of the users', checked for an unknown user so that
-    /// the answer takes as long as for a known one.
-    dummy: String,
+    /// The highest cost of the users' hashes: an unknown user is checked against a hash
+    /// of it, so that the answer takes as long as for a known one.
+    dummy_cost: Option<u32>,
+    /// That hash, made at the first unknown user's check (off the endpoint's thread,
+    /// as the checks are), not at each reading of the file.
+    dummy: std::sync::OnceLock<String>,
+}
+
+impl Loaded {
+    fn dummy(&self) -> &str {
+        self.dummy.get_or_init(|| match self.dummy_cost {
+            Some(cost) => bcrypt::hash("not a password of anyone's", cost).unwrap_or_default(),
+            None => String::new(),
+        })
+    }
 }
 
 /// How a request's credentials stand.
@@ -371,16 +383,12 @@ fn read(path: &Path) -> Result<(Vec<PathBuf>, Loaded)> {
         files,
         Loaded {
             tls,
-            dummy: match spec
+            dummy_cost: spec
                 .users
                 .values()
                 .filter_map(|h| bcrypt_cost(h).ok())
-                .max()
-            {
-                Some(cost) => bcrypt::hash("not a password of anyone's", cost)
-                    .context("cannot make a bcrypt hash")?,
-                None => String::new(),
-            },
+                .max(),
+            dummy: std::sync::OnceLock::new(),
             users: spec.users,
         },
     ))
@@ -391,14 +399,15 @@ impl WebConfig {
     /// unprotected by mistake).
     pub fn open(path: &Path) -> Result<Self> {
         let (files, loaded) = read(path)?;
-        let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
         Ok(Self {
             path: path.to_path_buf(),
             tls: loaded.tls.is_some(),
             auth: !loaded.users.is_empty(),
             state: Mutex::new(State {
                 said: None,
-                stamp: stamp(&refs),
+                // No stamp: a file changed while it was read here is read again at the
+                // first request, where the reading checks that nothing changed under it.
+                stamp: Stamp::new(),
                 files,
                 loaded: Ok(Arc::new(loaded)),
             }),
@@ -443,9 +452,12 @@ impl WebConfig {
             });
         match reading {
             Ok((files, l, read_stamp)) => {
+                // The first reading since open (no stamp yet) is no news.
+                let news =
+                    (state.loaded.is_ok() && !state.stamp.is_empty()) || state.said.is_some();
                 state.stamp = read_stamp;
                 state.files = files;
-                if state.loaded.is_ok() || state.said.is_some() {
+                if news {
                     eprintln!(
                         "syscost: web configuration {} read again",
                         self.path.display()
@@ -522,7 +534,7 @@ impl WebConfig {
         // answer's time does not say which users exist.
         let (hash, known) = match loaded.users.get(&user) {
             Some(h) => (h.as_str(), true),
-            None => (loaded.dummy.as_str(), false),
+            None => (loaded.dummy(), false),
         };
         let key = (user, hash.to_string(), password);
         let ok = bcrypt::verify(&key.2, hash).unwrap_or(false) && known;

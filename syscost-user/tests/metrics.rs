@@ -267,7 +267,7 @@ fn prometheus_scrapes_the_exact_count() {
         return;
     }
 
-    let (mut export, endpoint, pid) = getppid_exported(&["--run-stats"]);
+    let (export, endpoint, pid) = getppid_exported(&["--run-stats"]);
     let (status, text) = get(&endpoint, "/metrics").unwrap();
     assert_eq!(status, 200, "{}", head(&text));
     let line = format!(
@@ -376,13 +376,7 @@ fn prometheus_scrapes_the_exact_count() {
         },
     );
 
-    // SIGTERM ends the export cleanly; the programs are gone (checked on drop).
-    // SAFETY: signals the process this test started.
-    unsafe { libc::kill(export.id() as i32, libc::SIGTERM) };
-    assert!(export.wait_exit().success());
-    // SAFETY: as above.
-    unsafe { libc::kill(prometheus.id() as i32, libc::SIGTERM) };
-    prometheus.wait_exit();
+    end_cleanly(export, prometheus);
 }
 
 /// Prometheus with native histograms on asks for protobuf and gets the latency
@@ -397,7 +391,7 @@ fn prometheus_reads_native_histograms() {
     if !has_prometheus("prometheus_reads_native_histograms") {
         return;
     }
-    let (mut export, endpoint, pid) = getppid_exported(&[]);
+    let (export, endpoint, pid) = getppid_exported(&[]);
 
     // The classic histogram as the text has it (the workload has ended: final figures).
     let (status, text) = get(&endpoint, "/metrics").unwrap();
@@ -480,7 +474,13 @@ fn prometheus_reads_native_histograms() {
         "native p99 of {p99} s outside the classic bucket ({lower} s, {upper} s] give or take 16%"
     );
 
-    // SAFETY: signals the processes this test started.
+    end_cleanly(export, prometheus);
+}
+
+/// SIGTERM ends the export cleanly (the programs are gone: checked on drop), and
+/// Prometheus.
+fn end_cleanly(mut export: Reaped, mut prometheus: Reaped) {
+    // SAFETY: signals the processes the test started.
     unsafe { libc::kill(export.id() as i32, libc::SIGTERM) };
     assert!(export.wait_exit().success());
     // SAFETY: as above.
@@ -896,12 +896,7 @@ fn prometheus_scrapes_over_tls_with_basic_auth() {
     assert_eq!(status, 200, "the new password: {head}");
     assert!(body.contains(&line), "{}", crate::head(&body));
 
-    // SAFETY: signals the processes this test started.
-    unsafe { libc::kill(export.id() as i32, libc::SIGTERM) };
-    assert!(export.wait_exit().success());
-    // SAFETY: as above.
-    unsafe { libc::kill(prometheus.id() as i32, libc::SIGTERM) };
-    prometheus.wait_exit();
+    end_cleanly(export, prometheus);
 }
 
 /// The Grafana dashboard in deploy/grafana: every panel's query, run against the real

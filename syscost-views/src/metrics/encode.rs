@@ -122,10 +122,8 @@ fn encode_top(
 
 /// The OpenMetrics text of a scrape (ending in `# EOF`).
 pub fn exposition(scrape: Scrape) -> Result<String> {
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(scrape));
     let mut out = String::new();
-    prometheus_client::encoding::text::encode(&mut out, &registry)
+    prometheus_client::encoding::text::encode(&mut out, &registry(scrape))
         .map_err(|_| anyhow::anyhow!("cannot encode the metrics"))?;
     Ok(out)
 }
@@ -133,10 +131,15 @@ pub fn exposition(scrape: Scrape) -> Result<String> {
 /// The protobuf exposition of a scrape: the same families and samples as the text, the
 /// latency histograms with their native buckets beside the classic ones.
 pub fn exposition_protobuf(scrape: Scrape) -> Result<Vec<u8>> {
+    prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&registry(scrape))
+        .map_err(|e| anyhow::anyhow!("cannot encode the metrics: {e:?}"))
+}
+
+/// A registry holding the one collector, the scrape.
+fn registry(scrape: Scrape) -> Registry {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(scrape));
-    prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&registry)
-        .map_err(|e| anyhow::anyhow!("cannot encode the metrics: {e:?}"))
+    registry
 }
 
 /// The native histograms' zero bucket: 2^-128 s, as Prometheus's own clients use, so
@@ -574,18 +577,26 @@ mod tests {
         assert!(!text.contains("syscost_process_syscall_offcpu"), "{text}");
     }
 
+    /// A scrape of these profiles alone (no --top series, no slow calls).
+    fn of_profiles(processes: Vec<Profile>, bpf_run: Option<(u64, u64)>) -> Scrape {
+        Scrape {
+            processes_top: Vec::new(),
+            cgroups_top: Vec::new(),
+            offcpu_tracked: true,
+            slow: Vec::new(),
+            machine: None,
+            processes,
+            bpf_run,
+        }
+    }
+
     #[test]
     fn exposition_of_a_profile() {
         insta::assert_snapshot!(
-            exposition(Scrape {
-                processes_top: Vec::new(),
-                cgroups_top: Vec::new(),
-                offcpu_tracked: true,
-                slow: Vec::new(),
-                machine: None,
-                processes: vec![server_profile()],
-                bpf_run: Some((1_500_000, 1_000_000_000)),
-            })
+            exposition(of_profiles(
+                vec![server_profile()],
+                Some((1_500_000, 1_000_000_000))
+            ))
             .unwrap()
         );
     }
@@ -624,18 +635,8 @@ mod tests {
     #[test]
     fn protobuf_carries_the_native_and_the_classic_buckets() {
         use prometheus_client::encoding::prometheus_protobuf::{encode, prometheus_data_model};
-        let scrape = Scrape {
-            processes_top: Vec::new(),
-            cgroups_top: Vec::new(),
-            offcpu_tracked: true,
-            slow: Vec::new(),
-            machine: None,
-            processes: vec![server_profile()],
-            bpf_run: None,
-        };
-        let mut registry = Registry::default();
-        registry.register_collector(Box::new(scrape.clone()));
-        let families = encode(&registry).unwrap();
+        let scrape = of_profiles(vec![server_profile()], None);
+        let families = encode(&registry(scrape.clone())).unwrap();
         // The same families as the text, by name.
         let text = exposition(scrape.clone()).unwrap();
         assert_eq!(families.len(), text.matches("# TYPE ").count());
@@ -687,16 +688,7 @@ mod tests {
     fn exposition_without_run_stats_or_offcpu() {
         let mut p = server_profile();
         p.offcpu_tracked = false;
-        let text = exposition(Scrape {
-            processes_top: Vec::new(),
-            cgroups_top: Vec::new(),
-            offcpu_tracked: true,
-            slow: Vec::new(),
-            machine: None,
-            processes: vec![p],
-            bpf_run: None,
-        })
-        .unwrap();
+        let text = exposition(of_profiles(vec![p], None)).unwrap();
         assert!(!text.contains("syscost_bpf_run_seconds_total"), "{text}");
         assert!(
             !text.contains("syscost_syscall_offcpu_seconds_total{"),
@@ -717,16 +709,7 @@ mod tests {
         let mut b = server_profile();
         b.target.pid = 7;
         b.syscalls[1].calls = 9;
-        let text = exposition(Scrape {
-            processes_top: Vec::new(),
-            cgroups_top: Vec::new(),
-            offcpu_tracked: true,
-            slow: Vec::new(),
-            machine: None,
-            processes: vec![a, b],
-            bpf_run: Some((1, 1_000_000_000)),
-        })
-        .unwrap();
+        let text = exposition(of_profiles(vec![a, b], Some((1, 1_000_000_000)))).unwrap();
         assert!(
             text.contains(
                 "syscost_syscalls_total{pid=\"4242\",comm=\"echo-server\",syscall=\"getppid\"} 2\n"

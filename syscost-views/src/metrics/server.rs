@@ -228,17 +228,15 @@ async fn authorize(req: &Request<Incoming>, web: Arc<WebConfig>) -> Option<Respo
     let authorization = req
         .headers()
         .get(header::AUTHORIZATION)
-        .map(|h| h.as_bytes().to_vec());
+        .map(|h| h.as_bytes());
     // Credentials already verified are answered at once: only a bcrypt check waits for
     // one of the permits.
-    let access = match web.check_known(&loaded, authorization.as_deref()) {
-        Some(known) => known,
-        None => match CHECKS.acquire().await {
-            Ok(_permit) => {
-                tokio::task::spawn_blocking(move || web.check(&loaded, authorization.as_deref()))
-                    .await
-                    .unwrap_or(Access::Unauthorized)
-            }
+    let access = match web.check_known(&loaded, authorization) {
+        Ok(known) => known,
+        Err(credentials) => match CHECKS.acquire().await {
+            Ok(_permit) => tokio::task::spawn_blocking(move || web.verify(&loaded, credentials))
+                .await
+                .unwrap_or(Access::Unauthorized),
             Err(_) => Access::Unauthorized,
         },
     };

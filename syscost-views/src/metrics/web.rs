@@ -505,50 +505,64 @@ impl WebConfig {
         Ok(())
     }
 
-    /// The answer to a request with `authorization` where it needs no bcrypt check: no
-    /// users, no or malformed credentials, or credentials already verified. `None`: only
-    /// [`WebConfig::check`] can tell.
-    pub fn check_known(&self, loaded: &Loaded, authorization: Option<&[u8]>) -> Option<Access> {
+    /// The answer to a request with `authorization` where it needs no bcrypt check (no
+    /// users, no or malformed credentials, credentials already verified), or the
+    /// credentials that need one ([`WebConfig::verify`]).
+    pub fn check_known(
+        &self,
+        loaded: &Loaded,
+        authorization: Option<&[u8]>,
+    ) -> Result<Access, Unverified> {
         if loaded.users.is_empty() {
-            return Some(Access::Allowed);
+            return Ok(Access::Allowed);
         }
         let Some((user, password)) = authorization.and_then(basic_credentials) else {
-            return Some(Access::Unauthorized);
+            return Ok(Access::Unauthorized);
         };
-        let hash = loaded.users.get(&user)?;
+        let Some(hash) = loaded.users.get(&user) else {
+            return Err(Unverified { user, password });
+        };
+        let key = (user, hash.clone(), password);
         let verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
-        verified
-            .contains(&(user, hash.clone(), password))
-            .then_some(Access::Allowed)
+        if verified.contains(&key) {
+            return Ok(Access::Allowed);
+        }
+        let (user, _, password) = key;
+        Err(Unverified { user, password })
     }
 
-    /// Whether a request with `authorization` (its Authorization header) may scrape.
-    pub fn check(&self, loaded: &Loaded, authorization: Option<&[u8]>) -> Access {
-        if let Some(known) = self.check_known(loaded, authorization) {
-            return known;
-        }
-        let Some((user, password)) = authorization.and_then(basic_credentials) else {
-            return Access::Unauthorized;
-        };
-        // An unknown user costs a bcrypt check too, at the users' highest cost: the
-        // answer's time does not say which users exist.
+    /// The bcrypt check of credentials [`WebConfig::check_known`] could not answer for
+    /// (tens of milliseconds: off the endpoint's thread). An unknown user costs a check
+    /// too, at the users' highest cost: the answer's time does not say which users exist.
+    pub fn verify(&self, loaded: &Loaded, credentials: Unverified) -> Access {
+        let Unverified { user, password } = credentials;
         let (hash, known) = match loaded.users.get(&user) {
             Some(h) => (h.as_str(), true),
             None => (loaded.dummy(), false),
         };
-        let key = (user, hash.to_string(), password);
-        let ok = bcrypt::verify(&key.2, hash).unwrap_or(false) && known;
-        if ok {
-            let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
-            if verified.len() >= VERIFIED_CAP {
-                verified.clear();
-            }
-            verified.insert(key);
-            Access::Allowed
-        } else {
-            Access::Unauthorized
+        let ok = bcrypt::verify(&password, hash).unwrap_or(false) && known;
+        if !ok {
+            return Access::Unauthorized;
         }
+        let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+        if verified.len() >= VERIFIED_CAP {
+            verified.clear();
+        }
+        verified.insert((user, hash.to_string(), password));
+        Access::Allowed
     }
+
+    /// Whether a request with `authorization` (its Authorization header) may scrape.
+    pub fn check(&self, loaded: &Loaded, authorization: Option<&[u8]>) -> Access {
+        self.check_known(loaded, authorization)
+            .unwrap_or_else(|c| self.verify(loaded, c))
+    }
+}
+
+/// Credentials that only a bcrypt check can answer for.
+pub struct Unverified {
+    user: String,
+    password: String,
 }
 
 /// The user and password of a `Basic` Authorization header.

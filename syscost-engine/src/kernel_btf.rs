@@ -251,7 +251,7 @@ impl KernelLayout {
     }
 
     /// The layout described by raw BTF `bytes` (of the structs and typedefs in `NAMES`).
-    fn from_btf(bytes: &[u8]) -> Result<Self> {
+    pub(crate) fn from_btf(bytes: &[u8]) -> Result<Self> {
         let btf =
             Btf::parse(bytes, &NAMES).map_err(|e| anyhow!(needs_btf(&format_args!("{e:#}"))))?;
         let btf = &btf;

@@ -13,6 +13,8 @@
 
 pub mod cgroup;
 pub mod collector;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kernel_btf;
 pub mod kube;
 pub mod locks;

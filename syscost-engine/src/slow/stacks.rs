@@ -635,7 +635,7 @@ fn unwind(p: &Process, cache: &mut Cache, c: &StackCopy) -> Vec<u64> {
 
 /// One line of `/proc/PID/maps`.
 #[derive(Debug, PartialEq, Eq)]
-struct MapsLine {
+pub(crate) struct MapsLine {
     range: Range<u64>,
     offset: u64,
     dev: String,
@@ -644,7 +644,7 @@ struct MapsLine {
 }
 
 /// The lines of `/proc/PID/maps` that map something executable, by address.
-fn parse_maps(text: &str) -> Vec<MapsLine> {
+pub(crate) fn parse_maps(text: &str) -> Vec<MapsLine> {
     let mut out: Vec<MapsLine> = text
         .lines()
         .filter_map(|line| {

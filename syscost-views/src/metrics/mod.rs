@@ -8,6 +8,8 @@
 
 pub mod buckets;
 pub mod encode;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod series;
 pub mod server;
 pub mod web;

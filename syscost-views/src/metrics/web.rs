@@ -90,7 +90,7 @@ enum ClientAuth {
 
 /// What a parsed file asks for, its files not yet read.
 #[derive(Debug, PartialEq)]
-struct Spec {
+pub(crate) struct Spec {
     tls: Option<TlsSpec>,
     users: BTreeMap<String, String>,
 }
@@ -115,7 +115,7 @@ fn version(name: &str) -> Result<u8> {
 
 /// `text`, a web configuration file, checked; relative paths in it are taken from
 /// `dir`, the file's directory (as the exporters take them).
-fn parse(text: &str, dir: &Path) -> Result<Spec> {
+pub(crate) fn parse(text: &str, dir: &Path) -> Result<Spec> {
     let blank = text
         .lines()
         .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
@@ -566,7 +566,7 @@ pub struct Unverified {
 }
 
 /// The user and password of a `Basic` Authorization header.
-fn basic_credentials(header: &[u8]) -> Option<(String, String)> {
+pub(crate) fn basic_credentials(header: &[u8]) -> Option<(String, String)> {
     let header = std::str::from_utf8(header).ok()?;
     let (scheme, encoded) = header.trim().split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {

@@ -253,6 +253,15 @@ impl Session {
     /// Stops the clock, takes the last per-process step and the final snapshots, unloads
     /// the programs, and drains the slow calls still in the ring.
     pub fn finish(mut self) -> Result<Finished> {
+        // A signal from now on ends syscost at once: nothing here may hold it.
+        crate::signals::exiting();
+        // The tests' way to make the end hang (debug builds only).
+        #[cfg(debug_assertions)]
+        if std::env::var("SYSCOST_TEST_FAULT").is_ok_and(|f| f == "hang-finish") {
+            loop {
+                std::thread::park();
+            }
+        }
         self.stop_clock();
         let (snapshots, top_totals, raw_stacks) = {
             let mut s = lock(&self.shared.sampler);

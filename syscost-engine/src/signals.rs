@@ -83,8 +83,80 @@ fn install(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int), flags: 
 static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// The write end of the pipe a caught signal writes a byte to, waking [`Stop::wait_until`].
 static WAKE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+/// The signals are passed on to a command (`run`): they do not stop syscost itself.
+static FORWARDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// syscost is finishing (its last figures, the programs unloaded, the report): a signal
+/// now ends it at once.
+static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The terminal's settings before a live view changed them, for a signal that ends
+/// syscost at once to put back (written before the view takes the terminal, read only
+/// by the handler once `TERMINAL_SAVED` says so).
+struct SavedTerminal(std::cell::UnsafeCell<libc::termios>);
+// SAFETY: written by one thread before TERMINAL_SAVED is set (release), read by the
+// handler after it sees the flag (acquire), never written while the flag is set.
+unsafe impl Sync for SavedTerminal {}
+static TERMINAL: SavedTerminal =
+    SavedTerminal(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }));
+static TERMINAL_SAVED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A live view is about to take the terminal on standard output: its settings are kept
+/// for [`on_stop`] to restore should a signal end syscost at once.
+pub fn terminal_taken() {
+    use std::sync::atomic::Ordering;
+    if TERMINAL_SAVED.load(Ordering::Acquire) {
+        return;
+    }
+    // SAFETY: tcgetattr fills the termios; no reader looks while the flag is clear.
+    if unsafe { libc::tcgetattr(libc::STDOUT_FILENO, TERMINAL.0.get()) } == 0 {
+        TERMINAL_SAVED.store(true, Ordering::Release);
+    }
+}
+
+/// The live view gave the terminal back (restored it itself).
+pub fn terminal_given_back() {
+    TERMINAL_SAVED.store(false, std::sync::atomic::Ordering::Release);
+}
+
+/// `run` passes the signals on to its command: one does not stop syscost (until it is
+/// [`exiting`]).
+pub fn forwarding() {
+    FORWARDING.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// syscost is finishing: from now on a signal ends it at once (the end of a run that
+/// hangs, a join that waits, is never more than a Ctrl-C away).
+pub fn exiting() {
+    EXITING.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Ends syscost now, from a signal handler: the terminal restored (its settings, the
+/// main screen, the cursor), a line on stderr, and the exit status of a death by
+/// `sig`. The kernel frees syscost's programs and maps as its descriptors close.
+fn end_now(sig: libc::c_int) -> ! {
+    use std::sync::atomic::Ordering;
+    // SAFETY: tcsetattr, write and _exit are async-signal-safe; the termios was written
+    // before the flag was set and is not written while it is.
+    unsafe {
+        if TERMINAL_SAVED.load(Ordering::Acquire) {
+            libc::tcsetattr(libc::STDOUT_FILENO, libc::TCSANOW, TERMINAL.0.get());
+            // The main screen back, the cursor shown, mouse reports off.
+            let reset = b"\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l";
+            libc::write(libc::STDOUT_FILENO, reset.as_ptr().cast(), reset.len());
+        }
+        let line =
+            b"syscost: ended at once by a second signal (or one while finishing): no report\n";
+        libc::write(libc::STDERR_FILENO, line.as_ptr().cast(), line.len());
+        libc::_exit(128 + sig)
+    }
+}
 
 extern "C" fn on_stop(sig: libc::c_int) {
+    use std::sync::atomic::Ordering;
+    let forwarding = FORWARDING.load(Ordering::Relaxed);
+    if EXITING.load(Ordering::Relaxed) || (!forwarding && STOP.load(Ordering::Relaxed)) {
+        end_now(sig);
+    }
     STOP.store(true, std::sync::atomic::Ordering::Relaxed);
     let fd = WAKE.load(std::sync::atomic::Ordering::Relaxed);
     if fd >= 0 {
@@ -120,6 +192,7 @@ impl Stop {
         });
         let (read, write) = pipe.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
         STOP.store(false, std::sync::atomic::Ordering::Relaxed);
+        FORWARDING.store(false, std::sync::atomic::Ordering::Relaxed);
         WAKE.store(write.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
         let stop = Self {
             read: read.as_raw_fd(),

@@ -51,6 +51,38 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
     }
 }
 
+/// An end that hangs (`SYSCOST_TEST_FAULT=hang-finish`, debug builds: the end stops
+/// after it began): a signal while syscost finishes ends it at once, with a line that
+/// says so and the status of a death by that signal, nothing left loaded, the target
+/// unharmed.
+#[test]
+fn a_signal_while_finishing_ends_syscost_at_once() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let (mut work, _out) = waiting_workload(1, 1_000);
+    let (tracer, first, mut err) = started(
+        syscost()
+            .env("SYSCOST_TEST_FAULT", "hang-finish")
+            .args(["attach", "--no-tui", "-p", &work.id().to_string()])
+            .stdout(Stdio::null()),
+    );
+    assert!(first.starts_with("syscost: tracing process"), "{first}");
+    // SIGINT stops it and it starts to finish; SIGTERM (another number: both are
+    // delivered, in that order) comes while it finishes or just before.
+    signal(&tracer, libc::SIGINT);
+    signal(&tracer, libc::SIGTERM);
+    let said = err.until("the line of the end at once", |l| {
+        l.starts_with("syscost: ended at once")
+    });
+    assert!(said.contains("no report"), "{said}");
+    let mut tracer = tracer;
+    assert_eq!(tracer.wait_exit().code(), Some(128 + libc::SIGTERM));
+    assert_eq!(t.wait_for_unload(), Vec::<String>::new());
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(work.wait_exit().success(), "the target");
+}
+
 /// Waits until `parent`'s first child runs a program whose comm starts with `comm`.
 fn wait_for_child(parent: &Child, comm: &str) {
     wait_until(

@@ -412,6 +412,48 @@ fn an_error_or_a_panic_in_the_view_restores_the_terminal() {
     }
 }
 
+/// A view that does not end at a signal (`SYSCOST_TEST_FAULT=deaf`, a hung view): a
+/// second signal ends syscost at once, the terminal restored, the status a death by
+/// that signal's, a line saying so, nothing left loaded.
+#[test]
+fn a_second_signal_ends_a_hung_view_at_once() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let mut busy = Command::new(workload_path())
+        .args(["--die-with-parent", "getppid", "100000000000"])
+        .stdout(Stdio::null())
+        .spawn_reaped();
+    let Some(tmux) = session_with(
+        "deaf",
+        100,
+        30,
+        "SYSCOST_TEST_FAULT=deaf",
+        &format!("attach -p {}", busy.id()),
+    ) else {
+        return;
+    };
+    tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
+    let pid = tmux.syscost_pid();
+    // SIGINT then SIGTERM: two signals of different numbers are both delivered, in that
+    // order (two of one number could merge into one).
+    // SAFETY: signals the syscost process the test started.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let done = tmux.wait_for("syscost to end", |s| s.contains("EXIT=143"));
+    assert!(
+        done.contains("syscost: ended at once by a second signal"),
+        "{}",
+        compact(&done)
+    );
+    tmux.assert_restored("deaf");
+    assert_eq!(t.wait_for_unload(), Vec::<String>::new());
+    busy.kill().unwrap();
+    busy.wait_exit();
+}
+
 /// The terminal goes away (the pane is killed with syscost in it): syscost ends by
 /// itself and its programs leave the kernel.
 #[test]

@@ -67,11 +67,13 @@ pub struct Decoder {
     stacks: super::stacks::Stacks,
 }
 
-/// `SYSCOST_TEST_FAULT=late-fd`: each call's descriptor `fd` of process `pid` is read
-/// only once it no longer holds the file of inode `ino` it held at the call's exit
-/// (closed, another file took its number, or the process is gone), polled every 200 us
-/// for at most 60 s (then a line on stderr says so): the tests' way to make a descriptor
-/// change before it is read, on a machine of any speed. Without the fault, nothing.
+/// `SYSCOST_TEST_FAULT=late-fd` (debug builds only: the tests'): each call's descriptor
+/// `fd` of process `pid` is read only once it no longer holds the file of inode `ino` it
+/// held at the call's exit (closed, another file took its number, or the process is
+/// gone), polled every 200 us for at most 60 s (then a line on stderr says so): the
+/// tests' way to make a descriptor change before it is read, on a machine of any speed.
+/// Without the fault, nothing; in a release build, nothing at all.
+#[cfg(debug_assertions)]
 fn late_fd(pid: u32, fd: u64, ino: u64) {
     static LATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if !*LATE.get_or_init(|| std::env::var("SYSCOST_TEST_FAULT").is_ok_and(|v| v == "late-fd"))
@@ -80,10 +82,9 @@ fn late_fd(pid: u32, fd: u64, ino: u64) {
     {
         return;
     }
-    use std::os::unix::fs::MetadataExt as _;
     let limit = std::time::Duration::from_secs(60);
     let start = std::time::Instant::now();
-    while std::fs::metadata(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|m| m.ino() == ino) {
+    while fd_inode(pid, fd) == Some(ino) {
         if start.elapsed() >= limit {
             eprintln!(
                 "syscost: SYSCOST_TEST_FAULT=late-fd: descriptor {fd} of process {pid} still held inode {ino} after {} s; read as it is",
@@ -94,6 +95,9 @@ fn late_fd(pid: u32, fd: u64, ino: u64) {
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
 }
+
+#[cfg(not(debug_assertions))]
+fn late_fd(_: u32, _: u64, _: u64) {}
 
 /// A slow call received, its stacks not unwound nor named yet.
 pub struct Received {
@@ -274,7 +278,11 @@ impl Namer {
 
 /// What fd `fd` of process `pid` names now, if it is the file (inode, mount id) it named
 /// at the call's exit; else why not. The mount id, not the device: stat's device is
-/// not the filesystem's own on btrfs subvolumes and some overlays.
+/// not the filesystem's own on btrfs subvolumes and some overlays. Nothing here waits on
+/// the file's filesystem: the name and the mount id come from procfs, and so does the
+/// inode where the kernel's fdinfo gives it; elsewhere (before 5.14) a stat that takes
+/// the inode's cached attributes, and none at all on a FUSE filesystem, whose server
+/// (any user's process) decides when a stat returns.
 fn fd_name(pid: u32, fd: u64, (ino, mnt_id): (u64, u32)) -> Result<String, &'static str> {
     // AT_FDCWD and other negative values are no descriptor.
     if (fd as i64 as i32) < 0 {
@@ -285,22 +293,53 @@ fn fd_name(pid: u32, fd: u64, (ino, mnt_id): (u64, u32)) -> Result<String, &'sta
     }
     let path = format!("/proc/{pid}/fd/{fd}");
     let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"));
-    let (Ok(target), Ok(meta), Ok(info)) =
-        (std::fs::read_link(&path), std::fs::metadata(&path), info)
-    else {
-        return Err(
-            if std::path::Path::new(&format!("/proc/{pid}/fd")).exists() {
-                "closed before it was read"
-            } else {
-                "the process exited before it was read"
-            },
-        );
+    let gone = || {
+        if std::path::Path::new(&format!("/proc/{pid}/fd")).exists() {
+            "closed before it was read"
+        } else {
+            "the process exited before it was read"
+        }
     };
-    use std::os::unix::fs::MetadataExt as _;
-    if meta.ino() != ino || fdinfo_mnt_id(&info) != Some(mnt_id) {
+    let (Ok(target), Ok(info)) = (std::fs::read_link(&path), info) else {
+        return Err(gone());
+    };
+    if fdinfo_mnt_id(&info) != Some(mnt_id) {
+        return Err("closed and reused for another file before it was read");
+    }
+    let now = match fdinfo_ino(&info) {
+        Some(i) => i,
+        None => {
+            if super::maps::Mounts::of(pid).is_none_or(|m| m.fuse_mount(mnt_id)) {
+                return Err("on a FUSE filesystem: not checked");
+            }
+            fd_inode(pid, fd).ok_or_else(gone)?
+        }
+    };
+    if now != ino {
         return Err("closed and reused for another file before it was read");
     }
     Ok(decode(target.as_os_str().as_encoded_bytes()))
+}
+
+/// The inode of fd `fd` of process `pid`, from a stat that does not ask the filesystem
+/// (`AT_STATX_DONT_SYNC`: the attributes the kernel has cached).
+fn fd_inode(pid: u32, fd: u64) -> Option<u64> {
+    use rustix::fs::{AtFlags, CWD, StatxFlags};
+    rustix::fs::statx(
+        CWD,
+        format!("/proc/{pid}/fd/{fd}"),
+        AtFlags::STATX_DONT_SYNC,
+        StatxFlags::INO,
+    )
+    .ok()
+    .map(|s| s.stx_ino)
+}
+
+/// The `ino:` of a /proc/PID/fdinfo/N text (kernels from 5.14).
+fn fdinfo_ino(info: &str) -> Option<u64> {
+    info.lines()
+        .find_map(|l| l.strip_prefix("ino:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// The `mnt_id:` of a /proc/PID/fdinfo/N text.
@@ -323,6 +362,10 @@ mod tests {
         let me = std::process::id();
         let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap();
         let mnt = fdinfo_mnt_id(&info).unwrap();
+        if let Some(i) = fdinfo_ino(&info) {
+            assert_eq!(i, ino, "fdinfo's inode");
+        }
+        assert_eq!(fd_inode(me, fd), Some(ino));
         let name = fd_name(me, fd, (ino, mnt)).unwrap();
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
         assert_eq!(name, decode(exe.as_os_str().as_encoded_bytes()));

@@ -6,6 +6,8 @@
 //! [`syscost_report::report::slow`].
 
 pub mod decode;
+pub(crate) mod maps;
+pub(crate) mod objects;
 pub mod reader;
 pub mod spec;
 pub mod stacks;

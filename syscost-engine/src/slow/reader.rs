@@ -49,6 +49,8 @@ impl SlowLog {
 pub struct Reader {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     handles: Vec<std::thread::JoinHandle<()>>,
+    /// Records received and calls named so far: what the end waits on while it grows.
+    progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
     log: std::sync::Arc<std::sync::Mutex<SlowLog>>,
     samples: std::sync::Arc<std::sync::Mutex<crate::stacks::Samples>>,
 }
@@ -81,6 +83,8 @@ impl Reader {
         let samples = Arc::new(Mutex::new(crate::stacks::Samples::default()));
         let (tx, rx) = std::sync::mpsc::sync_channel::<(Received, u32, StackKey)>(PENDING);
         let s = stop.clone();
+        let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let received = progress.clone();
         let receiver = std::thread::spawn(move || {
             // Above the machine's other work (root may raise it; where it cannot, it
             // stays as it is): a short-lived process's mappings must be read before it
@@ -94,6 +98,7 @@ impl Reader {
                 let mut got = false;
                 while let Some(item) = ring.next() {
                     got = true;
+                    received.fetch_add(1, Ordering::Relaxed);
                     if item.len() < std::mem::size_of::<SlowEvent>() {
                         continue;
                     }
@@ -133,6 +138,7 @@ impl Reader {
         });
         let l = log.clone();
         let sampled = samples.clone();
+        let named = progress.clone();
         let namer = std::thread::spawn(move || {
             // Niced below the receiving thread: on a busy machine (one CPU) the calls are
             // received first, while their processes live, and named after.
@@ -141,6 +147,7 @@ impl Reader {
             // Ends when the receiver has ended and everything it sent is named.
             for (r, flags, key) in rx {
                 let c = namer.name(r);
+                named.fetch_add(1, Ordering::Relaxed);
                 if flags & slow_flags::STACK_SAMPLE != 0 {
                     crate::locks::lock(&sampled).add(key, &c);
                 }
@@ -156,6 +163,7 @@ impl Reader {
         Self {
             stop,
             handles: vec![receiver, namer],
+            progress,
             log,
             samples,
         }
@@ -179,10 +187,7 @@ impl Reader {
 
     /// [`Reader::into_calls`], and the samples of `--stacks` received.
     pub fn into_parts(mut self) -> ((Vec<SlowCall>, u64), crate::stacks::Samples) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        for h in self.handles.drain(..) {
-            let _ = h.join();
-        }
+        self.end();
         let mut log = crate::locks::lock(&self.log);
         let evicted = log.evicted;
         let samples = std::mem::take(&mut *crate::locks::lock(&self.samples));
@@ -190,12 +195,46 @@ impl Reader {
     }
 }
 
-impl Drop for Reader {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
+impl Reader {
+    /// Tells both threads to end and waits for them while they make progress: the
+    /// receiver drains the ring, the namer names what it was sent. Should neither
+    /// receive nor name anything for [`STALLED`] (a file or a filesystem that stalls
+    /// them), they are left behind (they end with syscost) and the calls not named yet
+    /// are missing from the end's figures, which a line on stderr says.
+    fn end(&mut self) {
+        use std::sync::atomic::Ordering;
+        self.stop.store(true, Ordering::Release);
+        let mut seen = (
+            self.progress.load(Ordering::Relaxed),
+            std::time::Instant::now(),
+        );
+        while self.handles.iter().any(|h| !h.is_finished()) {
+            let now = self.progress.load(Ordering::Relaxed);
+            if now != seen.0 {
+                seen = (now, std::time::Instant::now());
+            } else if seen.1.elapsed() >= STALLED {
+                eprintln!(
+                    "syscost: the slow-call reader made no progress for {} s: left behind, the calls it had not named are missing",
+                    STALLED.as_secs()
+                );
+                self.handles.clear();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
+    }
+}
+
+/// How long the end waits for the reader's threads while they neither receive nor name
+/// anything.
+const STALLED: Duration = Duration::from_secs(30);
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.end();
     }
 }
 

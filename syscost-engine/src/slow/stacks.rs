@@ -5,18 +5,23 @@
 //! frame information (`.eh_frame`) of the objects the process has mapped (framehop),
 //! which reaches the callers of code built without frame pointers (glibc, every
 //! distribution's C and C++); the longer of the two stacks is kept. Frames are named
-//! (blazesym) from the objects' files by file offset. The mappings are read from
-//! `/proc/PID/maps` at a process's first slow call, each object is opened through
-//! `/proc/PID/map_files` then, and both are kept: a process that exits before its later
-//! calls are decoded keeps its names, its files renamed or deleted included. A frame
-//! that cannot be named says why ([`Frame::unknown`]).
+//! (blazesym) by file offset, from sealed copies of the objects (see [`super::objects`]:
+//! every file a traced process chooses is hostile). The mappings are read from
+//! `/proc/PID/maps` at a process's first slow call and each object is opened then
+//! (its debug file looked for too), so a process that exits before its later calls are
+//! decoded keeps its names, its files renamed or deleted included. An object stays open
+//! while a process that maps it is known and alive, or a call of one waits to be named;
+//! then it is closed (its copy freed). A frame that cannot be named says why
+//! ([`Frame::unknown`]).
 
 use std::{
     collections::{HashMap, VecDeque},
     fs::File,
     ops::{Deref, Range},
-    os::fd::AsRawFd,
-    sync::{Arc, OnceLock},
+    sync::{
+        Arc, Mutex, OnceLock, Weak,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use blazesym::symbolize::{Input, Symbolized, Symbolizer, source};
@@ -29,14 +34,28 @@ use framehop::x86_64::{CacheX86_64 as Cache, UnwindRegsX86_64, UnwinderX86_64 as
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
 use object::{Object as _, ObjectSection as _, ObjectSegment as _};
 
+use super::{
+    maps::{MapsLine, Mounts, parse_maps},
+    objects::{self, DebugFile, DebugLink, SymbolFile},
+};
 use syscost_report::{profile::Frame, untrusted::decode};
 
 /// Frames of an unwound stack, at most.
 pub const MAX_FRAMES: usize = 64;
 /// Processes whose mappings are kept (the oldest forgotten first).
 const PROCESSES: usize = 4096;
-/// Objects kept open: beyond them a new object's frames are not named (and say so).
+/// Objects open at once: beyond them a new object's frames are not named (and say so).
 const OBJECTS: usize = 1024;
+/// A section of unwind information larger than this is not read.
+const MAX_UNWIND_SECTION: u64 = 64 << 20;
+/// Unwind information held at once, bytes: beyond, a new object is not unwound.
+const UNWIND_BUDGET: u64 = 512 << 20;
+/// Bytes of unwind information held now.
+static UNWIND_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Objects closed so far (the symbolizer's caches are made anew after enough of them).
+static CLOSED: AtomicU64 = AtomicU64::new(0);
+/// Objects opened so far: each one's serial, which no later object shares.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
 
 /// What the kernel side sent for unwinding: the registers at the exit and the stack copy.
 pub struct StackCopy {
@@ -73,15 +92,20 @@ impl Deref for Bytes {
     }
 }
 
-/// A mapped file, open for as long as syscost runs.
+/// A mapped file, open while a process known to map it lives (or a call of one waits).
 struct Object {
+    /// Unique to this opening: what names are cached by.
+    serial: u64,
     file: File,
-    /// `/proc/self/fd/N`: where the symbolizer reads it.
-    path: std::path::PathBuf,
     /// Its file name (the frames' module).
     name: String,
     /// Read at its first unwind (by the naming thread: the receiving one only opens).
     unwind: OnceLock<Option<UnwindInfo>>,
+    /// Its separate debug file, found when it was opened, until it is copied.
+    debug_file: Mutex<Option<DebugFile>>,
+    /// Its copies for the symbolizer, made at its first naming: its own and its debug
+    /// file's.
+    symbols: OnceLock<Result<(SymbolFile, Option<SymbolFile>), String>>,
 }
 
 impl Object {
@@ -90,6 +114,31 @@ impl Object {
             .get_or_init(|| UnwindInfo::read(&self.file))
             .as_ref()
     }
+
+    fn symbols(&self) -> Result<&(SymbolFile, Option<SymbolFile>), &str> {
+        self.symbols
+            .get_or_init(|| {
+                let own = objects::symbol_copy(&self.file, None)?;
+                let debug = crate::locks::lock(&self.debug_file).take().and_then(|d| {
+                    match objects::symbol_copy(&d.file, Some(&d.check)) {
+                        Ok(copy) => Some(copy),
+                        Err(e) => {
+                            log::debug!("{}: debug file not used: {e}", self.name);
+                            None
+                        }
+                    }
+                });
+                Ok((own, debug))
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
+impl Drop for Object {
+    fn drop(&mut self) {
+        CLOSED.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// What framehop needs of an object, and its executable loadable segments (file offset,
@@ -97,17 +146,40 @@ impl Object {
 struct UnwindInfo {
     sections: ExplicitModuleSectionInfo<Bytes>,
     loads: Vec<(u64, u64, u64)>,
+    /// Bytes of its sections (counted in [`UNWIND_BYTES`] while it lives).
+    bytes: u64,
+}
+
+impl Drop for UnwindInfo {
+    fn drop(&mut self) {
+        UNWIND_BYTES.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 impl UnwindInfo {
     fn read(file: &File) -> Option<Self> {
-        // Read where needed (headers, the unwind sections), not the whole file.
+        // Read where needed (headers, the unwind sections), not the whole file; a section
+        // is read only when its size is within bounds and the budget has room for it.
         let cache = object::ReadCache::new(file.try_clone().ok()?);
         let elf = object::File::parse(&cache).ok()?;
-        let section = |name: &str| {
+        let mut bytes = 0u64;
+        let mut section = |name: &str| {
             elf.section_by_name(name).and_then(|s| {
-                let bytes = s.data().ok()?;
-                Some((s.address()..s.address() + s.size(), Bytes(Arc::from(bytes))))
+                let size = s.size();
+                if size > MAX_UNWIND_SECTION
+                    || UNWIND_BYTES
+                        .load(Ordering::Relaxed)
+                        .saturating_add(bytes + size)
+                        > UNWIND_BUDGET
+                {
+                    return None;
+                }
+                let data = s.data().ok()?;
+                bytes += data.len() as u64;
+                Some((
+                    s.address()..s.address().saturating_add(size),
+                    Bytes(Arc::from(data)),
+                ))
             })
         };
         let (eh_frame_svma, eh_frame) = section(".eh_frame").unzip();
@@ -115,10 +187,10 @@ impl UnwindInfo {
         // Its bytes only serve Mach-O: the range is enough here.
         let text_svma = elf
             .section_by_name(".text")
-            .map(|s| s.address()..s.address() + s.size());
+            .map(|s| s.address()..s.address().saturating_add(s.size()));
         let got_svma = elf
             .section_by_name(".got")
-            .map(|s| s.address()..s.address() + s.size());
+            .map(|s| s.address()..s.address().saturating_add(s.size()));
         eh_frame.as_ref()?;
         // Only the executable ones: the mappings placed are the executable ones, and a
         // layout may start one inside the previous segment's last page (lld's).
@@ -132,6 +204,7 @@ impl UnwindInfo {
                 (off, size, s.address())
             })
             .collect();
+        UNWIND_BYTES.fetch_add(bytes, Ordering::Relaxed);
         Some(Self {
             sections: ExplicitModuleSectionInfo {
                 base_svma: 0,
@@ -144,6 +217,7 @@ impl UnwindInfo {
                 ..Default::default()
             },
             loads,
+            bytes,
         })
     }
 
@@ -151,7 +225,8 @@ impl UnwindInfo {
     /// `start` (an executable mapping).
     fn bias(&self, start: u64, offset: u64) -> Option<u64> {
         let &(p_offset, _, p_vaddr) = self.loads.iter().find(|&&(off, size, _)| {
-            (off & !(syscost_common::USER_STACK_PAGE as u64 - 1)) <= offset && offset < off + size
+            (off & !(syscost_common::USER_STACK_PAGE as u64 - 1)) <= offset
+                && offset < off.saturating_add(size)
         })?;
         Some(
             start
@@ -247,17 +322,22 @@ pub struct Captured {
 pub struct Stacks {
     processes: HashMap<u32, Known>,
     order: VecDeque<u32>,
-    /// By (device, inode) as `/proc/PID/maps` gives them.
-    objects: HashMap<(String, u64), Arc<Object>>,
+    /// By (device, inode) as `/proc/PID/maps` gives them: open while a process or a call
+    /// holds them.
+    objects: HashMap<(String, u64), Weak<Object>>,
     /// Processes whose mappings were read at an exec's exit, to be read again soon
     /// without waiting for their next call (which may come just before they exit): when,
     /// and how many times so far.
     after_exec: Vec<(u32, (u64, u32), std::time::Instant, u32)>,
+    /// When the processes known were last checked for exits.
+    pruned: std::time::Instant,
 }
 
 /// After an exec the mappings are read again this long after, then 4 and 16 times as
 /// long: the loader maps the libraries within a millisecond or so.
 const AFTER_EXEC: std::time::Duration = std::time::Duration::from_millis(1);
+/// How often the processes known are checked for exits (their objects closed).
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Default for Stacks {
     fn default() -> Self {
@@ -267,6 +347,7 @@ impl Default for Stacks {
             order: VecDeque::new(),
             objects: HashMap::new(),
             after_exec: Vec::new(),
+            pruned: std::time::Instant::now(),
         }
     }
 }
@@ -315,9 +396,14 @@ impl Stacks {
     }
 
     /// Reads again the mappings of the processes that exec'd, when due (see
-    /// `after_exec`); how long until the next is due.
+    /// `after_exec`), and forgets the processes that have exited (closing the objects
+    /// only they mapped); how long until the next is due.
     pub fn tick(&mut self) -> Option<std::time::Duration> {
         let now = std::time::Instant::now();
+        if now.duration_since(self.pruned) >= PRUNE_EVERY {
+            self.pruned = now;
+            self.prune();
+        }
         let due: Vec<_> = self
             .after_exec
             .iter()
@@ -351,6 +437,32 @@ impl Stacks {
             .min()
     }
 
+    /// Forgets the processes that have exited: an object no process (and no call waiting
+    /// to be named) holds any more is closed.
+    fn prune(&mut self) {
+        let gone: Vec<u32> = self
+            .processes
+            .keys()
+            .copied()
+            .filter(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+            .collect();
+        for pid in &gone {
+            self.processes.remove(pid);
+        }
+        if !gone.is_empty() {
+            self.order.retain(|p| self.processes.contains_key(p));
+        }
+        self.objects.retain(|_, o| o.strong_count() > 0);
+    }
+
+    /// How many objects are open now (held by a process known or a call).
+    pub fn objects_open(&self) -> usize {
+        self.objects
+            .values()
+            .filter(|o| o.strong_count() > 0)
+            .count()
+    }
+
     /// Makes sure `pid`'s mappings are known (read now if not, or if `again`, or if the
     /// process has exec'd since: a new image); false when the process is gone.
     fn know(&mut self, pid: u32, image: (u64, u32), again: bool) -> bool {
@@ -358,14 +470,16 @@ impl Stacks {
         if known == Some(image) && !again {
             return std::path::Path::new(&format!("/proc/{pid}")).exists();
         }
-        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        let Ok(text) = std::fs::read(format!("/proc/{pid}/maps")) else {
             return false;
         };
-        let lines = parse_maps(&text);
+        let lines = parse_maps(&String::from_utf8_lossy(&text));
         if lines.is_empty() {
             // A zombie: its mappings are gone.
             return false;
         }
+        // The process's mounts, read once, when an object is new.
+        let mut mounts: Option<Option<Arc<Mounts>>> = None;
         let mut mappings = Vec::with_capacity(lines.len());
         for l in lines {
             let holds = if l.path == "[vdso]" {
@@ -373,7 +487,7 @@ impl Stacks {
             } else if l.inode == 0 {
                 Holds::Anonymous
             } else {
-                self.object(pid, &l)
+                self.object(pid, &l, &mut mounts)
             };
             mappings.push(Mapping {
                 range: l.range,
@@ -400,29 +514,40 @@ impl Stacks {
         true
     }
 
-    /// The object a file mapping holds: opened once (through `map_files`, which reaches
-    /// it whatever its path in the process's mount namespace, and if deleted).
-    fn object(&mut self, pid: u32, l: &MapsLine) -> Holds {
+    /// The object a file mapping holds: opened once (see [`objects::open_mapped`]) and
+    /// shared while held, its debug file looked for as it is opened (the process's root
+    /// is there only while it lives).
+    fn object(
+        &mut self,
+        pid: u32,
+        l: &MapsLine,
+        mounts: &mut Option<Option<Arc<Mounts>>>,
+    ) -> Holds {
         let key = (l.dev.clone(), l.inode);
-        if let Some(o) = self.objects.get(&key) {
-            return Holds::File(o.clone());
+        if let Some(o) = self.objects.get(&key).and_then(Weak::upgrade) {
+            return Holds::File(o);
         }
         if self.objects.len() >= OBJECTS {
-            return Holds::Unopened(format!("more than {OBJECTS} objects open"));
+            self.objects.retain(|_, o| o.strong_count() > 0);
+            if self.objects.len() >= OBJECTS {
+                return Holds::Unopened(format!("more than {OBJECTS} objects open"));
+            }
         }
-        let by_map = format!(
-            "/proc/{pid}/map_files/{:x}-{:x}",
-            l.range.start, l.range.end
-        );
-        let file = match File::open(&by_map).or_else(|_| File::open(&l.path)) {
+        let mounts = mounts
+            .get_or_insert_with(|| Mounts::of(pid).map(Arc::new))
+            .clone();
+        let file = match objects::open_mapped(pid, l, mounts.as_deref()) {
             Ok(f) => f,
-            Err(e) => return Holds::Unopened(format!("cannot open {}: {e}", l.path)),
+            Err(why) => return Holds::Unopened(why),
         };
-        // By its path (no map_files): it must still be the file mapped.
-        use std::os::unix::fs::MetadataExt as _;
-        if file.metadata().map(|m| m.ino()).ok() != Some(l.inode) {
-            return Holds::Unopened(format!("{} is no longer the file mapped", l.path));
-        }
+        let link = DebugLink::of(&file);
+        let debug_file = if link == DebugLink::default() {
+            None
+        } else {
+            objects::process_root(pid).ok().and_then(|root| {
+                objects::find_debug_file(root, l.live_path().map(str::to_string), link, mounts)
+            })
+        };
         let name = l
             .path
             .trim_end_matches(" (deleted)")
@@ -431,29 +556,37 @@ impl Stacks {
             .unwrap_or_default()
             .to_string();
         let o = Arc::new(Object {
-            path: format!("/proc/self/fd/{}", file.as_raw_fd()).into(),
-            unwind: OnceLock::new(),
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
             file,
             name,
+            unwind: OnceLock::new(),
+            debug_file: Mutex::new(debug_file),
+            symbols: OnceLock::new(),
         });
-        self.objects.insert(key, o.clone());
+        self.objects.insert(key, Arc::downgrade(&o));
         Holds::File(o)
     }
 }
 
-/// Unwinds (framehop) and names (blazesym) captured stacks, from the objects' files: the
+/// Unwinds (framehop) and names (blazesym) captured stacks, from the objects' copies: the
 /// slow part, done after.
 pub struct Names {
     symbolizer: Symbolizer,
     cache: Cache,
     /// What each (object, file offset) was named (its function and line, or why none):
-    /// slow calls come back from the same places, and the objects stay open, so a name
-    /// found once holds (emptied when it reaches `NAMED`).
-    named: std::cell::RefCell<HashMap<(std::path::PathBuf, u64), Named>>,
+    /// slow calls come back from the same places (emptied when it reaches `NAMED`).
+    named: std::cell::RefCell<HashMap<(u64, u64), Named>>,
     /// syscost's own vDSO (the same image as every process's): where vDSO frames are
     /// named.
     own_vdso: Option<u64>,
+    /// [`CLOSED`] when the symbolizer was made: it keeps every file it read, so it is
+    /// made anew once enough objects have been closed since.
+    closed_at: u64,
 }
+
+/// Objects closed after which the symbolizer is made anew (its caches hold what it read
+/// of each: a copy stays in memory while the symbolizer has it).
+const RENEW_AFTER: u64 = 64;
 
 impl Default for Names {
     fn default() -> Self {
@@ -466,29 +599,59 @@ impl Default for Names {
                     .map(|l| l.range.start)
             });
         Self {
-            symbolizer: Symbolizer::new(),
+            symbolizer: symbolizer(),
             cache: Cache::new(),
             named: Default::default(),
             own_vdso,
+            closed_at: CLOSED.load(Ordering::Relaxed),
         }
     }
+}
+
+/// A symbolizer that reads only what syscost hands it: no debug directories of its own.
+fn symbolizer() -> Symbolizer {
+    Symbolizer::builder()
+        .set_debug_dirs(Some::<&[&std::path::Path]>(&[]))
+        .build()
 }
 
 impl Names {
     /// A captured call's stack: the longer of the frame-pointer walk `fp` (innermost
     /// first) and the unwind of `copy`, named where it can be, each unnamed frame saying
-    /// why.
+    /// why. A fault in the unwinder or the symbolizer (a file crafted to break them)
+    /// costs that call its names, not the naming thread.
     pub fn stack(&mut self, u: &Captured, fp: &[u64], copy: Option<&StackCopy>) -> Vec<Frame> {
-        let dwarf = match (copy, &u.process) {
-            (Some(c), Some(p)) => unwind(p, &mut self.cache, c),
-            _ => Vec::new(),
-        };
-        let addrs = if dwarf.len() >= fp.len() {
-            &dwarf[..]
-        } else {
-            fp
-        };
-        self.name(u, addrs)
+        let closed = CLOSED.load(Ordering::Relaxed);
+        if closed.saturating_sub(self.closed_at) >= RENEW_AFTER {
+            self.symbolizer = symbolizer();
+            self.named.borrow_mut().clear();
+            self.closed_at = closed;
+        }
+        let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let dwarf = match (copy, &u.process) {
+                (Some(c), Some(p)) => unwind(p, &mut self.cache, c),
+                _ => Vec::new(),
+            };
+            let addrs = if dwarf.len() >= fp.len() {
+                &dwarf[..]
+            } else {
+                fp
+            };
+            self.name(u, addrs)
+        }));
+        attempt.unwrap_or_else(|_| {
+            // What the unwinder or symbolizer held may be inconsistent: made anew.
+            self.symbolizer = symbolizer();
+            self.cache = Cache::new();
+            self.named.borrow_mut().clear();
+            fp.iter()
+                .map(|&addr| Frame {
+                    addr,
+                    unknown: Some("naming failed on this stack's objects".into()),
+                    ..Frame::default()
+                })
+                .collect()
+        })
     }
 
     fn name(&self, u: &Captured, addrs: &[u64]) -> Vec<Frame> {
@@ -519,12 +682,11 @@ impl Names {
                 match &m.holds {
                     Holds::File(o) => {
                         frame.module = Some(o.name.clone());
-                        let offset = lookup - m.range.start + m.offset;
-                        let key = (o.path.clone(), offset);
+                        let offset = (lookup - m.range.start).wrapping_add(m.offset);
+                        let key = (o.serial, offset);
                         let known = self.named.borrow().get(&key).cloned();
                         let named = known.unwrap_or_else(|| {
-                            let src = source::Source::Elf(source::Elf::new(&o.path));
-                            let n = self.look_up(&src, Input::FileOffset(&[offset]), &o.name);
+                            let n = self.look_up_object(o, offset);
                             let mut cache = self.named.borrow_mut();
                             if cache.len() >= NAMED {
                                 cache.clear();
@@ -559,6 +721,27 @@ impl Names {
                 frame
             })
             .collect()
+    }
+
+    /// File offset `offset` of object `o` named from its debug file where it has one
+    /// that names it, else from its own copy.
+    fn look_up_object(&self, o: &Object, offset: u64) -> Named {
+        let (own, debug) = match o.symbols() {
+            Ok(s) => s,
+            Err(why) => return Named::Not(format!("cannot read {}: {why}", o.name)),
+        };
+        if let Some(debug) = debug
+            && let Some(addr) = own.address_of(offset)
+        {
+            let src = source::Source::Elf(source::Elf::new(&debug.path));
+            if let found @ Named::Found { .. } =
+                self.look_up(&src, Input::VirtOffset(&[addr]), &o.name)
+            {
+                return found;
+            }
+        }
+        let src = source::Source::Elf(source::Elf::new(&own.path));
+        self.look_up(&src, Input::FileOffset(&[offset]), &o.name)
     }
 
     fn look_up(&self, src: &source::Source, input: Input<&[u64]>, module: &str) -> Named {
@@ -633,43 +816,8 @@ fn unwind(p: &Process, cache: &mut Cache, c: &StackCopy) -> Vec<u64> {
     out
 }
 
-/// One line of `/proc/PID/maps`.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct MapsLine {
-    range: Range<u64>,
-    offset: u64,
-    dev: String,
-    inode: u64,
-    path: String,
-}
-
-/// The lines of `/proc/PID/maps` that map something executable, by address.
-pub(crate) fn parse_maps(text: &str) -> Vec<MapsLine> {
-    let mut out: Vec<MapsLine> = text
-        .lines()
-        .filter_map(|line| {
-            let mut f = line.splitn(6, ' ');
-            let (range, perms, offset, dev, inode) =
-                (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
-            let path = f.next().unwrap_or("").trim_start().to_string();
-            if !perms.contains('x') {
-                return None;
-            }
-            let (a, b) = range.split_once('-')?;
-            Some(MapsLine {
-                range: u64::from_str_radix(a, 16).ok()?..u64::from_str_radix(b, 16).ok()?,
-                offset: u64::from_str_radix(offset, 16).ok()?,
-                dev: dev.to_string(),
-                inode: inode.parse().ok()?,
-                path,
-            })
-        })
-        .collect();
-    out.sort_by_key(|l| l.range.start);
-    out
-}
-
-/// Objects stay open: the soft limit on open files is raised to the hard one.
+/// Objects stay open (and their copies for the symbolizer): the soft limit on open files
+/// is raised to the hard one.
 fn raise_open_files_limit() {
     let mut l = libc::rlimit {
         rlim_cur: 0,
@@ -687,25 +835,6 @@ fn raise_open_files_limit() {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn maps_lines_keep_the_executable_mappings_in_order() {
-        let text = "\
-7f10a0000000-7f10a0028000 r--p 00000000 fd:01 1835 /usr/lib/x86_64-linux-gnu/libc.so.6
-7f10a0028000-7f10a019d000 r-xp 00028000 fd:01 1835 /usr/lib/x86_64-linux-gnu/libc.so.6
-55d0c0001000-55d0c0002000 r-xp 00001000 fd:01 42 /tmp/a b (deleted)
-7ffd1e5f4000-7ffd1e5f6000 r-xp 00000000 00:00 0                          [vdso]
-7f10a1000000-7f10a1001000 rwxp 00000000 00:00 0 
-";
-        let l = parse_maps(text);
-        assert_eq!(l.len(), 4);
-        assert_eq!(l[0].path, "/tmp/a b (deleted)");
-        assert_eq!(l[0].range, 0x55d0c0001000..0x55d0c0002000);
-        assert_eq!(l[0].offset, 0x1000);
-        assert_eq!((l[1].dev.as_str(), l[1].inode), ("fd:01", 1835));
-        assert_eq!(l[2].path, "");
-        assert_eq!(l[3].path, "[vdso]");
-    }
 
     #[test]
     fn the_stack_copy_reads_only_what_it_holds() {
@@ -734,6 +863,7 @@ mod tests {
     fn an_object_is_placed_by_the_segment_that_holds_the_mapped_offset() {
         let info = UnwindInfo {
             sections: ExplicitModuleSectionInfo::default(),
+            bytes: 0,
             // A PIE's text segment (the executable one): file offset 0x1040, address
             // 0x2040.
             loads: vec![(0x1040, 0x3000, 0x2040)],
@@ -747,6 +877,7 @@ mod tests {
         // file offset 0; placed by the executable segment, not the read-only one.
         let lld = UnwindInfo {
             sections: ExplicitModuleSectionInfo::default(),
+            bytes: 0,
             loads: vec![(0x5f0, 0x1000, 0x15f0)],
         };
         let start = 0x7f00_0000_1000;

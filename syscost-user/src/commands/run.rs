@@ -54,6 +54,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .context("cannot start the event loop")?;
     let entered = runtime.enter();
     let signals = super::Signals::catch()?;
+    // Each signal goes on to the command; syscost ends when it does.
+    syscost_engine::signals::forwarding();
     drop(entered);
 
     let comm = process::exec_comm(&program);

@@ -54,6 +54,7 @@ struct TerminalGuard;
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         ratatui::restore();
+        syscost_engine::signals::terminal_given_back();
     }
 }
 
@@ -195,6 +196,9 @@ impl Screen {
     /// [`Screen::terminated`]).
     pub fn open() -> Result<Self> {
         let stop = Stop::catch()?;
+        // Kept for a second signal, which ends syscost at once (the guard restores it
+        // on every other way out).
+        syscost_engine::signals::terminal_taken();
         let terminal = ratatui::try_init().context("cannot set up the terminal")?;
         Ok(Self {
             terminal,
@@ -212,16 +216,25 @@ impl Screen {
 
 /// A failure on purpose, for the tests that the terminal is restored however the view
 /// ends: `SYSCOST_TEST_FAULT=error` or `panic` makes the view fail that way 1 s after it
-/// showed its first figures.
+/// showed its first figures. Debug builds only (the tests'): a release build reads no
+/// such variable.
 struct TestFault(Option<(String, Option<Instant>)>);
 
 impl TestFault {
     fn from_env() -> Self {
-        Self(
-            std::env::var("SYSCOST_TEST_FAULT")
-                .ok()
-                .map(|how| (how, None)),
-        )
+        #[cfg(debug_assertions)]
+        let fault = std::env::var("SYSCOST_TEST_FAULT")
+            .ok()
+            .map(|how| (how, None));
+        #[cfg(not(debug_assertions))]
+        let fault = None;
+        Self(fault)
+    }
+
+    /// `deaf`: the view does not end at a signal (a view that hangs), for the tests that
+    /// a second signal ends syscost at once.
+    fn deaf(&self) -> bool {
+        self.0.as_ref().is_some_and(|(how, _)| how == "deaf")
     }
 
     /// The view shows figures: the fault is due a second later.
@@ -336,7 +349,10 @@ pub fn live_with(
         fault.fire()?;
         let now = Instant::now();
         // The screen's fields apart: `terminal` is borrowed for drawing.
-        if screen.stop.stopped() || terminal_hung_up() || deadline.is_some_and(|d| now >= d) {
+        if (screen.stop.stopped() && !fault.deaf())
+            || terminal_hung_up()
+            || deadline.is_some_and(|d| now >= d)
+        {
             break;
         }
         match input.recv_timeout(Duration::from_millis(50)) {

@@ -68,8 +68,9 @@ fn a_signal_while_finishing_ends_syscost_at_once() {
             .stdout(Stdio::null()),
     );
     assert!(first.starts_with("syscost: tracing process"), "{first}");
-    // SIGINT stops it and it starts to finish; SIGTERM (another number: both are
-    // delivered, in that order) comes while it finishes or just before.
+    // One stops it and it starts to finish, the other comes while it finishes or just
+    // before (two numbers: both are delivered; which is handled first depends on how the
+    // kernel stacks their handlers).
     signal(&tracer, libc::SIGINT);
     signal(&tracer, libc::SIGTERM);
     let said = err.until("the line of the end at once", |l| {
@@ -77,7 +78,11 @@ fn a_signal_while_finishing_ends_syscost_at_once() {
     });
     assert!(said.contains("no report"), "{said}");
     let mut tracer = tracer;
-    assert_eq!(tracer.wait_exit().code(), Some(128 + libc::SIGTERM));
+    let code = tracer.wait_exit().code();
+    assert!(
+        [Some(128 + libc::SIGINT), Some(128 + libc::SIGTERM)].contains(&code),
+        "status {code:?}"
+    );
     assert_eq!(t.wait_for_unload(), Vec::<String>::new());
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     assert!(work.wait_exit().success(), "the target");

@@ -435,14 +435,17 @@ fn a_second_signal_ends_a_hung_view_at_once() {
     };
     tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
     let pid = tmux.syscost_pid();
-    // SIGINT then SIGTERM: two signals of different numbers are both delivered, in that
-    // order (two of one number could merge into one).
+    // SIGINT and SIGTERM: two signals of different numbers are both delivered (two of
+    // one number could merge into one); which is handled second, and ends syscost,
+    // depends on how the kernel stacks their handlers.
     // SAFETY: signals the syscost process the test started.
     unsafe {
         libc::kill(pid, libc::SIGINT);
         libc::kill(pid, libc::SIGTERM);
     }
-    let done = tmux.wait_for("syscost to end", |s| s.contains("EXIT=143"));
+    let done = tmux.wait_for("syscost to end by one of them", |s| {
+        s.contains("EXIT=130") || s.contains("EXIT=143")
+    });
     assert!(
         done.contains("syscost: ended at once by a second signal"),
         "{}",

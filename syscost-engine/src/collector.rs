@@ -626,7 +626,7 @@ mod json_round_trip {
         let dir = std::env::temp_dir().join(format!("syscost-json-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p.json");
-        write(&sample(), &path).unwrap();
+        write(&sample(), &path, None).unwrap();
         assert_eq!(read(&path).unwrap(), sample());
         std::fs::remove_dir_all(&dir).unwrap();
     }

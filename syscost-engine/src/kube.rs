@@ -15,8 +15,17 @@
 //! (the systemd driver writes the pod's uid with `_` for `-`; a guaranteed pod has no
 //! QoS level: `kubepods-pod<uid>.slice`, `/kubepods/pod<uid>`). A container of Docker
 //! outside Kubernetes (`/system.slice/docker-<id>.scope`, `/docker/<id>`) has a container
-//! id and no pod. A path may have anything before the pod's part (a cgroup namespace's
-//! `/../..`, a nested node): the parts are found where they are.
+//! id and no pod.
+//!
+//! The parts are taken only where the kubelet and the runtimes put them, anchored at the
+//! hierarchy's root: any user with a delegated cgroup subtree can make directories named
+//! like a pod's and a container's inside it, and must not get another pod's labels. So
+//! with the systemd driver every slice above the pod's is the one its name says
+//! (`a-b-pod<uid>.slice` sits in `/a.slice/a-b.slice`, a kubelet `--cgroup-root`
+//! included); with cgroupfs the pod sits in `kubepods[/QOS]` below no systemd unit (a
+//! kubelet `--cgroup-root` such as kind's `/kubelet`); Docker's scope sits right in
+//! `/system.slice`, its cgroupfs folder in `/docker`. A path seen from inside a cgroup
+//! namespace climbs first (`/../..`): what follows must then end the same chain.
 //!
 //! The names (`namespace`, `pod`, `container`) are not in the path; the runtime keeps
 //! them, as annotations or labels, in a file of the container's: containerd in
@@ -111,10 +120,51 @@ fn container_of(segment: &str) -> Option<(String, Option<Runtime>)> {
 }
 
 /// What the cgroup at `path` (as /proc/PID/cgroup gives it) is of Kubernetes or Docker;
-/// `None` for any other cgroup.
+/// `None` for any other cgroup, and for one whose parts are not where the kubelet and
+/// the runtimes put them (see the module's documentation).
 pub fn parse(path: &str) -> Option<Workload> {
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // Seen from inside a cgroup namespace: the climb to the common ancestor, then the
+    // rest of the chain below it.
+    let climbs = segments.iter().take_while(|s| **s == "..").count();
+    let relative = climbs > 0;
+    let segments = &segments[climbs..];
+    let chained = |above: &[&str], expected: &[String]| {
+        if relative {
+            expected.ends_with(&above.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        } else {
+            above.len() == expected.len() && above.iter().zip(expected).all(|(a, e)| a == e)
+        }
+    };
     if let Some(i) = segments.iter().position(|s| pod_of(s).is_some()) {
+        let above = &segments[..i];
+        let anchored = match segments[i].strip_suffix(".slice") {
+            // systemd: every slice above is the one the pod slice's name says.
+            Some(slice) => {
+                let (head, _) = slice.rsplit_once("-pod")?;
+                let parts: Vec<&str> = head.split('-').collect();
+                let expected: Vec<String> = (1..=parts.len())
+                    .map(|k| format!("{}.slice", parts[..k].join("-")))
+                    .collect();
+                chained(above, &expected)
+            }
+            // cgroupfs: kubepods[/QOS] right above, below no systemd unit.
+            None => {
+                let qos = above
+                    .last()
+                    .is_some_and(|q| *q == "burstable" || *q == "besteffort");
+                let kubepods = above.len() - usize::from(qos);
+                let root = &above[..kubepods.saturating_sub(1)];
+                (kubepods >= 1 && above[kubepods - 1] == "kubepods" || relative && kubepods == 0)
+                    && root.iter().all(|s| {
+                        !s.ends_with(".slice") && !s.ends_with(".scope") && !s.ends_with(".service")
+                    })
+                    && (relative || root.len() <= 1)
+            }
+        };
+        if !anchored {
+            return None;
+        }
         let container = segments.get(i + 1).and_then(|s| container_of(s));
         return Some(Workload {
             pod_uid: pod_of(segments[i]),
@@ -122,18 +172,22 @@ pub fn parse(path: &str) -> Option<Workload> {
             container_id: container.map(|c| c.0),
         });
     }
-    // Docker outside Kubernetes: `docker-<id>.scope` anywhere, or `/docker/<id>`.
-    let last = *segments.last()?;
-    let docker = last.starts_with("docker-") && last.ends_with(".scope")
-        || (segments.len() >= 2 && segments[segments.len() - 2] == "docker");
-    if docker && let Some((id, _)) = container_of(last) {
-        return Some(Workload {
-            pod_uid: None,
-            container_id: Some(id),
-            runtime: Some(Runtime::Docker),
-        });
+    // Docker outside Kubernetes: `/system.slice/docker-<id>.scope` or `/docker/<id>`.
+    let (&last, above) = segments.split_last()?;
+    let systemd = last.starts_with("docker-") && last.ends_with(".scope");
+    let expected = if systemd { "system.slice" } else { "docker" };
+    if !chained(above, &[expected.to_string()]) {
+        return None;
     }
-    None
+    let (id, _) = container_of(last)?;
+    if !systemd && last != id {
+        return None;
+    }
+    Some(Workload {
+        pod_uid: None,
+        container_id: Some(id),
+        runtime: Some(Runtime::Docker),
+    })
 }
 
 /// Where the runtimes keep their containers' files (the host's paths; a DaemonSet
@@ -351,10 +405,20 @@ mod tests {
                 format!("/kubelet/kubepods/burstable/pod{UID}/{ID}"),
                 w(Some(UID), Some(ID), None),
             ),
-            // Seen from inside a cgroup namespace, or nested under another node.
+            // Seen from inside a cgroup namespace.
             (
                 format!("/../../kubepods-besteffort-pod{u}.slice/cri-containerd-{ID}.scope"),
                 w(Some(UID), Some(ID), Some(Runtime::Containerd)),
+            ),
+            (
+                format!(
+                    "/../kubepods-besteffort.slice/kubepods-besteffort-pod{u}.slice/crio-{ID}.scope"
+                ),
+                w(Some(UID), Some(ID), Some(Runtime::Crio)),
+            ),
+            (
+                format!("/../../pod{UID}/{ID}"),
+                w(Some(UID), Some(ID), None),
             ),
             // Docker alone.
             (
@@ -385,6 +449,30 @@ mod tests {
             &format!("/elsewhere/{ID}"),
         ] {
             assert_eq!(parse(path), None, "{path}");
+        }
+    }
+
+    /// A pod's and a container's names made by a user inside a delegated subtree (or
+    /// anywhere but where the kubelet and the runtimes put them) label nothing.
+    #[test]
+    fn pods_and_containers_count_only_where_the_kubelet_puts_them() {
+        let u = UID.replace('-', "_");
+        let user = "/user.slice/user-1000.slice/user@1000.service";
+        for path in [
+            format!("{user}/kubepods-pod{u}.slice/cri-containerd-{ID}.scope"),
+            format!("{user}/kubepods.slice/kubepods-pod{u}.slice/cri-containerd-{ID}.scope"),
+            format!("{user}/kubepods/pod{UID}/{ID}"),
+            format!("{user}/kubepods/burstable/pod{UID}/{ID}"),
+            format!("/kubepods.slice/kubepods-burstable-pod{u}.slice/cri-containerd-{ID}.scope"),
+            format!("/kubepods-pod{u}.slice/cri-containerd-{ID}.scope"),
+            format!("/system.slice/x.service/kubepods/pod{UID}/{ID}"),
+            format!("/a/b/kubepods/pod{UID}/{ID}"),
+            format!("{user}/docker-{ID}.scope"),
+            format!("{user}/docker/{ID}"),
+            format!("/system.slice/x.service/docker-{ID}.scope"),
+            format!("/../{user}/kubepods-pod{u}.slice/cri-containerd-{ID}.scope"),
+        ] {
+            assert_eq!(parse(&path), None, "{path}");
         }
     }
 

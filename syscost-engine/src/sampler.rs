@@ -240,7 +240,13 @@ pub struct Sampler {
     top_read_at: Instant,
     names_cleaned_at: Instant,
     cgroup_names: crate::cgroup::CgroupNames,
+    /// Keys of live processes handed over from the per-process table so far.
+    reclaimed: u64,
 }
+
+/// Steps a key of the per-process table must have stayed unchanged in before it may be
+/// reclaimed (an interval each: 30 s at the default).
+const IDLE_STEPS: u32 = 30;
 
 impl Sampler {
     /// A sampler of `tracer`; `run_stats`: measure syscost's own cost.
@@ -269,6 +275,7 @@ impl Sampler {
             top_read_at: Instant::now(),
             names_cleaned_at: Instant::now(),
             cgroup_names: Default::default(),
+            reclaimed: 0,
         }
     }
 
@@ -463,10 +470,27 @@ impl Sampler {
             |pid| process::thread_count(pid) as u32,
         );
         tracer.forget_top(&step.forget)?;
+        let in_use = table.len().saturating_sub(step.forget.len());
         // A process the step found gone has been reaped, so its exit record is there
         // (sent as it exited): its last figures, under its own name.
         if self.steps_wanted {
             self.pending.absorb(step);
+        }
+        // A table three quarters full with keys of live processes: the keys idle longest
+        // are handed over (their figures counted) down to half full, so that a busy
+        // process's new calls find room however long the others live.
+        let capacity = tracer.top_capacity();
+        if in_use * 4 >= capacity * 3 {
+            let mut idle = self.table.idle_keys(IDLE_STEPS);
+            idle.truncate(in_use.saturating_sub(capacity / 2));
+            if !idle.is_empty() {
+                let finals = tracer.reclaim_top(&idle)?;
+                self.reclaimed += finals.len() as u64;
+                let step = self.table.reclaimed(&finals);
+                if self.steps_wanted {
+                    self.pending.absorb(step);
+                }
+            }
         }
         self.drain_exits()?;
         let Some(tracer) = self.tracer.as_mut() else {
@@ -478,6 +502,12 @@ impl Sampler {
             tracer.forget_names(|pid| !process::alive(pid))?;
         }
         Ok(())
+    }
+
+    /// Keys of live processes reclaimed from the per-process table so far (see
+    /// [`Sampler::top_step`]).
+    pub fn top_reclaimed(&self) -> u64 {
+        self.reclaimed
     }
 
     /// Per-process totals since the start (or [`Sampler::reset_top`]).

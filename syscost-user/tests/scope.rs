@@ -957,9 +957,11 @@ impl Drop for RuntimeFile {
 /// `export --top` names the pod and container of a process's cgroup: hierarchies as the
 /// kubelet and containerd (systemd driver), CRI-O and Docker (cgroupfs driver) make them,
 /// made here under a cgroup of the test's with a process in each, and each runtime's file
-/// of its container where the runtime keeps it, under a host root of the test's. Each process's series and its cgroup's
-/// carry `pod_uid`, `container_id`, `namespace`, `pod` and `container`, with its exact
-/// count.
+/// of its container where the runtime keeps it, under a host root of the test's. syscost
+/// runs in a cgroup namespace rooted at the test's cgroup, so that the hierarchies sit
+/// at its root, where the kubelet puts them (a pod's parts elsewhere label nothing). Each
+/// process's series and its cgroup's carry `pod_uid`, `container_id`, `namespace`, `pod`
+/// and `container`, with its exact count.
 #[test]
 fn export_top_names_the_kubernetes_pod_and_container() {
     let Some(t) = root_test!() else {
@@ -1016,19 +1018,19 @@ fn export_top_names_the_kubernetes_pod_and_container() {
             3,
         ),
     ];
-    let (mut export, first, _err) = started(
-        syscost()
-            .args([
-                "export",
-                "--top",
-                "--top-n",
-                "1000",
-                "--metrics-addr",
-                "127.0.0.1:0",
-            ])
-            .env("SYSCOST_HOST_ROOT", &host)
-            .stdout(Stdio::null()),
-    );
+    let mut cmd = syscost();
+    cmd.args([
+        "export",
+        "--top",
+        "--top-n",
+        "1000",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ])
+    .env("SYSCOST_HOST_ROOT", &host)
+    .stdout(Stdio::null());
+    in_cgroup_namespace(&mut cmd, &root);
+    let (mut export, first, _err) = started(&mut cmd);
     let addr = endpoint_in(&first);
     // Cgroups and files live until the end; the cgroups removed deepest first.
     let mut cgroups = Tree(BTreeMap::new());
@@ -1055,7 +1057,9 @@ fn export_top_names_the_kubernetes_pod_and_container() {
         writeln!(work.stdin.as_mut().unwrap()).unwrap();
         assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
         assert_eq!(out.next().unwrap().unwrap(), "done");
-        expected.push((work.id(), leaf.path.clone(), calls, *n, *names));
+        // As syscost sees it, from its namespace's root.
+        let seen = leaf.path.strip_prefix(&root.path).unwrap().to_string();
+        expected.push((work.id(), seen, calls, *n, *names));
         workers.push(work);
     }
     for (pid, path, calls, n, names) in &expected {
@@ -1103,6 +1107,31 @@ fn export_top_names_the_kubernetes_pod_and_container() {
     assert!(export.wait_exit().success());
     drop(files);
     drop(cgroups);
+}
+
+/// `cmd` started in cgroup `root` and in a cgroup namespace of its own rooted there (the
+/// paths it reads in /proc/PID/cgroup begin at `root`).
+fn in_cgroup_namespace(cmd: &mut Command, root: &TestCgroup) {
+    use std::os::unix::{ffi::OsStrExt as _, process::CommandExt as _};
+    let procs = std::ffi::CString::new(root.dir.join("cgroup.procs").as_os_str().as_bytes())
+        .unwrap();
+    // SAFETY: open, write, close and unshare are async-signal-safe; the path was made
+    // before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // "0": the writing process itself.
+            let wrote = libc::write(fd, b"0".as_ptr().cast(), 1);
+            libc::close(fd);
+            if wrote != 1 || libc::unshare(libc::CLONE_NEWCGROUP) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Cgroups by path under a test's cgroup, removed deepest first (a parent cannot go

@@ -13,7 +13,7 @@
 //! found gone from /proc at a step, which counts its final difference and deletes its
 //! keys the same way.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use syscost_common::{TopKey, TopValue};
 
@@ -92,10 +92,17 @@ pub struct ProcessTable {
     /// only needs the steps).
     keep_totals: bool,
     previous: HashMap<TopKey, TopValue>,
+    /// Steps in a row each key of a live process has not changed in.
+    quiet: HashMap<TopKey, u32>,
     /// Totals since the start (or the last reset) of the processes alive at the last step.
     live: HashMap<u32, ProcessRow>,
-    /// Totals of processes that have exited, in the order they went.
-    gone: Vec<ProcessRow>,
+    /// Totals of processes that have exited, in the order they went: the latest
+    /// [`GONE_KEPT`] of them (a busy host starts thousands a second).
+    gone: VecDeque<ProcessRow>,
+    /// The exited processes beyond those, summed per cgroup (pid 0), in at most
+    /// [`FOLDED_CGROUPS`] rows and one for the other cgroups: their calls stay in the
+    /// totals.
+    folded: BTreeMap<String, (u64, ProcessRow)>,
     /// Processes found gone at the last step, whose exit records have not come.
     dead: std::collections::HashSet<u32>,
     /// The name and cgroup /proc last gave for each process seen alive with calls: the
@@ -144,8 +151,10 @@ impl ProcessTable {
                 // while the entry changed) is counted once the rest of it is read.
                 self.previous.insert(*k, add(before, &d));
                 if d.calls == 0 && d.total_ns == 0 {
+                    *self.quiet.entry(*k).or_default() += 1;
                     continue;
                 }
+                self.quiet.remove(k);
                 let row = rows.entry(pid).or_insert_with(|| {
                     let pi = match (live, self.known.get(&pid)) {
                         // Gone (no record came): its last name, /proc has none now.
@@ -207,10 +216,11 @@ impl ProcessTable {
             if let Some(mut r) = self.live.remove(&pid) {
                 r.exited = true;
                 r.threads = 0;
-                self.gone.push(r);
+                self.went(r);
             }
             for (k, _) in &keys {
                 self.previous.remove(k);
+                self.quiet.remove(k);
             }
             self.known.remove(&pid);
             forget.extend(keys.iter().map(|(k, _)| *k));
@@ -245,6 +255,7 @@ impl ProcessTable {
             ..Default::default()
         };
         for (k, v) in finals {
+            self.quiet.remove(k);
             let before = self.previous.remove(k).unwrap_or_default();
             let d = delta(v, &before);
             if d.calls != 0 || d.total_ns != 0 {
@@ -264,7 +275,7 @@ impl ProcessTable {
                 }
                 total.exited = true;
                 total.threads = 0;
-                self.gone.push(total);
+                self.went(total);
             }
         }
         TopStep {
@@ -278,11 +289,96 @@ impl ProcessTable {
         }
     }
 
-    /// Totals since the start (or reset): live processes, then those that exited.
+    /// Keys of live processes that have not changed for `steps` steps in a row or more,
+    /// the quietest first.
+    pub fn idle_keys(&self, steps: u32) -> Vec<TopKey> {
+        let mut idle: Vec<(u32, TopKey)> = self
+            .quiet
+            .iter()
+            .filter(|&(k, &n)| n >= steps && !self.dead.contains(&k.tgid))
+            .map(|(k, &n)| (n, *k))
+            .collect();
+        idle.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.tgid.cmp(&b.1.tgid)));
+        idle.into_iter().map(|(_, k)| k).collect()
+    }
+
+    /// The figures of keys of live processes handed over as their keys were deleted
+    /// from the kernel's table ([`ProcessTable::idle_keys`], reclaimed): what they gained
+    /// since the last step is counted (a step of their processes, which live on), and
+    /// each key starts again from zero when the kernel side makes it anew.
+    pub fn reclaimed(&mut self, finals: &[(TopKey, TopValue)]) -> TopStep {
+        let mut rows: BTreeMap<u32, ProcessRow> = BTreeMap::new();
+        for (k, v) in finals {
+            self.quiet.remove(k);
+            let before = self.previous.remove(k).unwrap_or_default();
+            let d = delta(v, &before);
+            if d.calls == 0 && d.total_ns == 0 {
+                continue;
+            }
+            let row = rows.entry(k.tgid).or_insert_with(|| {
+                let known = self.known.get(&k.tgid).cloned().unwrap_or_default();
+                ProcessRow {
+                    pid: k.tgid,
+                    comm: known.comm,
+                    cgroup: known.cgroup,
+                    ..Default::default()
+                }
+            });
+            row.add(top_id(k), &d);
+            if self.keep_totals {
+                let total = self.live.entry(k.tgid).or_default();
+                total.pid = k.tgid;
+                total.add(top_id(k), &d);
+            }
+        }
+        TopStep {
+            interval: rows.into_values().collect(),
+            forget: Vec::new(),
+            exited: Vec::new(),
+        }
+    }
+
+    /// Keeps an exited process's totals: the oldest kept is summed into its cgroup's
+    /// row once more than [`GONE_KEPT`] are.
+    fn went(&mut self, row: ProcessRow) {
+        self.gone.push_back(row);
+        if self.gone.len() <= GONE_KEPT {
+            return;
+        }
+        let Some(old) = self.gone.pop_front() else {
+            return;
+        };
+        let cgroup = if self.folded.contains_key(&old.cgroup) || self.folded.len() < FOLDED_CGROUPS
+        {
+            old.cgroup.clone()
+        } else {
+            OTHER_CGROUPS.to_string()
+        };
+        let (n, row) = self.folded.entry(cgroup.clone()).or_insert_with(|| {
+            (
+                0,
+                ProcessRow {
+                    pid: 0,
+                    cgroup,
+                    exited: true,
+                    ..Default::default()
+                },
+            )
+        });
+        *n += 1;
+        row.comm = format!("({n} exited)");
+        for (id, v) in &old.syscalls {
+            row.add(*id, v);
+        }
+    }
+
+    /// Totals since the start (or reset): live processes, then those that exited, then
+    /// the exited processes summed per cgroup (pid 0) beyond the latest [`GONE_KEPT`].
     pub fn totals(&self) -> Vec<ProcessRow> {
         let mut v: Vec<ProcessRow> = self.live.values().cloned().collect();
         v.sort_by_key(|r| r.pid);
         v.extend(self.gone.iter().cloned());
+        v.extend(self.folded.values().map(|(_, r)| r.clone()));
         v
     }
 
@@ -290,8 +386,10 @@ impl ProcessTable {
         Self {
             keep_totals,
             previous: HashMap::new(),
+            quiet: HashMap::new(),
             live: HashMap::new(),
-            gone: Vec::new(),
+            gone: VecDeque::new(),
+            folded: BTreeMap::new(),
             dead: Default::default(),
             known: HashMap::new(),
         }
@@ -301,8 +399,16 @@ impl ProcessTable {
     pub fn reset(&mut self) {
         self.live.clear();
         self.gone.clear();
+        self.folded.clear();
     }
 }
+
+/// Exited processes whose totals are kept one by one (about 1 KB each).
+pub const GONE_KEPT: usize = 10_000;
+/// Cgroups whose older exited processes are summed in a row of their own.
+pub const FOLDED_CGROUPS: usize = 1_000;
+/// The cgroup of the row that sums the older exited processes of every other cgroup.
+pub const OTHER_CGROUPS: &str = "(other cgroups)";
 
 /// A table key as a syscall (numbers without a key of their own share one id).
 pub fn top_id(k: &TopKey) -> SyscallId {
@@ -521,5 +627,96 @@ mod tests {
             ("app", 3)
         );
         assert_eq!(m.totals()[0].comm, "app");
+    }
+
+    /// Processes that come and go without end: the totals keep the latest
+    /// [`GONE_KEPT`] one by one and sum the others per cgroup (at most
+    /// [`FOLDED_CGROUPS`] rows and one for the rest); no call is lost.
+    #[test]
+    fn exited_processes_are_kept_within_bounds() {
+        let mut m = ProcessTable::new(true);
+        let n = (GONE_KEPT + 2 * FOLDED_CGROUPS + 10) as u32;
+        for pid in 1..=n {
+            let cg = format!("/c{}", pid % (FOLDED_CGROUPS as u32 + 50));
+            let info = ProcInfo {
+                comm: format!("p{pid}"),
+                cgroup: cg,
+                from_proc: true,
+            };
+            m.exit(pid, info, &[(k(pid, 39), v(3, 1, 30, 0))]);
+        }
+        let t = m.totals();
+        assert!(
+            t.len() <= GONE_KEPT + FOLDED_CGROUPS + 1,
+            "{} rows for {n} exited processes",
+            t.len()
+        );
+        let calls: u64 = t.iter().map(ProcessRow::calls).sum();
+        assert_eq!(calls, 3 * u64::from(n), "every call counted");
+        // The latest are kept whole, under their own pid.
+        assert!(t.iter().any(|r| r.pid == n && r.comm == format!("p{n}")));
+        let folded: Vec<_> = t.iter().filter(|r| r.pid == 0).collect();
+        assert!(folded.iter().any(|r| r.cgroup == OTHER_CGROUPS));
+        let summed: u64 = folded
+            .iter()
+            .map(|r| {
+                r.comm
+                    .trim_start_matches('(')
+                    .trim_end_matches(" exited)")
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(summed, u64::from(n) - GONE_KEPT as u64, "each folded once");
+    }
+
+    /// Keys that stop changing are idle after so many steps; reclaimed, what they
+    /// gained since the last step counts once, and a key made anew counts from zero.
+    #[test]
+    fn reclaimed_keys_count_once_and_start_again() {
+        let mut m = ProcessTable::new(true);
+        let info = |pid| ProcInfo {
+            comm: format!("p{pid}"),
+            cgroup: "/a".into(),
+            from_proc: true,
+        };
+        let live = |_| true;
+        m.step(
+            &[(k(1, 39), v(10, 0, 100, 0)), (k(1, 3), v(1, 0, 10, 0))],
+            live,
+            info,
+            |_| 1,
+        );
+        for n in 1..=3u64 {
+            // getppid (39) keeps changing, close (3) does not.
+            m.step(
+                &[
+                    (k(1, 39), v(10 + n, 0, 100 + n, 0)),
+                    (k(1, 3), v(1, 0, 10, 0)),
+                ],
+                live,
+                info,
+                |_| 1,
+            );
+        }
+        assert_eq!(m.idle_keys(3), vec![k(1, 3)]);
+        assert!(m.idle_keys(4).is_empty());
+        // Reclaimed with one more call since the last step: that call counts, once.
+        let s = m.reclaimed(&[(k(1, 3), v(2, 0, 20, 0))]);
+        assert_eq!(s.interval.len(), 1);
+        assert_eq!((s.interval[0].pid, s.interval[0].calls()), (1, 1));
+        assert!(!s.interval[0].exited && s.exited.is_empty());
+        assert!(m.idle_keys(0).iter().all(|key| *key != k(1, 3)));
+        // Made anew by the kernel side: from zero.
+        let s = m.step(
+            &[(k(1, 39), v(13, 0, 103, 0)), (k(1, 3), v(4, 0, 40, 0))],
+            live,
+            info,
+            |_| 1,
+        );
+        let close: u64 = s.interval.iter().map(|r| r.calls()).sum();
+        assert_eq!(close, 4, "the new key's 4 calls");
+        let t = &m.totals()[0];
+        assert_eq!(t.calls(), 13 + 6, "every call once");
     }
 }

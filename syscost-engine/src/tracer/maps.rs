@@ -124,6 +124,58 @@ pub(super) fn delete_batch<K>(fd: i32, keys: &[K]) -> io::Result<()> {
     }
 }
 
+/// Reads and deletes `key` of the per-CPU hash map `fd` in one `BPF_MAP_LOOKUP_AND_DELETE_ELEM`
+/// (hash maps from Linux 5.14): its values, one per possible CPU, or `None` when the
+/// key is not there. `Err` when the kernel refuses the command for this map.
+pub(super) fn lookup_and_delete_per_cpu<K, V: Copy + Default>(
+    fd: i32,
+    key: &K,
+    cpus: usize,
+) -> io::Result<Option<Vec<V>>> {
+    /// `union bpf_attr`'s member for the element commands.
+    #[repr(C)]
+    struct ElemAttr {
+        map_fd: u32,
+        _pad: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
+    }
+    const BPF_MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
+    // Per-CPU values come 8-byte aligned, one per possible CPU.
+    assert!(
+        size_of::<V>().is_multiple_of(8),
+        "a per-CPU value of 8-byte multiples"
+    );
+    let mut values = vec![V::default(); cpus];
+    let mut attr = ElemAttr {
+        map_fd: fd as u32,
+        _pad: 0,
+        key: key as *const K as u64,
+        value: values.as_mut_ptr() as u64,
+        flags: 0,
+    };
+    // SAFETY: the attribute points at one key of the map's key size and at room for
+    // one value per possible CPU, both alive for the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_LOOKUP_AND_DELETE_ELEM,
+            &mut attr as *mut ElemAttr,
+            size_of::<ElemAttr>() as u32,
+        )
+    };
+    if r == 0 {
+        return Ok(Some(values));
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENOENT) {
+        Ok(None)
+    } else {
+        Err(e)
+    }
+}
+
 /// A per-process table value summed over CPUs.
 pub(super) fn sum_cpus<'a>(per_cpu: impl Iterator<Item = &'a TopValue>) -> TopValue {
     per_cpu.fold(TopValue::default(), |v, c| TopValue {

@@ -304,6 +304,46 @@ impl Tracer {
         Ok(out)
     }
 
+    /// How many (process, syscall) pairs the per-process table holds at most.
+    pub fn top_capacity(&self) -> usize {
+        self.sizes.top_entries as usize
+    }
+
+    /// Hands `keys` of the per-process table (keys of live processes that have been
+    /// idle) to userspace: each read and deleted in one operation where the kernel can
+    /// (Linux 5.14 on), read then deleted elsewhere; their figures at that moment. The
+    /// kernel side makes a key anew at its process's next call of that syscall.
+    pub fn reclaim_top(&mut self, keys: &[TopKey]) -> Result<Vec<(TopKey, TopValue)>> {
+        let fd = map_fd(self.map(map_names::TOP)?)?;
+        let cpus = possible_cpus()? as usize;
+        let mut out = Vec::with_capacity(keys.len());
+        let mut rest = Vec::new();
+        for k in keys {
+            match maps::lookup_and_delete_per_cpu::<TopKey, TopValue>(fd, k, cpus) {
+                Ok(Some(per_cpu)) => out.push((*k, sum_cpus(per_cpu.iter()))),
+                Ok(None) => {}
+                Err(_) => rest.push(*k),
+            }
+        }
+        if !rest.is_empty() {
+            let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> = PerCpuHashMap::try_from(
+                self.ebpf
+                    .map_mut(map_names::TOP)
+                    .context("TOP map missing")?,
+            )?;
+            for k in rest {
+                let Ok(per_cpu) = top.get(&k, 0) else {
+                    continue;
+                };
+                let v = sum_cpus(per_cpu.iter());
+                if top.remove(&k).is_ok() {
+                    out.push((k, v));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The slow calls' ring buffer, to be read by one consumer (`--slow` only).
     pub fn take_slow_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
         let map = self

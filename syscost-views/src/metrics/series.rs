@@ -19,8 +19,12 @@ pub const IDLE: std::time::Duration = std::time::Duration::from_secs(300);
 /// it is among the busiest of an interval (by time in syscalls) while fewer than `n`
 /// have one, and counts from that moment; it keeps it while it makes calls, for
 /// [`LINGER`] after it exits, and for [`IDLE`] without calls. Whatever has no series of
-/// its own is added to `other`. A series whose labels change (an exec, a pid taken by
-/// another program) starts again as a new series.
+/// its own is added to `other`. A series whose labels change starts again as a new
+/// series when its pid is another process's (the first exited) or, once, when the
+/// process changed its name or cgroup (an exec seen after its first interval); a process
+/// that renames itself again keeps the labels its series has, so that no process makes
+/// more than two series (a name set with `prctl` at every step would otherwise make one
+/// each step).
 #[derive(Debug)]
 pub struct BoundedSeries {
     n: usize,
@@ -35,6 +39,8 @@ pub struct OwnSeries {
     pub syscalls: BTreeMap<SyscallId, TopValue>,
     gone_at: Option<std::time::Instant>,
     active_at: std::time::Instant,
+    /// Its process changed its labels once already.
+    relabelled: bool,
 }
 
 impl BoundedSeries {
@@ -77,13 +83,18 @@ impl BoundedSeries {
                 && s.labels != l
                 && !gone
             {
-                // Another program under this key now: a new series.
-                *s = OwnSeries {
-                    labels: l.clone(),
-                    syscalls: BTreeMap::new(),
-                    gone_at: None,
-                    active_at: now,
-                };
+                // Another process under this pid (the first exited), or this one's first
+                // change of name or cgroup: a new series; its later changes keep it.
+                let reused = s.gone_at.is_some();
+                if reused || !s.relabelled {
+                    *s = OwnSeries {
+                        labels: l.clone(),
+                        syscalls: BTreeMap::new(),
+                        gone_at: None,
+                        active_at: now,
+                        relabelled: !reused,
+                    };
+                }
             }
             if !self.own.contains_key(&key) && self.own.len() < self.n && !gone {
                 self.own.insert(
@@ -93,6 +104,7 @@ impl BoundedSeries {
                         syscalls: BTreeMap::new(),
                         gone_at: None,
                         active_at: now,
+                        relabelled: false,
                     },
                 );
             }
@@ -123,6 +135,7 @@ impl BoundedSeries {
                 syscalls: self.other.clone(),
                 gone_at: None,
                 active_at: std::time::Instant::now(),
+                relabelled: false,
             });
         }
         v
@@ -200,10 +213,57 @@ mod tests {
                 ("other".into(), String::new(), 7)
             ]
         );
+        // Renamed again (and again): the series keeps its labels and counts on.
+        for (i, name) in ["w-1", "w-2", "w-3"].iter().enumerate() {
+            b.add(&[row(2, name, 1)], id, labels, &[], at(302 + i as u64));
+        }
+        assert_eq!(series(&b)[0], ("2".into(), "worker".into(), 7));
         // Calls keep it: the idle clock starts again at each.
         b.add(&[row(2, "worker", 1)], id, labels, &[], at(600));
         b.add(&[row(3, "x", 9)], id, labels, &[], at(899));
-        assert_eq!(series(&b)[0], ("2".into(), "worker".into(), 5));
+        assert_eq!(series(&b)[0], ("2".into(), "worker".into(), 8));
+        // Its pid taken by another process once it exited: a new series.
+        b.add(&[row(2, "worker", 1)], id, labels, &["2".into()], at(900));
+        b.add(&[row(2, "next", 2)], id, labels, &[], at(901));
+        assert_eq!(series(&b)[0], ("2".into(), "next".into(), 2));
+    }
+
+    /// A process that renames itself at every interval makes at most two series over its
+    /// life, whatever the number of names.
+    #[test]
+    fn a_process_renaming_itself_makes_at_most_two_series() {
+        let t0 = std::time::Instant::now();
+        let mut b = BoundedSeries::new(4);
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..1000u64 {
+            let mut r = ProcessRow {
+                pid: 7,
+                comm: format!("name-{i}"),
+                ..Default::default()
+            };
+            r.add(top_id(&k(7, 39)), &v(1, 0, 100, 0));
+            b.add(
+                &[r],
+                |r| r.pid.to_string(),
+                |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.clone())],
+                &[],
+                t0 + std::time::Duration::from_secs(i),
+            );
+            for s in b.series(vec![("pid", "other".into()), ("comm", String::new())]) {
+                seen.insert(s.labels);
+            }
+        }
+        assert_eq!(seen.len(), 2, "label sets: {seen:?}");
+        let calls: u64 = b
+            .series(vec![("pid", "other".into()), ("comm", String::new())])
+            .iter()
+            .flat_map(|s| s.syscalls.values())
+            .map(|v| v.calls)
+            .sum();
+        assert_eq!(
+            calls, 999,
+            "every call after the first rename in one series"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Project tasks: `cargo xtask setup | build | test | demo | bench | dist | run`.
+//! Project tasks: `cargo xtask setup | build | test | demo | bench | soak | dist | run`.
 //!
 //! `setup` makes a fresh machine ready and does nothing on a ready one; every other task
 //! runs it first, so nothing is ever installed by hand.
@@ -7,6 +7,7 @@ mod arch;
 mod bench;
 mod dist;
 mod setup;
+mod soak;
 mod vm;
 
 use std::{
@@ -76,6 +77,28 @@ enum Task {
         /// --rounds says otherwise).
         #[arg(long)]
         start_up: bool,
+    },
+    /// The daemon case over a long run: `export --top` scraped every second by a real
+    /// Prometheus and `top --no-tui`, side by side, under process churn (hundreds of
+    /// binaries, comms and cgroups); a line a minute per syscost process (RSS, fds, BPF
+    /// map occupancy, dropped counts, scrape latency), the RSS slope after the warm-up,
+    /// and the table in bench/soak-DATE.txt (root).
+    Soak {
+        /// Minutes of churn.
+        #[arg(long, default_value_t = 60)]
+        minutes: u64,
+        /// Process starts a second.
+        #[arg(long, default_value_t = 300)]
+        rate: u32,
+        /// Copies of the churn program, each under a name of its own.
+        #[arg(long, default_value_t = 400)]
+        binaries: u32,
+        /// Cgroups the churn is started in.
+        #[arg(long, default_value_t = 300)]
+        cgroups: u32,
+        /// Minutes left out of the RSS slope at the start.
+        #[arg(long, default_value_t = 5)]
+        warmup: u64,
     },
     /// Boot each kernel of the matrix (Linux 5.10, 6.1, 6.12, on x86_64 and arm64) in
     /// qemu and run the kernel suite of the root tests inside it, as the VM's root; one
@@ -162,6 +185,25 @@ fn main() -> Result<()> {
                 );
             }
             bench::bench(&root, rounds.max(1), calls.max(1), candidates, !no_peers)
+        }
+        Task::Soak {
+            minutes,
+            rate,
+            binaries,
+            cgroups,
+            warmup,
+        } => {
+            build(&root)?;
+            soak::soak(
+                &root,
+                &soak::Options {
+                    minutes: minutes.max(1),
+                    rate: rate.max(1),
+                    binaries: binaries.clamp(1, 9_999),
+                    cgroups: cgroups.clamp(1, 999),
+                    warmup,
+                },
+            )
         }
         Task::Demo { args } => {
             build(&root)?;

@@ -255,15 +255,37 @@ impl ProcInfo {
     }
 }
 
+/// What /proc says of a process: there, gone, or nothing (a read that failed for
+/// another reason than its absence: out of descriptors or memory, refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    Alive,
+    Gone,
+    Unknown,
+}
+
 /// Whether process `pid` exists (a zombie still does: its last syscall may not be read
 /// yet): /proc/PID is there and is a process, not a thread of another one reusing the
-/// number.
+/// number. Only ENOENT and ESRCH say it is gone: a read that fails for want of a
+/// descriptor (EMFILE, ENFILE), of memory or of a permission says nothing of it.
+pub fn liveness(pid: u32) -> Liveness {
+    match std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        Ok(s) => match s.lines().find_map(|l| l.strip_prefix("Tgid:")) {
+            Some(tgid) if tgid.trim() == pid.to_string() => Liveness::Alive,
+            // A thread of another process.
+            Some(_) => Liveness::Gone,
+            None => Liveness::Unknown,
+        },
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => Liveness::Gone,
+        Err(_) => Liveness::Unknown,
+    }
+}
+
+/// Whether process `pid` may still exist: [`liveness`], a process /proc could not tell
+/// about counted alive (counting a live one gone would free its kernel keys and lose
+/// its counts; one gone is found so at a later reading).
 pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Tgid:"))
-            .is_some_and(|t| t.trim() == pid.to_string())
-    })
+    liveness(pid) != Liveness::Gone
 }
 
 #[cfg(test)]
@@ -353,6 +375,63 @@ mod tests {
         // The tests run on the host; the refusal inside a namespace is tested end to
         // end (tests/engine.rs, a_pid_namespace_of_its_own_is_refused_in_one_line).
         check_pid_namespace().unwrap();
+    }
+
+    /// A process out of descriptors cannot open /proc/PID/status: it still counts its
+    /// own live pid alive, not gone. In a child (its descriptor limit lowered until
+    /// opens fail with EMFILE), which says by its exit status: 0 when it holds, 2 when
+    /// the opens did not fail, 3 when it counted itself gone, 4 when not `Unknown`.
+    #[test]
+    fn a_failed_read_of_proc_is_not_an_exit() {
+        // SAFETY: the child calls only open, read, setrlimit and the allocator (glibc's
+        // is fork-safe) before _exit; the parent waits for it.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork: {}", std::io::Error::last_os_error());
+        if child == 0 {
+            let code = (|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 64,
+                    rlim_max: 64,
+                };
+                // SAFETY: one valid rlimit.
+                if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+                    return 5;
+                }
+                // Every descriptor up to the limit taken.
+                // SAFETY: a NUL-terminated path; the descriptors stay open until _exit.
+                while unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) } >= 0 {}
+                let me = std::process::id();
+                match std::fs::read(format!("/proc/{me}/status")) {
+                    Err(e) if e.raw_os_error() == Some(libc::EMFILE) => {}
+                    _ => return 2,
+                }
+                if !alive(me) {
+                    return 3;
+                }
+                if liveness(me) != Liveness::Unknown {
+                    return 4;
+                }
+                0
+            })();
+            // SAFETY: ends the child at once, without the parent's exit handlers.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(
+            libc::WIFEXITED(status),
+            "the child ended by a signal: {status}"
+        );
+        assert_eq!(
+            libc::WEXITSTATUS(status),
+            0,
+            "2: opens did not fail, 3: counted gone, 4: not Unknown, 5: setrlimit failed"
+        );
+        // And with descriptors to spare: itself alive, a pid past pid_max gone.
+        assert_eq!(liveness(std::process::id()), Liveness::Alive);
+        assert_eq!(liveness(pid_max().unwrap() + 1), Liveness::Gone);
+        assert!(!alive(pid_max().unwrap() + 1));
     }
 
     #[test]

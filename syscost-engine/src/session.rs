@@ -319,13 +319,18 @@ impl SessionHandle {
         lock(&self.shared.handlers).push(Box::new(handler));
     }
 
-    /// The latest sample published.
+    /// The latest sample published: every interval, at once when the watched process
+    /// exits or an own-cost window closes, and by [`SessionHandle::sample_now`] and
+    /// [`SessionHandle::unload`] (after which the final figures stay). The handlers of
+    /// [`SessionHandle::on_sample`] have had it by then.
     pub fn latest(&self) -> Arc<Sample> {
         lock(&self.shared.latest).clone()
     }
 
-    /// A sample taken now, published to every subscriber like the clock's (a scrape,
-    /// a text table at its own interval, the end of a view).
+    /// A sample taken now, published to every subscriber like the clock's (a text
+    /// table at its own interval, the end of a view, an exit a view must show at once).
+    /// Each reads every map and takes a per-process step: a view that answers clients
+    /// (the metrics endpoint) serves [`SessionHandle::latest`] instead.
     pub fn sample_now(&self) -> Result<Arc<Sample>> {
         self.shared.publish()
     }
@@ -418,9 +423,9 @@ impl SessionHandle {
 
 impl Shared {
     /// Publishes at a fixed rate (every `interval` from the start, one sample for
-    /// intervals missed), at once when the watched process exits, and keeps the own-cost
-    /// windows and the per-process table's housekeeping going in between (a sample
-    /// reads the table itself, so it is not read twice).
+    /// intervals missed), at once when the watched process exits or an own-cost window
+    /// closes, and keeps the own-cost windows and the per-process table's housekeeping
+    /// going in between (a sample reads the table itself, so it is not read twice).
     fn run_clock(&self) {
         let mut next = Instant::now() + self.interval;
         while !*lock(&self.stop) {
@@ -431,14 +436,25 @@ impl Shared {
             // The watched process exited and no sample has said so yet.
             let exiting = exited_now && !lock(&self.latest).exited;
             let now = Instant::now();
-            {
+            // An own-cost window closed: its figures go out at once, not up to an
+            // interval later (the endpoint serves the latest sample).
+            let window_closed = {
                 let mut s = lock(&self.sampler);
+                let before = s.own_cost().totals();
                 if self.own_cost.load(Ordering::Acquire) {
                     s.tick();
                 }
                 if now < next && !exiting {
                     s.top_tick();
                 }
+                s.own_cost().totals() != before
+            };
+            if window_closed
+                && now < next
+                && !exiting
+                && let Err(e) = self.publish()
+            {
+                log::warn!("cannot take a sample: {e:#}");
             }
             if now >= next || exiting {
                 if let Err(e) = self.publish() {
@@ -544,9 +560,11 @@ impl Shared {
             slow,
             stacks,
         });
+        // The handlers first: a view that reads the latest sample (the metrics endpoint)
+        // then finds what they keep fed with it at least.
+        lock(&self.handlers).retain(|h| h(&sample));
         *lock(&self.latest) = sample.clone();
         lock(&self.subscribers).retain(|tx| tx.send(sample.clone()).is_ok());
-        lock(&self.handlers).retain(|h| h(&sample));
         Ok(sample)
     }
 }

@@ -320,6 +320,10 @@ pub struct ExportArgs {
     /// Stop after this many seconds.
     #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
+    /// Take a sample of the counters every SECS seconds (default 1): a scrape shows the
+    /// latest, however many scrapes come.
+    #[arg(short = 'i', long = "interval", value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<f64>,
     /// Also count child processes the targets fork from now on (under the parent's pid).
     #[arg(short = 'f', long = "follow-forks", conflicts_with_all = ["cgroup", "top"])]
     pub follow_forks: bool,
@@ -351,6 +355,11 @@ pub struct WebArgs {
     /// hash) asks for a password. Read again when it changes.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config: Option<PathBuf>,
+    /// Connections the metrics endpoint keeps open at once (default 64): one more is
+    /// closed as it comes, and counted (syscost_scrape_connections_refused_total). Each
+    /// costs a descriptor; a Prometheus keeps one per target.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub metrics_max_connections: Option<u32>,
 }
 
 /// What every tracing command (`run`, `attach`, `export`, `top`) may leave out of its

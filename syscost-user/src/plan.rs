@@ -20,7 +20,7 @@ use syscost_engine::{
     slow::{reader::SlowLog, spec::SlowSpec},
     tracer::{Auto, Tracer, TracerOptions},
 };
-use syscost_views::metrics::server::{Bound, MetricsServer};
+use syscost_views::metrics::server::{Bound, MAX_CONNECTIONS, MetricsServer};
 
 use crate::cli::{SlowArgs, StacksArgs, TracingArgs, WebArgs};
 
@@ -104,6 +104,11 @@ impl Plan {
                 "--web.config.file protects the metrics endpoint: give --metrics-addr too"
             );
         }
+        if web.metrics_max_connections.is_some() && listen.is_none() {
+            anyhow::bail!(
+                "--metrics-max-connections bounds the metrics endpoint: give --metrics-addr too"
+            );
+        }
         if slow.stack_size.is_some() && slow.slow.is_none() && stacks.stacks.is_none() {
             anyhow::bail!("--stack-size goes with --slow or --stacks: the stacks it is for");
         }
@@ -126,7 +131,14 @@ impl Plan {
                 top_totals: true,
             },
             listener: listen
-                .map(|addr| MetricsServer::bind(addr, web.web_config.as_deref()))
+                .map(|addr| {
+                    MetricsServer::bind(
+                        addr,
+                        web.web_config.as_deref(),
+                        web.metrics_max_connections
+                            .map_or(MAX_CONNECTIONS, |n| n as usize),
+                    )
+                })
                 .transpose()?,
         })
     }

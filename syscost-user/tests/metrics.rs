@@ -239,9 +239,39 @@ fn has_prometheus(test: &str) -> bool {
     found
 }
 
+/// The getppid calls of process `pid` in exposition `text` (`syscost_syscalls_total`).
+fn getppid_of(text: &str, pid: u32) -> Option<f64> {
+    sample_value(
+        text,
+        "syscost_syscalls_total",
+        &[("pid", &pid.to_string()), ("syscall", "getppid")],
+    )
+}
+
+/// Scrapes `endpoint` until process `pid`'s getppid series counts `calls` or more (the
+/// endpoint shows the latest sample), and fails unless it counts exactly `calls`; the
+/// exposition.
+fn scrape_until_getppid(endpoint: &str, pid: u32, calls: u64) -> String {
+    let text = scrape_until(
+        endpoint,
+        &format!("process {pid}'s {calls} getppid on the endpoint"),
+        |text| match getppid_of(text, pid) {
+            Some(n) if n >= calls as f64 => Ok(text.to_string()),
+            n => Err(format!(": {n:?} so far")),
+        },
+    );
+    assert_eq!(
+        getppid_of(&text, pid),
+        Some(calls as f64),
+        "{}",
+        metric_lines(&text, "syscost_syscalls_total", "getppid")
+    );
+    text
+}
+
 /// The workload's CALLS getppid under `syscost export -p` (with `extra`), run to its end:
-/// the export, its endpoint, and the workload's pid, whose final counts stay on the
-/// endpoint.
+/// the export, its endpoint (once it serves the workload's final counts), and the
+/// workload's pid, whose final counts stay on the endpoint.
 fn getppid_exported(extra: &[&str]) -> (Reaped, String, u32) {
     let mut work = Command::new(workload_path())
         .args(["--wait-stdin", "getppid", &CALLS.to_string()])
@@ -255,6 +285,7 @@ fn getppid_exported(extra: &[&str]) -> (Reaped, String, u32) {
     assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
     let pid = work.id();
     assert!(work.wait_exit().success());
+    scrape_until_getppid(&endpoint, pid, CALLS);
     (export, endpoint, pid)
 }
 
@@ -545,7 +576,27 @@ fn each_process_has_its_own_exact_series_from_one_set_of_programs() {
         assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
         assert!(w.wait_exit().success());
     }
-    let (status, text) = get(&endpoint, "/metrics").unwrap();
+    // Once both counts are on the endpoint (it shows the latest sample).
+    let (status, text) = wait_until(
+        "both processes' final counts on the endpoint",
+        PATIENCE,
+        Duration::from_millis(50),
+        || {
+            let (status, text) = get(&endpoint, "/metrics").map_err(|e| format!(": {e}"))?;
+            let reached = works
+                .iter()
+                .zip(counts)
+                .all(|(w, n)| getppid_of(&text, w.id()).is_some_and(|v| v >= n as f64));
+            if reached {
+                Ok((status, text))
+            } else {
+                Err(format!(
+                    ":\n{}",
+                    metric_lines(&text, "syscost_syscalls_total", "getppid")
+                ))
+            }
+        },
+    );
     assert_eq!(status, 200, "{}", head(&text));
     for (pid, n) in pids.iter().zip(counts) {
         let line = format!(
@@ -584,12 +635,14 @@ fn announced(err: &mut Lines) -> String {
         .to_string()
 }
 
-/// A `--wait-stdin --hold` workload behind `stdin`/`stdout`: starts it, waits for the
-/// work to be done, returns the endpoint's text, and lets it exit.
+/// A `--wait-stdin --hold` workload behind `stdin`/`stdout` making `calls` getppid:
+/// starts it, waits for the work to be done, returns the endpoint's text once its
+/// getppid series counts them all (it shows the latest sample), and lets it exit.
 fn scrape_while_held(
     stdin: std::process::ChildStdin,
     stdout: std::process::ChildStdout,
     endpoint: &str,
+    calls: u64,
 ) -> String {
     let mut stdin = stdin;
     let mut out = Lines::of(stdout, "the workload's stdout");
@@ -597,8 +650,14 @@ fn scrape_while_held(
     writeln!(stdin, "go").unwrap();
     assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
     assert_eq!(out.next().unwrap().unwrap(), "done");
-    let (status, text) = get(endpoint, "/metrics").unwrap();
-    assert_eq!(status, 200, "{}", head(&text));
+    let text = scrape_until(
+        endpoint,
+        &format!("{calls} getppid on the endpoint"),
+        |text| match sample_value(text, "syscost_syscalls_total", &[("syscall", "getppid")]) {
+            Some(n) if n >= calls as f64 => Ok(text.to_string()),
+            n => Err(format!(": {n:?} so far")),
+        },
+    );
     writeln!(stdin).unwrap();
     text
 }
@@ -635,6 +694,7 @@ fn run_and_attach_serve_while_they_trace() {
         run.stdin.take().unwrap(),
         run.stdout.take().unwrap(),
         &endpoint,
+        n,
     );
     // The kernel's comm (15 bytes of the file name), as attach and export label it.
     assert!(
@@ -670,6 +730,7 @@ fn run_and_attach_serve_while_they_trace() {
         work.stdin.take().unwrap(),
         work.stdout.take().unwrap(),
         &endpoint,
+        m,
     );
     let line = format!(
         "syscost_syscalls_total{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {m}\n",
@@ -837,7 +898,19 @@ fn prometheus_scrapes_over_tls_with_basic_auth() {
         "syscost_syscalls_total{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {calls}\n",
         work.id()
     );
-    let (status, head, body) = get_tls(&endpoint, &ca, Some(("prometheus", "s3cret")));
+    // Once the final count is on the endpoint (it shows the latest sample).
+    let (status, head, body) = wait_until(
+        "the final count over TLS",
+        PATIENCE,
+        Duration::from_millis(50),
+        || {
+            let (status, head, body) = get_tls(&endpoint, &ca, Some(("prometheus", "s3cret")));
+            match getppid_of(&body, work.id()) {
+                Some(n) if n >= calls as f64 => Ok((status, head, body)),
+                n => Err(format!(": {status}, {n:?} getppid so far")),
+            }
+        },
+    );
     assert_eq!(status, 200, "{head}\n{}", crate::head(&body));
     assert!(
         body.contains(&line),
@@ -999,10 +1072,13 @@ fn every_dashboard_panel_has_data() {
             },
         );
     }
-    // The errors panel names the errno.
-    let errors = query(
+    // The errors panel names the errno: all 1,000 once Prometheus scraped the exit's
+    // sample.
+    let errors = query_until(
         &web,
-        "sum by (syscall, errno) (syscost_syscall_errors_total{syscall=\"close\"})",
+        "sum by (syscall, errno) (syscost_syscall_errors_total{syscall=\"close\"}) >= 1000",
+        &mut prometheus,
+        &log,
     );
     assert!(
         errors

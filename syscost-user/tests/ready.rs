@@ -199,23 +199,40 @@ fn export_of_a_cgroup_counts_from_its_serving_line() {
     let addr = endpoint_in(&first);
     let o = output(&mut cg.run_inside(&format!("getppid {N}")));
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(getppid_series(&addr), N as f64);
+    // The endpoint shows the latest sample: the count is there at a later scrape.
+    let reached = scrape_until(
+        &addr,
+        &format!("the cgroup's {N} getppid"),
+        |text| match getppid_in(text) {
+            Some(n) if n >= N as f64 => Ok(n),
+            n => Err(format!(": {n:?} so far")),
+        },
+    );
+    assert_eq!(reached, N as f64);
     sigint(export.id());
     let status = export.into_inner().wait_exit();
     assert!(status.success(), "export after SIGINT: {status}");
 }
 
-/// The value of the endpoint's getppid series (`syscost_syscalls_total`), scraped now.
+/// The value of the endpoint's getppid series (`syscost_syscalls_total`), scraped now
+/// (`export -p` takes a sample when its process exits, before it says so).
 fn getppid_series(addr: &str) -> f64 {
     let text = scrape_text(addr);
+    getppid_in(&text)
+        .unwrap_or_else(|| panic!("no getppid series in:\n{}", &text[..text.len().min(2000)]))
+}
+
+/// The value of the getppid series (`syscost_syscalls_total`) of exposition `text`.
+fn getppid_in(text: &str) -> Option<f64> {
     let line = text
         .lines()
-        .find(|l| l.starts_with("syscost_syscalls_total{") && l.contains("syscall=\"getppid\""))
-        .unwrap_or_else(|| panic!("no getppid series in:\n{}", &text[..text.len().min(2000)]));
-    line.rsplit(' ')
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no value in {line}"))
+        .find(|l| l.starts_with("syscost_syscalls_total{") && l.contains("syscall=\"getppid\""))?;
+    Some(
+        line.rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no value in {line}")),
+    )
 }
 
 /// A SIGINT the moment each mode says it is ready ends it cleanly (exit 0), never by the

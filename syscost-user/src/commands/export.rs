@@ -78,6 +78,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         &args.web,
     )?
     .own_cost(args.run_stats)
+    .every(seconds(args.interval))
     .service(true);
     let mut tracer = plan.load()?;
     let mut sources = Vec::new();
@@ -134,11 +135,20 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
                 _ = signals.next() => break,
                 _ = &mut deadline, if duration.is_some() => break,
                 Some(pid) = exited.recv() => {
-                    eprintln!("syscost: process {pid} exited; its final counts stay on the endpoint");
                     running -= 1;
-                    // With nothing left to trace (children may live on under -f) the
-                    // programs would only cost every syscall of the machine.
-                    if running == 0 && !args.follow_forks && handle.unload()? {
+                    // The endpoint serves the latest sample: one is taken now, with the
+                    // process's final counts (its threads are gone, each call counted),
+                    // before the line says they are there. With nothing left to trace
+                    // (children may live on under -f) the programs would only cost
+                    // every syscall of the machine: unloaded, with a last sample.
+                    let unloaded = if running == 0 && !args.follow_forks {
+                        handle.unload()?
+                    } else {
+                        handle.sample_now()?;
+                        false
+                    };
+                    eprintln!("syscost: process {pid} exited; its final counts stay on the endpoint");
+                    if unloaded {
                         eprintln!("syscost: every process exited; programs unloaded, serving the final counts until stopped");
                     }
                 }
@@ -190,6 +200,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         &args.web,
     )?
     .own_cost(args.run_stats)
+    .every(seconds(args.interval))
     .service(false);
     let tracer = plan.load()?;
     let session = plan.start(tracer, Watch::Nothing)?;

@@ -493,18 +493,65 @@ pub fn endpoint_in(line: &str) -> String {
 /// One scrape of the metrics endpoint at `addr`: the exposition's text, which ends in
 /// `# EOF`.
 pub fn scrape_text(addr: &str) -> String {
+    try_scrape(addr).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// One scrape of the metrics endpoint at `addr`: the exposition's text, or why there is
+/// none (the connection refused, or closed before an answer: the endpoint's connections
+/// all taken).
+pub fn try_scrape(addr: &str) -> Result<String, String> {
     use std::io::{Read as _, Write as _};
     let to: std::net::SocketAddr = addr.parse().unwrap();
     let mut stream = std::net::TcpStream::connect_timeout(&to, PATIENCE)
-        .unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
     stream.set_write_timeout(Some(PATIENCE)).unwrap();
-    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n")
+        .map_err(|e| format!("cannot send a scrape to {addr}: {e}"))?;
     let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    let body = text.split("\r\n\r\n").nth(1).expect("an HTTP body");
+    stream
+        .read_to_string(&mut text)
+        .map_err(|e| format!("no answer from {addr}: {e}"))?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body)
+        .ok_or_else(|| format!("no answer from {addr}: {text:?}"))?;
     assert!(body.ends_with("# EOF\n"), "{body}");
-    body.to_string()
+    Ok(body.to_string())
+}
+
+/// Scrapes the endpoint at `addr` until `check` accepts an exposition, and gives what
+/// it gave: the endpoint shows the latest sample syscost took (one a second, and one
+/// when a process `export -p` traces exits), so a count reached shows at a later
+/// scrape. Fails after [`PATIENCE`] saying `what` it waited for and `check`'s last
+/// detail.
+pub fn scrape_until<T>(
+    addr: &str,
+    what: &str,
+    mut check: impl FnMut(&str) -> Result<T, String>,
+) -> T {
+    wait_until(what, PATIENCE, std::time::Duration::from_millis(50), || {
+        check(&try_scrape(addr).map_err(|e| format!(": {e}"))?)
+    })
+}
+
+/// The value of the sample of `family` whose labels include every one of `labels`, in
+/// exposition `text`.
+pub fn sample_value(text: &str, family: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(family)?;
+        let (set, value) = match rest.strip_prefix('{') {
+            Some(r) => r.rsplit_once("} ")?,
+            None => ("", rest.strip_prefix(' ')?),
+        };
+        labels
+            .iter()
+            .all(|(k, v)| {
+                set.split("\",")
+                    .any(|kv| kv.trim_end_matches('"') == format!("{k}=\"{v}"))
+            })
+            .then(|| value.trim().parse().ok())?
+    })
 }
 
 /// `syscost top --json` rows, by pid.

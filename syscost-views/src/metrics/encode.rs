@@ -44,6 +44,9 @@ pub struct Scrape {
     /// `export --top`: the whole machine's counters (served without labels on every
     /// scrape, 0 included).
     pub machine: Option<MachineCounters>,
+    /// The number of the session's sample the scrape shows (`syscost_samples_total`:
+    /// the samples taken so far), when served from one.
+    pub samples: Option<u64>,
 }
 
 /// The counters of a whole machine's tracing (`export --top`), every slot's.
@@ -140,6 +143,70 @@ fn registry(scrape: Scrape) -> Registry {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(scrape));
     registry
+}
+
+/// The endpoint's own counters: what it refused its clients. They move between samples,
+/// so they are written apart and added to a sample's exposition, which is encoded once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EndpointCounters {
+    /// Connections closed as they came, the most allowed being open.
+    pub connections_refused: u64,
+    /// Requests answered 503 because every password check was busy (`None`: the
+    /// endpoint asks for no password).
+    pub password_checks_refused: Option<u64>,
+}
+
+impl Collector for EndpointCounters {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        encoder
+            .encode_descriptor(
+                "syscost_scrape_connections_refused",
+                "Connections to the metrics endpoint closed as they came, --metrics-max-connections being open.",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<NoLabelSet, u64, u64>(&self.connections_refused, None)?;
+        if let Some(n) = self.password_checks_refused {
+            encoder
+                .encode_descriptor(
+                    "syscost_scrape_password_checks_refused",
+                    "Requests answered 503 (Retry-After) because every password check was busy.",
+                    None,
+                    MetricType::Counter,
+                )?
+                .encode_counter::<NoLabelSet, u64, u64>(&n, None)?;
+        }
+        Ok(())
+    }
+}
+
+/// The end of the text exposition.
+const EOF: &[u8] = b"# EOF\n";
+
+/// `body`, a sample's exposition in `format`, with the endpoint's `counters` added: the
+/// text's families before its `# EOF`, protobuf's messages after the others.
+pub fn with_endpoint_counters(
+    format: Format,
+    body: &[u8],
+    counters: EndpointCounters,
+) -> Result<Vec<u8>> {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(counters));
+    match format {
+        Format::Text => {
+            let mut tail = String::new();
+            prometheus_client::encoding::text::encode(&mut tail, &registry)
+                .map_err(|_| anyhow::anyhow!("cannot encode the endpoint's counters"))?;
+            let head = body.strip_suffix(EOF).unwrap_or(body);
+            Ok([head, tail.as_bytes()].concat())
+        }
+        Format::Protobuf => {
+            let tail =
+                prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&registry)
+                    .map_err(|e| anyhow::anyhow!("cannot encode the endpoint's counters: {e:?}"))?;
+            Ok([body, &tail].concat())
+        }
+    }
 }
 
 /// The native histograms' zero bucket: 2^-128 s, as Prometheus's own clients use, so
@@ -413,6 +480,16 @@ impl Collector for Scrape {
                     .encode_counter::<NoLabelSet, u64, u64>(&pick(s), None)?;
             }
         }
+        if let Some(seq) = self.samples {
+            encoder
+                .encode_descriptor(
+                    "syscost_samples",
+                    "Samples syscost has taken of its counters (one every -i, 1 s unless told): every other series is the latest's.",
+                    None,
+                    MetricType::Counter,
+                )?
+                .encode_counter::<NoLabelSet, u64, u64>(&seq, None)?;
+        }
         if !self.processes_top.is_empty() {
             encode_top(
                 &mut encoder,
@@ -554,6 +631,7 @@ mod tests {
                 unpaired: 4,
                 switch_ins_unseen: 5,
             }),
+            samples: None,
         };
         let text = exposition(scrape(true)).unwrap();
         for line in [
@@ -585,6 +663,7 @@ mod tests {
             offcpu_tracked: true,
             slow: Vec::new(),
             machine: None,
+            samples: None,
             processes,
             bpf_run,
         }
@@ -701,6 +780,52 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    /// The endpoint's counters go in before the text's one `# EOF`, after protobuf's
+    /// messages; the sample's number is a counter of its own.
+    #[test]
+    fn the_endpoint_counters_are_added_to_a_sample_exposition() {
+        let scrape = Scrape {
+            samples: Some(17),
+            ..of_profiles(vec![server_profile()], None)
+        };
+        let body = exposition(scrape.clone()).unwrap();
+        assert!(body.contains("\nsyscost_samples_total 17\n"), "{body}");
+        let counters = EndpointCounters {
+            connections_refused: 3,
+            password_checks_refused: None,
+        };
+        let text = String::from_utf8(
+            with_endpoint_counters(Format::Text, body.as_bytes(), counters).unwrap(),
+        )
+        .unwrap();
+        assert!(text.starts_with(body.strip_suffix("# EOF\n").unwrap()));
+        assert!(
+            text.ends_with("\nsyscost_scrape_connections_refused_total 3\n# EOF\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("# EOF").count(), 1);
+        assert!(!text.contains("password_checks"), "{text}");
+        let text = String::from_utf8(
+            with_endpoint_counters(
+                Format::Text,
+                body.as_bytes(),
+                EndpointCounters {
+                    password_checks_refused: Some(5),
+                    ..counters
+                },
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(
+            text.contains("\nsyscost_scrape_password_checks_refused_total 5\n"),
+            "{text}"
+        );
+        let proto = exposition_protobuf(scrape).unwrap();
+        let both = with_endpoint_counters(Format::Protobuf, &proto, counters).unwrap();
+        assert!(both.starts_with(&proto) && both.len() > proto.len());
     }
 
     #[test]

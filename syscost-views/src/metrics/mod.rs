@@ -2,11 +2,15 @@
 //! traced processes as counters and histograms, one series per (process, syscall).
 //!
 //! This module is the endpoint's state: which processes it serves and the bounded
-//! series it feeds from the session's samples. `encode` writes the text of a scrape,
-//! `buckets` merges the latency histograms into classic `le` buckets, `series` bounds
-//! the per-process series, `server` answers HTTP.
+//! series it feeds from the session's samples. A scrape shows the latest sample the
+//! session published (every interval), never one of its own. `encode` writes the text
+//! of a scrape, `bodies` keeps it encoded once per sample, `buckets` merges the latency
+//! histograms into classic `le` buckets, `series` bounds the per-process series,
+//! `server` answers HTTP (`deadline` bounds the time its clients may take).
 
+pub mod bodies;
 pub mod buckets;
+mod deadline;
 pub mod encode;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -17,8 +21,12 @@ pub mod web;
 use std::time::Instant;
 
 use anyhow::Result;
+use bytes::Bytes;
 
-use self::encode::Scrape;
+use self::{
+    bodies::Bodies,
+    encode::{Format, Scrape},
+};
 use crate::metrics::series::BoundedSeries;
 use syscost_engine::session::{Sample, SessionHandle};
 use syscost_report::profile::Target;
@@ -63,9 +71,10 @@ impl Source {
     }
 }
 
-/// What the endpoint serves: the traced processes and the programs' own cost, from a
-/// sample the session takes at each scrape. After the programs are unloaded the session
-/// keeps the final figures, so a process that exited keeps its final counts.
+/// What the endpoint serves: the traced processes and the programs' own cost, from the
+/// latest sample the session published (every interval: N scrapes a second cost what
+/// one does). After the programs are unloaded the session keeps the final figures, so
+/// a process that exited keeps its final counts.
 pub struct Metrics {
     session: SessionHandle,
     sources: Vec<Source>,
@@ -74,6 +83,8 @@ pub struct Metrics {
     /// Bounded per-process (and per-cgroup) series, fed by the session with every
     /// sample's per-process step as it is published.
     top: Option<std::sync::Arc<std::sync::Mutex<TopSeries>>>,
+    /// The latest sample's exposition, encoded once per format.
+    bodies: Bodies,
 }
 
 /// The bounded series sets.
@@ -93,6 +104,7 @@ impl Metrics {
             sources,
             slow: false,
             top: None,
+            bodies: Bodies::default(),
         }
     }
 
@@ -124,9 +136,27 @@ impl Metrics {
         self
     }
 
-    /// Everything, as a sample taken now says.
+    /// The exposition in `format` of the latest sample, encoded at the first scrape
+    /// that asks for it.
+    pub fn exposition(&self, format: Format) -> Result<Bytes> {
+        let sample = self.session.latest();
+        self.bodies.get(sample.seq, format, || {
+            let scrape = self.scrape_of(&sample)?;
+            Ok(match format {
+                Format::Text => Bytes::from(encode::exposition(scrape)?),
+                Format::Protobuf => Bytes::from(encode::exposition_protobuf(scrape)?),
+            })
+        })
+    }
+
+    /// Everything, as the latest sample says.
     pub fn scrape(&self) -> Result<Scrape> {
-        let sample = self.session.sample_now()?;
+        self.scrape_of(&self.session.latest())
+    }
+
+    /// Everything, as `sample` says (the bounded series as the samples up to it, at
+    /// least, fed them).
+    fn scrape_of(&self, sample: &Sample) -> Result<Scrape> {
         let snaps = &sample.snapshots;
         let offcpu = self.session.offcpu_tracked();
         let features = self.session.features().clone();
@@ -156,7 +186,11 @@ impl Metrics {
                     .get(s.slot as usize)
                     .cloned()
                     .unwrap_or_default()
-                    .to_profile(s.target(), s.started.elapsed().as_nanos() as u64, offcpu)
+                    .to_profile(
+                        s.target(),
+                        sample.taken.saturating_duration_since(s.started).as_nanos() as u64,
+                        offcpu,
+                    )
                     .map(|p| p.with_features(&features))
             })
             .collect::<Result<_>>()?;
@@ -196,6 +230,7 @@ impl Metrics {
             offcpu_tracked: offcpu,
             slow,
             machine,
+            samples: Some(sample.seq),
         })
     }
 }

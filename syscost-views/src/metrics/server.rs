@@ -1,15 +1,32 @@
 //! The scrape endpoint: `GET /metrics` over HTTP/1.1 (hyper), on a thread of its own so
 //! that it answers whatever the rest of syscost is doing (the live view, a wait for the
-//! command). Each scrape reads the kernel's counters afresh. With a web configuration
+//! command). A scrape shows the latest sample the session published, encoded once
+//! whatever the number of scrapes ([`Metrics::exposition`]). With a web configuration
 //! file ([`super::web`]) it speaks TLS and asks for a password as the Prometheus
 //! exporters do.
+//!
+//! It runs for months facing whoever can connect, so what one client can hold is
+//! bounded:
+//! - connections: at most `--metrics-max-connections` ([`MAX_CONNECTIONS`] unless told)
+//!   open at once; one more is closed as it comes (`syscost_scrape_connections_refused_total`);
+//! - time ([`WAIT`] each): the TLS handshake, a request's head (and, on a kept-alive
+//!   connection, the wait for it), the writing of an answer ([`super::deadline`]); a
+//!   request's body is never read (a GET has none): the connection closes after the answer;
+//! - requests: a connection is closed after its [`REQUESTS_PER_CONNECTION`]th answer
+//!   (`Connection: close`), however often it asks;
+//! - password checks: [`CHECKS`] bcrypt checks at once and no queue (503 with
+//!   `Retry-After` when all are busy); credentials already verified need none.
 
 use std::{
     convert::Infallible,
     net::{SocketAddr, TcpListener},
     path::Path,
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+    },
     thread::JoinHandle,
+    time::Duration,
 };
 
 use anyhow::{Context as _, Result};
@@ -19,16 +36,30 @@ use hyper::{Method, Request, Response, StatusCode, body::Incoming, header, servi
 use hyper_util::rt::TokioIo;
 use tokio::{
     io::{AsyncReadExt as _, AsyncWriteExt as _},
-    sync::oneshot,
+    sync::{Semaphore, oneshot},
 };
 
 use super::{
     Metrics,
+    deadline::WriteDeadline,
     encode::{
-        CONTENT_TYPE, Format, PROTOBUF_CONTENT_TYPE, exposition, exposition_protobuf, negotiate,
+        CONTENT_TYPE, EndpointCounters, Format, PROTOBUF_CONTENT_TYPE, negotiate,
+        with_endpoint_counters,
     },
     web::{Access, WebConfig},
 };
+
+/// Connections open at once unless `--metrics-max-connections` says otherwise: a
+/// Prometheus keeps one per target, a few scrapers a few; each costs a descriptor.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// How long a client may take to finish its TLS handshake, to send a request's head (or,
+/// kept alive, to begin the next), and to read an answer.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Answers on one connection: the last says `Connection: close`, so that a client asking
+/// just often enough to stay within [`WAIT`] does not hold its connection for ever.
+pub const REQUESTS_PER_CONNECTION: usize = 100;
 
 /// Go's servers' answer to plain HTTP on a TLS port, which the exporters give.
 const PLAIN_ON_TLS: &[u8] =
@@ -38,6 +69,7 @@ const PLAIN_ON_TLS: &[u8] =
 pub struct Bound {
     listener: TcpListener,
     web: Option<Arc<WebConfig>>,
+    max_connections: usize,
 }
 
 /// A running endpoint; dropping it stops the server and waits for its thread.
@@ -51,17 +83,25 @@ pub struct MetricsServer {
 impl MetricsServer {
     /// Reads the web configuration file `web` (`--web.config.file`) and binds `addr`:
     /// first, so that a file that does not read or a taken port is an error before
-    /// anything is loaded.
-    pub fn bind(addr: SocketAddr, web: Option<&Path>) -> Result<Bound> {
+    /// anything is loaded. At most `max_connections` (at least 1) are served at once.
+    pub fn bind(addr: SocketAddr, web: Option<&Path>, max_connections: usize) -> Result<Bound> {
         let web = web.map(WebConfig::open).transpose()?.map(Arc::new);
         let listener = TcpListener::bind(addr)
             .with_context(|| format!("cannot listen for metrics scrapes on {addr}"))?;
-        Ok(Bound { listener, web })
+        Ok(Bound {
+            listener,
+            web,
+            max_connections: max_connections.max(1),
+        })
     }
 
     /// Serves the metrics on `bound` from a new thread.
     pub fn start(bound: Bound, metrics: Arc<Metrics>) -> Result<Self> {
-        let Bound { listener, web } = bound;
+        let Bound {
+            listener,
+            web,
+            max_connections,
+        } = bound;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let tls = web.as_ref().is_some_and(|w| w.tls());
@@ -72,7 +112,15 @@ impl MetricsServer {
             .context("cannot start the metrics event loop")?;
         let thread = std::thread::Builder::new()
             .name("metrics".into())
-            .spawn(move || runtime.block_on(serve(listener, metrics, web, stopped)))
+            .spawn(move || {
+                let endpoint = Arc::new(Endpoint {
+                    metrics,
+                    web,
+                    refused_connections: AtomicU64::new(0),
+                    refused_checks: AtomicU64::new(0),
+                });
+                runtime.block_on(serve(listener, endpoint, max_connections, stopped))
+            })
             .context("cannot start the metrics thread")?;
         Ok(Self {
             addr,
@@ -105,10 +153,34 @@ impl Drop for MetricsServer {
     }
 }
 
-async fn serve(
-    listener: TcpListener,
+/// What every connection's task shares.
+struct Endpoint {
     metrics: Arc<Metrics>,
     web: Option<Arc<WebConfig>>,
+    /// Connections closed as they came, [`Bound`]'s most being open.
+    refused_connections: AtomicU64,
+    /// Requests answered 503, every password check being busy.
+    refused_checks: AtomicU64,
+}
+
+impl Endpoint {
+    /// The counters served beside the sample's series.
+    fn counters(&self) -> EndpointCounters {
+        EndpointCounters {
+            connections_refused: self.refused_connections.load(Ordering::Relaxed),
+            password_checks_refused: self
+                .web
+                .as_ref()
+                .filter(|w| w.asks_password())
+                .map(|_| self.refused_checks.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+async fn serve(
+    listener: TcpListener,
+    endpoint: Arc<Endpoint>,
+    max_connections: usize,
     mut stopped: oneshot::Receiver<()>,
 ) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -118,47 +190,63 @@ async fn serve(
             return;
         }
     };
+    let open = Arc::new(Semaphore::new(max_connections));
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = &mut stopped => return,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 // Out of fds and the like: back off rather than spin, and keep serving.
                 Err(e) => {
                     log::debug!("metrics endpoint: accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
         };
-        let (metrics, web) = (metrics.clone(), web.clone());
+        // One more than the most: closed at once. Left in the kernel's queue instead, a
+        // flood's connections would be taken in turn ahead of a scraper's, each holding
+        // its place for an idle deadline; closed, the queue stays empty, a client knows
+        // at once, and the descriptor is back.
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            let n = endpoint.refused_connections.fetch_add(1, Ordering::Relaxed) + 1;
+            log::debug!(
+                "metrics endpoint: {max_connections} connections open; one from {peer} closed ({n} so far)"
+            );
+            drop(stream);
+            continue;
+        };
+        let endpoint = endpoint.clone();
         tokio::spawn(async move {
-            match web {
-                Some(web) if web.tls() => {
-                    let mut first = [0u8; 1];
-                    match tokio::time::timeout(WAIT, stream.peek(&mut first)).await {
-                        Ok(Ok(1)) if first[0] == 0x16 => {}
-                        Ok(Ok(1)) => {
-                            plain_on_tls(stream).await;
-                            return;
-                        }
-                        _ => return,
-                    }
-                    // A configuration that does not read refuses the handshake (said on
-                    // stderr by current()).
-                    let Ok(Some(config)) = web.current().map(|l| l.tls.clone()) else {
-                        return;
-                    };
-                    let accept = tokio_rustls::TlsAcceptor::from(config).accept(stream);
-                    match tokio::time::timeout(WAIT, accept).await {
-                        Ok(Ok(tls)) => serve_connection(tls, metrics, Some(web)).await,
-                        Ok(Err(e)) => log::debug!("metrics endpoint: TLS handshake failed: {e}"),
-                        Err(_) => log::debug!("metrics endpoint: TLS handshake timed out"),
-                    }
-                }
-                web => serve_connection(stream, metrics, web).await,
-            }
+            connection(stream, endpoint).await;
+            drop(permit);
         });
+    }
+}
+
+/// Serves one accepted connection: its TLS handshake first, with a web configuration
+/// that asks for TLS.
+async fn connection(stream: tokio::net::TcpStream, endpoint: Arc<Endpoint>) {
+    let web = match &endpoint.web {
+        Some(web) if web.tls() => web.clone(),
+        _ => return serve_connection(WriteDeadline::new(stream, WAIT), endpoint).await,
+    };
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(WAIT, stream.peek(&mut first)).await {
+        Ok(Ok(1)) if first[0] == 0x16 => {}
+        Ok(Ok(1)) => return plain_on_tls(stream).await,
+        _ => return,
+    }
+    // A configuration that does not read refuses the handshake (said on stderr by
+    // current()).
+    let Ok(Some(config)) = web.current().map(|l| l.tls.clone()) else {
+        return;
+    };
+    let accept = tokio_rustls::TlsAcceptor::from(config).accept(WriteDeadline::new(stream, WAIT));
+    match tokio::time::timeout(WAIT, accept).await {
+        Ok(Ok(tls)) => serve_connection(tls, endpoint).await,
+        Ok(Err(e)) => log::debug!("metrics endpoint: TLS handshake failed: {e}"),
+        Err(_) => log::debug!("metrics endpoint: TLS handshake timed out"),
     }
 }
 
@@ -181,24 +269,31 @@ async fn plain_on_tls(mut stream: tokio::net::TcpStream) {
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), drain).await;
 }
 
-/// Answers the requests of one connection.
-async fn serve_connection<S>(stream: S, metrics: Arc<Metrics>, web: Option<Arc<WebConfig>>)
+/// Answers the requests of one connection, [`REQUESTS_PER_CONNECTION`] at most.
+async fn serve_connection<S>(stream: S, endpoint: Arc<Endpoint>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let asked = Arc::new(AtomicUsize::new(0));
     let service = service_fn(move |req| {
-        let (metrics, web) = (metrics.clone(), web.clone());
+        let endpoint = endpoint.clone();
+        let nth = asked.fetch_add(1, Ordering::Relaxed) + 1;
         async move {
-            if let Some(web) = web
-                && let Some(refused) = authorize(&req, web).await
-            {
-                return Ok::<_, Infallible>(refused);
+            let mut answer = match authorize(&req, &endpoint).await {
+                Some(refused) => refused,
+                None => respond(&req, &endpoint),
+            };
+            if nth >= REQUESTS_PER_CONNECTION {
+                answer.headers_mut().insert(
+                    header::CONNECTION,
+                    header::HeaderValue::from_static("close"),
+                );
             }
-            Ok(respond(&req, &metrics))
+            Ok::<_, Infallible>(answer)
         }
     });
     // A scraper that hangs up mid-answer is its own business; one that sends no
-    // request within WAIT is hung up on.
+    // request within WAIT, or does not read its answer within WAIT, is hung up on.
     let _ = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(WAIT)
@@ -206,16 +301,17 @@ where
         .await;
 }
 
-/// How long a client may take to finish its TLS handshake or send a request's head.
-const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// bcrypt checks at once: each takes a CPU for tens of milliseconds (a second at cost
+/// 14), off the endpoint's thread. A check that finds none free is not queued: a flood
+/// of wrong passwords would otherwise delay a right one's first check without end.
+pub const CHECKS: usize = 2;
 
-/// bcrypt checks at once: each takes a CPU for tens of milliseconds, off the endpoint's
-/// thread, so that wrong passwords cannot stall the scrapes.
-static CHECKS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+static CHECKING: Semaphore = Semaphore::const_new(CHECKS);
 
 /// The answer to a request the web configuration refuses (credentials first, whatever
 /// the path, as the exporters check them), or `None` when it may be served.
-async fn authorize(req: &Request<Incoming>, web: Arc<WebConfig>) -> Option<Response<Full<Bytes>>> {
+async fn authorize(req: &Request<Incoming>, endpoint: &Endpoint) -> Option<Response<Full<Bytes>>> {
+    let web = endpoint.web.clone()?;
     let loaded = match web.current() {
         Ok(l) => l,
         Err(_) => {
@@ -229,15 +325,33 @@ async fn authorize(req: &Request<Incoming>, web: Arc<WebConfig>) -> Option<Respo
         .headers()
         .get(header::AUTHORIZATION)
         .map(|h| h.as_bytes());
-    // Credentials already verified are answered at once: only a bcrypt check waits for
-    // one of the permits.
+    // Credentials already verified are answered at once: only a bcrypt check needs one
+    // of the permits, and waits for none.
     let access = match web.check_known(&loaded, authorization) {
         Ok(known) => known,
-        Err(credentials) => match CHECKS.acquire().await {
-            Ok(_permit) => tokio::task::spawn_blocking(move || web.verify(&loaded, credentials))
-                .await
-                .unwrap_or(Access::Unauthorized),
-            Err(_) => Access::Unauthorized,
+        Err(credentials) => match CHECKING.try_acquire() {
+            // The permit goes with the check: a client that hangs up does not free it
+            // while its check still runs.
+            Ok(permit) => tokio::task::spawn_blocking(move || {
+                let access = web.verify(&loaded, credentials);
+                drop(permit);
+                access
+            })
+            .await
+            .unwrap_or(Access::Unauthorized),
+            Err(_) => {
+                let n = endpoint.refused_checks.fetch_add(1, Ordering::Relaxed) + 1;
+                log::debug!(
+                    "metrics endpoint: {CHECKS} password checks running; a request answered 503 ({n} so far)"
+                );
+                let mut r = text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Every password check is busy: try again\n".into(),
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                return Some(r);
+            }
         },
     };
     if access == Access::Allowed {
@@ -261,7 +375,7 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     r
 }
 
-fn respond(req: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes>> {
+fn respond(req: &Request<Incoming>, endpoint: &Endpoint) -> Response<Full<Bytes>> {
     if req.uri().path() != "/metrics" {
         return text(
             StatusCode::NOT_FOUND,
@@ -276,16 +390,17 @@ fn respond(req: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes>> 
             .get(header::ACCEPT)
             .and_then(|h| h.to_str().ok()),
     );
-    let body = metrics.scrape().and_then(|scrape| match format {
-        Format::Text => Ok((Bytes::from(exposition(scrape)?), CONTENT_TYPE)),
-        Format::Protobuf => Ok((
-            Bytes::from(exposition_protobuf(scrape)?),
-            PROTOBUF_CONTENT_TYPE,
-        )),
-    });
+    let body = endpoint
+        .metrics
+        .exposition(format)
+        .and_then(|body| with_endpoint_counters(format, &body, endpoint.counters()));
     match body {
-        Ok((body, content_type)) => {
-            let mut r = Response::new(Full::new(body));
+        Ok(body) => {
+            let mut r = Response::new(Full::new(Bytes::from(body)));
+            let content_type = match format {
+                Format::Text => CONTENT_TYPE,
+                Format::Protobuf => PROTOBUF_CONTENT_TYPE,
+            };
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
                 header::HeaderValue::from_static(content_type),

@@ -419,6 +419,11 @@ impl WebConfig {
         self.tls
     }
 
+    /// Whether the endpoint asks for a password (decided at the start).
+    pub fn asks_password(&self) -> bool {
+        self.auth
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -141,31 +141,82 @@ fn run_ended_by_signals_leaves_the_command_running() {
     let mut run = run;
     assert_eq!(run.wait_exit().code(), Some(128 + libc::SIGTERM));
     assert!(read_profile(&json).syscall("execve").is_some());
+}
 
-    // SIGKILL: syscost is gone, its programs unload, the command finishes on its own.
-    // The command waits for a line on stdin (the pipe this test holds) before its work:
-    // it is still running when syscost is killed.
-    let marker = t.path("done");
-    let script = format!(
-        "read line && {} getppid 200000 >/dev/null && touch {}",
-        workload_path(),
-        marker.display()
+/// A pidfd of process `pid`: readable once it has ended, whoever its parent is then.
+fn pidfd(pid: u32) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: pidfd_open makes a descriptor this test owns.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    assert!(
+        fd >= 0,
+        "pidfd_open {pid}: {}",
+        std::io::Error::last_os_error()
     );
-    let mut run = syscost()
-        .args(["run", "--", "sh", "-c", &script])
-        .stdin(Stdio::piped())
-        .spawn_reaped();
-    wait_for_child(&run, "sh");
-    signal(&run, libc::SIGKILL);
-    run.wait_exit();
-    assert_eq!(t.wait_for_unload(), Vec::<String>::new());
-    writeln!(run.stdin.as_mut().unwrap(), "go").unwrap();
-    wait_until(
-        "the command to finish",
-        PATIENCE,
-        Duration::from_millis(20),
-        || marker.exists().then_some(()).ok_or_else(String::new),
-    );
+    // SAFETY: a descriptor just made, owned by nothing else.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) }
+}
+
+/// Processes alive (not zombies) in process group `pgid`.
+fn alive_in_group(pgid: u32) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+        .filter(|stat| {
+            let after = stat.rsplit_once(") ").map_or("", |(_, a)| a);
+            let w: Vec<&str> = after.split_whitespace().collect();
+            w.len() > 2 && w[0] != "Z" && w[2] == pgid.to_string()
+        })
+        .collect()
+}
+
+/// SIGKILL to `syscost run` takes its command with it (its parent-death signal), as
+/// root and as another user (-u, whose change of user comes before the signal is set):
+/// the command ends, its programs unload, nothing of the run is left alive.
+#[test]
+fn a_killed_run_takes_its_command_with_it() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    for user in [None, Some("nobody")] {
+        let mut cmd = syscost();
+        cmd.args(["run", "-o", "/dev/null"]);
+        if let Some(u) = user {
+            cmd.env_remove("LD_LIBRARY_PATH").args(["-u", u]);
+        }
+        let mut run = cmd
+            .args(["--", workload_path(), "sleep", "600000"])
+            .spawn_reaped();
+        wait_for_child(&run, "syscost-workloa");
+        let child = first_child(run.id()).expect("the command");
+        // Taken while syscost, which waits for it, keeps its pid from being reused.
+        let ended = pidfd(child);
+        signal(&run, libc::SIGKILL);
+        assert_eq!(run.wait_exit().code(), None, "killed");
+        let mut fd = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&ended),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one descriptor of ours, with the tests' deadline.
+        let ready = unsafe { libc::poll(&mut fd, 1, PATIENCE.as_millis() as i32) };
+        if ready != 1 {
+            // SAFETY: ends the command this test started.
+            unsafe { libc::kill(child as i32, libc::SIGKILL) };
+        }
+        assert_eq!(
+            ready,
+            1,
+            "-u {user:?}: the command {child} still ran {} s after syscost was killed",
+            PATIENCE.as_secs()
+        );
+        assert_eq!(t.wait_for_unload(), Vec::<String>::new(), "-u {user:?}");
+        assert_eq!(
+            alive_in_group(run.id()),
+            Vec::<String>::new(),
+            "-u {user:?}"
+        );
+    }
 }
 
 #[test]

@@ -3,6 +3,12 @@
 //! The child is forked by hand, not with `std::process::Command` (whose `spawn` waits
 //! for the exec): it stops itself with SIGSTOP before exec, syscost adds its pid to the
 //! traced set, then continues it. Its first traced syscall is the execve.
+//!
+//! The child dies with syscost (SIGKILL as its parent-death signal): a syscost killed
+//! or panicking leaves no command behind, stopped or running. The kernel clears that
+//! signal when the command execs a set-user-ID or set-group-ID program or one with file
+//! capabilities (`sudo`, `ping`): such a command outlives a killed syscost; so do the
+//! processes the command starts itself.
 
 use std::{
     ffi::CString,
@@ -223,6 +229,7 @@ enum Stage {
     Gid = 2,
     Uid = 3,
     Exec = 4,
+    DeathSignal = 5,
 }
 
 /// A forked child stopped before its exec.
@@ -250,6 +257,7 @@ impl StoppedChild {
             1 => Stage::Groups,
             2 => Stage::Gid,
             3 => Stage::Uid,
+            5 => Stage::DeathSignal,
             _ => Stage::Exec,
         };
         Ok(Some((
@@ -261,7 +269,8 @@ impl StoppedChild {
 
 /// Forks the command's process, as `run_as` when given (its groups, group and user set
 /// before it stops, so that the first call traced is still the execve), stopped before
-/// its exec.
+/// its exec, killed when the calling thread ends (call it from the thread that lives as
+/// long as syscost: the kernel's parent is the thread that forked).
 fn spawn_stopped(
     program: &std::path::Path,
     argv: &[String],
@@ -278,6 +287,8 @@ fn spawn_stopped(
         .context("an argument has a NUL byte")?;
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
+    // SAFETY: plain getter.
+    let syscost = unsafe { libc::getpid() };
 
     let dispositions = syscost_engine::signals::ChildDispositions::inherited();
     let mut fds = [0; 2];
@@ -285,8 +296,8 @@ fn spawn_stopped(
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(std::io::Error::last_os_error()).context("pipe2");
     }
-    // SAFETY: the child only calls sigaction, setgroups, setgid, setuid, raise, execv,
-    // write and _exit.
+    // SAFETY: the child only calls sigaction, setgroups, setgid, setuid, prctl, getppid,
+    // raise, execv, write and _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(std::io::Error::last_os_error()).context("fork");
@@ -312,6 +323,14 @@ fn spawn_stopped(
                 if libc::setuid(u.uid) != 0 {
                     fail(Stage::Uid);
                 }
+            }
+            // After the change of user, which clears it; a syscost that died before it
+            // was set is seen as a parent that is no longer syscost.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                fail(Stage::DeathSignal);
+            }
+            if libc::getppid() != syscost {
+                libc::_exit(127);
             }
             libc::raise(libc::SIGSTOP);
             libc::execv(path.as_ptr(), argv_ptrs.as_ptr());
@@ -345,6 +364,7 @@ fn spawn_stopped(
                     Stage::Groups => "setgroups",
                     Stage::Gid => "setgid",
                     Stage::Uid => "setuid",
+                    Stage::DeathSignal => "prctl(PR_SET_PDEATHSIG)",
                     Stage::Exec => "exec",
                 },
                 std::io::Error::from_raw_os_error(errno)
@@ -374,4 +394,100 @@ fn wait(pid: u32) -> Result<i32> {
     } else {
         128 + libc::WTERMSIG(status)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How long the test waits for one event before it fails.
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
+    /// Not a test of its own: the syscost that `a_stopped_command_dies_with_syscost`
+    /// kills (run with SYSCOST_TEST_PARENT set). Starts `sleep` stopped before its
+    /// exec, as `run` does, says its pid and waits on stdin.
+    #[test]
+    #[ignore = "run by a_stopped_command_dies_with_syscost"]
+    fn parent_of_a_stopped_command() {
+        if std::env::var_os("SYSCOST_TEST_PARENT").is_none() {
+            return;
+        }
+        let program = which::which("sleep").expect("sleep is installed");
+        let child = spawn_stopped(&program, &["sleep".into(), "600".into()], None).unwrap();
+        println!("stopped child {}", child.pid);
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    }
+
+    /// A syscost killed while its command is held stopped before its exec (the
+    /// programs still loading) takes the command with it.
+    #[test]
+    fn a_stopped_command_dies_with_syscost() {
+        use std::io::BufRead as _;
+        let mut parent = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "commands::run::tests::parent_of_a_stopped_command",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("SYSCOST_TEST_PARENT", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = parent.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(l);
+            }
+        });
+        let kill = |pid: i32| {
+            // SAFETY: signals a process this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        };
+        let child: i32 = loop {
+            let Ok(line) = rx.recv_timeout(PATIENCE) else {
+                kill(parent.id() as i32);
+                panic!("the parent said no child's pid within {PATIENCE:?}");
+            };
+            // After libtest's "test NAME ... " on the same line.
+            if let Some((_, pid)) = line.split_once("stopped child ") {
+                break pid.trim().parse().unwrap();
+            }
+        };
+        // SAFETY: pidfd_open of our grandchild, alive: its parent waits for it.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child, 0) } as i32;
+        assert!(
+            pidfd >= 0,
+            "pidfd_open: {}",
+            std::io::Error::last_os_error()
+        );
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap();
+        let state = stat.rsplit_once(") ").unwrap().1.chars().next();
+        assert_eq!(state, Some('T'), "held stopped: {stat}");
+        kill(parent.id() as i32);
+        parent.wait().unwrap();
+        let mut fd = libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one pidfd of ours, with a deadline.
+        let ready = unsafe { libc::poll(&mut fd, 1, PATIENCE.as_millis() as i32) };
+        if ready != 1 {
+            kill(child);
+        }
+        // SAFETY: closes our pidfd.
+        unsafe { libc::close(pidfd) };
+        assert_eq!(
+            ready, 1,
+            "the stopped command {child} was still there {PATIENCE:?} after its parent was killed"
+        );
+    }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::{
     latency,
-    profile::{Profile, SCHEMA_VERSION, TOP_SCHEMA, TopDocument},
+    profile::{ProcessTotals, Profile, SCHEMA_VERSION, TOP_SCHEMA, TopDocument},
 };
 
 /// The profile as pretty-printed JSON.
@@ -122,31 +122,7 @@ fn parse_top(value: Value) -> Result<Profile> {
     // Names are not checked against this build's tables (as in profiles): a file of
     // another architecture or of a newer kernel's syscalls reads with its names as
     // written.
-    for p in &doc.processes {
-        let bad = |what: &str| anyhow!("corrupt top file: process {}: {what}", p.pid);
-        let overflow = || bad("its syscalls' figures overflow");
-        let (mut calls, mut errors, mut total, mut off) = (0u64, 0u64, 0u64, 0u64);
-        for s in &p.syscalls {
-            if s.errors > s.calls {
-                return Err(bad(&format!("{}: more errors than calls", s.name)));
-            }
-            if s.offcpu_ns > s.total_ns {
-                return Err(bad(&format!("{}: offcpu_ns above total_ns", s.name)));
-            }
-            calls = calls.checked_add(s.calls).ok_or_else(overflow)?;
-            errors = errors.checked_add(s.errors).ok_or_else(overflow)?;
-            total = total.checked_add(s.total_ns).ok_or_else(overflow)?;
-            off = off.checked_add(s.offcpu_ns).ok_or_else(overflow)?;
-        }
-        if (calls, errors, total) != (p.calls, p.errors, p.total_ns) {
-            return Err(bad(
-                "calls, errors or total_ns are not the sum of its syscalls'",
-            ));
-        }
-        if p.oncpu_ns != total - off {
-            return Err(bad("oncpu_ns is not total_ns less the syscalls' offcpu_ns"));
-        }
-    }
+    check_processes(&doc.processes, "corrupt top file")?;
     if !doc.duration_secs.is_finite() || doc.duration_secs < 0.0 {
         bail!("corrupt top file: duration_secs {}", doc.duration_secs);
     }
@@ -190,19 +166,85 @@ fn upgrade_from_v2(value: &mut Value) {
     }
 }
 
-/// The checks a profile written by syscost always passes.
+/// The sum of `values`, `None` past u64.
+fn checked_sum<'a>(values: impl IntoIterator<Item = &'a u64>) -> Option<u64> {
+    values.into_iter().try_fold(0u64, |a, &v| a.checked_add(v))
+}
+
+/// The error of a sum past u64: `whose` `field`s (a profile from syscost never has one:
+/// every figure counts calls or nanoseconds of one run).
+fn overflow(what: &str, whose: &str, field: &str) -> anyhow::Error {
+    anyhow!("{what}: the sum of {whose} {field} overflows u64")
+}
+
+/// Each process's figures are the sums of its syscalls', and the figures of all the
+/// processes together fit in u64, so that every sum made of them (by syscall, by
+/// cgroup, of the processes `--process` picks) does. `what` begins each error.
+fn check_processes(processes: &[ProcessTotals], what: &str) -> Result<()> {
+    let mut all = [0u64; 4];
+    for p in processes {
+        let bad = |e: &str| anyhow!("{what}: process {}: {e}", p.pid);
+        let too_big = || bad("its syscalls' figures overflow");
+        let mut sums = [0u64; 4];
+        for s in &p.syscalls {
+            if s.errors > s.calls {
+                return Err(bad(&format!("{}: more errors than calls", s.name)));
+            }
+            if s.offcpu_ns > s.total_ns {
+                return Err(bad(&format!("{}: offcpu_ns above total_ns", s.name)));
+            }
+            for (sum, v) in sums
+                .iter_mut()
+                .zip([s.calls, s.errors, s.total_ns, s.offcpu_ns])
+            {
+                *sum = sum.checked_add(v).ok_or_else(too_big)?;
+            }
+        }
+        let [calls, errors, total, off] = sums;
+        if (calls, errors, total) != (p.calls, p.errors, p.total_ns) {
+            return Err(bad(
+                "calls, errors or total_ns are not the sum of its syscalls'",
+            ));
+        }
+        if p.oncpu_ns != total - off {
+            return Err(bad("oncpu_ns is not total_ns less the syscalls' offcpu_ns"));
+        }
+        for ((a, v), field) in
+            all.iter_mut()
+                .zip(sums)
+                .zip(["calls", "errors", "total_ns", "offcpu_ns"])
+        {
+            *a = a
+                .checked_add(v)
+                .ok_or_else(|| overflow(what, "the processes'", field))?;
+        }
+    }
+    Ok(())
+}
+
+/// The checks a profile written by syscost always passes, in checked arithmetic: its
+/// figures agree with each other, and every sum a view makes of them (the total of the
+/// rows, a syscall's processes, the stacks, the slow calls) fits in u64.
 fn validate(p: &Profile) -> Result<()> {
+    const WHAT: &str = "corrupt profile";
+    let mut names = std::collections::BTreeSet::new();
+    let mut sums = [0u64; 3];
     for s in &p.syscalls {
-        let bad = |what: &str| anyhow!("corrupt profile: syscall {}: {what}", s.name);
+        let bad = |what: &str| anyhow!("{WHAT}: syscall {}: {what}", s.name);
+        if !names.insert(s.name.as_str()) {
+            return Err(bad("its row is given twice"));
+        }
         let dense = latency::to_dense(&s.histogram).map_err(|e| bad(&e.to_string()))?;
-        let in_hist: u64 = dense.iter().sum();
+        let in_hist =
+            checked_sum(&dense).ok_or_else(|| bad("the histogram's counts overflow u64"))?;
         if in_hist != s.calls {
             return Err(bad(&format!(
                 "histogram holds {in_hist} calls, calls says {}",
                 s.calls
             )));
         }
-        let in_errnos: u64 = s.errnos.values().sum();
+        let in_errnos =
+            checked_sum(s.errnos.values()).ok_or_else(|| bad("the errno counts overflow u64"))?;
         if in_errnos != s.errors || s.errors > s.calls {
             return Err(bad(&format!(
                 "errors {} do not match the errno counts ({in_errnos}) or calls",
@@ -218,7 +260,26 @@ fn validate(p: &Profile) -> Result<()> {
         if s.min_ns > s.max_ns || s.p50_ns > s.p90_ns || s.p90_ns > s.p99_ns {
             return Err(bad("latencies out of order"));
         }
+        // oncpu_ns and offcpu_ns are parts of total_ns: their sums fit when its does.
+        for ((sum, v), field) in sums
+            .iter_mut()
+            .zip([s.calls, s.errors, s.total_ns])
+            .zip(["calls", "errors", "total_ns"])
+        {
+            *sum = sum
+                .checked_add(v)
+                .ok_or_else(|| overflow(WHAT, "the syscalls'", field))?;
+        }
     }
+    check_processes(&p.processes, WHAT)?;
+    if let Some(stacks) = &p.stacks {
+        checked_sum(stacks.stacks.iter().map(|s| &s.calls))
+            .ok_or_else(|| overflow(WHAT, "the stacks'", "calls"))?;
+        checked_sum(stacks.stacks.iter().map(|s| &s.total_ns))
+            .ok_or_else(|| overflow(WHAT, "the stacks'", "total_ns"))?;
+    }
+    checked_sum(p.slow_calls.iter().map(|c| &c.latency_ns))
+        .ok_or_else(|| overflow(WHAT, "the slow calls'", "latency_ns"))?;
     Ok(())
 }
 
@@ -370,5 +431,113 @@ mod tests {
     fn unwritable_paths_fail_early() {
         let e = check_writable(Path::new("/nonexistent-dir/x.json")).unwrap_err();
         assert_eq!(format!("{e}"), "cannot write /nonexistent-dir/x.json");
+    }
+
+    /// Two rows of 2^63 + 5 calls, each consistent (averages, histograms, errors), whose
+    /// sum wraps: once read, the table printed a % time of 4789968651641484.00 above a
+    /// total of 28 calls (and a debug build panicked).
+    #[test]
+    fn sums_past_u64_are_refused_naming_the_field() {
+        use crate::fixtures::{profile_of, syscall};
+        let huge = (1u64 << 63) + 5;
+        let p = profile_of(vec![
+            syscall("read", 0, huge, 0, 1),
+            syscall("write", 1, huge, 0, 1),
+            syscall("close", 3, 18, 0, 1),
+        ]);
+        // Each row alone is a valid profile.
+        for row in &p.syscalls {
+            let one = profile_of(vec![row.clone()]);
+            assert_eq!(parse(to_string(&one).as_bytes()).unwrap(), one);
+        }
+        assert_eq!(
+            err(to_string(&p).as_bytes()),
+            "corrupt profile: the sum of the syscalls' calls overflows u64"
+        );
+        // Time alone.
+        let timed = |name: &str, nr: u64| {
+            let mut s = syscall(name, nr, 1, 0, 1);
+            (s.total_ns, s.oncpu_ns, s.avg_ns) =
+                (u64::MAX / 3 * 2, u64::MAX / 3 * 2, u64::MAX / 3 * 2);
+            s
+        };
+        let t = profile_of(vec![timed("read", 0), timed("write", 1)]);
+        assert_eq!(
+            err(to_string(&t).as_bytes()),
+            "corrupt profile: the sum of the syscalls' total_ns overflows u64"
+        );
+        // A row given twice would be counted twice in the total, once in a diff's row.
+        let twice = profile_of(vec![
+            syscall("read", 0, 2, 0, 5),
+            syscall("read", 0, 2, 0, 5),
+        ]);
+        assert_eq!(
+            err(to_string(&twice).as_bytes()),
+            "corrupt profile: syscall read: its row is given twice"
+        );
+    }
+
+    /// The sums made of a profile's processes, stacks and slow calls, and of a top
+    /// file's processes (summed by syscall when read), fit in u64 or the file is refused.
+    #[test]
+    fn parts_whose_sums_overflow_are_refused() {
+        use crate::profile::{CallStack, CallStacks, ProcessSyscall, SlowCall};
+        let half = u64::MAX / 2 + 1;
+        let process = |pid: u32| {
+            let s = ProcessSyscall {
+                name: "read".into(),
+                calls: half,
+                errors: 0,
+                total_ns: 1,
+                offcpu_ns: 0,
+            };
+            ProcessTotals {
+                pid,
+                comm: "a".into(),
+                calls: half,
+                total_ns: 1,
+                oncpu_ns: 1,
+                syscalls: vec![s],
+                ..ProcessTotals::default()
+            }
+        };
+        let mut p = crate::fixtures::profile_of(vec![]);
+        p.processes = vec![process(1)];
+        assert!(parse(to_string(&p).as_bytes()).is_ok());
+        p.processes.push(process(2));
+        assert_eq!(
+            err(to_string(&p).as_bytes()),
+            "corrupt profile: the sum of the processes' calls overflows u64"
+        );
+        let mut doc = top_doc();
+        doc.processes = vec![process(1), process(2)];
+        assert_eq!(
+            err(serde_json::to_string(&doc).unwrap().as_bytes()),
+            "corrupt top file: the sum of the processes' calls overflows u64"
+        );
+        let mut p = crate::fixtures::profile_of(vec![]);
+        let stack = CallStack {
+            total_ns: half,
+            ..CallStack::default()
+        };
+        p.stacks = Some(CallStacks {
+            stacks: vec![stack.clone(), stack],
+            ..CallStacks::default()
+        });
+        assert_eq!(
+            err(to_string(&p).as_bytes()),
+            "corrupt profile: the sum of the stacks' total_ns overflows u64"
+        );
+        let mut p = crate::fixtures::profile_of(vec![]);
+        let call = SlowCall {
+            latency_ns: half,
+            ..SlowCall::default()
+        };
+        p.slow_threshold = Some("1ms".into());
+        p.slow_calls = vec![call.clone(), call];
+        assert_eq!(
+            err(to_string(&p).as_bytes()),
+            "corrupt profile: the sum of the slow calls' latency_ns overflows u64"
+        );
     }
 }

@@ -2,6 +2,8 @@
 //! (with the statistics that judge its changes).
 
 pub mod diff;
+#[cfg(test)]
+mod extremes;
 pub mod json;
 pub mod slow;
 pub mod stacks;

@@ -170,10 +170,11 @@ impl RankTest {
 }
 
 /// The rank test of `after` against `before`; `None` when a side has fewer than
-/// [`MIN_RANK_CALLS`] calls.
+/// [`MIN_RANK_CALLS`] calls, or more than a u64 counts (runs pooled from files).
 pub fn rank_test(before: &[u64], after: &[u64]) -> Option<RankTest> {
-    let n1: u64 = before.iter().sum();
-    let n2: u64 = after.iter().sum();
+    let calls = |h: &[u64]| h.iter().try_fold(0u64, |n, &c| n.checked_add(c));
+    let n1 = calls(before)?;
+    let n2 = calls(after)?;
     if n1 < MIN_RANK_CALLS || n2 < MIN_RANK_CALLS {
         return None;
     }
@@ -216,7 +217,7 @@ pub fn rank_test(before: &[u64], after: &[u64]) -> Option<RankTest> {
 /// The median of dense bucket counts, interpolated linearly within its bucket (the
 /// calls of a bucket taken as spread evenly over it); 0 for an empty histogram.
 pub fn median(dense: &[u64]) -> f64 {
-    let n: u64 = dense.iter().sum();
+    let n: u128 = dense.iter().map(|&c| u128::from(c)).sum();
     if n == 0 {
         return 0.0;
     }

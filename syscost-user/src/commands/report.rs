@@ -270,6 +270,20 @@ fn flame_input(args: &FlameArgs) -> Result<(String, String)> {
                 line.chars().take(80).collect::<String>()
             );
         }
+        // The flame graph sums them: a file whose sum is past u64 is not one syscost
+        // wrote.
+        let values = text
+            .lines()
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok());
+        if values
+            .into_iter()
+            .try_fold(0u64, u64::checked_add)
+            .is_none()
+        {
+            bail!(
+                "{name}: the values of its stacks add up past u64: not a stacks file syscost wrote"
+            );
+        }
         return Ok((text, format!("calls by user stack, {name}")));
     }
     let profile = json::read(&args.file.file)?;

@@ -1,7 +1,7 @@
 //! What syscost measured and how it is shown: the [`profile::Profile`] (plain data, no
 //! kernel inside), its JSON file, strace's table, slow-call lines and flame graphs, the
 //! diff of profiles with the statistics that judge it, strace's `-e` filters and flags,
-//! and the names of syscalls and errnos.
+//! the names of syscalls and errnos, and the writing of every file syscost makes.
 //!
 //! It owns no state and reads no kernel: it is built from profiles and renders them. It
 //! may use `syscost-common` (the kernel's record layouts and syscall keys) and nothing
@@ -11,6 +11,7 @@ pub mod errno_name;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod latency;
+pub mod output;
 pub mod profile;
 pub mod report;
 pub mod strace_filter;

@@ -981,32 +981,6 @@ fn a_kernel_thread_is_refused() {
     }
 }
 
-/// Files syscost writes are created with the user's umask.
-#[test]
-fn files_are_created_with_the_umask() {
-    let Some(t) = root_test!() else {
-        return;
-    };
-    use std::os::unix::fs::PermissionsExt as _;
-    for (umask, mode) in [("077", 0o600), ("022", 0o644), ("002", 0o664)] {
-        let (json, table) = (
-            t.path(&format!("p{umask}.json")),
-            t.path(&format!("t{umask}.txt")),
-        );
-        let o = output(Command::new("sh").arg("-c").arg(format!(
-            "umask {umask} && exec {} run --json {} -o {} -- true",
-            env!("CARGO_BIN_EXE_syscost"),
-            json.display(),
-            table.display()
-        )));
-        assert!(o.status.success(), "{}", stderr(&o));
-        for f in [&json, &table] {
-            let m = std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
-            assert_eq!(m, mode, "umask {umask}: {} is {m:o}", f.display());
-        }
-    }
-}
-
 /// A call a seccomp filter refuses never enters (the kernel reports its exit only): it
 /// is counted as unpaired, never as a call or a latency.
 #[test]

@@ -2,7 +2,7 @@
 //! version and the profile's own arithmetic, so a damaged file is an error that names
 //! the file and what is wrong, never a wrong table.
 
-use std::{fs, io::Write as _, path::Path};
+use std::{fs, path::Path};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use serde_json::Value;
@@ -22,27 +22,10 @@ pub fn to_string(profile: &Profile) -> String {
     s
 }
 
-/// Writes `profile` to `path` (created with the user's umask).
-pub fn write(profile: &Profile, path: &Path) -> Result<()> {
-    let mut f =
-        fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-    f.write_all(to_string(profile).as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Checks that `path` can be created before any work is done, so a typo in `--json`
-/// fails at once rather than after a long profile.
-pub fn check_writable(path: &Path) -> Result<()> {
-    let existed = path.exists();
-    fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    if !existed {
-        let _ = fs::remove_file(path);
-    }
-    Ok(())
+/// Writes `profile` to `path` as [`crate::output::write`] writes every file: whole,
+/// mode 0600, given to `owner`.
+pub fn write(profile: &Profile, path: &Path, owner: Option<crate::output::Owner>) -> Result<()> {
+    crate::output::write(path, to_string(profile).as_bytes(), owner)
 }
 
 /// Reads a profile written by [`write`].
@@ -425,12 +408,6 @@ mod tests {
             with(&|v| v["extra"] = Value::from(1))
                 .starts_with("not a valid syscost top file: unknown field `extra`")
         );
-    }
-
-    #[test]
-    fn unwritable_paths_fail_early() {
-        let e = check_writable(Path::new("/nonexistent-dir/x.json")).unwrap_err();
-        assert_eq!(format!("{e}"), "cannot write /nonexistent-dir/x.json");
     }
 
     /// Two rows of 2^63 + 5 calls, each consistent (averages, histograms, errors), whose

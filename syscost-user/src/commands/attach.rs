@@ -177,14 +177,24 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let top_dropped = last.counters[syscost_common::counter::DROPPED_TOP as usize];
     profile.processes = processes.iter().map(Into::into).collect();
     super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
-    super::write_stacks(Some(&mut profile), plan.stacks.as_ref(), finished.stacks)?;
+    super::write_stacks(
+        Some(&mut profile),
+        plan.stacks.as_ref(),
+        finished.stacks,
+        syscost_report::output::Owner::invoker(),
+    )?;
     if profile.totals().0 == 0 && cgroup.is_none() {
         eprintln!(
             "syscost: {}",
             no_call_seen(target_pid, args.follow_forks, descendants)
         );
     }
-    let mut out = super::save_and_render(profile, &args.view, args.json.as_deref())?;
+    let mut out = super::save_and_render(
+        profile,
+        &args.view,
+        args.json.as_deref(),
+        syscost_report::output::Owner::invoker(),
+    )?;
     if args.per_process {
         out += "\n";
         out += &syscost_report::report::top::render_totals(
@@ -321,7 +331,7 @@ fn text(
                 started.elapsed().as_secs_f64(),
                 step.interval_secs
             ));
-            super::print_out(&super::save_and_render(profile, &args.view, None)?);
+            super::print_out(&super::save_and_render(profile, &args.view, None, None)?);
             Ok(())
         };
         let end = loop {

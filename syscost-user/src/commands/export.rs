@@ -37,7 +37,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
                 "--stacks counts the calls of the processes export profiles in full (-p, --cgroup); --top keeps per-process figures only"
             );
         }
-        super::json::check_writable(p)?;
+        syscost_report::output::check(p)?;
     }
     if args.top || args.cgroup.is_some() {
         return export_scope(args);
@@ -158,7 +158,12 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     })?;
     drop(server);
     let finished = session.finish()?;
-    super::write_stacks(None, plan.stacks.as_ref(), finished.stacks)?;
+    super::write_stacks(
+        None,
+        plan.stacks.as_ref(),
+        finished.stacks,
+        syscost_report::output::Owner::invoker(),
+    )?;
     Ok(0)
 }
 
@@ -241,6 +246,11 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     );
     drop(server);
     let finished = session.finish()?;
-    super::write_stacks(None, plan.stacks.as_ref(), finished.stacks)?;
+    super::write_stacks(
+        None,
+        plan.stacks.as_ref(),
+        finished.stacks,
+        syscost_report::output::Owner::invoker(),
+    )?;
     Ok(0)
 }

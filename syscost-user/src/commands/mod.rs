@@ -16,15 +16,22 @@ use anyhow::{Context as _, Result};
 use crate::cli::ViewArgs;
 use syscost_engine::session::SessionHandle;
 use syscost_report::{
+    output::{self, Owner},
     profile::Profile,
     report::{json, strace_table},
 };
 use syscost_views::metrics::{Metrics, Source, server::MetricsServer};
 
-/// Saves the full profile as JSON if asked, then renders the table the view asks for.
-fn save_and_render(profile: Profile, view: &ViewArgs, json_path: Option<&Path>) -> Result<String> {
+/// Saves the full profile as JSON if asked (given to `owner`), then renders the table
+/// the view asks for.
+fn save_and_render(
+    profile: Profile,
+    view: &ViewArgs,
+    json_path: Option<&Path>,
+    owner: Option<Owner>,
+) -> Result<String> {
     if let Some(path) = json_path {
-        json::write(&profile, path)?;
+        json::write(&profile, path, owner)?;
     }
     let sel = view.selection()?;
     let mut options = view.table();
@@ -85,20 +92,21 @@ fn add_slow(
 }
 
 /// `--stacks`: the calls by stack into the profile (when there is one), their folded
-/// lines into the file, and a line on stderr saying what it holds.
+/// lines into the file (given to `owner`), and a line on stderr saying what it holds.
 fn write_stacks(
     profile: Option<&mut Profile>,
     out: Option<&(std::path::PathBuf, syscost_report::report::stacks::Weight)>,
     stacks: Option<syscost_report::profile::CallStacks>,
+    owner: Option<Owner>,
 ) -> Result<()> {
     use syscost_report::report::stacks::{folded, summary};
     let (Some((path, weight)), Some(stacks)) = (out, stacks) else {
         return Ok(());
     };
     // The table and the JSON are still written when the stacks file cannot be.
-    match std::fs::write(path, folded(&stacks, *weight)) {
+    match output::write(path, folded(&stacks, *weight).as_bytes(), owner) {
         Ok(()) => eprintln!("{}", summary(&stacks, &path.display().to_string())),
-        Err(e) => eprintln!("syscost: --stacks: cannot write {}: {e}", path.display()),
+        Err(e) => eprintln!("syscost: --stacks: {e:#}"),
     }
     if let Some(profile) = profile {
         profile.stacks = Some(stacks);
@@ -133,7 +141,7 @@ fn check_outputs(view: &ViewArgs, paths: &[Option<&Path>]) -> Result<()> {
     view.selection()?;
     note_overhead(view);
     for p in paths.iter().flatten() {
-        json::check_writable(p)?;
+        output::check(p)?;
     }
     Ok(())
 }
@@ -164,14 +172,14 @@ pub fn man_pages(dir: &Path) -> Result<i32> {
     use anyhow::Context as _;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+    let owner = Owner::invoker();
     let write = |name: &str, cmd: clap::Command| -> Result<()> {
         let mut page = Vec::new();
         clap_mangen::Man::new(cmd)
             .title(name.to_uppercase())
             .render(&mut page)
             .context("cannot render a manual page")?;
-        let path = dir.join(format!("{name}.1"));
-        std::fs::write(&path, page).with_context(|| format!("cannot write {}", path.display()))
+        output::write(&dir.join(format!("{name}.1")), &page, owner)
     };
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("syscost-{}", sub.get_name());

@@ -15,7 +15,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     args.view.selection()?;
     super::note_overhead(&args.view);
     let profile = read(&args.file, args.process.as_ref())?;
-    let mut out = super::save_and_render(profile.clone(), &args.view, None)?;
+    let mut out = super::save_and_render(profile.clone(), &args.view, None, None)?;
     // A top file's rows as `top` prints them at the end (its `dropped` counts
     // process-syscall pairs, as there).
     if profile.features.iter().any(|f| f == "top") {
@@ -236,10 +236,14 @@ fn slow_calls(args: &SlowViewArgs) -> Result<Vec<syscost_report::profile::SlowCa
     Ok(profile.slow_calls)
 }
 
+/// `bytes` to `path` (given to the sudo caller, as every file syscost writes), else to
+/// stdout.
 fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
+    use syscost_report::output;
     match path {
         Some(p) => {
-            std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display()))
+            output::check(p)?;
+            output::write(p, bytes, output::Owner::invoker())
         }
         None => {
             super::print_out(&String::from_utf8_lossy(bytes));

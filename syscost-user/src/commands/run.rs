@@ -25,7 +25,7 @@ use crate::{
     plan::{Plan, programs},
 };
 use syscost_engine::{process, session::Watch};
-use syscost_report::profile::Target;
+use syscost_report::{output::Owner, profile::Target};
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     super::check_outputs(
@@ -40,6 +40,14 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
     // Who the command runs as, known before anything is loaded.
     let run_as = args.user.as_deref().map(RunAs::resolve).transpose()?;
+    // The files written are the command's user's (-u), else the sudo caller's.
+    let owner = run_as
+        .as_ref()
+        .map(|u| Owner {
+            uid: u.uid,
+            gid: u.gid,
+        })
+        .or_else(Owner::invoker);
     let mut plan = Plan::new(
         programs::command(),
         &args.tracing,
@@ -127,12 +135,15 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .to_profile(target, duration_ns, offcpu)?
         .with_features(&features);
     super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
-    super::write_stacks(Some(&mut profile), plan.stacks.as_ref(), finished.stacks)?;
-    let table = super::save_and_render(profile, &args.view, args.json.as_deref())?;
+    super::write_stacks(
+        Some(&mut profile),
+        plan.stacks.as_ref(),
+        finished.stacks,
+        owner,
+    )?;
+    let table = super::save_and_render(profile, &args.view, args.json.as_deref(), owner)?;
     match &args.output {
-        Some(path) => {
-            fs::write(path, table).with_context(|| format!("cannot write {}", path.display()))?
-        }
+        Some(path) => syscost_report::output::write(path, table.as_bytes(), owner)?,
         None => {
             use std::io::Write as _;
             let _ = std::io::stderr().write_all(table.as_bytes());

@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use ratatui::crossterm::event::{Event, KeyEventKind};
 
 use crate::{
@@ -30,7 +30,7 @@ use syscost_views::tui::{self, LiveOptions, top::TopView};
 
 pub fn top(args: &TopArgs) -> Result<i32> {
     if let Some(p) = &args.json {
-        syscost_report::report::json::check_writable(p)?;
+        syscost_report::output::check(p)?;
     }
     let mut cgroup_path = None;
     let (auto, scope) = match &args.cgroup {
@@ -109,7 +109,11 @@ pub fn top(args: &TopArgs) -> Result<i32> {
             offcpu,
             cgroup_path.as_deref(),
         )?;
-        std::fs::write(p, json).with_context(|| format!("cannot write {}", p.display()))?;
+        syscost_report::output::write(
+            p,
+            json.as_bytes(),
+            syscost_report::output::Owner::invoker(),
+        )?;
     }
     Ok(0)
 }

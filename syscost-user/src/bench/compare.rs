@@ -250,8 +250,7 @@ pub fn compare(args: &CompareArgs) -> Result<String> {
             .chain(args.command[1..].iter().cloned())
             .collect()
     };
-    let dir = std::env::temp_dir().join(format!("syscost-compare-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let dir = private_dir("syscost-compare")?;
     let tracefs_before = tracefs_mounted();
     let result = rounds(args, &exe, &workload, &dir, &mut ways, &mut skipped, micro);
     let _ = std::fs::remove_dir_all(&dir);
@@ -307,6 +306,25 @@ pub fn compare(args: &CompareArgs) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+/// A new directory of mode 0700 in the temporary directory, under a name no one can
+/// have made first (mkdtemp): the runs' outputs go there, written by root (strace's and
+/// perf's too, which follow a link they find).
+fn private_dir(prefix: &str) -> Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt as _;
+    let template = std::env::temp_dir().join(format!("{prefix}-XXXXXX"));
+    let mut bytes = std::ffi::CString::new(template.into_os_string().into_vec())
+        .context("the temporary directory's path has a NUL byte")?
+        .into_bytes_with_nul();
+    // SAFETY: a NUL-terminated template mkdtemp fills in place.
+    if unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) }.is_null() {
+        return Err(std::io::Error::last_os_error()).context("cannot make a temporary directory");
+    }
+    bytes.pop();
+    Ok(std::path::PathBuf::from(std::ffi::OsString::from_vec(
+        bytes,
+    )))
 }
 
 type RoundsResult = (Vec<CompareRow>, Vec<(Way, f64)>, Vec<LatencyRow>);

@@ -242,6 +242,9 @@ pub struct Sampler {
     cgroup_names: crate::cgroup::CgroupNames,
     /// Keys of live processes handed over from the per-process table so far.
     reclaimed: u64,
+    /// `--stacks`' entries of exited processes, handed over from the kernel's tables.
+    retired: crate::stacks::Retired,
+    stacks_checked_at: Instant,
 }
 
 /// Steps a key of the per-process table must have stayed unchanged in before it may be
@@ -276,6 +279,8 @@ impl Sampler {
             names_cleaned_at: Instant::now(),
             cgroup_names: Default::default(),
             reclaimed: 0,
+            retired: Default::default(),
+            stacks_checked_at: Instant::now(),
         }
     }
 
@@ -369,11 +374,12 @@ impl Sampler {
     pub fn unload(&mut self) -> Result<()> {
         if let Some(tracer) = &self.tracer {
             // A table that cannot be read costs the stacks, never the profile.
+            let retired = &self.retired;
             let stacks = self
                 .features
                 .on
                 .contains(&"stacks")
-                .then(|| tracer.stack_tables())
+                .then(|| tracer.stack_tables().map(|raw| retired.joined(raw)))
                 .and_then(|r| {
                     r.map_err(|e| {
                         eprintln!("syscost: --stacks: the calls by stack were not read: {e:#}")
@@ -396,8 +402,41 @@ impl Sampler {
             return Ok(None);
         }
         match &self.tracer {
-            Some(t) => t.stack_tables().map(Some),
+            Some(t) => t.stack_tables().map(|raw| Some(self.retired.joined(raw))),
             None => Ok(self.stacks.clone()),
+        }
+    }
+
+    /// With `--stacks`, once a second: the entries of processes that have exited are
+    /// handed over from the kernel's tables and kept here, so that the tables hold the
+    /// processes alive whatever the churn. Call it a few times a second.
+    pub fn stacks_tick(&mut self) {
+        if !self.features.on.contains(&"stacks")
+            || self.stacks_checked_at.elapsed() < Duration::from_secs(1)
+        {
+            return;
+        }
+        self.stacks_checked_at = Instant::now();
+        let Some(tracer) = self.tracer.as_mut() else {
+            return;
+        };
+        match tracer.retire_stacks(|pid| !process::alive(pid)) {
+            Ok(raw) if !raw.calls.is_empty() => {
+                if log::log_enabled!(log::Level::Debug) {
+                    let pids: std::collections::BTreeSet<u32> =
+                        raw.calls.iter().map(|(k, _)| k.tgid).collect();
+                    let shown: Vec<String> = pids.iter().take(32).map(u32::to_string).collect();
+                    log::debug!(
+                        "--stacks: {} entries of exited processes handed over: pids {}{}",
+                        raw.calls.len(),
+                        shown.join(" "),
+                        if pids.len() > 32 { " ..." } else { "" }
+                    );
+                }
+                self.retired.keep(raw);
+            }
+            Ok(_) => {}
+            Err(e) => log::warn!("cannot hand over the stacks of exited processes: {e:#}"),
         }
     }
 

@@ -447,6 +447,7 @@ impl Shared {
                 if now < next && !exiting {
                     s.top_tick();
                 }
+                s.stacks_tick();
                 s.own_cost().totals() != before
             };
             if window_closed

@@ -35,6 +35,81 @@ pub struct Raw {
     pub sample_every: u32,
 }
 
+/// Entries of exited processes handed over from the kernel's tables (see
+/// `Tracer::retire_stacks`), kept for the end: at most [`RETIRED_KEYS`] entries, and
+/// what comes beyond them summed per syscall under no stack and no process (every call
+/// still counted, its stack not told).
+#[derive(Debug, Default)]
+pub struct Retired {
+    calls: HashMap<StackKey, StackValue>,
+    frames: HashMap<u64, Vec<u64>>,
+}
+
+/// Entries of exited processes kept one by one.
+pub const RETIRED_KEYS: usize = 65_536;
+
+impl Retired {
+    /// Keeps what was handed over.
+    pub fn keep(&mut self, raw: Raw) {
+        for (mut key, v) in raw.calls {
+            if !self.calls.contains_key(&key) && self.calls.len() >= RETIRED_KEYS {
+                key = StackKey {
+                    stack: 0,
+                    tgid: 0,
+                    key: key.key,
+                };
+            }
+            let e = self.calls.entry(key).or_default();
+            e.calls += v.calls;
+            e.total_ns += v.total_ns;
+        }
+        for (hash, frames) in raw.frames {
+            if self.frames.len() < RETIRED_KEYS {
+                self.frames.entry(hash).or_insert(frames);
+            }
+        }
+    }
+
+    /// Entries kept.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// `raw` (the kernel's tables as they are) with what was handed over: an entry's
+    /// figures summed, the walks joined.
+    pub fn joined(&self, mut raw: Raw) -> Raw {
+        if self.calls.is_empty() {
+            return raw;
+        }
+        let mut at: HashMap<StackKey, usize> = raw
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (*k, i))
+            .collect();
+        for (k, v) in &self.calls {
+            match at.get(k) {
+                Some(&i) => {
+                    raw.calls[i].1.calls += v.calls;
+                    raw.calls[i].1.total_ns += v.total_ns;
+                }
+                None => {
+                    at.insert(*k, raw.calls.len());
+                    raw.calls.push((*k, *v));
+                }
+            }
+        }
+        for (hash, frames) in &self.frames {
+            raw.frames.entry(*hash).or_insert_with(|| frames.clone());
+        }
+        raw
+    }
+}
+
 /// What the samples of one (process, stack hash, syscall) unwound to.
 #[derive(Clone, Debug, Default)]
 struct Sampled {
@@ -113,10 +188,15 @@ pub fn assemble(
             || SyscallId::of(key.key, u64::MAX).name(),
             |s| s.syscall.clone(),
         );
-        let comm = sampled
-            .map(|s| s.comm.clone())
-            .or_else(|| comm_of(key.tgid))
-            .unwrap_or_else(|| format!("pid {}", key.tgid));
+        let comm = if key.tgid == 0 {
+            // Beyond the entries of exited processes kept one by one (see `Retired`).
+            "(exited processes)".to_string()
+        } else {
+            sampled
+                .map(|s| s.comm.clone())
+                .or_else(|| comm_of(key.tgid))
+                .unwrap_or_else(|| format!("pid {}", key.tgid))
+        };
         let line = |frames: Vec<Frame>, from, calls, total_ns, estimated, samples| CallStack {
             pid: key.tgid,
             comm: comm.clone(),
@@ -438,5 +518,55 @@ mod tests {
         assert_eq!(line.syscall, name);
         assert_eq!(line.frames.len(), 2);
         assert!(line.frames.iter().all(|f| f.unknown.is_some()));
+    }
+
+    /// Entries handed over are joined with the kernel's at the end, summed where one
+    /// came back (a pid taken again), and beyond the bound summed per syscall under no
+    /// stack: every call counted once.
+    #[test]
+    fn retired_entries_are_joined_and_bounded() {
+        let value = |calls| StackValue {
+            calls,
+            total_ns: calls * 10,
+        };
+        let mut r = Retired::default();
+        let mut raw = Raw::default();
+        raw.calls.push((key(5), value(3)));
+        raw.frames.insert(5, vec![0x10, 0x20]);
+        r.keep(raw);
+        let mut now = Raw::default();
+        now.calls.push((key(5), value(4)));
+        now.calls.push((key(6), value(1)));
+        let j = r.joined(now);
+        let got: HashMap<u64, u64> = j.calls.iter().map(|(k, v)| (k.stack, v.calls)).collect();
+        assert_eq!(got, HashMap::from([(5, 7), (6, 1)]));
+        assert_eq!(j.frames.get(&5), Some(&vec![0x10, 0x20]));
+        // Beyond the bound: one entry per syscall, no stack, no process.
+        let mut r = Retired::default();
+        let mut raw = Raw::default();
+        for i in 0..(RETIRED_KEYS as u64 + 100) {
+            raw.calls.push((
+                StackKey {
+                    stack: i | 1,
+                    tgid: 1 + (i % 7) as u32,
+                    key: 110,
+                },
+                value(2),
+            ));
+        }
+        r.keep(raw);
+        assert_eq!(r.len(), RETIRED_KEYS + 1);
+        let j = r.joined(Raw::default());
+        let total: u64 = j.calls.iter().map(|(_, v)| v.calls).sum();
+        assert_eq!(total, 2 * (RETIRED_KEYS as u64 + 100));
+        let other = j.calls.iter().find(|(k, _)| k.tgid == 0).unwrap();
+        assert_eq!((other.0.stack, other.1.calls), (0, 200));
+        let named = assemble(&j, &Samples::default(), |_| None);
+        assert!(
+            named
+                .stacks
+                .iter()
+                .any(|s| s.comm == "(exited processes)" && s.calls == 200)
+        );
     }
 }

@@ -813,3 +813,87 @@ fn calls_by_stack_past_the_tables_are_counted_as_dropped() {
         "{said}"
     );
 }
+
+/// Processes that come and go under `--stacks`, more of them than the tables hold at
+/// once: each one's entries are handed over once it has exited (a debug line says which
+/// pids), so every call is counted under its stack and none is dropped. Each process is
+/// started only after the previous one was handed over: the tables, 512 entries and
+/// walks, hold two or three processes at a time, not twenty.
+#[test]
+fn calls_by_stack_of_processes_gone_leave_room_for_the_next() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    const N: usize = 20;
+    const CALLS: u64 = 1_000;
+    let json = t.path("churn.json");
+    let script = format!(
+        "exec 3<&0; for i in $(seq {N}); do head -c1 <&3 >/dev/null || exit 1; sh -c 'echo $$; exec {} getppid {CALLS} >/dev/null'; done; exit 0",
+        workload_path()
+    );
+    let mut child = syscost()
+        .env("SYSCOST_TABLE_SIZES", "stack_calls=512,stack_frames=512")
+        .env("RUST_LOG", "syscost_engine::sampler=debug")
+        .args(["run", "-f", "-o", "/dev/null", "--stacks"])
+        .arg(t.path("churn.folded"))
+        .arg("--json")
+        .arg(&json)
+        .args(["--", "sh", "-c", &script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn_reaped();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = Lines::of(child.stdout.take().unwrap(), "the command's stdout");
+    let mut err = Lines::of(child.stderr.take().unwrap(), "syscost's stderr");
+    let mut pids = Vec::new();
+    for i in 0..N {
+        use std::io::Write as _;
+        stdin.write_all(b"x").unwrap();
+        stdin.flush().unwrap();
+        let pid: u32 = out
+            .line()
+            .unwrap_or_else(|| panic!("no pid from process {i}"))
+            .trim()
+            .parse()
+            .unwrap();
+        pids.push(pid);
+        // The last one's entries are read at the end.
+        if i == N - 1 {
+            break;
+        }
+        let mine = format!(" {pid}");
+        err.until(&format!("process {i} ({pid})'s entries handed over"), |l| {
+            l.contains("entries of exited processes handed over: pids")
+                && l.split_once("pids")
+                    .is_some_and(|(_, p)| format!("{p} ").contains(&format!("{mine} ")))
+        });
+    }
+    drop(stdin);
+    let _ = err.rest();
+    assert!(child.wait_exit().success());
+    let profile = read_profile(&json);
+    let stacks = profile.stacks.as_ref().expect("the profile's stacks");
+    assert_eq!(stacks.calls_dropped, 0, "calls with no room");
+    // The workloads' getppid and the shells' own (dash reads its parent at its start).
+    let getppid = |of: &dyn Fn(u32) -> bool| -> u64 {
+        stacks
+            .stacks
+            .iter()
+            .filter(|s| s.syscall == "getppid" && of(s.pid))
+            .map(|s| s.calls)
+            .sum()
+    };
+    assert!(
+        getppid(&|p| pids.contains(&p)) >= N as u64 * CALLS,
+        "the workloads' getppid under their stacks: {}",
+        getppid(&|p| pids.contains(&p))
+    );
+    assert_eq!(
+        getppid(&|_| true),
+        profile.syscall("getppid").unwrap().calls,
+        "every getppid under its stack"
+    );
+    let under: u64 = stacks.stacks.iter().map(|s| s.calls).sum();
+    assert_eq!(under, profile.totals().0, "every call under a stack");
+}

@@ -552,6 +552,80 @@ impl Tracer {
         Ok(raw)
     }
 
+    /// Hands over `--stacks`' entries of the processes `gone` says have exited (they make
+    /// no more calls, so each is read and deleted exactly), and the walks no remaining
+    /// entry uses: the tables keep room for the processes alive, however many come and
+    /// go. What is handed over is the caller's to keep ([`crate::stacks::Retired`]).
+    pub fn retire_stacks(&mut self, gone: impl Fn(u32) -> bool) -> Result<crate::stacks::Raw> {
+        let mut out = crate::stacks::Raw::default();
+        if self.stacks.is_none() {
+            return Ok(out);
+        }
+        let keys: Vec<StackKey> = {
+            let calls: PerCpuHashMap<&MapData, StackKey, StackValue> =
+                PerCpuHashMap::try_from(self.map(map_names::STACK_CALLS)?)?;
+            calls.keys().filter_map(Result::ok).collect()
+        };
+        let mut verdict: std::collections::HashMap<u32, bool> = Default::default();
+        let (dead, live): (Vec<StackKey>, Vec<StackKey>) = keys
+            .into_iter()
+            .partition(|k| *verdict.entry(k.tgid).or_insert_with(|| gone(k.tgid)));
+        if dead.is_empty() {
+            return Ok(out);
+        }
+        let fd = map_fd(self.map(map_names::STACK_CALLS)?)?;
+        let cpus = possible_cpus()? as usize;
+        let sum = |per_cpu: &[StackValue]| {
+            per_cpu
+                .iter()
+                .fold(StackValue::default(), |v, c| StackValue {
+                    calls: v.calls + c.calls,
+                    total_ns: v.total_ns + c.total_ns,
+                })
+        };
+        for k in &dead {
+            match maps::lookup_and_delete_per_cpu::<StackKey, StackValue>(fd, k, cpus) {
+                Ok(Some(per_cpu)) => out.calls.push((*k, sum(&per_cpu))),
+                Ok(None) => {}
+                // Before 5.14: read, then deleted (nothing writes it any more).
+                Err(_) => {
+                    let mut calls: PerCpuHashMap<&mut MapData, StackKey, StackValue> =
+                        PerCpuHashMap::try_from(
+                            self.ebpf
+                                .map_mut(map_names::STACK_CALLS)
+                                .context("STACK_CALLS map missing")?,
+                        )?;
+                    if let Ok(per_cpu) = calls.get(k, 0) {
+                        let v = sum(&per_cpu.iter().copied().collect::<Vec<_>>());
+                        if calls.remove(k).is_ok() {
+                            out.calls.push((*k, v));
+                        }
+                    }
+                }
+            }
+        }
+        // A walk no entry of a live process uses goes too (kept here): a call that makes
+        // it again puts it back.
+        let used: std::collections::HashSet<u64> = live.iter().map(|k| k.stack).collect();
+        let mut frames: HashMap<&mut MapData, u64, UserStack> = HashMap::try_from(
+            self.ebpf
+                .map_mut(map_names::STACK_FRAMES)
+                .context("STACK_FRAMES map missing")?,
+        )?;
+        for k in &dead {
+            if k.stack == 0 || used.contains(&k.stack) || out.frames.contains_key(&k.stack) {
+                continue;
+            }
+            if let Ok(stack) = frames.get(&k.stack, 0) {
+                let n = (stack.bytes as usize / 8).min(stack.frames.len());
+                out.frames.insert(k.stack, stack.frames[..n].to_vec());
+                let _ = frames.remove(&k.stack);
+            }
+        }
+        out.sample_every = self.stacks.unwrap_or(1);
+        Ok(out)
+    }
+
     /// Forgets processes of the per-process table (they have exited and were read).
     pub fn forget_top(&mut self, keys: &[TopKey]) -> Result<()> {
         let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> = PerCpuHashMap::try_from(

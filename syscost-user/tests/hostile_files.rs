@@ -20,7 +20,11 @@ fn objcopy(args: &[&std::ffi::OsStr]) {
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo {path:?}");
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o644) },
+        0,
+        "mkfifo {path:?}"
+    );
 }
 
 /// chain-fp (-O0 -g, frame pointers) copied to `dir/name` with its DWARF split off into
@@ -29,7 +33,11 @@ fn split_program(dir: &Path, name: &str) -> std::path::PathBuf {
     let bin = dir.join(name);
     let debug = dir.join(format!("{name}.debug"));
     std::fs::copy(c_programs().join("chain-fp"), &bin).unwrap();
-    objcopy(&["--only-keep-debug".as_ref(), bin.as_os_str(), debug.as_os_str()]);
+    objcopy(&[
+        "--only-keep-debug".as_ref(),
+        bin.as_os_str(),
+        debug.as_os_str(),
+    ]);
     objcopy(&[
         "--strip-debug".as_ref(),
         format!("--add-gnu-debuglink={}", debug.display()).as_ref(),
@@ -100,7 +108,9 @@ fn debug_links_to_fifos_neither_stall_nor_are_followed() {
     let p = three_slow_calls(&t, &good, "good.json");
     for location in inner_frames(&p, "split-good") {
         assert!(
-            location.as_deref().is_some_and(|l| l.starts_with("chain.c:")),
+            location
+                .as_deref()
+                .is_some_and(|l| l.starts_with("chain.c:")),
             "chain_inner's location from the debug file: {location:?}"
         );
     }
@@ -164,7 +174,15 @@ fn objects_of_processes_gone_are_closed() {
         dir.display()
     );
     let mut child = syscost()
-        .args(["run", "-f", "--slow", "1ms", "-e", "clock_nanosleep", "--json"])
+        .args([
+            "run",
+            "-f",
+            "--slow",
+            "1ms",
+            "-e",
+            "clock_nanosleep",
+            "--json",
+        ])
         .arg(&json)
         .args(["--", "sh", "-c", &script])
         .stdin(Stdio::piped())
@@ -191,7 +209,10 @@ fn objects_of_processes_gone_are_closed() {
     drop(stdin);
     let rest = err.rest();
     let status = child.wait_exit();
-    let said: Vec<_> = rest.iter().filter(|l| !l.starts_with("slow: ") && !l.starts_with("    ")).collect();
+    let said: Vec<_> = rest
+        .iter()
+        .filter(|l| !l.starts_with("slow: ") && !l.starts_with("    "))
+        .collect();
     assert!(status.success(), "syscost run: {status}: {said:?}");
     assert!(
         fds < 400,

@@ -1113,8 +1113,8 @@ fn export_top_names_the_kubernetes_pod_and_container() {
 /// paths it reads in /proc/PID/cgroup begin at `root`).
 fn in_cgroup_namespace(cmd: &mut Command, root: &TestCgroup) {
     use std::os::unix::{ffi::OsStrExt as _, process::CommandExt as _};
-    let procs = std::ffi::CString::new(root.dir.join("cgroup.procs").as_os_str().as_bytes())
-        .unwrap();
+    let procs =
+        std::ffi::CString::new(root.dir.join("cgroup.procs").as_os_str().as_bytes()).unwrap();
     // SAFETY: open, write, close and unshare are async-signal-safe; the path was made
     // before the fork.
     unsafe {

@@ -68,6 +68,9 @@ pub struct Sample {
     /// time measured so far with the wall time it was measured over, ns.
     pub own_cost: Result<Option<OwnCostReading>, String>,
     pub own_cost_totals: Option<(u64, u64)>,
+    /// (process, syscall) pairs of live processes handed over from the per-process
+    /// table so far to make room (see `Sampler::top_step`).
+    pub top_reclaimed: u64,
     /// The per-process figures since the previous sample (empty without the table, and
     /// while a process is drilled into).
     pub top: TopStep,
@@ -201,6 +204,7 @@ impl Session {
             exited: false,
             own_cost: Ok(None),
             own_cost_totals: None,
+            top_reclaimed: 0,
             top: TopStep::default(),
             slow: None,
             stacks: None,
@@ -494,7 +498,7 @@ impl Shared {
             Watch::Process { pid, pidfd } => (task_ids(*pid), crate::process::has_exited(pidfd)),
             Watch::Cgroup(dir) => (cgroup_threads(dir), false),
         };
-        let (snapshots, states, own_cost, own_cost_totals, top, raw_stacks) = {
+        let (snapshots, states, own_cost, own_cost_totals, top, raw_stacks, top_reclaimed) = {
             let mut s = lock(&self.sampler);
             let snapshots = s.snapshots()?;
             let raw_stacks = if wants & Want::STACKS.0 != 0 {
@@ -514,6 +518,7 @@ impl Shared {
                 s.own_cost().totals(),
                 top,
                 raw_stacks,
+                s.top_reclaimed(),
             )
         };
         let names = wants & Want::THREAD_NAMES.0 != 0;
@@ -557,6 +562,7 @@ impl Shared {
             exited,
             own_cost,
             own_cost_totals,
+            top_reclaimed,
             top,
             slow,
             stacks,

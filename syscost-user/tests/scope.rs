@@ -748,6 +748,89 @@ fn a_shrunken_per_process_table_counts_every_call_it_loses() {
     assert_eq!(calls(&p, "getppid"), 50 * 100);
 }
 
+/// `export --top` with a per-process table of 128 pairs, which the machine's live
+/// processes fill (idle ones among them: the test's own, waiting on stdin): the pairs
+/// idle longest are handed over when it is three quarters full
+/// (`syscost_top_pairs_reclaimed_total`), so that a process started then has room: its
+/// 20,000 getppid are counted exactly in its series.
+#[test]
+fn idle_pairs_make_room_for_the_busy() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let (mut export, first, _err) = started(
+        syscost()
+            .env("SYSCOST_TABLE_SIZES", "top_entries=128")
+            .args([
+                "export",
+                "--top",
+                "--top-n",
+                "1000",
+                "-i",
+                "0.1",
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ])
+            .stdout(Stdio::null()),
+    );
+    let addr = endpoint_in(&first);
+    // Idle processes of the test's: their start-up's pairs stay in the table.
+    let idle: Vec<_> = (0..8).map(|_| waiting(&["getppid", "1"])).collect();
+    let reclaimed = |text: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix("syscost_top_pairs_reclaimed_total "))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    wait_until(
+        "pairs handed over from a full table",
+        PATIENCE,
+        Duration::from_millis(100),
+        || {
+            let text = scrape_text(&addr);
+            match reclaimed(&text) {
+                Some(n) if n > 0.0 => Ok(()),
+                n => Err(format!(": syscost_top_pairs_reclaimed_total {n:?}")),
+            }
+        },
+    );
+    const CALLS: u64 = 20_000;
+    let (mut work, mut out) = waiting(&["--hold", "getppid", &CALLS.to_string()]);
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+    assert_eq!(out.next().unwrap().unwrap(), "done");
+    let pid = work.id().to_string();
+    wait_until(
+        &format!("{CALLS} getppid of process {pid}"),
+        PATIENCE,
+        Duration::from_millis(100),
+        || {
+            let text = scrape_text(&addr);
+            let got: f64 = samples(&text, "syscost_process_syscalls_total")
+                .into_iter()
+                .filter(|(l, _)| label(l, "pid") == pid && label(l, "syscall") == "getppid")
+                .map(|(_, v)| v)
+                .sum();
+            if got == CALLS as f64 {
+                Ok(())
+            } else {
+                Err(format!(
+                    ": {got}; dropped {:?}",
+                    text.lines()
+                        .find(|l| l.starts_with("syscost_events_dropped_total "))
+                ))
+            }
+        },
+    );
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    assert!(work.wait_exit().success());
+    for (mut w, _) in idle {
+        writeln!(w.stdin.as_mut().unwrap(), "go").unwrap();
+        assert!(w.wait_exit().success());
+    }
+    sigint(export.id());
+    assert!(export.wait_exit().success());
+}
+
 /// A shell loop starting /bin/true 3,000 times (each with the dynamic loader's syscalls),
 /// inside a cgroup of the test's: `top --cgroup` counts the shell and its children
 /// exactly what `syscost run` counts of the same loop (whose count is the same on every

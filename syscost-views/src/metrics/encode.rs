@@ -58,6 +58,8 @@ pub struct MachineCounters {
     pub unpaired: u64,
     /// Calls whose return to a CPU the kernel did not report.
     pub switch_ins_unseen: u64,
+    /// Pairs of live processes handed over from the per-process table to make room.
+    pub top_reclaimed: u64,
 }
 
 /// The four counter families of a bounded series set: `PREFIX_syscalls_total`,
@@ -457,6 +459,16 @@ impl Collector for Scrape {
             |p| p.switch_ins_unseen,
             |m| m.switch_ins_unseen,
         )?;
+        if let Some(m) = &self.machine {
+            encoder
+                .encode_descriptor(
+                    "syscost_top_pairs_reclaimed",
+                    "Process-syscall pairs of live processes, idle for 30 intervals, handed over from the per-process table (their figures counted) to make room when it was three quarters full.",
+                    None,
+                    MetricType::Counter,
+                )?
+                .encode_counter::<NoLabelSet, u64, u64>(&m.top_reclaimed, None)?;
+        }
         let offcpu = self.offcpu_tracked;
         for (name, help, pick) in [
             (
@@ -630,6 +642,7 @@ mod tests {
                 dropped: 3,
                 unpaired: 4,
                 switch_ins_unseen: 5,
+                top_reclaimed: 6,
             }),
             samples: None,
         };
@@ -647,6 +660,7 @@ mod tests {
         for line in [
             "\nsyscost_events_dropped_total 3\n",
             "\nsyscost_events_unpaired_total 4\n",
+            "\nsyscost_top_pairs_reclaimed_total 6\n",
             "\nsyscost_switch_ins_unseen_total 5\n",
         ] {
             assert!(text.contains(line), "{line:?} missing:\n{text}");

@@ -220,6 +220,7 @@ impl Metrics {
                 dropped: sum(syscost_engine::collector::Snapshot::dropped),
                 unpaired: sum(syscost_engine::collector::Snapshot::unpaired),
                 switch_ins_unseen: sum(syscost_engine::collector::Snapshot::switch_ins_unseen),
+                top_reclaimed: sample.top_reclaimed,
             }
         });
         Ok(Scrape {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::latency::Bucket;
 
 /// Version of the JSON schema written by this build. Readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// The whole measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,11 +94,20 @@ pub struct ProcessTotals {
     pub cgroup: String,
     pub exited: bool,
     pub threads: u32,
+    /// A row of exited processes summed (pid 0; `top` keeps the latest 10,000 exited
+    /// processes one by one and sums older ones per cgroup): how many. Absent (0) for
+    /// one process's row.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub summed: u64,
     pub calls: u64,
     pub errors: u64,
     pub total_ns: u64,
     pub oncpu_ns: u64,
     pub syscalls: Vec<ProcessSyscall>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One syscall of one process.
@@ -365,7 +374,14 @@ impl Profile {
         if let (Some(s), true) = (select, processes.is_empty()) {
             anyhow::bail!(
                 "no process matches --process {s} (of {})",
-                crate::units::counted(self.processes.len(), "process", "processes")
+                crate::units::counted(
+                    self.processes
+                        .iter()
+                        .map(|p| p.summed.max(1) as usize)
+                        .sum(),
+                    "process",
+                    "processes"
+                )
             );
         }
         let target = match select {
@@ -638,8 +654,8 @@ impl SyscallProfile {
 }
 
 /// JSON schema of `syscost top --json`: 1 had no `arch` (x86_64) and no `cgroup`, 2 no
-/// `switch_ins_unseen`.
-pub const TOP_SCHEMA: u32 = 3;
+/// `switch_ins_unseen`, 3 no `summed` rows.
+pub const TOP_SCHEMA: u32 = 4;
 
 /// The document `syscost top --json` writes: the totals of every process seen.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -367,6 +367,7 @@ impl ProcessTable {
         });
         *n += 1;
         row.comm = format!("({n} exited)");
+        row.summed = *n;
         for (id, v) in &old.syscalls {
             row.add(*id, v);
         }
@@ -657,17 +658,10 @@ mod tests {
         assert!(t.iter().any(|r| r.pid == n && r.comm == format!("p{n}")));
         let folded: Vec<_> = t.iter().filter(|r| r.pid == 0).collect();
         assert!(folded.iter().any(|r| r.cgroup == OTHER_CGROUPS));
-        let summed: u64 = folded
-            .iter()
-            .map(|r| {
-                r.comm
-                    .trim_start_matches('(')
-                    .trim_end_matches(" exited)")
-                    .parse::<u64>()
-                    .unwrap()
-            })
-            .sum();
+        let summed: u64 = folded.iter().map(|r| r.summed).sum();
         assert_eq!(summed, u64::from(n) - GONE_KEPT as u64, "each folded once");
+        let processes: u64 = t.iter().map(ProcessRow::processes).sum();
+        assert_eq!(processes, u64::from(n), "every process counted once");
     }
 
     /// Keys that stop changing are idle after so many steps; reclaimed, what they

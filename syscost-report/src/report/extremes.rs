@@ -203,6 +203,7 @@ fn processes() -> impl Strategy<Value = Vec<ProcessTotals>> {
                     cgroup: "/a".into(),
                     exited,
                     threads,
+                    summed: 0,
                     calls: sum(|s| s.calls),
                     errors: sum(|s| s.errors),
                     total_ns: sum(|s| s.total_ns),

@@ -65,9 +65,10 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             upgrade_from_v2(&mut value);
         }
         2 => upgrade_from_v2(&mut value),
-        // Versions 4 to 7 only added optional fields (target.cgroup, processes,
-        // slow_*; features, unavailable; switch_ins_unseen, switch_in_unseen; stacks).
-        3..=6 => {
+        // Versions 4 to 8 only added optional fields (target.cgroup, processes,
+        // slow_*; features, unavailable; switch_ins_unseen, switch_in_unseen; stacks;
+        // a process row's summed).
+        3..=7 => {
             if let Some(obj) = value.as_object_mut() {
                 obj.insert("version".into(), Value::from(SCHEMA_VERSION));
             }
@@ -282,6 +283,7 @@ mod tests {
             cgroup: "/a".into(),
             exited: true,
             threads: 1,
+            summed: 0,
             calls: getppid + closes,
             errors: closes,
             total_ns: getppid * 100 + closes * 1000,

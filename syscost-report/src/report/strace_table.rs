@@ -502,7 +502,11 @@ fn trailer(
     if profile.totals_only {
         push(format!(
             "syscost: summed over {}: calls, errors and time per syscall, without an errno split or latency distribution",
-            crate::units::counted(all.processes.len(), "process", "processes")
+            crate::units::counted(
+                all.processes.iter().map(|p| p.summed.max(1) as usize).sum(),
+                "process",
+                "processes"
+            )
         ));
     }
     // Last: what this kernel could not measure, where a reader of the table looks.

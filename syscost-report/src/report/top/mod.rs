@@ -27,6 +27,16 @@ pub struct ProcessRow {
     pub threads: u32,
     pub exited: bool,
     pub syscalls: BTreeMap<SyscallId, TopValue>,
+    /// A row of exited processes summed (pid 0, beyond those `top` keeps one by one):
+    /// how many; 0 for one process's row.
+    pub summed: u64,
+}
+
+impl ProcessRow {
+    /// The processes the row stands for: 1, or those it sums.
+    pub fn processes(&self) -> u64 {
+        self.summed.max(1)
+    }
 }
 
 impl ProcessRow {
@@ -85,6 +95,7 @@ impl From<&ProcessRow> for ProcessTotals {
             cgroup: r.cgroup.clone(),
             exited: r.exited,
             threads: r.threads,
+            summed: r.summed,
             calls: r.calls(),
             errors: r.errors(),
             total_ns: r.total_ns(),
@@ -161,11 +172,12 @@ pub fn sort_rows(rows: &mut [ProcessRow], sort: TopSort) {
 }
 
 /// Rows sorted and cut to `rows` (0: all); how many were left out.
-fn shown(rows: &[ProcessRow], sort: TopSort, n: usize) -> (Vec<ProcessRow>, usize) {
+fn shown(rows: &[ProcessRow], sort: TopSort, n: usize) -> (Vec<ProcessRow>, u64) {
     let mut rows = rows.to_vec();
     sort_rows(&mut rows, sort);
+    // The processes of the rows left out (a row may sum many exited ones).
     let more = if n > 0 && rows.len() > n {
-        rows.len() - n
+        rows[n..].iter().map(ProcessRow::processes).sum()
     } else {
         0
     };
@@ -260,9 +272,10 @@ pub fn render_totals(
 ) -> String {
     let (shown_rows, more) = shown(rows, sort, n);
     let calls: u64 = rows.iter().map(|r| r.calls()).sum();
+    let processes: u64 = rows.iter().map(ProcessRow::processes).sum();
     let mut out = format!(
         "{title}: {} made {calls} syscalls in {secs:.1} s; dropped {dropped}\n",
-        crate::units::counted(rows.len(), "process", "processes")
+        crate::units::counted(processes as usize, "process", "processes")
     );
     out += &format!(
         "{:>8} {:<16} {:<24} {:>12} {:>9} {:>10} {:>10} {:>4}  {}\n",
@@ -288,7 +301,12 @@ pub fn render_totals(
         );
     }
     if more > 0 {
-        out += &format!("... {more} more processes (-n 0 shows all; --json keeps every one)\n");
+        let kept = if rows.iter().any(|r| r.summed > 0) {
+            "exited processes past the latest 10,000 are summed per cgroup"
+        } else {
+            "--json keeps every one"
+        };
+        out += &format!("... {more} more processes (-n 0 shows all; {kept})\n");
     }
     out
 }
@@ -354,6 +372,18 @@ mod tests {
         assert!(lines[2].starts_with("... 1 more"), "{t}");
         let t = render_totals("syscost top", &rows, 2.0, TopSort::Pid, 0, 7, true);
         assert!(t.starts_with("syscost top: 2 processes made 400 syscalls in 2.0 s; dropped 7"));
+        // A row that sums 5,000 exited processes counts as them, shown or left out.
+        let mut folded = row(0, "(5000 exited)", 50, 1_000);
+        folded.summed = 5_000;
+        let many = [rows[0].clone(), rows[1].clone(), folded];
+        let t = render_totals("syscost top", &many, 2.0, TopSort::Pid, 0, 0, true);
+        assert!(t.starts_with("syscost top: 5002 processes made 450"), "{t}");
+        let t = render_totals("syscost top", &many, 2.0, TopSort::Time, 2, 0, true);
+        assert!(t.contains("... 5000 more processes"), "{t}");
+        let j: serde_json::Value =
+            serde_json::from_str(&to_json(&many, 2.0, (0, 0), true, None).unwrap()).unwrap();
+        assert_eq!(j["processes"][2]["summed"], 5000);
+        assert!(j["processes"][0].get("summed").is_none(), "left out when 0");
         // Without the on-CPU split: `-`, not the wall time again.
         let t = render_totals("syscost top", &rows[..1], 2.0, TopSort::Pid, 0, 0, false);
         assert!(

@@ -50,6 +50,9 @@ impl Owner {
 /// absent, a regular file or `/dev/null`, and its directory takes a new file (one is
 /// made there and removed).
 pub fn check(path: &Path) -> Result<()> {
+    if stream(path).is_some() {
+        return Ok(());
+    }
     let at = At::open(path)?;
     let p = path.display();
     match at.existing()? {
@@ -73,6 +76,17 @@ pub fn check(path: &Path) -> Result<()> {
 /// removed on any failure; what was at `path` is left as it was. `/dev/null` takes
 /// nothing.
 pub fn write(path: &Path, bytes: &[u8], owner: Option<Owner>) -> Result<()> {
+    if let Some(fd) = stream(path) {
+        let mut out: Box<dyn std::io::Write> = if fd == 1 {
+            Box::new(std::io::stdout().lock())
+        } else {
+            Box::new(std::io::stderr().lock())
+        };
+        return out
+            .write_all(bytes)
+            .and_then(|()| out.flush())
+            .with_context(|| format!("cannot write {}", path.display()));
+    }
     let at = At::open(path)?;
     // Anything that appeared since `check` is replaced by the rename, never followed
     // (a directory makes the rename fail).
@@ -111,6 +125,17 @@ pub fn write(path: &Path, bytes: &[u8], owner: Option<Owner>) -> Result<()> {
     // the file anyway.
     let _ = at.dir.sync_all();
     Ok(())
+}
+
+/// `/dev/stdout` and `/dev/stderr` as the user typed them: syscost's own standard
+/// output or error (1 or 2), written as streams (links both, which a file is never
+/// written through).
+fn stream(path: &Path) -> Option<i32> {
+    match path.as_os_str().as_bytes() {
+        b"/dev/stdout" => Some(1),
+        b"/dev/stderr" => Some(2),
+        _ => None,
+    }
 }
 
 /// What is at the path now.
@@ -351,6 +376,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "kept");
         check(Path::new("/dev/null")).unwrap();
         write(Path::new("/dev/null"), b"nothing", None).unwrap();
+        // syscost's own streams, by the names the shells use.
+        check(Path::new("/dev/stdout")).unwrap();
+        check(Path::new("/dev/stderr")).unwrap();
+        assert_eq!(stream(Path::new("/dev/stderr")), Some(2));
+        assert_eq!(stream(Path::new("/dev/./stdout")), None);
     }
 
     #[test]

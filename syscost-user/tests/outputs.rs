@@ -307,3 +307,25 @@ fn outputs_belong_to_the_user_they_are_for() {
     let m = std::fs::metadata(&json).unwrap();
     assert_eq!(m.mode() & 0o777, 0o600);
 }
+
+/// `--json /dev/stdout`, as pipelines write it: the profile comes out on syscost's
+/// standard output (a link, but the user's own stream, not a file to replace).
+#[test]
+fn the_profile_goes_to_standard_output_when_asked() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let o = output(syscost().args([
+        "run",
+        "-o",
+        "/dev/null",
+        "--json",
+        "/dev/stdout",
+        "--",
+        "/bin/true",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not the profile on stdout ({e}): {}", stdout(&o)));
+    assert!(p["syscalls"].as_array().is_some_and(|s| !s.is_empty()), "{p}");
+}

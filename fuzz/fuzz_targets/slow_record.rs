@@ -1,0 +1,6 @@
+//! A slow-call record from the ring buffer: a `SlowEvent`, then the user stack copy.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = syscost_engine::fuzzing::slow_record(data);
+});

@@ -1,4 +1,4 @@
-//! Project tasks: `cargo xtask setup | build | test | demo | bench | soak | dist | run`.
+//! Project tasks: `cargo xtask setup | build | test | demo | bench | soak | dist | fuzz | run`.
 //!
 //! `setup` makes a fresh machine ready and does nothing on a ready one; every other task
 //! runs it first, so nothing is ever installed by hand.
@@ -6,6 +6,7 @@
 mod arch;
 mod bench;
 mod dist;
+mod fuzz;
 mod setup;
 mod soak;
 mod vm;
@@ -130,6 +131,17 @@ enum Task {
         #[arg(long, value_enum)]
         target: Option<Arch>,
     },
+    /// Build the fuzz targets (fuzz/, cargo-fuzz with the nightly; cargo-fuzz installed
+    /// when missing) and run each for a time from its corpus; fails on a crash, a timeout
+    /// or a memory blow-up, naming the input.
+    Fuzz {
+        /// Seconds each target runs.
+        #[arg(long, default_value_t = 600)]
+        seconds: u64,
+        /// The targets to run (every one when none is given): kernel_btf, maps,
+        /// slow_record, web_config, authorization, profile.
+        targets: Vec<String>,
+    },
     /// Build and run `syscost` with these arguments, e.g. `cargo xtask run -- run -- ls`.
     Run {
         #[arg(last = true)]
@@ -219,6 +231,7 @@ fn main() -> Result<()> {
             build_for(&root, arch)?;
             dist::dist(&root, arch, check)
         }
+        Task::Fuzz { seconds, targets } => fuzz::fuzz(&root, seconds.max(1), &targets),
         Task::Run { args } => {
             build(&root)?;
             let status = Command::new(root.join("target/release/syscost"))

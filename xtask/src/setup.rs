@@ -62,6 +62,28 @@ pub fn cargo_deb() -> Result<()> {
     )
 }
 
+/// The cargo-fuzz release `cargo xtask fuzz` drives (it builds with rustc 1.95).
+const CARGO_FUZZ: &str = "cargo-fuzz@0.13.2";
+
+/// cargo-fuzz, for `cargo xtask fuzz`: installed once into `$CARGO_HOME/bin` (built with
+/// the stable toolchain; it drives the nightly itself), and again when another version
+/// is found there.
+pub fn cargo_fuzz() -> Result<()> {
+    let (_, version) = CARGO_FUZZ.split_once('@').expect("name@version");
+    let bin = cargo_home().join("bin/cargo-fuzz");
+    let installed = output(Command::new(&bin).arg("--version")).unwrap_or_default();
+    if installed.split_whitespace().any(|w| w == version) {
+        return Ok(());
+    }
+    eprintln!("setup: installing {CARGO_FUZZ} (for the fuzz targets, about 2 minutes)");
+    run(
+        Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(env::temp_dir())
+            .args(["install", CARGO_FUZZ, "--locked", "--force", "--root"])
+            .arg(cargo_home()),
+    )
+}
+
 pub fn is_root() -> bool {
     // Read through /proc: xtask needs no libc dependency for one uid.
     fs::read_to_string("/proc/self/status")

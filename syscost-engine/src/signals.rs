@@ -83,11 +83,14 @@ fn install(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int), flags: 
 static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// The write end of the pipe a caught signal writes a byte to, waking [`Stop::wait_until`].
 static WAKE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
-/// The signals are passed on to a command (`run`): they do not stop syscost itself.
+/// The signals are passed on to a command (`run`): they do not stop syscost itself
+/// until it is [`exiting`].
 static FORWARDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// syscost is finishing (its last figures, the programs unloaded, the report): a signal
-/// now ends it at once.
+/// syscost is finishing (its last figures, the programs unloaded, the report).
 static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Signals that stopped syscost since [`Stop::catch`] (for `run`, those since it began
+/// to finish): the second ends it at once.
+static STOPS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// The terminal's settings before a live view changed them, for a signal that ends
 /// syscost at once to put back (written before the view takes the terminal, read only
@@ -118,14 +121,15 @@ pub fn terminal_given_back() {
     TERMINAL_SAVED.store(false, std::sync::atomic::Ordering::Release);
 }
 
-/// `run` passes the signals on to its command: one does not stop syscost (until it is
-/// [`exiting`]).
+/// `run` passes the signals on to its command: they do not count toward syscost's own
+/// stop until it is [`exiting`] (a command that ignores Ctrl-C, a REPL, takes as many as
+/// it likes).
 pub fn forwarding() {
     FORWARDING.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// syscost is finishing: from now on a signal ends it at once (the end of a run that
-/// hangs, a join that waits, is never more than a Ctrl-C away).
+/// syscost is finishing: for `run`, the signals count from now on (two end it at
+/// once).
 pub fn exiting() {
     EXITING.store(true, std::sync::atomic::Ordering::Relaxed);
 }
@@ -144,8 +148,7 @@ fn end_now(sig: libc::c_int) -> ! {
             let reset = b"\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l";
             libc::write(libc::STDOUT_FILENO, reset.as_ptr().cast(), reset.len());
         }
-        let line =
-            b"syscost: ended at once by a second signal (or one while finishing): no report\n";
+        let line = b"syscost: ended at once by a second signal: no report\n";
         libc::write(libc::STDERR_FILENO, line.as_ptr().cast(), line.len());
         libc::_exit(128 + sig)
     }
@@ -153,8 +156,11 @@ fn end_now(sig: libc::c_int) -> ! {
 
 extern "C" fn on_stop(sig: libc::c_int) {
     use std::sync::atomic::Ordering;
-    let forwarding = FORWARDING.load(Ordering::Relaxed);
-    if EXITING.load(Ordering::Relaxed) || (!forwarding && STOP.load(Ordering::Relaxed)) {
+    // The second signal that stops syscost ends it at once: a hung end (a join that
+    // waits, a view that hangs) is never more than two Ctrl-C away. A signal `run` passes
+    // on to its command counts only once syscost is finishing.
+    let counts = !FORWARDING.load(Ordering::Relaxed) || EXITING.load(Ordering::Relaxed);
+    if counts && STOPS.fetch_add(1, Ordering::Relaxed) >= 1 {
         end_now(sig);
     }
     STOP.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -192,6 +198,7 @@ impl Stop {
         });
         let (read, write) = pipe.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
         STOP.store(false, std::sync::atomic::Ordering::Relaxed);
+        STOPS.store(0, std::sync::atomic::Ordering::Relaxed);
         FORWARDING.store(false, std::sync::atomic::Ordering::Relaxed);
         WAKE.store(write.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
         let stop = Self {

@@ -52,11 +52,10 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
 }
 
 /// An end that hangs (`SYSCOST_TEST_FAULT=hang-finish`, debug builds: the end stops
-/// after it began): a signal while syscost finishes ends it at once, with a line that
-/// says so and the status of a death by that signal, nothing left loaded, the target
-/// unharmed.
+/// after it began): a second signal ends syscost at once, with a line that says so and
+/// the status of a death by that signal, nothing left loaded, the target unharmed.
 #[test]
-fn a_signal_while_finishing_ends_syscost_at_once() {
+fn a_second_signal_ends_a_hung_end_at_once() {
     let Some(t) = root_test!() else {
         return;
     };

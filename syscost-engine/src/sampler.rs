@@ -242,6 +242,8 @@ pub struct Sampler {
     cgroup_names: crate::cgroup::CgroupNames,
     /// Keys of live processes handed over from the per-process table so far.
     reclaimed: u64,
+    /// The per-process table's pairs in use at the last refresh, and its capacity.
+    top_pairs: (usize, usize),
     /// `--stacks`' entries of exited processes, handed over from the kernel's tables.
     retired: crate::stacks::Retired,
     stacks_checked_at: Instant,
@@ -279,6 +281,7 @@ impl Sampler {
             names_cleaned_at: Instant::now(),
             cgroup_names: Default::default(),
             reclaimed: 0,
+            top_pairs: (0, 0),
             retired: Default::default(),
             stacks_checked_at: Instant::now(),
         }
@@ -519,12 +522,14 @@ impl Sampler {
         // are handed over (their figures counted) down to half full, so that a busy
         // process's new calls find room however long the others live.
         let capacity = tracer.top_capacity();
+        self.top_pairs = (in_use, capacity);
         if in_use * 4 >= capacity * 3 {
             let mut idle = self.table.idle_keys(IDLE_STEPS);
             idle.truncate(in_use.saturating_sub(capacity / 2));
             if !idle.is_empty() {
                 let finals = tracer.reclaim_top(&idle)?;
                 self.reclaimed += finals.len() as u64;
+                self.top_pairs.0 = in_use.saturating_sub(finals.len());
                 let step = self.table.reclaimed(&finals);
                 if self.steps_wanted {
                     self.pending.absorb(step);
@@ -547,6 +552,11 @@ impl Sampler {
     /// [`Sampler::top_step`]).
     pub fn top_reclaimed(&self) -> u64 {
         self.reclaimed
+    }
+
+    /// The per-process table's pairs in use at its last refresh, and its capacity.
+    pub fn top_pairs(&self) -> (usize, usize) {
+        self.top_pairs
     }
 
     /// Per-process totals since the start (or [`Sampler::reset_top`]).

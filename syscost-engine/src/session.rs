@@ -71,6 +71,8 @@ pub struct Sample {
     /// (process, syscall) pairs of live processes handed over from the per-process
     /// table so far to make room (see `Sampler::top_step`).
     pub top_reclaimed: u64,
+    /// The per-process table's pairs in use at its last refresh, and its capacity.
+    pub top_pairs: (usize, usize),
     /// The per-process figures since the previous sample (empty without the table, and
     /// while a process is drilled into).
     pub top: TopStep,
@@ -205,6 +207,7 @@ impl Session {
             own_cost: Ok(None),
             own_cost_totals: None,
             top_reclaimed: 0,
+            top_pairs: (0, 0),
             top: TopStep::default(),
             slow: None,
             stacks: None,
@@ -498,7 +501,16 @@ impl Shared {
             Watch::Process { pid, pidfd } => (task_ids(*pid), crate::process::has_exited(pidfd)),
             Watch::Cgroup(dir) => (cgroup_threads(dir), false),
         };
-        let (snapshots, states, own_cost, own_cost_totals, top, raw_stacks, top_reclaimed) = {
+        let (
+            snapshots,
+            states,
+            own_cost,
+            own_cost_totals,
+            top,
+            raw_stacks,
+            top_reclaimed,
+            top_pairs,
+        ) = {
             let mut s = lock(&self.sampler);
             let snapshots = s.snapshots()?;
             let raw_stacks = if wants & Want::STACKS.0 != 0 {
@@ -519,6 +531,7 @@ impl Shared {
                 top,
                 raw_stacks,
                 s.top_reclaimed(),
+                s.top_pairs(),
             )
         };
         let names = wants & Want::THREAD_NAMES.0 != 0;
@@ -563,6 +576,7 @@ impl Shared {
             own_cost,
             own_cost_totals,
             top_reclaimed,
+            top_pairs,
             top,
             slow,
             stacks,

@@ -751,8 +751,9 @@ fn a_shrunken_per_process_table_counts_every_call_it_loses() {
 /// `export --top` with a per-process table of 128 pairs, which the machine's live
 /// processes fill (idle ones among them: the test's own, waiting on stdin): the pairs
 /// idle longest are handed over when it is three quarters full
-/// (`syscost_top_pairs_reclaimed_total`), so that a process started then has room: its
-/// 20,000 getppid are counted exactly in its series.
+/// (`syscost_top_pairs_reclaimed_total`) until it is half full (`syscost_top_pairs`),
+/// so that a process started then has room: its 20,000 getppid are counted exactly in
+/// its series.
 #[test]
 fn idle_pairs_make_room_for_the_busy() {
     let Some(_t) = root_test!() else {
@@ -776,20 +777,22 @@ fn idle_pairs_make_room_for_the_busy() {
     let addr = endpoint_in(&first);
     // Idle processes of the test's: their start-up's pairs stay in the table.
     let idle: Vec<_> = (0..8).map(|_| waiting(&["getppid", "1"])).collect();
-    let reclaimed = |text: &str| -> Option<f64> {
+    let value = |text: &str, family: &str| -> Option<f64> {
         text.lines()
-            .find_map(|l| l.strip_prefix("syscost_top_pairs_reclaimed_total "))
+            .find_map(|l| l.strip_prefix(family)?.strip_prefix(' '))
             .and_then(|v| v.trim().parse().ok())
     };
     wait_until(
-        "pairs handed over from a full table",
+        "idle pairs handed over down to half the table",
         PATIENCE,
         Duration::from_millis(100),
         || {
             let text = scrape_text(&addr);
-            match reclaimed(&text) {
-                Some(n) if n > 0.0 => Ok(()),
-                n => Err(format!(": syscost_top_pairs_reclaimed_total {n:?}")),
+            let reclaimed = value(&text, "syscost_top_pairs_reclaimed_total");
+            let pairs = value(&text, "syscost_top_pairs");
+            match (reclaimed, pairs) {
+                (Some(r), Some(p)) if r > 0.0 && p <= 72.0 => Ok(()),
+                _ => Err(format!(": reclaimed {reclaimed:?}, pairs in use {pairs:?}")),
             }
         },
     );

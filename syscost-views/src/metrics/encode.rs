@@ -60,6 +60,8 @@ pub struct MachineCounters {
     pub switch_ins_unseen: u64,
     /// Pairs of live processes handed over from the per-process table to make room.
     pub top_reclaimed: u64,
+    /// The per-process table's pairs in use at its last refresh, and its capacity.
+    pub top_pairs: (u64, u64),
 }
 
 /// The four counter families of a bounded series set: `PREFIX_syscalls_total`,
@@ -468,6 +470,22 @@ impl Collector for Scrape {
                     MetricType::Counter,
                 )?
                 .encode_counter::<NoLabelSet, u64, u64>(&m.top_reclaimed, None)?;
+            for (name, help, value) in [
+                (
+                    "syscost_top_pairs",
+                    "Process-syscall pairs in the per-process table at its last refresh.",
+                    m.top_pairs.0,
+                ),
+                (
+                    "syscost_top_pairs_capacity",
+                    "Process-syscall pairs the per-process table holds at most (beyond, calls are dropped, counted in syscost_events_dropped_total).",
+                    m.top_pairs.1,
+                ),
+            ] {
+                encoder
+                    .encode_descriptor(name, help, None, MetricType::Gauge)?
+                    .encode_gauge(&value)?;
+            }
         }
         let offcpu = self.offcpu_tracked;
         for (name, help, pick) in [
@@ -643,6 +661,7 @@ mod tests {
                 unpaired: 4,
                 switch_ins_unseen: 5,
                 top_reclaimed: 6,
+                top_pairs: (70, 128),
             }),
             samples: None,
         };
@@ -661,6 +680,8 @@ mod tests {
             "\nsyscost_events_dropped_total 3\n",
             "\nsyscost_events_unpaired_total 4\n",
             "\nsyscost_top_pairs_reclaimed_total 6\n",
+            "\nsyscost_top_pairs 70\n",
+            "\nsyscost_top_pairs_capacity 128\n",
             "\nsyscost_switch_ins_unseen_total 5\n",
         ] {
             assert!(text.contains(line), "{line:?} missing:\n{text}");

@@ -221,6 +221,7 @@ impl Metrics {
                 unpaired: sum(syscost_engine::collector::Snapshot::unpaired),
                 switch_ins_unseen: sum(syscost_engine::collector::Snapshot::switch_ins_unseen),
                 top_reclaimed: sample.top_reclaimed,
+                top_pairs: (sample.top_pairs.0 as u64, sample.top_pairs.1 as u64),
             }
         });
         Ok(Scrape {

@@ -52,6 +52,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "calls_by_stack_name_each_call_site_without_frame_pointers",
             "calls_by_stack_past_the_tables_are_counted_as_dropped",
             "calls_by_stack_alone_count_each_walk_exactly",
+            "calls_by_stack_of_processes_gone_leave_room_for_the_next",
         ],
     ),
     (
@@ -63,6 +64,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "top_keeps_every_call_of_3000_short_lived_processes",
             "top_names_a_gone_process_by_the_name_it_ended_with",
             "a_shrunken_per_process_table_counts_every_call_it_loses",
+            "idle_pairs_make_room_for_the_busy",
             "threads_already_inside_a_call_count_as_unpaired",
         ],
     ),

@@ -327,5 +327,8 @@ fn the_profile_goes_to_standard_output_when_asked() {
     assert!(o.status.success(), "{}", stderr(&o));
     let p: serde_json::Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not the profile on stdout ({e}): {}", stdout(&o)));
-    assert!(p["syscalls"].as_array().is_some_and(|s| !s.is_empty()), "{p}");
+    assert!(
+        p["syscalls"].as_array().is_some_and(|s| !s.is_empty()),
+        "{p}"
+    );
 }

@@ -518,12 +518,12 @@ impl Sampler {
         if self.steps_wanted {
             self.pending.absorb(step);
         }
-        // A table three quarters full with keys of live processes: the keys idle longest
+        // A table more than half full with keys of live processes: the keys idle longest
         // are handed over (their figures counted) down to half full, so that a busy
         // process's new calls find room however long the others live.
         let capacity = tracer.top_capacity();
         self.top_pairs = (in_use, capacity);
-        if in_use * 4 >= capacity * 3 {
+        if in_use * 2 > capacity {
             let mut idle = self.table.idle_keys(IDLE_STEPS);
             idle.truncate(in_use.saturating_sub(capacity / 2));
             if !idle.is_empty() {

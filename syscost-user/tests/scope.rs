@@ -750,10 +750,11 @@ fn a_shrunken_per_process_table_counts_every_call_it_loses() {
 
 /// `export --top` with a per-process table of 128 pairs, which the machine's live
 /// processes fill (idle ones among them: the test's own, waiting on stdin): the pairs
-/// idle longest are handed over when it is three quarters full
-/// (`syscost_top_pairs_reclaimed_total`) until it is half full (`syscost_top_pairs`),
-/// so that a process started then has room: its 20,000 getppid are counted exactly in
-/// its series.
+/// idle longest are handed over while it is more than half full
+/// (`syscost_top_pairs_reclaimed_total`) down to half full, so that a process started
+/// then has room (the workload makes 24 distinct syscalls; the test waits until 40 pairs
+/// are free, `syscost_top_pairs`): its 20,000 getppid are counted exactly in its
+/// series.
 #[test]
 fn idle_pairs_make_room_for_the_busy() {
     let Some(_t) = root_test!() else {
@@ -783,7 +784,7 @@ fn idle_pairs_make_room_for_the_busy() {
             .and_then(|v| v.trim().parse().ok())
     };
     wait_until(
-        "idle pairs handed over down to half the table",
+        "idle pairs handed over, 40 pairs free",
         PATIENCE,
         Duration::from_millis(100),
         || {
@@ -791,7 +792,7 @@ fn idle_pairs_make_room_for_the_busy() {
             let reclaimed = value(&text, "syscost_top_pairs_reclaimed_total");
             let pairs = value(&text, "syscost_top_pairs");
             match (reclaimed, pairs) {
-                (Some(r), Some(p)) if r > 0.0 && p <= 72.0 => Ok(()),
+                (Some(r), Some(p)) if r > 0.0 && p <= 88.0 => Ok(()),
                 _ => Err(format!(": reclaimed {reclaimed:?}, pairs in use {pairs:?}")),
             }
         },

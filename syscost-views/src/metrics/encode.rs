@@ -465,7 +465,7 @@ impl Collector for Scrape {
             encoder
                 .encode_descriptor(
                     "syscost_top_pairs_reclaimed",
-                    "Process-syscall pairs of live processes, idle for 30 intervals, handed over from the per-process table (their figures counted) to make room when it was three quarters full.",
+                    "Process-syscall pairs of live processes, idle for 30 intervals, handed over from the per-process table (their figures counted) to keep half of it free.",
                     None,
                     MetricType::Counter,
                 )?

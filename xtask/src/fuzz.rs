@@ -115,7 +115,7 @@ pub fn fuzz(root: &Path, seconds: u64, only: &[String]) -> Result<()> {
         eprintln!("fuzz: {t}: FAILED ({how}) after {elapsed:.0} s");
         for f in &new {
             eprintln!(
-                "fuzz: {t}: crashing input {} (reproduce: {} {0}, or cargo +nightly fuzz run {t} {0})",
+                "fuzz: {t}: failing input {} (reproduce: {} {0}, or cargo +nightly fuzz run {t} {0})",
                 relative(root, f),
                 relative(root, &bin_dir.join(t)),
             );

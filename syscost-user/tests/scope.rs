@@ -748,24 +748,27 @@ fn a_shrunken_per_process_table_counts_every_call_it_loses() {
     assert_eq!(calls(&p, "getppid"), 50 * 100);
 }
 
-/// `export --top` with a per-process table of 128 pairs, which the machine's live
-/// processes fill (idle ones among them: the test's own, waiting on stdin): the pairs
-/// idle longest are handed over while it is more than half full
+/// `export --cgroup --per-process` with a per-process table of 128 pairs, which idle
+/// processes of the test's cgroup fill (their start-up's pairs, each then waiting on
+/// stdin): the pairs idle longest are handed over while it is more than half full
 /// (`syscost_top_pairs_reclaimed_total`) down to half full, so that a process started
-/// then has room (the workload makes 24 distinct syscalls; the test waits until 40 pairs
-/// are free, `syscost_top_pairs`): its 20,000 getppid are counted exactly in its
-/// series.
+/// then has room (the test waits until it is half full, `syscost_top_pairs`): its 20,000
+/// getppid are counted exactly in its series. A cgroup of its own, as the machine's
+/// other processes (the other tests' thousands among them) would compete for the pairs.
 #[test]
 fn idle_pairs_make_room_for_the_busy() {
     let Some(_t) = root_test!() else {
         return;
     };
+    let cg = TestCgroup::new("idle-pairs");
     let (mut export, first, _err) = started(
         syscost()
             .env("SYSCOST_TABLE_SIZES", "top_entries=128")
             .args([
                 "export",
-                "--top",
+                "--cgroup",
+                &cg.path,
+                "--per-process",
                 "--top-n",
                 "1000",
                 "-i",
@@ -776,15 +779,18 @@ fn idle_pairs_make_room_for_the_busy() {
             .stdout(Stdio::null()),
     );
     let addr = endpoint_in(&first);
-    // Idle processes of the test's: their start-up's pairs stay in the table.
-    let idle: Vec<_> = (0..8).map(|_| waiting(&["getppid", "1"])).collect();
+    // Idle processes, started inside: their start-up's pairs (a shell's, then the
+    // workload's) fill the table.
+    let idle: Vec<_> = (0..8)
+        .map(|_| ready(&mut cg.run_inside("--wait-stdin getppid 1")))
+        .collect();
     let value = |text: &str, family: &str| -> Option<f64> {
         text.lines()
             .find_map(|l| l.strip_prefix(family)?.strip_prefix(' '))
             .and_then(|v| v.trim().parse().ok())
     };
     wait_until(
-        "idle pairs handed over, 40 pairs free",
+        "idle pairs handed over, the table half full",
         PATIENCE,
         Duration::from_millis(100),
         || {
@@ -792,13 +798,15 @@ fn idle_pairs_make_room_for_the_busy() {
             let reclaimed = value(&text, "syscost_top_pairs_reclaimed_total");
             let pairs = value(&text, "syscost_top_pairs");
             match (reclaimed, pairs) {
-                (Some(r), Some(p)) if r > 0.0 && p <= 88.0 => Ok(()),
+                (Some(r), Some(p)) if r > 0.0 && p <= 64.0 => Ok(()),
                 _ => Err(format!(": reclaimed {reclaimed:?}, pairs in use {pairs:?}")),
             }
         },
     );
     const CALLS: u64 = 20_000;
-    let (mut work, mut out) = waiting(&["--hold", "getppid", &CALLS.to_string()]);
+    let (mut work, mut out) = ready(&mut cg.run_inside(&format!(
+        "--wait-stdin --hold getppid {CALLS}"
+    )));
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
     assert_eq!(out.next().unwrap().unwrap(), "done");

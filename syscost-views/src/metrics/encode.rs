@@ -44,6 +44,9 @@ pub struct Scrape {
     /// `export --top`: the whole machine's counters (served without labels on every
     /// scrape, 0 included).
     pub machine: Option<MachineCounters>,
+    /// The per-process table's occupancy, wherever one is in use (`export --top`,
+    /// `export --cgroup --per-process`).
+    pub table: Option<TableCounters>,
     /// The number of the session's sample the scrape shows (`syscost_samples_total`:
     /// the samples taken so far), when served from one.
     pub samples: Option<u64>,
@@ -58,10 +61,17 @@ pub struct MachineCounters {
     pub unpaired: u64,
     /// Calls whose return to a CPU the kernel did not report.
     pub switch_ins_unseen: u64,
+}
+
+/// The per-process table's occupancy.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TableCounters {
     /// Pairs of live processes handed over from the per-process table to make room.
-    pub top_reclaimed: u64,
-    /// The per-process table's pairs in use at its last refresh, and its capacity.
-    pub top_pairs: (u64, u64),
+    pub reclaimed: u64,
+    /// The pairs in use at its last refresh.
+    pub pairs: u64,
+    /// The pairs it holds at most.
+    pub capacity: u64,
 }
 
 /// The four counter families of a bounded series set: `PREFIX_syscalls_total`,
@@ -461,25 +471,25 @@ impl Collector for Scrape {
             |p| p.switch_ins_unseen,
             |m| m.switch_ins_unseen,
         )?;
-        if let Some(m) = &self.machine {
+        if let Some(t) = &self.table {
             encoder
                 .encode_descriptor(
                     "syscost_top_pairs_reclaimed",
-                    "Process-syscall pairs of live processes, idle for 30 intervals, handed over from the per-process table (their figures counted) to keep half of it free.",
+                    "Process-syscall pairs of live processes, idle for 30 refreshes of the table, handed over from the per-process table (their figures counted) to keep half of it free.",
                     None,
                     MetricType::Counter,
                 )?
-                .encode_counter::<NoLabelSet, u64, u64>(&m.top_reclaimed, None)?;
+                .encode_counter::<NoLabelSet, u64, u64>(&t.reclaimed, None)?;
             for (name, help, value) in [
                 (
                     "syscost_top_pairs",
                     "Process-syscall pairs in the per-process table at its last refresh.",
-                    m.top_pairs.0,
+                    t.pairs,
                 ),
                 (
                     "syscost_top_pairs_capacity",
                     "Process-syscall pairs the per-process table holds at most (beyond, calls are dropped, counted in syscost_events_dropped_total).",
-                    m.top_pairs.1,
+                    t.capacity,
                 ),
             ] {
                 encoder
@@ -660,8 +670,11 @@ mod tests {
                 dropped: 3,
                 unpaired: 4,
                 switch_ins_unseen: 5,
-                top_reclaimed: 6,
-                top_pairs: (70, 128),
+            }),
+            table: Some(TableCounters {
+                reclaimed: 6,
+                pairs: 70,
+                capacity: 128,
             }),
             samples: None,
         };
@@ -698,6 +711,7 @@ mod tests {
             offcpu_tracked: true,
             slow: Vec::new(),
             machine: None,
+            table: None,
             samples: None,
             processes,
             bpf_run,

@@ -220,10 +220,17 @@ impl Metrics {
                 dropped: sum(syscost_engine::collector::Snapshot::dropped),
                 unpaired: sum(syscost_engine::collector::Snapshot::unpaired),
                 switch_ins_unseen: sum(syscost_engine::collector::Snapshot::switch_ins_unseen),
-                top_reclaimed: sample.top_reclaimed,
-                top_pairs: (sample.top_pairs.0 as u64, sample.top_pairs.1 as u64),
             }
         });
+        // The per-process table's occupancy (`--top`, `--cgroup --per-process`), once
+        // loaded.
+        let table = (self.top.is_some() && sample.top_pairs.1 > 0).then_some(
+            encode::TableCounters {
+                reclaimed: sample.top_reclaimed,
+                pairs: sample.top_pairs.0 as u64,
+                capacity: sample.top_pairs.1 as u64,
+            },
+        );
         Ok(Scrape {
             processes,
             bpf_run,
@@ -232,6 +239,7 @@ impl Metrics {
             offcpu_tracked: offcpu,
             slow,
             machine,
+            table,
             samples: Some(sample.seq),
         })
     }

@@ -124,6 +124,11 @@ impl Default for Namer {
 }
 
 impl Namer {
+    /// Frees what the symbolizer holds of objects closed since (call when idle).
+    pub fn tidy(&mut self) {
+        self.names.tidy();
+    }
+
     /// The call with its stacks unwound and named.
     pub fn name(&mut self, r: Received) -> SlowCall {
         SlowCall {
@@ -342,12 +347,7 @@ fn fdinfo_ino(info: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The `mnt_id:` of a /proc/PID/fdinfo/N text.
-fn fdinfo_mnt_id(info: &str) -> Option<u32> {
-    info.lines()
-        .find_map(|l| l.strip_prefix("mnt_id:"))
-        .and_then(|v| v.trim().parse().ok())
-}
+use super::maps::fdinfo_mnt_id;
 
 #[cfg(test)]
 mod tests {

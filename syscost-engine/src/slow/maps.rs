@@ -73,6 +73,8 @@ pub(crate) fn parse_maps(text: &str) -> Vec<MapsLine> {
 pub(crate) struct Mounts {
     /// (device, mount id, mount point) of each FUSE mount.
     fuse: Vec<(u64, u32, String)>,
+    /// (mount id, device) of every mount, by id.
+    devices: Vec<(u32, u64)>,
 }
 
 impl Mounts {
@@ -83,23 +85,38 @@ impl Mounts {
     }
 
     pub fn parse(text: &str) -> Self {
-        let fuse = text
-            .lines()
-            .filter_map(|line| {
-                let (mount, fs) = line.split_once(" - ")?;
-                let fstype = fs.split(' ').next()?;
-                if !is_fuse(fstype) {
-                    return None;
-                }
-                let mut f = mount.split(' ');
-                let id = f.next()?.parse().ok()?;
-                let (major, minor) = f.nth(1)?.split_once(':')?;
-                let dev = libc::makedev(major.parse().ok()?, minor.parse().ok()?);
-                let point = unescape(f.nth(1)?);
-                Some((dev, id, point))
-            })
-            .collect();
-        Self { fuse }
+        let mut fuse = Vec::new();
+        let mut devices = Vec::new();
+        for line in text.lines() {
+            let Some((mount, fs)) = line.split_once(" - ") else {
+                continue;
+            };
+            let mut f = mount.split(' ');
+            let Some(id) = f.next().and_then(|i| i.parse().ok()) else {
+                continue;
+            };
+            let Some(dev) = f.nth(1).and_then(|d| {
+                let (major, minor) = d.split_once(':')?;
+                Some(libc::makedev(major.parse().ok()?, minor.parse().ok()?))
+            }) else {
+                continue;
+            };
+            devices.push((id, dev));
+            if fs.split(' ').next().is_some_and(is_fuse)
+                && let Some(point) = f.nth(1)
+            {
+                fuse.push((dev, id, unescape(point)));
+            }
+        }
+        devices.sort_unstable();
+        Self { fuse, devices }
+    }
+
+    /// The device of mount `id` (its filesystem's, as /proc/PID/maps shows it, where
+    /// stat may show another: btrfs subvolumes), if the process sees that mount.
+    pub fn device_of(&self, id: u32) -> Option<u64> {
+        let i = self.devices.binary_search_by_key(&id, |&(m, _)| m).ok()?;
+        Some(self.devices[i].1)
     }
 
     /// Whether the filesystem of device `dev` is a FUSE one.
@@ -121,6 +138,20 @@ impl Mounts {
                     .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         })
     }
+}
+
+/// The mount id (`mnt_id:` of /proc/self/fdinfo) of a file syscost holds open: where it
+/// is, read from procfs without asking its filesystem anything.
+pub(crate) fn mount_of(file: &std::fs::File) -> Option<u32> {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+    fdinfo_mnt_id(&std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?)
+}
+
+/// The `mnt_id:` of a /proc/PID/fdinfo/N text.
+pub(crate) fn fdinfo_mnt_id(info: &str) -> Option<u32> {
+    info.lines()
+        .find_map(|l| l.strip_prefix("mnt_id:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 fn is_fuse(fstype: &str) -> bool {

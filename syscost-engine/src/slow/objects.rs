@@ -4,23 +4,29 @@
 //!
 //! - A mapped object is opened through `/proc/PID/map_files` (the kernel's own link to
 //!   the mapped file, whatever its path), else by its path inside the process's root
-//!   (`openat2` with `RESOLVE_IN_ROOT`, no magic links, the last component not a link),
-//!   always `O_NONBLOCK` (a FIFO or a device never stalls the open), and kept only when
-//!   `fstat` says it is a regular file with the device and inode the mapping has. A file
-//!   on a FUSE filesystem is never opened: its server, any user's process, decides when
-//!   an open returns.
+//!   (`openat2` with `RESOLVE_IN_ROOT`, no magic links, the last component not a link,
+//!   on a thread waited on for at most [`SEARCH_DEADLINE`]), always `O_NONBLOCK` (a FIFO
+//!   or a device never stalls the open), and kept only when `fstat` says it is a regular
+//!   file with the inode the mapping has (and its device, by stat or by its mount, when
+//!   opened by its path). A file on a FUSE filesystem, whose server (any user's process)
+//!   decides when an open or a read returns, is never read: the mapping's device, or a
+//!   FUSE mount its path lies under, refuses it before the open, and the mount the open
+//!   reached (`mnt_id` in procfs's fdinfo, which asks the filesystem nothing) after it.
 //! - Separate debug information is looked for only inside the process's root (the
 //!   build id under `/usr/lib/debug/.build-id`, the debug link beside the object, in its
 //!   `.debug` folder and under `/usr/lib/debug`), a debug link's name only when it is a
-//!   plain file name, with the same checks, on a thread of its own that syscost waits on
-//!   for at most [`SEARCH_DEADLINE`].
+//!   plain file name, with the same checks (its mount too), on a thread of its own that
+//!   syscost waits on for at most [`SEARCH_DEADLINE`].
 //! - The symbolizer (blazesym) is never handed a traced process's file: it maps what it
 //!   reads, and a file its owner truncates would fault syscost, and it follows debug
 //!   links by itself. It gets a sealed copy in memory (a memfd) of what naming needs
 //!   (headers, symbol and string tables, notes, DWARF), with the debug-link sections
 //!   renamed away and compressed DWARF decompressed within bounds (a section that claims
-//!   more than it holds, or zstd, is left out). Copies are bounded per object and in all
-//!   ([`SYMBOL_BUDGET`]); past the budget an object is named from its symbols alone.
+//!   more than it holds, or zstd, is left out). Each byte of the file is copied once
+//!   however many sections claim it, decompressed sections count by their size, and the
+//!   copies are bounded per object ([`MAX_DWARF`] of DWARF) and in all ([`SYMBOL_BUDGET`],
+//!   the symbolizer's caches made anew once closed objects' copies are freed): past the
+//!   budget an object is named from its symbols alone, or not at all.
 
 use std::{
     fs::File,
@@ -55,8 +61,11 @@ pub const SEARCH_DEADLINE: Duration = Duration::from_millis(500);
 /// Searches that did not end in time: past this many, no more are made.
 const STUCK_MAX: u32 = 4;
 
-/// Bytes of the copies alive.
+/// Bytes of the copies alive (those closed included until the symbolizer, which may
+/// still map them, is made anew).
 static SYMBOL_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes of the copies closed since the symbolizer was last made anew.
+static FREED: AtomicU64 = AtomicU64::new(0);
 /// Searches abandoned at their deadline.
 static STUCK: AtomicU32 = AtomicU32::new(0);
 
@@ -79,27 +88,45 @@ pub fn open_mapped(pid: u32, l: &MapsLine, mounts: Option<&Mounts>) -> Result<Fi
         "/proc/{pid}/map_files/{:x}-{:x}",
         l.range.start, l.range.end
     );
-    let file = match std::fs::OpenOptions::new()
+    let (file, by_map) = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(READ_FLAGS)
         .open(&by_map)
     {
-        Ok(f) => f,
+        Ok(f) => (f, true),
         Err(by_map_err) => {
             let Some(path) = l.live_path() else {
                 return Err(format!(
                     "cannot open {name}: deleted, and {by_map}: {by_map_err}"
                 ));
             };
+            if mounts.is_some_and(|m| m.fuse_path(path)) {
+                return Err(format!(
+                    "{name} is on a FUSE filesystem, whose server could stall syscost: not read"
+                ));
+            }
             let root = process_root(pid).map_err(|e| format!("cannot open {name}: {e}"))?;
-            in_root(&root, path).map_err(|e| format!("cannot open {name}: {e}"))?
+            // A link on the way may lead where a lookup stalls: on a thread of its own.
+            let path = path.to_string();
+            let f = within(SEARCH_DEADLINE, move || in_root(&root, &path))
+                .ok_or_else(|| format!("cannot open {name}: its path did not resolve in time"))?
+                .map_err(|e| format!("cannot open {name}: {e}"))?;
+            (f, false)
         }
     };
+    // Where it was opened from, asked of procfs: a link on the way may have led onto a
+    // FUSE filesystem that its path does not show.
+    let mount = mount_checked(&file, mounts).map_err(|why| format!("{name}: {why}"))?;
     let meta = file
         .metadata()
         .map_err(|e| format!("cannot read {name}: {e}"))?;
     use std::os::unix::fs::MetadataExt as _;
-    if !meta.file_type().is_file() || meta.dev() != dev || meta.ino() != l.inode {
+    // The device: stat's, or its mount's (stat shows another on btrfs subvolumes), or
+    // none to compare when the kernel's own link gave the file (an overlay shows its
+    // own device, the mapping its layer's).
+    let same_device =
+        by_map || meta.dev() == dev || mounts.and_then(|m| m.device_of(mount)) == Some(dev);
+    if !meta.file_type().is_file() || !same_device || meta.ino() != l.inode {
         return Err(format!("{name} is no longer the file mapped"));
     }
     if meta.len() > MAX_OBJECT {
@@ -109,6 +136,19 @@ pub fn open_mapped(pid: u32, l: &MapsLine, mounts: Option<&Mounts>) -> Result<Fi
         ));
     }
     Ok(file)
+}
+
+/// The mount of `file`, which must be one of the process's (`mounts`) and not FUSE.
+fn mount_checked(file: &File, mounts: Option<&Mounts>) -> Result<u32, &'static str> {
+    let mount = super::maps::mount_of(file).ok_or("its mount does not read")?;
+    match mounts {
+        None => Err("the process's mounts do not read"),
+        Some(m) if m.fuse_mount(mount) => {
+            Err("on a FUSE filesystem, whose server could stall syscost: not read")
+        }
+        Some(m) if m.device_of(mount).is_none() => Err("on a mount the process does not see"),
+        Some(_) => Ok(mount),
+    }
 }
 
 /// Process `pid`'s root directory, for paths as the process sees them.
@@ -231,6 +271,7 @@ pub fn find_debug_file(
                 return None;
             }
             let file = in_root(&root, &candidate).ok()?;
+            mount_checked(&file, mounts.as_deref()).ok()?;
             let meta = file.metadata().ok()?;
             if !meta.file_type().is_file() || meta.len() > MAX_OBJECT {
                 return None;
@@ -288,8 +329,20 @@ pub struct SymbolFile {
 
 impl Drop for SymbolFile {
     fn drop(&mut self) {
-        SYMBOL_BYTES.fetch_sub(self.bytes, Ordering::Relaxed);
+        // Still counted: the symbolizer may map it until it is made anew.
+        FREED.fetch_add(self.bytes, Ordering::Relaxed);
     }
+}
+
+/// Bytes of the copies closed while the symbolizer could still hold them.
+pub fn freed_bytes() -> u64 {
+    FREED.load(Ordering::Relaxed)
+}
+
+/// Call once the symbolizer that may have read the closed copies is gone: their bytes
+/// stop counting.
+pub fn release_freed() {
+    SYMBOL_BYTES.fetch_sub(FREED.swap(0, Ordering::Relaxed), Ordering::Relaxed);
 }
 
 impl SymbolFile {
@@ -302,7 +355,7 @@ impl SymbolFile {
     }
 }
 
-/// Bytes of the copies for the symbolizer alive now.
+/// Bytes of the copies for the symbolizer alive now, or held by it.
 pub fn symbol_bytes() -> u64 {
     SYMBOL_BYTES.load(Ordering::Relaxed)
 }
@@ -431,24 +484,90 @@ fn copy_elf<Elf: FileHeader<Endian = Endianness>>(
     let shentsize = u64::from(header.e_shentsize(endian));
     let is_debug = |name: &[u8]| name.starts_with(b".debug_") || name.starts_with(b".zdebug_");
 
-    // What the object's DWARF would take, decompressed: copied whole or not at all.
-    let mut dwarf_bytes = 0u64;
+    // The plan, before anything is copied: the byte ranges of the file the copy needs
+    // (each byte copied once, however many sections claim it: the copy is never larger
+    // than the file), apart from the DWARF's and the compressed sections' (decompressed:
+    // their claimed sizes), which are copied whole or not at all.
+    enum Part {
+        Skip,
+        Hide,
+        Base(u64, u64),
+        Extra(u64, u64),
+        Compressed(u64),
+    }
+    let mut parts = Vec::with_capacity(table.len());
     for sh in table.iter() {
         let name = table.section_name(endian, sh).unwrap_or_default();
-        if !is_debug(name) || sh.sh_type(endian) == elf::SHT_NOBITS {
-            continue;
-        }
-        let len = match sh.compression(endian, cache) {
-            Ok(Some((ch, _, _))) => {
-                use object::read::elf::CompressionHeader as _;
-                ch.ch_size(endian).into()
+        let sh_type = sh.sh_type(endian);
+        let flags: u64 = sh.sh_flags(endian).into();
+        let wanted = matches!(
+            sh_type,
+            elf::SHT_SYMTAB | elf::SHT_DYNSYM | elf::SHT_STRTAB | elf::SHT_NOTE
+        ) || flags & u64::from(elf::SHF_ALLOC) == 0;
+        parts.push(if LINKS.contains(&name) {
+            Part::Hide
+        } else if sh_type == elf::SHT_NOBITS || !wanted {
+            Part::Skip
+        } else if flags & u64::from(elf::SHF_COMPRESSED) != 0 {
+            match sh.compression(endian, cache) {
+                Ok(Some((ch, _, _))) => {
+                    use object::read::elf::CompressionHeader as _;
+                    Part::Compressed(ch.ch_size(endian).into())
+                }
+                _ => Part::Hide,
             }
-            _ => sh.sh_size(endian).into(),
-        };
-        dwarf_bytes = dwarf_bytes.saturating_add(len);
+        } else {
+            let (off, len) = sh.file_range(endian).unwrap_or((0, 0));
+            if is_debug(name) {
+                Part::Extra(off, len)
+            } else {
+                Part::Base(off, len)
+            }
+        });
     }
-    let dwarf =
-        dwarf_bytes <= MAX_DWARF && symbol_bytes().saturating_add(dwarf_bytes) <= SYMBOL_BUDGET;
+    let phoff: u64 = header.e_phoff(endian).into();
+    let mut base: Vec<(u64, u64)> = vec![
+        (0, std::mem::size_of::<Elf>() as u64),
+        (
+            phoff,
+            u64::from(header.e_phentsize(endian)) * u64::from(header.e_phnum(endian)),
+        ),
+        (shoff, shentsize.saturating_mul(table.len() as u64)),
+    ];
+    let mut extra: Vec<(u64, u64)> = Vec::new();
+    let mut compressed = 0u64;
+    for p in &parts {
+        match *p {
+            Part::Base(off, len) => base.push((off, len)),
+            Part::Extra(off, len) => extra.push((off, len)),
+            Part::Compressed(n) => compressed = compressed.saturating_add(n),
+            Part::Skip | Part::Hide => {}
+        }
+    }
+    let base = merged(base, size);
+    let base_bytes: u64 = base.iter().map(|(a, b)| b - a).sum();
+    if symbol_bytes().saturating_add(base_bytes) > SYMBOL_BUDGET {
+        return Err(format!(
+            "the copies for naming already take {} MiB of {}: not copied",
+            symbol_bytes() >> 20,
+            SYMBOL_BUDGET >> 20
+        ));
+    }
+    let with_extra = merged(
+        base.iter().map(|&(a, b)| (a, b - a)).chain(extra).collect(),
+        size,
+    );
+    let extra_bytes = with_extra
+        .iter()
+        .map(|(a, b)| b - a)
+        .sum::<u64>()
+        .saturating_sub(base_bytes)
+        .saturating_add(compressed);
+    let dwarf = extra_bytes <= MAX_DWARF
+        && symbol_bytes()
+            .saturating_add(base_bytes)
+            .saturating_add(extra_bytes)
+            <= SYMBOL_BUDGET;
 
     let memfd = rustix::fs::memfd_create(
         "syscost-symbols",
@@ -464,13 +583,9 @@ fn copy_elf<Elf: FileHeader<Endian = Endianness>>(
         size,
         bytes: 0,
     };
-    c.range(0, std::mem::size_of::<Elf>() as u64)?;
-    let phoff: u64 = header.e_phoff(endian).into();
-    c.range(
-        phoff,
-        u64::from(header.e_phentsize(endian)) * u64::from(header.e_phnum(endian)),
-    )?;
-    c.range(shoff, shentsize.saturating_mul(table.len() as u64))?;
+    for &(from, to) in if dwarf { &with_extra } else { &base } {
+        c.range(from, to - from)?;
+    }
     // Changes to the copy's headers and names, made once every range is copied (a
     // range copied after would undo them).
     let mut patches: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -491,52 +606,36 @@ fn copy_elf<Elf: FileHeader<Endian = Endianness>>(
     };
     // Decompressed sections go after the file's end.
     let mut end = size.next_multiple_of(8);
-    for (index, sh) in table.iter().enumerate() {
-        let name = table.section_name(endian, sh).unwrap_or_default();
-        let sh_type = sh.sh_type(endian);
-        let flags: u64 = sh.sh_flags(endian).into();
-        if LINKS.contains(&name) {
-            hide(&mut patches, sh);
-            continue;
-        }
-        if sh_type == elf::SHT_NOBITS {
-            continue;
-        }
-        let debug = is_debug(name);
-        let wanted = matches!(
-            sh_type,
-            elf::SHT_SYMTAB | elf::SHT_DYNSYM | elf::SHT_STRTAB | elf::SHT_NOTE
-        ) || flags & u64::from(elf::SHF_ALLOC) == 0;
-        if !wanted {
-            continue;
-        }
-        if debug && !dwarf {
-            hide(&mut patches, sh);
-            continue;
-        }
-        if flags & u64::from(elf::SHF_COMPRESSED) != 0 {
-            match decompress::<Elf>(sh, endian, cache) {
-                Some(data)
-                    if is_64 || end.saturating_add(data.len() as u64) <= u64::from(u32::MAX) =>
-                {
-                    c.write(end, &data)?;
-                    c.bytes += data.len() as u64;
-                    set_field(
-                        &mut patches,
-                        index,
-                        "flags",
-                        flags & !u64::from(elf::SHF_COMPRESSED),
-                    );
-                    set_field(&mut patches, index, "offset", end);
-                    set_field(&mut patches, index, "size", data.len() as u64);
-                    end = (end + data.len() as u64).next_multiple_of(8);
+    for (index, (sh, part)) in table.iter().zip(&parts).enumerate() {
+        match part {
+            Part::Skip | Part::Base(..) => {}
+            Part::Hide => hide(&mut patches, sh),
+            Part::Extra(..) if !dwarf => hide(&mut patches, sh),
+            Part::Extra(..) => {}
+            Part::Compressed(_) if !dwarf => hide(&mut patches, sh),
+            Part::Compressed(_) => {
+                let flags: u64 = sh.sh_flags(endian).into();
+                match decompress::<Elf>(sh, endian, cache) {
+                    Some(data)
+                        if is_64
+                            || end.saturating_add(data.len() as u64) <= u64::from(u32::MAX) =>
+                    {
+                        c.write(end, &data)?;
+                        c.bytes += data.len() as u64;
+                        set_field(
+                            &mut patches,
+                            index,
+                            "flags",
+                            flags & !u64::from(elf::SHF_COMPRESSED),
+                        );
+                        set_field(&mut patches, index, "offset", end);
+                        set_field(&mut patches, index, "size", data.len() as u64);
+                        end = (end + data.len() as u64).next_multiple_of(8);
+                    }
+                    _ => hide(&mut patches, sh),
                 }
-                _ => hide(&mut patches, sh),
             }
-            continue;
         }
-        let (off, len) = sh.file_range(endian).unwrap_or((0, 0));
-        c.range(off, len)?;
     }
     for (at, bytes) in patches {
         c.write(at, &bytes)?;
@@ -577,6 +676,25 @@ fn copy_elf<Elf: FileHeader<Endian = Endianness>>(
         bytes,
         loads,
     })
+}
+
+/// Ranges given as (offset, length), clipped to `size`, as sorted, disjoint
+/// (start, end) ranges covering the same bytes.
+fn merged(ranges: Vec<(u64, u64)>, size: u64) -> Vec<(u64, u64)> {
+    let mut r: Vec<(u64, u64)> = ranges
+        .into_iter()
+        .map(|(off, len)| (off.min(size), off.saturating_add(len).min(size)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    r.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
+    for (a, b) in r {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
 }
 
 /// A compressed section's data, decompressed: zlib only, and only when it holds exactly

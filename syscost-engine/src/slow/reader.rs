@@ -144,8 +144,17 @@ impl Reader {
             // received first, while their processes live, and named after.
             set_nice(10);
             let mut namer = Namer::default();
-            // Ends when the receiver has ended and everything it sent is named.
-            for (r, flags, key) in rx {
+            // Ends when the receiver has ended and everything it sent is named; idle for
+            // a second, it frees what the symbolizer holds of closed objects.
+            loop {
+                let (r, flags, key) = match rx.recv_timeout(Duration::from_secs(1)) {
+                    Ok(m) => m,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        namer.tidy();
+                        continue;
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                };
                 let c = namer.name(r);
                 named.fetch_add(1, Ordering::Relaxed);
                 if flags & slow_flags::STACK_SAMPLE != 0 {

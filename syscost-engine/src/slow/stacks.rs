@@ -616,16 +616,34 @@ fn symbolizer() -> Symbolizer {
 }
 
 impl Names {
+    /// The symbolizer made anew: what it held of closed objects' copies is freed.
+    fn renew(&mut self) {
+        self.closed_at = CLOSED.load(Ordering::Relaxed);
+        self.symbolizer = symbolizer();
+        self.named.borrow_mut().clear();
+        objects::release_freed();
+    }
+
+    /// Call when no call waits to be named: the symbolizer is made anew if objects were
+    /// closed since it was made, so that their copies do not stay in its caches.
+    pub fn tidy(&mut self) {
+        if CLOSED.load(Ordering::Relaxed) > self.closed_at || objects::freed_bytes() > 0 {
+            self.renew();
+        }
+    }
+
     /// A captured call's stack: the longer of the frame-pointer walk `fp` (innermost
     /// first) and the unwind of `copy`, named where it can be, each unnamed frame saying
     /// why. A fault in the unwinder or the symbolizer (a file crafted to break them)
     /// costs that call its names, not the naming thread.
     pub fn stack(&mut self, u: &Captured, fp: &[u64], copy: Option<&StackCopy>) -> Vec<Frame> {
-        let closed = CLOSED.load(Ordering::Relaxed);
-        if closed.saturating_sub(self.closed_at) >= RENEW_AFTER {
-            self.symbolizer = symbolizer();
-            self.named.borrow_mut().clear();
-            self.closed_at = closed;
+        if CLOSED
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.closed_at)
+            >= RENEW_AFTER
+            || objects::freed_bytes() > objects::SYMBOL_BUDGET / 4
+        {
+            self.renew();
         }
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let dwarf = match (copy, &u.process) {
@@ -641,9 +659,8 @@ impl Names {
         }));
         attempt.unwrap_or_else(|_| {
             // What the unwinder or symbolizer held may be inconsistent: made anew.
-            self.symbolizer = symbolizer();
+            self.renew();
             self.cache = Cache::new();
-            self.named.borrow_mut().clear();
             fp.iter()
                 .map(|&addr| Frame {
                     addr,

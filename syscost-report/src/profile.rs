@@ -377,8 +377,7 @@ impl Profile {
                 crate::units::counted(
                     self.processes
                         .iter()
-                        .map(|p| p.summed.max(1) as usize)
-                        .sum(),
+                        .fold(0usize, |n, p| n.saturating_add(p.summed.max(1) as usize)),
                     "process",
                     "processes"
                 )

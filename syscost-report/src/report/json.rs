@@ -166,8 +166,15 @@ fn overflow(what: &str, whose: &str, field: &str) -> anyhow::Error {
 /// cgroup, of the processes `--process` picks) does. `what` begins each error.
 fn check_processes(processes: &[ProcessTotals], what: &str) -> Result<()> {
     let mut all = [0u64; 4];
+    let mut count = 0u64;
     for p in processes {
         let bad = |e: &str| anyhow!("{what}: process {}: {e}", p.pid);
+        if p.summed > 0 && (p.pid != 0 || !p.exited) {
+            return Err(bad("summed is for a row of exited processes (pid 0) only"));
+        }
+        count = count
+            .checked_add(p.summed.max(1))
+            .ok_or_else(|| overflow(what, "the processes'", "summed"))?;
         let too_big = || bad("its syscalls' figures overflow");
         let mut sums = [0u64; 4];
         for s in &p.syscalls {
@@ -409,6 +416,28 @@ mod tests {
         assert!(
             with(&|v| v["extra"] = Value::from(1))
                 .starts_with("not a valid syscost top file: unknown field `extra`")
+        );
+        // `summed`: rows of exited processes (pid 0) only, and their count within u64
+        // (it was summed unchecked by the table's header).
+        assert_eq!(
+            with(&|v| v["processes"][1]["summed"] = Value::from(2)),
+            "corrupt top file: process 11: summed is for a row of exited processes (pid 0) only"
+        );
+        let folded = |v: &mut Value| {
+            for i in 0..2 {
+                v["processes"][i]["pid"] = Value::from(0);
+                v["processes"][i]["summed"] = Value::from(1u64 << 63);
+            }
+        };
+        assert!(with(&folded).contains("summed"), "{}", with(&folded));
+        let mut v = serde_json::to_value(top_doc()).unwrap();
+        v["processes"][0]["pid"] = Value::from(0);
+        v["processes"][0]["summed"] = Value::from(u64::MAX - 3);
+        let p = parse(serde_json::to_string(&v).unwrap().as_bytes()).unwrap();
+        let table = crate::report::strace_table::render(&p, &Default::default());
+        assert!(
+            table.contains("summed over 18446744073709551614 processes"),
+            "{table}"
         );
     }
 

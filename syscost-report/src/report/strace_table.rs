@@ -503,7 +503,9 @@ fn trailer(
         push(format!(
             "syscost: summed over {}: calls, errors and time per syscall, without an errno split or latency distribution",
             crate::units::counted(
-                all.processes.iter().map(|p| p.summed.max(1) as usize).sum(),
+                all.processes
+                    .iter()
+                    .fold(0usize, |n, p| n.saturating_add(p.summed.max(1) as usize)),
                 "process",
                 "processes"
             )

@@ -177,7 +177,9 @@ fn shown(rows: &[ProcessRow], sort: TopSort, n: usize) -> (Vec<ProcessRow>, u64)
     sort_rows(&mut rows, sort);
     // The processes of the rows left out (a row may sum many exited ones).
     let more = if n > 0 && rows.len() > n {
-        rows[n..].iter().map(ProcessRow::processes).sum()
+        rows[n..]
+            .iter()
+            .fold(0u64, |n, r| n.saturating_add(r.processes()))
     } else {
         0
     };
@@ -272,7 +274,9 @@ pub fn render_totals(
 ) -> String {
     let (shown_rows, more) = shown(rows, sort, n);
     let calls: u64 = rows.iter().map(|r| r.calls()).sum();
-    let processes: u64 = rows.iter().map(ProcessRow::processes).sum();
+    let processes = rows
+        .iter()
+        .fold(0u64, |n, r| n.saturating_add(r.processes()));
     let mut out = format!(
         "{title}: {} made {calls} syscalls in {secs:.1} s; dropped {dropped}\n",
         crate::units::counted(processes as usize, "process", "processes")

@@ -265,6 +265,7 @@ impl Session {
         // The tests' way to make the end hang (debug builds only).
         #[cfg(debug_assertions)]
         if std::env::var("SYSCOST_TEST_FAULT").is_ok_and(|f| f == "hang-finish") {
+            eprintln!("syscost: test fault: the end hangs");
             loop {
                 std::thread::park();
             }

@@ -52,8 +52,9 @@ fn attach_ended_by_any_signal_unloads_and_spares_the_target() {
 }
 
 /// An end that hangs (`SYSCOST_TEST_FAULT=hang-finish`, debug builds: the end stops
-/// after it began): a second signal ends syscost at once, with a line that says so and
-/// the status of a death by that signal, nothing left loaded, the target unharmed.
+/// after it began, and says so): a second signal ends syscost at once, with a line that
+/// says so and the status of a death by that signal, nothing left loaded, the target
+/// unharmed.
 #[test]
 fn a_second_signal_ends_a_hung_end_at_once() {
     let Some(t) = root_test!() else {
@@ -67,9 +68,40 @@ fn a_second_signal_ends_a_hung_end_at_once() {
             .stdout(Stdio::null()),
     );
     assert!(first.starts_with("syscost: tracing process"), "{first}");
-    // One stops it and it starts to finish, the other comes while it finishes or just
-    // before (two numbers: both are delivered; which is handled first depends on how the
-    // kernel stacks their handlers).
+    // One stops it, and it hangs in its end; the second ends it.
+    signal(&tracer, libc::SIGINT);
+    err.until("the end to hang", |l| {
+        l == "syscost: test fault: the end hangs"
+    });
+    signal(&tracer, libc::SIGTERM);
+    let said = err.until("the line of the end at once", |l| {
+        l.starts_with("syscost: ended at once")
+    });
+    assert!(said.contains("no report"), "{said}");
+    let mut tracer = tracer;
+    assert_eq!(tracer.wait_exit().code(), Some(128 + libc::SIGTERM));
+    assert_eq!(t.wait_for_unload(), Vec::<String>::new());
+    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(work.wait_exit().success(), "the target");
+}
+
+/// `run`, whose command has ended, hangs in its end: the signals that `run` passed on
+/// to its command count from then on, and the second ends syscost at once.
+#[test]
+fn a_second_signal_ends_a_hung_end_of_run_at_once() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let (tracer, first, mut err) = started(
+        syscost()
+            .env("SYSCOST_TEST_FAULT", "hang-finish")
+            .args(["run", "--", "true"])
+            .stdout(Stdio::null()),
+    );
+    let hung = |l: &str| l == "syscost: test fault: the end hangs";
+    if !hung(&first) {
+        err.until("the end to hang", hung);
+    }
     signal(&tracer, libc::SIGINT);
     signal(&tracer, libc::SIGTERM);
     let said = err.until("the line of the end at once", |l| {
@@ -83,8 +115,6 @@ fn a_second_signal_ends_a_hung_end_at_once() {
         "status {code:?}"
     );
     assert_eq!(t.wait_for_unload(), Vec::<String>::new());
-    writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
-    assert!(work.wait_exit().success(), "the target");
 }
 
 /// Waits until `parent`'s first child runs a program whose comm starts with `comm`.

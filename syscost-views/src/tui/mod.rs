@@ -231,8 +231,8 @@ impl TestFault {
         Self(fault)
     }
 
-    /// `deaf`: the view does not end at a signal (a view that hangs), for the tests that
-    /// a second signal ends syscost at once.
+    /// `deaf`: the view hangs at a signal (and says so on the screen), for the tests
+    /// that a second signal ends syscost at once.
     fn deaf(&self) -> bool {
         self.0.as_ref().is_some_and(|(how, _)| how == "deaf")
     }
@@ -249,6 +249,8 @@ impl TestFault {
             Some((how, Some(at))) if Instant::now() >= *at => match how.as_str() {
                 "panic" => panic!("SYSCOST_TEST_FAULT=panic"),
                 "error" => anyhow::bail!("SYSCOST_TEST_FAULT=error: the view failed on purpose"),
+                // Not a timed fault: it stays until the signal.
+                "deaf" => Ok(()),
                 _ => {
                     self.0 = None;
                     Ok(())
@@ -348,11 +350,15 @@ pub fn live_with(
         }
         fault.fire()?;
         let now = Instant::now();
+        // The tests' hung view: it says so on the screen and never ends by itself.
+        if screen.stop.stopped() && fault.deaf() {
+            eprint!("\r\nsyscost: test fault: the view hangs\r\n");
+            loop {
+                std::thread::park();
+            }
+        }
         // The screen's fields apart: `terminal` is borrowed for drawing.
-        if (screen.stop.stopped() && !fault.deaf())
-            || terminal_hung_up()
-            || deadline.is_some_and(|d| now >= d)
-        {
+        if screen.stop.stopped() || terminal_hung_up() || deadline.is_some_and(|d| now >= d) {
             break;
         }
         match input.recv_timeout(Duration::from_millis(50)) {

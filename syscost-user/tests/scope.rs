@@ -804,9 +804,8 @@ fn idle_pairs_make_room_for_the_busy() {
         },
     );
     const CALLS: u64 = 20_000;
-    let (mut work, mut out) = ready(&mut cg.run_inside(&format!(
-        "--wait-stdin --hold getppid {CALLS}"
-    )));
+    let (mut work, mut out) =
+        ready(&mut cg.run_inside(&format!("--wait-stdin --hold getppid {CALLS}")));
     writeln!(work.stdin.as_mut().unwrap()).unwrap();
     assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
     assert_eq!(out.next().unwrap().unwrap(), "done");

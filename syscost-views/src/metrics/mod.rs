@@ -224,13 +224,12 @@ impl Metrics {
         });
         // The per-process table's occupancy (`--top`, `--cgroup --per-process`), once
         // loaded.
-        let table = (self.top.is_some() && sample.top_pairs.1 > 0).then_some(
-            encode::TableCounters {
+        let table =
+            (self.top.is_some() && sample.top_pairs.1 > 0).then_some(encode::TableCounters {
                 reclaimed: sample.top_reclaimed,
                 pairs: sample.top_pairs.0 as u64,
                 capacity: sample.top_pairs.1 as u64,
-            },
-        );
+            });
         Ok(Scrape {
             processes,
             bpf_run,

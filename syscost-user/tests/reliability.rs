@@ -74,13 +74,10 @@ fn a_second_signal_ends_a_hung_end_at_once() {
         l == "syscost: test fault: the end hangs"
     });
     signal(&tracer, libc::SIGTERM);
-    let said = err.until("the line of the end at once", |l| {
-        l.starts_with("syscost: ended at once")
-    });
-    assert!(said.contains("no report"), "{said}");
-    let mut tracer = tracer;
-    assert_eq!(tracer.wait_exit().code(), Some(128 + libc::SIGTERM));
-    assert_eq!(t.wait_for_unload(), Vec::<String>::new());
+    assert_eq!(
+        ended_at_once(&t, tracer, &mut err),
+        Some(128 + libc::SIGTERM)
+    );
     writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
     assert!(work.wait_exit().success(), "the target");
 }
@@ -104,17 +101,23 @@ fn a_second_signal_ends_a_hung_end_of_run_at_once() {
     }
     signal(&tracer, libc::SIGINT);
     signal(&tracer, libc::SIGTERM);
-    let said = err.until("the line of the end at once", |l| {
-        l.starts_with("syscost: ended at once")
-    });
-    assert!(said.contains("no report"), "{said}");
-    let mut tracer = tracer;
-    let code = tracer.wait_exit().code();
+    let code = ended_at_once(&t, tracer, &mut err);
     assert!(
         [Some(128 + libc::SIGINT), Some(128 + libc::SIGTERM)].contains(&code),
         "status {code:?}"
     );
+}
+
+/// syscost, told twice, says it ended at once without a report and leaves nothing
+/// loaded: its exit status.
+fn ended_at_once(t: &RootTest, mut tracer: Reaped, err: &mut StderrLines) -> Option<i32> {
+    let said = err.until("the line of the end at once", |l| {
+        l.starts_with("syscost: ended at once")
+    });
+    assert!(said.contains("no report"), "{said}");
+    let code = tracer.wait_exit().code();
     assert_eq!(t.wait_for_unload(), Vec::<String>::new());
+    code
 }
 
 /// Waits until `parent`'s first child runs a program whose comm starts with `comm`.

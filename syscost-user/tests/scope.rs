@@ -784,19 +784,14 @@ fn idle_pairs_make_room_for_the_busy() {
     let idle: Vec<_> = (0..8)
         .map(|_| ready(&mut cg.run_inside("--wait-stdin getppid 1")))
         .collect();
-    let value = |text: &str, family: &str| -> Option<f64> {
-        text.lines()
-            .find_map(|l| l.strip_prefix(family)?.strip_prefix(' '))
-            .and_then(|v| v.trim().parse().ok())
-    };
     wait_until(
         "idle pairs handed over, the table half full",
         PATIENCE,
         Duration::from_millis(100),
         || {
             let text = scrape_text(&addr);
-            let reclaimed = value(&text, "syscost_top_pairs_reclaimed_total");
-            let pairs = value(&text, "syscost_top_pairs");
+            let reclaimed = unlabelled(&text, "syscost_top_pairs_reclaimed_total");
+            let pairs = unlabelled(&text, "syscost_top_pairs");
             match (reclaimed, pairs) {
                 (Some(r), Some(p)) if r > 0.0 && p <= 64.0 => Ok(()),
                 _ => Err(format!(": reclaimed {reclaimed:?}, pairs in use {pairs:?}")),

@@ -303,6 +303,9 @@ struct Known {
     /// call reads them again (the libraries are mapped by then).
     at_exec: bool,
     process: Arc<Process>,
+    /// Found exited at the last prune: forgotten at the next, once the calls it made
+    /// before its exit, still in the ring then, have been received.
+    gone: bool,
 }
 
 /// What was kept of a process as its call arrived, for its stack to be unwound and
@@ -437,15 +440,19 @@ impl Stacks {
             .min()
     }
 
-    /// Forgets the processes that have exited: an object no process (and no call waiting
-    /// to be named) holds any more is closed.
+    /// Forgets the processes found exited at the previous prune (a call received in
+    /// between still finds its mappings): an object no process (and no call waiting to
+    /// be named) holds any more is closed.
     fn prune(&mut self) {
-        let gone: Vec<u32> = self
-            .processes
-            .keys()
-            .copied()
-            .filter(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
-            .collect();
+        let mut gone = Vec::new();
+        for (pid, k) in &mut self.processes {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                if k.gone {
+                    gone.push(*pid);
+                }
+                k.gone = true;
+            }
+        }
         for pid in &gone {
             self.processes.remove(pid);
         }
@@ -502,6 +509,7 @@ impl Stacks {
                 mappings,
                 unwinder: OnceLock::new(),
             }),
+            gone: false,
         };
         if self.processes.insert(pid, known).is_none() {
             self.order.push_back(pid);

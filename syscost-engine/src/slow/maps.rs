@@ -69,7 +69,7 @@ pub(crate) fn parse_maps(text: &str) -> Vec<MapsLine> {
 /// The mounts a process sees (`/proc/PID/mountinfo`), as far as syscost needs them: which
 /// are FUSE filesystems, whose server (any user's process) decides when an open, a stat
 /// or a lookup in them returns. syscost never waits on one.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Mounts {
     /// (device, mount id, mount point) of each FUSE mount.
     fuse: Vec<(u64, u32, String)>,
@@ -142,8 +142,8 @@ impl Mounts {
 
 /// The mount id (`mnt_id:` of /proc/self/fdinfo) of a file syscost holds open: where it
 /// is, read from procfs without asking its filesystem anything.
-pub(crate) fn mount_of(file: &std::fs::File) -> Option<u32> {
-    let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+pub(crate) fn mount_of(file: &impl std::os::fd::AsRawFd) -> Option<u32> {
+    let fd = file.as_raw_fd();
     fdinfo_mnt_id(&std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?)
 }
 

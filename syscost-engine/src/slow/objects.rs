@@ -5,13 +5,17 @@
 //! - A mapped object is opened through `/proc/PID/map_files` (the kernel's own link to
 //!   the mapped file, whatever its path), else by its path inside the process's root
 //!   (`openat2` with `RESOLVE_IN_ROOT`, no magic links, the last component not a link,
-//!   on a thread waited on for at most [`SEARCH_DEADLINE`]), always `O_NONBLOCK` (a FIFO
-//!   or a device never stalls the open), and kept only when `fstat` says it is a regular
-//!   file with the inode the mapping has (and its device, by stat or by its mount, when
-//!   opened by its path). A file on a FUSE filesystem, whose server (any user's process)
-//!   decides when an open or a read returns, is never read: the mapping's device, or a
-//!   FUSE mount its path lies under, refuses it before the open, and the mount the open
-//!   reached (`mnt_id` in procfs's fdinfo, which asks the filesystem nothing) after it.
+//!   on a thread waited on for at most [`SEARCH_DEADLINE`]). Either way it is first
+//!   opened as a path alone (`O_PATH`: no device's driver, FIFO's partner or
+//!   filesystem's open is asked anything, wherever a folder replaced by a link led), and
+//!   opened for reading (`O_NONBLOCK`, through that descriptor, so the same inode) only
+//!   once `fstat` says it is a regular file and procfs that it lies on one of the
+//!   process's mounts; it is kept when it has the inode the mapping has (and its device,
+//!   by stat or by its mount, when opened by its path). A file on a FUSE filesystem,
+//!   whose server (any user's process) decides when an open or a read returns, is never
+//!   opened: the mapping's device, or a FUSE mount its path lies under, refuses it
+//!   before the lookup, and the mount the lookup reached (`mnt_id` in procfs's fdinfo,
+//!   which asks the filesystem nothing) before the open.
 //! - Separate debug information is looked for only inside the process's root (the
 //!   build id under `/usr/lib/debug/.build-id`, the debug link beside the object, in its
 //!   `.debug` folder and under `/usr/lib/debug`), a debug link's name only when it is a
@@ -46,7 +50,10 @@ use object::{
     read::elf::{ElfFile, FileHeader, SectionHeader as _},
 };
 
-use super::maps::{MapsLine, Mounts};
+use super::{
+    bounded::{Bounded, READ_BUDGET},
+    maps::{MapsLine, Mounts},
+};
 
 /// Objects larger than this are not read.
 const MAX_OBJECT: u64 = 4 << 30;
@@ -83,17 +90,21 @@ pub fn open_mapped(pid: u32, l: &MapsLine, mounts: Option<&Mounts>) -> Result<Fi
         ));
     }
     // The kernel's link to the mapped file (root, or CAP_CHECKPOINT_RESTORE): not a path
-    // walk, so it is followed (O_NOFOLLOW would refuse the link itself).
+    // walk, so it is followed (O_NOFOLLOW would refuse the link itself); as a path alone
+    // (O_PATH), the file opened for reading only once checked.
     let by_map = format!(
         "/proc/{pid}/map_files/{:x}-{:x}",
         l.range.start, l.range.end
     );
     let (file, by_map) = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(READ_FLAGS)
+        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
         .open(&by_map)
     {
-        Ok(f) => (f, true),
+        Ok(f) => (
+            reopened(OwnedFd::from(f), mounts).map_err(|why| format!("{name}: {why}"))?,
+            true,
+        ),
         Err(by_map_err) => {
             let Some(path) = l.live_path() else {
                 return Err(format!(
@@ -108,15 +119,16 @@ pub fn open_mapped(pid: u32, l: &MapsLine, mounts: Option<&Mounts>) -> Result<Fi
             let root = process_root(pid).map_err(|e| format!("cannot open {name}: {e}"))?;
             // A link on the way may lead where a lookup stalls: on a thread of its own.
             let path = path.to_string();
-            let f = within(SEARCH_DEADLINE, move || in_root(&root, &path))
-                .ok_or_else(|| format!("cannot open {name}: its path did not resolve in time"))?
-                .map_err(|e| format!("cannot open {name}: {e}"))?;
+            let mounts = mounts.cloned();
+            let f = within(SEARCH_DEADLINE, move || {
+                in_root(&root, &path, mounts.as_ref())
+            })
+            .ok_or_else(|| format!("cannot open {name}: its path did not resolve in time"))?
+            .map_err(|e| format!("cannot open {name}: {e}"))?;
             (f, false)
         }
     };
-    // Where it was opened from, asked of procfs: a link on the way may have led onto a
-    // FUSE filesystem that its path does not show.
-    let mount = mount_checked(&file, mounts).map_err(|why| format!("{name}: {why}"))?;
+    let (file, mount) = file;
     let meta = file
         .metadata()
         .map_err(|e| format!("cannot read {name}: {e}"))?;
@@ -139,7 +151,10 @@ pub fn open_mapped(pid: u32, l: &MapsLine, mounts: Option<&Mounts>) -> Result<Fi
 }
 
 /// The mount of `file`, which must be one of the process's (`mounts`) and not FUSE.
-fn mount_checked(file: &File, mounts: Option<&Mounts>) -> Result<u32, &'static str> {
+fn mount_checked(
+    file: &impl std::os::fd::AsRawFd,
+    mounts: Option<&Mounts>,
+) -> Result<u32, &'static str> {
     let mount = super::maps::mount_of(file).ok_or("its mount does not read")?;
     match mounts {
         None => Err("the process's mounts do not read"),
@@ -161,17 +176,41 @@ pub fn process_root(pid: u32) -> std::io::Result<OwnedFd> {
 }
 
 /// Opens `path` (absolute, as the process sees it) inside `root`: symbolic links are
-/// resolved inside it, never a magic link, never the last component, never blocking.
-fn in_root(root: &OwnedFd, path: &str) -> std::io::Result<File> {
+/// resolved inside it, never a magic link, never the last component; then as
+/// [`reopened`] says. The file and its mount.
+fn in_root(root: &OwnedFd, path: &str, mounts: Option<&Mounts>) -> Result<(File, u32), String> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     let fd = rustix::fs::openat2(
         root.as_fd(),
         path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
         ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
-    )?;
-    Ok(File::from(fd))
+    )
+    .map_err(|e| std::io::Error::from(e).to_string())?;
+    reopened(fd, mounts)
+}
+
+/// The file `path` names (a descriptor opened `O_PATH`: the file itself not opened, so
+/// no device's driver, FIFO's partner or FUSE server was asked anything), opened for
+/// reading, never blocking, once `fstat` says it is a regular file and procfs that it
+/// lies on one of the process's mounts (`mounts`), not a FUSE one: a link met on the
+/// way (a folder of the path replaced by one) may have led anywhere its path does not
+/// show. The file and its mount.
+fn reopened(path: OwnedFd, mounts: Option<&Mounts>) -> Result<(File, u32), String> {
+    use std::os::fd::AsRawFd as _;
+    let st = rustix::fs::fstat(&path).map_err(|e| std::io::Error::from(e).to_string())?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err("not a regular file: not read".into());
+    }
+    let mount = mount_checked(&path, mounts)?;
+    // The descriptor's own link: the same inode, not the path again.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(READ_FLAGS)
+        .open(format!("/proc/self/fd/{}", path.as_raw_fd()))
+        .map_err(|e| e.to_string())?;
+    Ok((file, mount))
 }
 
 /// An object's pointers to separate debug information.
@@ -186,10 +225,13 @@ impl DebugLink {
     /// Read from the object's headers (only what they point at).
     pub fn of(file: &File) -> Self {
         use object::Object as _;
-        let Ok(clone) = file.try_clone() else {
+        let Some(cache) = file
+            .try_clone()
+            .ok()
+            .and_then(|f| Bounded::new(f, READ_BUDGET).ok())
+        else {
             return Self::default();
         };
-        let cache = object::ReadCache::new(clone);
         let Ok(elf) = object::File::parse(&cache) else {
             return Self::default();
         };
@@ -270,8 +312,7 @@ pub fn find_debug_file(
             if mounts.as_ref().is_some_and(|m| m.fuse_path(&candidate)) {
                 return None;
             }
-            let file = in_root(&root, &candidate).ok()?;
-            mount_checked(&file, mounts.as_deref()).ok()?;
+            let (file, _) = in_root(&root, &candidate, mounts.as_deref()).ok()?;
             let meta = file.metadata().ok()?;
             if !meta.file_type().is_file() || meta.len() > MAX_OBJECT {
                 return None;
@@ -390,7 +431,8 @@ pub fn symbol_copy(file: &File, check: Option<&Check>) -> Result<SymbolFile, Str
             return Err("its debug file's CRC is not the debug link's".into());
         }
     }
-    let cache = object::ReadCache::new(file.try_clone().map_err(|e| e.to_string())?);
+    let cache = Bounded::new(file.try_clone().map_err(|e| e.to_string())?, READ_BUDGET)
+        .map_err(|e| e.to_string())?;
     let copy = match FileKind::parse(&cache) {
         Ok(FileKind::Elf32) => copy_elf::<FileHeader32<Endianness>>(file, &cache, size),
         Ok(FileKind::Elf64) => copy_elf::<FileHeader64<Endianness>>(file, &cache, size),
@@ -399,7 +441,7 @@ pub fn symbol_copy(file: &File, check: Option<&Check>) -> Result<SymbolFile, Str
     if let Some(Check::BuildId(id)) = check {
         use object::Object as _;
         let own = File::open(&copy.path).ok().and_then(|f| {
-            let c = object::ReadCache::new(f);
+            let c = Bounded::new(f, READ_BUDGET).ok()?;
             object::File::parse(&c)
                 .ok()?
                 .build_id()
@@ -464,7 +506,7 @@ fn field(is_64: bool, name: &str) -> (u64, usize) {
 
 fn copy_elf<Elf: FileHeader<Endian = Endianness>>(
     src: &File,
-    cache: &object::ReadCache<File>,
+    cache: &Bounded,
     size: u64,
 ) -> Result<SymbolFile, String> {
     let elf = ElfFile::<Elf, _>::parse(cache).map_err(|e| format!("not a valid ELF file: {e}"))?;
@@ -702,7 +744,7 @@ fn merged(ranges: Vec<(u64, u64)>, size: u64) -> Vec<(u64, u64)> {
 fn decompress<Elf: FileHeader<Endian = Endianness>>(
     sh: &Elf::SectionHeader,
     endian: Endianness,
-    cache: &object::ReadCache<File>,
+    cache: &Bounded,
 ) -> Option<Vec<u8>> {
     use object::read::{ReadRef as _, elf::CompressionHeader as _};
     let (ch, offset, len) = sh.compression(endian, cache).ok()??;
@@ -724,7 +766,7 @@ fn decompress<Elf: FileHeader<Endian = Endianness>>(
 /// file, none compressed.
 fn verify(path: &std::path::Path) -> Result<(), String> {
     let f = File::open(path).map_err(|e| format!("cannot read its copy: {e}"))?;
-    let cache = object::ReadCache::new(f);
+    let cache = Bounded::new(f, READ_BUDGET).map_err(|e| format!("cannot read its copy: {e}"))?;
     let bad = |r: Result<Vec<(Vec<u8>, u64)>, String>| -> Result<(), String> {
         for (name, flags) in r? {
             if LINKS.contains(&name.as_slice()) {
@@ -744,7 +786,7 @@ fn verify(path: &std::path::Path) -> Result<(), String> {
 }
 
 fn sections<Elf: FileHeader<Endian = Endianness>>(
-    cache: &object::ReadCache<File>,
+    cache: &Bounded,
 ) -> Result<Vec<(Vec<u8>, u64)>, String> {
     let elf = ElfFile::<Elf, _>::parse(cache).map_err(|e| e.to_string())?;
     let endian = elf.endian();
@@ -798,6 +840,41 @@ mod tests {
         assert_eq!(link.candidates(None).len(), 1);
     }
 
+    /// A folder of the path replaced by a link (a traced process's `mv d d.old; ln -s
+    /// /dev d` after its debug link was read): the lookup follows it, but nothing that
+    /// is not a regular file is opened (a device's open may act: a watchdog armed), and
+    /// a regular file there is opened through the very inode checked.
+    #[test]
+    fn a_folder_replaced_by_a_link_opens_no_device_or_fifo() {
+        let dir = std::env::temp_dir().join(format!("syscost-in-root-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+        let fifo =
+            std::ffi::CString::new(dir.join("elsewhere/p.debug").as_os_str().as_encoded_bytes())
+                .unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::fs::write(dir.join("elsewhere/q.debug"), b"a regular file").unwrap();
+        std::os::unix::fs::symlink("/dev", dir.join("d")).unwrap();
+        std::os::unix::fs::symlink(dir.join("elsewhere"), dir.join("e")).unwrap();
+        let root = process_root(std::process::id()).unwrap();
+        let mounts = Mounts::of(std::process::id());
+        let opened = |path: std::path::PathBuf| {
+            in_root(&root, path.to_str().unwrap(), mounts.as_ref()).map(|(f, _)| f)
+        };
+        let device = opened(dir.join("d/null"));
+        let fifo = opened(dir.join("e/p.debug"));
+        let regular = opened(dir.join("e/q.debug"));
+        let link = opened(dir.join("d"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(device.unwrap_err(), "not a regular file: not read");
+        assert_eq!(fifo.unwrap_err(), "not a regular file: not read");
+        assert!(link.is_err(), "the last component, a link, was followed");
+        let mut text = String::new();
+        regular.unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, "a regular file");
+    }
+
     /// This test binary's own copy: symbols kept, nothing that names another file, the
     /// copy sealed and counted while it lives.
     #[test]
@@ -839,9 +916,9 @@ mod tests {
         assert!(ok, "objcopy (binutils) failed");
         assert_eq!(link.link.as_ref().map(|l| l.0.as_str()), Some("true.debug"));
         let copy = copy.unwrap();
-        let names = sections::<FileHeader64<Endianness>>(&object::ReadCache::new(
-            File::open(&copy.path).unwrap(),
-        ))
+        let names = sections::<FileHeader64<Endianness>>(
+            &Bounded::new(File::open(&copy.path).unwrap(), READ_BUDGET).unwrap(),
+        )
         .unwrap();
         assert!(names.iter().any(|(n, _)| n == b"Xgnu_debuglink"), "renamed");
         assert!(!names.iter().any(|(n, _)| n == b".gnu_debuglink"));
@@ -886,9 +963,9 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(built, "gcc -gz=zlib failed");
         let copy = copy.unwrap();
-        let names = sections::<FileHeader64<Endianness>>(&object::ReadCache::new(
-            File::open(&copy.path).unwrap(),
-        ))
+        let names = sections::<FileHeader64<Endianness>>(
+            &Bounded::new(File::open(&copy.path).unwrap(), READ_BUDGET).unwrap(),
+        )
         .unwrap();
         assert!(
             names
@@ -911,9 +988,9 @@ mod tests {
         let line = sym.code_info.as_ref().and_then(|c| c.line);
         assert_eq!(line, Some(1), "{:?}", sym.code_info);
         let bomb_copy = bomb_copy.unwrap();
-        let names = sections::<FileHeader64<Endianness>>(&object::ReadCache::new(
-            File::open(&bomb_copy.path).unwrap(),
-        ))
+        let names = sections::<FileHeader64<Endianness>>(
+            &Bounded::new(File::open(&bomb_copy.path).unwrap(), READ_BUDGET).unwrap(),
+        )
         .unwrap();
         assert!(
             names.iter().any(|(n, _)| n == b"Xdebug_info"),

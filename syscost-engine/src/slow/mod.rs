@@ -5,6 +5,7 @@
 //! they come. The records ([`syscost_report::profile::SlowCall`]) are printed by
 //! [`syscost_report::report::slow`].
 
+mod bounded;
 pub mod decode;
 pub(crate) mod maps;
 pub(crate) mod objects;

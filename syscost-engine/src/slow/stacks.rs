@@ -160,7 +160,11 @@ impl UnwindInfo {
     fn read(file: &File) -> Option<Self> {
         // Read where needed (headers, the unwind sections), not the whole file; a section
         // is read only when its size is within bounds and the budget has room for it.
-        let cache = object::ReadCache::new(file.try_clone().ok()?);
+        let cache = super::bounded::Bounded::new(
+            file.try_clone().ok()?,
+            super::bounded::READ_BUDGET + 2 * MAX_UNWIND_SECTION,
+        )
+        .ok()?;
         let elf = object::File::parse(&cache).ok()?;
         let mut bytes = 0u64;
         let mut section = |name: &str| {
@@ -459,7 +463,15 @@ impl Stacks {
         if !gone.is_empty() {
             self.order.retain(|p| self.processes.contains_key(p));
         }
+        let before = self.objects.len();
         self.objects.retain(|_, o| o.strong_count() > 0);
+        if self.objects.len() < before {
+            log::debug!(
+                "slow calls: {} objects closed, {} open",
+                before - self.objects.len(),
+                self.objects.len()
+            );
+        }
     }
 
     /// How many objects are open now (held by a process known or a call).
@@ -626,6 +638,12 @@ fn symbolizer() -> Symbolizer {
 impl Names {
     /// The symbolizer made anew: what it held of closed objects' copies is freed.
     fn renew(&mut self) {
+        log::debug!(
+            "slow calls: the symbolizer made anew, {} objects closed since the last",
+            CLOSED
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.closed_at)
+        );
         self.closed_at = CLOSED.load(Ordering::Relaxed);
         self.symbolizer = symbolizer();
         self.named.borrow_mut().clear();

@@ -148,6 +148,8 @@ fn end_now(sig: libc::c_int) -> ! {
             let reset = b"\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l";
             libc::write(libc::STDOUT_FILENO, reset.as_ptr().cast(), reset.len());
         }
+        // A file being written at that moment is not left half-written.
+        syscost_report::output::abandon();
         let line = b"syscost: ended at once by a second signal: no report\n";
         libc::write(libc::STDERR_FILENO, line.as_ptr().cast(), line.len());
         libc::_exit(128 + sig)

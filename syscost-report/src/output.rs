@@ -76,6 +76,11 @@ pub fn check(path: &Path) -> Result<()> {
 /// removed on any failure; what was at `path` is left as it was. `/dev/null` takes
 /// nothing.
 pub fn write(path: &Path, bytes: &[u8], owner: Option<Owner>) -> Result<()> {
+    write_mode(path, bytes, owner, 0o600)
+}
+
+/// [`write`] with the file's mode `mode` (manual pages, 0644: for every user to read).
+pub fn write_mode(path: &Path, bytes: &[u8], owner: Option<Owner>, mode: u32) -> Result<()> {
     if let Some(fd) = stream(path) {
         let mut out: Box<dyn std::io::Write> = if fd == 1 {
             Box::new(std::io::stdout().lock())
@@ -94,9 +99,10 @@ pub fn write(path: &Path, bytes: &[u8], owner: Option<Owner>) -> Result<()> {
         return Ok(());
     }
     let (mut file, temporary) = at.temporary()?;
+    let pending = Pending::keep(&at, &temporary);
     let done = (|| -> std::io::Result<()> {
         // The mode the umask may have narrowed (or, with a lax umask, not).
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         file.write_all(bytes)?;
         file.sync_all()?;
         if let Some(o) = owner {
@@ -119,12 +125,81 @@ pub fn write(path: &Path, bytes: &[u8], owner: Option<Owner>) -> Result<()> {
     })();
     if let Err(e) = done {
         at.remove(&temporary);
+        drop(pending);
         return Err(e).with_context(|| format!("cannot write {}", path.display()));
     }
+    drop(pending);
     // The rename itself made durable; a file system that cannot sync a directory has
     // the file anyway.
     let _ = at.dir.sync_all();
     Ok(())
+}
+
+/// The temporary file being written, for [`abandon`]: its directory's descriptor and
+/// its name (NUL-terminated), set while [`PENDING_SET`] is true.
+struct PendingFile(std::cell::UnsafeCell<(i32, [u8; PENDING_NAME])>);
+// SAFETY: written only by the writer that claimed PENDING_SET (false to true) before it
+// publishes it (the flag set to true, release); read only after the flag is seen true
+// (acquire), by `abandon`, from a signal handler.
+unsafe impl Sync for PendingFile {}
+const PENDING_NAME: usize = 128;
+static PENDING: PendingFile = PendingFile(std::cell::UnsafeCell::new((-1, [0; PENDING_NAME])));
+/// Claimed by a writer (it fills [`PENDING`]), then published.
+static PENDING_CLAIMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// [`PENDING`] holds a file being written.
+static PENDING_SET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The registration of one temporary file in [`PENDING`], undone when dropped (the file
+/// renamed or removed). A second writer at the same time is not registered.
+struct Pending(bool);
+
+impl Pending {
+    fn keep(at: &At<'_>, name: &CStr) -> Self {
+        use std::sync::atomic::Ordering;
+        let bytes = name.to_bytes_with_nul();
+        if bytes.len() > PENDING_NAME
+            || PENDING_CLAIMED
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return Self(false);
+        }
+        // SAFETY: claimed above: no one else writes it, and `abandon` reads it only once
+        // the flag below is set.
+        unsafe {
+            let p = &mut *PENDING.0.get();
+            p.0 = at.dir.as_raw_fd();
+            p.1[..bytes.len()].copy_from_slice(bytes);
+        }
+        PENDING_SET.store(true, Ordering::Release);
+        Self(true)
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering;
+        if self.0 {
+            PENDING_SET.store(false, Ordering::Release);
+            PENDING_CLAIMED.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// Removes the temporary file [`write`] is writing, if any: syscost is ending at once
+/// (a second signal), and leaves no half-written file behind. Async-signal-safe: an
+/// atomic load and `unlinkat`.
+pub fn abandon() {
+    use std::sync::atomic::Ordering;
+    if PENDING_SET.load(Ordering::Acquire) {
+        // SAFETY: published complete before the flag was set, and not written while it
+        // is; the name is NUL-terminated within the buffer. A file the rename already
+        // took is gone from this name: unlinkat then fails harmlessly (ENOENT).
+        unsafe {
+            let p = &*PENDING.0.get();
+            libc::unlinkat(p.0, p.1.as_ptr().cast(), 0);
+        }
+    }
 }
 
 /// `/dev/stdout` and `/dev/stderr` as the user typed them: syscost's own standard
@@ -419,5 +494,29 @@ mod tests {
         assert!(is_temporary(OsStr::new(
             ".t.txt.0123456789abcdef.syscost-tmp"
         )));
+    }
+
+    #[test]
+    fn the_file_being_written_is_removed_when_syscost_ends_at_once() {
+        let d = Dir::new("abandon");
+        let path = d.0.join("p.json");
+        let at = At::open(&path).unwrap();
+        let (file, name) = at.temporary().unwrap();
+        drop(file);
+        {
+            // Another test's write may hold the one registration for a moment.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let _pending = loop {
+                let p = Pending::keep(&at, &name);
+                if p.0 {
+                    break p;
+                }
+                assert!(std::time::Instant::now() < deadline, "never registered");
+                std::thread::yield_now();
+            };
+            assert_eq!(d.names().len(), 1);
+            abandon();
+            assert!(d.names().is_empty(), "{:?}", d.names());
+        }
     }
 }

@@ -245,6 +245,33 @@ fn outputs_are_mode_0600_whatever_the_umask() {
     );
 }
 
+/// Manual pages are for every user to read: 0644 whatever the umask (a tarball's pages
+/// keep the mode `syscost man` gave them).
+#[test]
+fn manual_pages_are_mode_0644_whatever_the_umask() {
+    let dir = std::env::temp_dir().join(format!("syscost-man-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = output(Command::new("sh").arg("-c").arg(format!(
+        "umask 077 && exec {} man {}",
+        env!("CARGO_BIN_EXE_syscost"),
+        dir.display()
+    )));
+    let pages: Vec<(String, u32)> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.map(|e| {
+                let e = e.unwrap();
+                let mode = e.metadata().unwrap().mode() & 0o7777;
+                (e.file_name().to_string_lossy().into_owned(), mode)
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(pages.iter().any(|(n, _)| n == "syscost.1"), "{pages:?}");
+    assert!(pages.iter().all(|&(_, m)| m == 0o644), "{pages:?}");
+}
+
 /// Under sudo (SUDO_UID, SUDO_GID) the files are the caller's; with `run -u USER` they
 /// are USER's, whoever ran sudo.
 #[test]

@@ -179,7 +179,8 @@ pub fn man_pages(dir: &Path) -> Result<i32> {
             .title(name.to_uppercase())
             .render(&mut page)
             .context("cannot render a manual page")?;
-        output::write(&dir.join(format!("{name}.1")), &page, owner)
+        // Pages are for every user to read.
+        output::write_mode(&dir.join(format!("{name}.1")), &page, owner, 0o644)
     };
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("syscost-{}", sub.get_name());

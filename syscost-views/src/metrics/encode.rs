@@ -475,7 +475,7 @@ impl Collector for Scrape {
             encoder
                 .encode_descriptor(
                     "syscost_top_pairs_reclaimed",
-                    "Process-syscall pairs of live processes, idle for 30 intervals, handed over from the per-process table (their figures counted) to keep half of it free.",
+                    "Process-syscall pairs of live processes, unchanged over the table's last 30 refreshes (30 s or less), handed over from the per-process table (their figures counted) to keep half of it free.",
                     None,
                     MetricType::Counter,
                 )?

@@ -298,6 +298,7 @@ pub fn soak(root: &Path, o: &Options) -> Result<()> {
                 minute,
                 process: name,
                 rss_kib: status_field(pid, "VmRSS:").unwrap_or(0),
+                anon_kib: status_field(pid, "RssAnon:").unwrap_or(0),
                 fds: std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count()),
                 threads: status_field(pid, "Threads:").unwrap_or(0),
                 maps,
@@ -1316,6 +1317,10 @@ struct Row {
     minute: u64,
     process: &'static str,
     rss_kib: u64,
+    /// The part of the RSS that is the process's own memory (heap, stacks): the rest is
+    /// pages of files (its binary's code, shared libraries), read in as code first runs
+    /// and given back under pressure.
+    anon_kib: u64,
     fds: usize,
     threads: u64,
     maps: Maps,
@@ -1339,10 +1344,11 @@ fn ms(v: f64) -> String {
 impl Row {
     fn header() -> String {
         format!(
-            "{:>3} {:<7} {:>8} {:>4} {:>3} {:>7} {:>9} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}",
+            "{:>3} {:<7} {:>8} {:>8} {:>4} {:>3} {:>7} {:>9} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}",
             "min",
             "process",
             "rss_KiB",
+            "anon_KiB",
             "fds",
             "thr",
             "TOP",
@@ -1365,10 +1371,11 @@ impl Row {
         let s = self.scrape;
         let k = &self.maps.counters;
         format!(
-            "{:>3} {:<7} {:>8} {:>4} {:>3} {:>7} {:>9} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}",
+            "{:>3} {:<7} {:>8} {:>8} {:>4} {:>3} {:>7} {:>9} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}",
             self.minute,
             self.process,
             self.rss_kib,
+            self.anon_kib,
             self.fds,
             self.threads,
             opt(self.maps.top),
@@ -1530,10 +1537,13 @@ fn render(
         };
         let _ = writeln!(
             r,
-            "  {process}: RSS {} -> {} KiB, slope {} KiB/h; fds {} -> {} ({}/h); TOP {} -> {} entries ({}/h); PROC_INFO {} -> {}; dropped (kernel) {} -> {}",
+            "  {process}: RSS {} -> {} KiB, slope {} KiB/h (its own memory {} -> {} KiB, slope {} KiB/h); fds {} -> {} ({}/h); TOP {} -> {} entries ({}/h); PROC_INFO {} -> {}; dropped (kernel) {} -> {}",
             first.rss_kib,
             end.rss_kib,
             per_hour(|r| r.rss_kib as f64),
+            first.anon_kib,
+            end.anon_kib,
+            per_hour(|r| r.anon_kib as f64),
             first.fds,
             end.fds,
             per_hour(|r| r.fds as f64),

@@ -250,8 +250,7 @@ pub struct Sampler {
 }
 
 /// Steps a key of the per-process table must have stayed unchanged in before it may be
-/// reclaimed: a step at each refresh (once a second, `top_tick`) and at each sample, so
-/// 30 s or less whatever the interval.
+/// reclaimed (an interval each: 30 s at the default).
 const IDLE_STEPS: u32 = 30;
 
 impl Sampler {
@@ -413,9 +412,7 @@ impl Sampler {
 
     /// With `--stacks`, once a second: the entries of processes that have exited are
     /// handed over from the kernel's tables and kept here, so that the tables hold the
-    /// processes alive whatever the churn, and those of live processes too when the
-    /// calls' table is more than half full (rotated: a long-lived process's new stacks
-    /// find room however long it runs). Call it a few times a second.
+    /// processes alive whatever the churn. Call it a few times a second.
     pub fn stacks_tick(&mut self) {
         if !self.features.on.contains(&"stacks")
             || self.stacks_checked_at.elapsed() < Duration::from_secs(1)
@@ -426,31 +423,15 @@ impl Sampler {
         let Some(tracer) = self.tracer.as_mut() else {
             return;
         };
-        let refused = tracer.stacks_rotate_refused();
-        let retired = tracer.retire_stacks(|pid| !process::alive(pid));
-        if !refused && tracer.stacks_rotate_refused() {
-            log::warn!(
-                "--stacks: this kernel (before 5.14) cannot hand over the stacks of live processes exactly: past its table ({} entries), their new stacks are counted as dropped",
-                tracer.stack_calls_capacity()
-            );
-        }
-        match retired {
+        match tracer.retire_stacks(|pid| !process::alive(pid)) {
             Ok(raw) if !raw.calls.is_empty() => {
-                if raw.rotated > 0 {
-                    log::debug!(
-                        "--stacks: the calls' table rotated: {} entries of live processes handed over",
-                        raw.rotated
-                    );
-                }
-                if log::log_enabled!(log::Level::Debug) && raw.calls.len() > raw.rotated {
-                    let pids: std::collections::BTreeSet<u32> = raw.calls[raw.rotated..]
-                        .iter()
-                        .map(|(k, _)| k.tgid)
-                        .collect();
+                if log::log_enabled!(log::Level::Debug) {
+                    let pids: std::collections::BTreeSet<u32> =
+                        raw.calls.iter().map(|(k, _)| k.tgid).collect();
                     let shown: Vec<String> = pids.iter().take(32).map(u32::to_string).collect();
                     log::debug!(
                         "--stacks: {} entries of exited processes handed over: pids {}{}",
-                        raw.calls.len() - raw.rotated,
+                        raw.calls.len(),
                         shown.join(" "),
                         if pids.len() > 32 { " ..." } else { "" }
                     );

@@ -33,13 +33,10 @@ pub struct Raw {
     pub counts: [u64; stack_counter::COUNT as usize],
     /// 1 in this many of a stack's calls per CPU was sampled.
     pub sample_every: u32,
-    /// Of `calls` handed over by `Tracer::retire_stacks`, how many (the first) are
-    /// entries of live processes (the table rotated).
-    pub rotated: usize,
 }
 
-/// Entries handed over from the kernel's tables (see `Tracer::retire_stacks`: those of
-/// exited processes, and those of live ones when the table is rotated), kept for the end: at most [`RETIRED_KEYS`] entries, and
+/// Entries of exited processes handed over from the kernel's tables (see
+/// `Tracer::retire_stacks`), kept for the end: at most [`RETIRED_KEYS`] entries, and
 /// what comes beyond them summed per syscall under no stack and no process (every call
 /// still counted, its stack not told).
 #[derive(Debug, Default)]
@@ -48,7 +45,7 @@ pub struct Retired {
     frames: HashMap<u64, Vec<u64>>,
 }
 
-/// Entries handed over kept one by one.
+/// Entries of exited processes kept one by one.
 pub const RETIRED_KEYS: usize = 65_536;
 
 impl Retired {
@@ -192,8 +189,8 @@ pub fn assemble(
             |s| s.syscall.clone(),
         );
         let comm = if key.tgid == 0 {
-            // Beyond the entries handed over kept one by one (see `Retired`).
-            "(beyond the stacks kept)".to_string()
+            // Beyond the entries of exited processes kept one by one (see `Retired`).
+            "(exited processes)".to_string()
         } else {
             sampled
                 .map(|s| s.comm.clone())
@@ -457,7 +454,6 @@ mod tests {
             frames: HashMap::from([(5, vec![0x10])]),
             counts: [2, 1, 6, 4],
             sample_every: 64,
-            rotated: 0,
         };
         let mut samples = Samples::default();
         for (site, n) in [("site_a", 1), ("site_b", 2), ("site_c", 3)] {
@@ -570,7 +566,7 @@ mod tests {
             named
                 .stacks
                 .iter()
-                .any(|s| s.comm == "(beyond the stacks kept)" && s.calls == 200)
+                .any(|s| s.comm == "(exited processes)" && s.calls == 200)
         );
     }
 }

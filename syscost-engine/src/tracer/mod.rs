@@ -87,9 +87,6 @@ pub struct Tracer {
     per_process: bool,
     /// With `--stacks`: 1 in N of each stack's calls sampled.
     stacks: Option<u32>,
-    /// The kernel cannot read and delete an entry in one operation (before 5.14): the
-    /// stacks of live processes are not handed over.
-    stacks_rotate_refused: bool,
     slots: u32,
     sizes: TableSizes,
     cpus: u32,
@@ -220,24 +217,12 @@ impl Tracer {
             offcpu: options.offcpu,
             per_process: options.per_process,
             stacks: options.stacks.map(|n| n.max(1).next_power_of_two()),
-            stacks_rotate_refused: false,
             slots,
             sizes,
             cpus,
             pool,
             threads,
         })
-    }
-
-    /// Entries of `--stacks`' calls table.
-    pub fn stack_calls_capacity(&self) -> u32 {
-        self.sizes.stack_calls
-    }
-
-    /// Whether the stacks' table of live processes could not be handed over (a kernel
-    /// before 5.14): past the table, their new stacks are counted as dropped.
-    pub fn stacks_rotate_refused(&self) -> bool {
-        self.stacks_rotate_refused
     }
 
     /// Whether the off-CPU split is measured.
@@ -570,12 +555,7 @@ impl Tracer {
     /// Hands over `--stacks`' entries of the processes `gone` says have exited (they make
     /// no more calls, so each is read and deleted exactly), and the walks no remaining
     /// entry uses: the tables keep room for the processes alive, however many come and
-    /// go. When the calls' table is more than half full after that, the entries of live
-    /// processes are handed over too (the table rotated: each read and deleted in one
-    /// operation, a call after it making its entry anew; Linux 5.14 on, where the kernel
-    /// can, [`Tracer::stacks_rotate_refused`] says otherwise), so that processes that
-    /// live for months keep finding room for new stacks. What is handed over is the
-    /// caller's to keep ([`crate::stacks::Retired`]).
+    /// go. What is handed over is the caller's to keep ([`crate::stacks::Retired`]).
     pub fn retire_stacks(&mut self, gone: impl Fn(u32) -> bool) -> Result<crate::stacks::Raw> {
         let mut out = crate::stacks::Raw::default();
         if self.stacks.is_none() {
@@ -587,43 +567,14 @@ impl Tracer {
             calls.keys().filter_map(Result::ok).collect()
         };
         let mut verdict: std::collections::HashMap<u32, bool> = Default::default();
-        let (dead, mut live): (Vec<StackKey>, Vec<StackKey>) = keys
+        let (dead, live): (Vec<StackKey>, Vec<StackKey>) = keys
             .into_iter()
             .partition(|k| *verdict.entry(k.tgid).or_insert_with(|| gone(k.tgid)));
-        let rotate =
-            live.len() * 2 > self.sizes.stack_calls as usize && !self.stacks_rotate_refused;
-        if dead.is_empty() && !rotate {
+        if dead.is_empty() {
             return Ok(out);
         }
         let fd = map_fd(self.map(map_names::STACK_CALLS)?)?;
         let cpus = possible_cpus()? as usize;
-        let mut rotated = Vec::new();
-        if rotate {
-            // Live processes' entries: exactly, or not at all (a read then a delete would
-            // lose the calls made between the two).
-            let mut kept = Vec::new();
-            for k in std::mem::take(&mut live) {
-                match maps::lookup_and_delete_per_cpu::<StackKey, StackValue>(fd, &k, cpus) {
-                    Ok(Some(per_cpu)) => {
-                        let v = per_cpu
-                            .iter()
-                            .fold(StackValue::default(), |v, c| StackValue {
-                                calls: v.calls + c.calls,
-                                total_ns: v.total_ns + c.total_ns,
-                            });
-                        out.calls.push((k, v));
-                        rotated.push(k);
-                    }
-                    Ok(None) => {}
-                    Err(_) => {
-                        self.stacks_rotate_refused = true;
-                        kept.push(k);
-                    }
-                }
-            }
-            live = kept;
-            out.rotated = out.calls.len();
-        }
         let sum = |per_cpu: &[StackValue]| {
             per_cpu
                 .iter()
@@ -661,7 +612,7 @@ impl Tracer {
                 .map_mut(map_names::STACK_FRAMES)
                 .context("STACK_FRAMES map missing")?,
         )?;
-        for k in dead.iter().chain(&rotated) {
+        for k in &dead {
             if k.stack == 0 || used.contains(&k.stack) || out.frames.contains_key(&k.stack) {
                 continue;
             }

@@ -199,11 +199,13 @@ fn in_root(root: &OwnedFd, path: &str, mounts: Option<&Mounts>) -> Result<(File,
 /// show. The file and its mount.
 fn reopened(path: OwnedFd, mounts: Option<&Mounts>) -> Result<(File, u32), String> {
     use std::os::fd::AsRawFd as _;
+    // The mount first: procfs's fdinfo asks the filesystem nothing, where a stat on a
+    // FUSE file asks its server.
+    let mount = mount_checked(&path, mounts)?;
     let st = rustix::fs::fstat(&path).map_err(|e| std::io::Error::from(e).to_string())?;
     if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
         return Err("not a regular file: not read".into());
     }
-    let mount = mount_checked(&path, mounts)?;
     // The descriptor's own link: the same inode, not the path again.
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -856,6 +858,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         std::fs::write(dir.join("elsewhere/q.debug"), b"a regular file").unwrap();
         std::os::unix::fs::symlink("/dev", dir.join("d")).unwrap();
+        std::os::unix::fs::symlink(dir.join("elsewhere/q.debug"), dir.join("r")).unwrap();
         std::os::unix::fs::symlink(dir.join("elsewhere"), dir.join("e")).unwrap();
         let root = process_root(std::process::id()).unwrap();
         let mounts = Mounts::of(std::process::id());
@@ -865,11 +868,12 @@ mod tests {
         let device = opened(dir.join("d/null"));
         let fifo = opened(dir.join("e/p.debug"));
         let regular = opened(dir.join("e/q.debug"));
-        let link = opened(dir.join("d"));
+        // A link to a regular file, as the last component: not followed.
+        let link = opened(dir.join("r"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(device.unwrap_err(), "not a regular file: not read");
         assert_eq!(fifo.unwrap_err(), "not a regular file: not read");
-        assert!(link.is_err(), "the last component, a link, was followed");
+        assert_eq!(link.unwrap_err(), "not a regular file: not read");
         let mut text = String::new();
         regular.unwrap().read_to_string(&mut text).unwrap();
         assert_eq!(text, "a regular file");

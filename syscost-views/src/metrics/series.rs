@@ -13,8 +13,6 @@ use syscost_report::syscall_names::SyscallId;
 pub const LINGER: std::time::Duration = std::time::Duration::from_secs(30);
 /// How long a series without calls keeps its place (a cgroup emptied, a process asleep).
 pub const IDLE: std::time::Duration = std::time::Duration::from_secs(300);
-/// A process's series follows a change of its name or cgroup at most once in this long.
-pub const RELABEL_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Counter series of at most `n` processes (or cgroups) plus one `other`, for the
 /// metrics endpoint. Every series only grows: a process gets a series of its own when
@@ -22,11 +20,11 @@ pub const RELABEL_EVERY: std::time::Duration = std::time::Duration::from_secs(60
 /// have one, and counts from that moment; it keeps it while it makes calls, for
 /// [`LINGER`] after it exits, and for [`IDLE`] without calls. Whatever has no series of
 /// its own is added to `other`. A series whose labels change starts again as a new
-/// series when its pid is another process's (the first exited) or when the process
-/// changed its name or cgroup (an exec seen after its first interval), the first change
-/// at once and then at most once in [`RELABEL_EVERY`]: a name set with `prctl` at every
-/// step makes one series in 10 minutes, not one a step, and a program exec'd after a
-/// shell and a wait gets its own name in the end.
+/// series when its pid is another process's (the first exited) or, once, when the
+/// process changed its name or cgroup (an exec seen after its first interval); a process
+/// that renames itself again keeps the labels its series has, so that no process makes
+/// more than two series (a name set with `prctl` at every step would otherwise make one
+/// each step).
 #[derive(Debug)]
 pub struct BoundedSeries {
     n: usize,
@@ -41,8 +39,8 @@ pub struct OwnSeries {
     pub syscalls: BTreeMap<SyscallId, TopValue>,
     gone_at: Option<std::time::Instant>,
     active_at: std::time::Instant,
-    /// When its process last changed its labels (none since the series began).
-    relabelled_at: Option<std::time::Instant>,
+    /// Its process changed its labels once already.
+    relabelled: bool,
 }
 
 impl BoundedSeries {
@@ -85,20 +83,16 @@ impl BoundedSeries {
                 && s.labels != l
                 && !gone
             {
-                // Another process under this pid (the first exited), or this one's
-                // change of name or cgroup, the first or one 10 minutes after the last: a
-                // new series; changes in between keep it.
+                // Another process under this pid (the first exited), or this one's first
+                // change of name or cgroup: a new series; its later changes keep it.
                 let reused = s.gone_at.is_some();
-                if reused
-                    || s.relabelled_at
-                        .is_none_or(|t| now.saturating_duration_since(t) >= RELABEL_EVERY)
-                {
+                if reused || !s.relabelled {
                     *s = OwnSeries {
                         labels: l.clone(),
                         syscalls: BTreeMap::new(),
                         gone_at: None,
                         active_at: now,
-                        relabelled_at: (!reused).then_some(now),
+                        relabelled: !reused,
                     };
                 }
             }
@@ -110,7 +104,7 @@ impl BoundedSeries {
                         syscalls: BTreeMap::new(),
                         gone_at: None,
                         active_at: now,
-                        relabelled_at: None,
+                        relabelled: false,
                     },
                 );
             }
@@ -141,7 +135,7 @@ impl BoundedSeries {
                 syscalls: self.other.clone(),
                 gone_at: None,
                 active_at: std::time::Instant::now(),
-                relabelled_at: None,
+                relabelled: false,
             });
         }
         v
@@ -234,10 +228,10 @@ mod tests {
         assert_eq!(series(&b)[0], ("2".into(), "next".into(), 2));
     }
 
-    /// A process that renames itself at every interval (1 s) makes a series at its
-    /// first rename and then one in 10 minutes at most, whatever the number of names.
+    /// A process that renames itself at every interval makes at most two series over its
+    /// life, whatever the number of names.
     #[test]
-    fn a_process_renaming_itself_makes_a_series_in_10_minutes_at_most() {
+    fn a_process_renaming_itself_makes_at_most_two_series() {
         let t0 = std::time::Instant::now();
         let mut b = BoundedSeries::new(4);
         let mut seen = std::collections::BTreeSet::new();
@@ -259,13 +253,7 @@ mod tests {
                 seen.insert(s.labels);
             }
         }
-        // name-0, name-1 (the first rename, at once), name-601 (10 minutes on).
-        let names: Vec<&str> = seen.iter().map(|l| l[1].1.as_str()).collect();
-        assert_eq!(
-            names,
-            ["name-0", "name-1", "name-601"],
-            "label sets: {seen:?}"
-        );
+        assert_eq!(seen.len(), 2, "label sets: {seen:?}");
         let calls: u64 = b
             .series(vec![("pid", "other".into()), ("comm", String::new())])
             .iter()
@@ -273,8 +261,8 @@ mod tests {
             .map(|v| v.calls)
             .sum();
         assert_eq!(
-            calls, 399,
-            "every call since the last relabel in one series"
+            calls, 999,
+            "every call after the first rename in one series"
         );
     }
 

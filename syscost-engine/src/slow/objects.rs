@@ -128,20 +128,16 @@ pub fn open_mapped(pid: u32, l: &MapsLine, mounts: Option<&Mounts>) -> Result<Fi
             (f, false)
         }
     };
-    let (file, mount) = file;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read {name}: {e}"))?;
-    use std::os::unix::fs::MetadataExt as _;
+    let (file, mount, st) = file;
     // The device: stat's, or its mount's (stat shows another on btrfs subvolumes), or
     // none to compare when the kernel's own link gave the file (an overlay shows its
-    // own device, the mapping its layer's).
+    // own device, the mapping its layer's). A regular file: `reopened` saw to it.
     let same_device =
-        by_map || meta.dev() == dev || mounts.and_then(|m| m.device_of(mount)) == Some(dev);
-    if !meta.file_type().is_file() || !same_device || meta.ino() != l.inode {
+        by_map || st.st_dev == dev || mounts.and_then(|m| m.device_of(mount)) == Some(dev);
+    if !same_device || st.st_ino != l.inode {
         return Err(format!("{name} is no longer the file mapped"));
     }
-    if meta.len() > MAX_OBJECT {
+    if st.st_size as u64 > MAX_OBJECT {
         return Err(format!(
             "{name} is larger than {} GiB: not read",
             MAX_OBJECT >> 30
@@ -177,8 +173,12 @@ pub fn process_root(pid: u32) -> std::io::Result<OwnedFd> {
 
 /// Opens `path` (absolute, as the process sees it) inside `root`: symbolic links are
 /// resolved inside it, never a magic link, never the last component; then as
-/// [`reopened`] says. The file and its mount.
-fn in_root(root: &OwnedFd, path: &str, mounts: Option<&Mounts>) -> Result<(File, u32), String> {
+/// [`reopened`] says.
+fn in_root(
+    root: &OwnedFd,
+    path: &str,
+    mounts: Option<&Mounts>,
+) -> Result<(File, u32, rustix::fs::Stat), String> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     let fd = rustix::fs::openat2(
         root.as_fd(),
@@ -196,8 +196,11 @@ fn in_root(root: &OwnedFd, path: &str, mounts: Option<&Mounts>) -> Result<(File,
 /// reading, never blocking, once `fstat` says it is a regular file and procfs that it
 /// lies on one of the process's mounts (`mounts`), not a FUSE one: a link met on the
 /// way (a folder of the path replaced by one) may have led anywhere its path does not
-/// show. The file and its mount.
-fn reopened(path: OwnedFd, mounts: Option<&Mounts>) -> Result<(File, u32), String> {
+/// show. The file, its mount and its stat.
+fn reopened(
+    path: OwnedFd,
+    mounts: Option<&Mounts>,
+) -> Result<(File, u32, rustix::fs::Stat), String> {
     use std::os::fd::AsRawFd as _;
     // The mount first: procfs's fdinfo asks the filesystem nothing, where a stat on a
     // FUSE file asks its server.
@@ -212,7 +215,7 @@ fn reopened(path: OwnedFd, mounts: Option<&Mounts>) -> Result<(File, u32), Strin
         .custom_flags(READ_FLAGS)
         .open(format!("/proc/self/fd/{}", path.as_raw_fd()))
         .map_err(|e| e.to_string())?;
-    Ok((file, mount))
+    Ok((file, mount, st))
 }
 
 /// An object's pointers to separate debug information.
@@ -314,9 +317,9 @@ pub fn find_debug_file(
             if mounts.as_ref().is_some_and(|m| m.fuse_path(&candidate)) {
                 return None;
             }
-            let (file, _) = in_root(&root, &candidate, mounts.as_deref()).ok()?;
-            let meta = file.metadata().ok()?;
-            if !meta.file_type().is_file() || meta.len() > MAX_OBJECT {
+            // A regular file: `reopened` saw to it.
+            let (file, _, st) = in_root(&root, &candidate, mounts.as_deref()).ok()?;
+            if st.st_size as u64 > MAX_OBJECT {
                 return None;
             }
             let check = match crc {
@@ -863,7 +866,7 @@ mod tests {
         let root = process_root(std::process::id()).unwrap();
         let mounts = Mounts::of(std::process::id());
         let opened = |path: std::path::PathBuf| {
-            in_root(&root, path.to_str().unwrap(), mounts.as_ref()).map(|(f, _)| f)
+            in_root(&root, path.to_str().unwrap(), mounts.as_ref()).map(|(f, _, _)| f)
         };
         let device = opened(dir.join("d/null"));
         let fifo = opened(dir.join("e/p.debug"));

@@ -164,9 +164,10 @@ pub mod map_names {
     pub const STACK_FRAMES: &str = "STACK_FRAMES";
     pub const STACK_SCRATCH: &str = "STACK_SCRATCH";
     pub const STACK_COUNTS: &str = "STACK_COUNTS";
+    pub const STACK_SIDE: &str = "STACK_SIDE";
 
     /// Every map of the tracer's programs.
-    pub const ALL: [&str; 20] = [
+    pub const ALL: [&str; 21] = [
         PROCS,
         PROCS_OVERFLOW,
         THREADS,
@@ -187,5 +188,6 @@ pub mod map_names {
         STACK_FRAMES,
         STACK_SCRATCH,
         STACK_COUNTS,
+        STACK_SIDE,
     ];
 }

@@ -197,6 +197,30 @@ pub mod stack_counter {
     pub const COUNT: u32 = 4;
 }
 
+/// The bit of a `STACK_CALLS` key's `stack` (and of a `STACK_FRAMES` key) that says
+/// which window the kernel side counted it in (`STACK_SIDE`): the tables hold two
+/// windows, the one being written and, once swapped, the one userspace drains. A stack is
+/// known by the rest ([`stack_identity`]): its walk's hash with the low bit set, or 0
+/// when no user stack could be walked.
+pub const STACK_SIDE_BIT: u64 = 2;
+
+/// A stack's identity across windows: its key without [`STACK_SIDE_BIT`].
+#[inline(always)]
+pub fn stack_identity(stack: u64) -> u64 {
+    stack & !STACK_SIDE_BIT
+}
+
+/// The key of a stack (a walk's `hash`, 0 for none) in window `side` (0 or 1).
+#[inline(always)]
+pub fn stack_in_window(hash: u64, side: u32) -> u64 {
+    let side = if side != 0 { STACK_SIDE_BIT } else { 0 };
+    if hash == 0 {
+        side
+    } else {
+        (hash & !STACK_SIDE_BIT) | 1 | side
+    }
+}
+
 /// The hash a stack is known by: FNV-1a over its frames' words (never 0, which means
 /// "no stack"). The kernel side hashes with the same function.
 #[inline(always)]
@@ -598,6 +622,32 @@ mod pod {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stack's key in either window comes back to one identity, never the other
+    /// window's key, and "no stack" stays apart from every walk.
+    #[test]
+    fn a_stack_keeps_its_identity_across_windows() {
+        for h in [
+            0u64,
+            1,
+            2,
+            3,
+            0x8000_0000_0000_0002,
+            u64::MAX,
+            0xcbf2_9ce4_8422_2325,
+        ] {
+            let (a, b) = (stack_in_window(h, 0), stack_in_window(h, 1));
+            assert_ne!(a, b, "{h:#x}");
+            assert_eq!(a & STACK_SIDE_BIT, 0);
+            assert_eq!(b & STACK_SIDE_BIT, STACK_SIDE_BIT);
+            assert_eq!(stack_identity(a), stack_identity(b));
+            if h == 0 {
+                assert_eq!(stack_identity(a), 0, "no stack");
+            } else {
+                assert_eq!(stack_identity(a) & 1, 1, "a walk is never 0");
+            }
+        }
+    }
 
     #[test]
     fn proc_values_keep_slot_and_abi_apart() {

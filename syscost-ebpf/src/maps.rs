@@ -106,6 +106,12 @@ pub(crate) static STACK_FRAMES: HashMap<u64, UserStack> = HashMap::with_max_entr
 #[map]
 pub(crate) static STACK_SCRATCH: PerCpuArray<UserStack> = PerCpuArray::with_max_entries(1, 0);
 
+/// With `--stacks`: the window the calls by stack are counted in (0 or 1, the
+/// `syscost_common::STACK_SIDE_BIT` of their keys), swapped by userspace, which then
+/// drains the other window's entries.
+#[map]
+pub(crate) static STACK_SIDE: Array<u32> = Array::with_max_entries(1, 0);
+
 /// With `--stacks`: `syscost_common::stack_counter`, per CPU.
 #[map]
 pub(crate) static STACK_COUNTS: PerCpuArray<u64> =

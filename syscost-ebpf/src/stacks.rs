@@ -1,10 +1,15 @@
-//! Calls by user stack (`STACK_CALLS`, `STACK_FRAMES`, `STACK_SCRATCH`, `STACK_COUNTS`):
-//! every traced call counted, with its time, under the (process, user stack, syscall) it
-//! was made from. A stack is known by the hash of its frame-pointer walk; its frames are
-//! kept once, and a sample of its calls carries a copy of the stack for userspace to
-//! unwind where the walk stops early (code built without frame pointers).
+//! Calls by user stack (`STACK_CALLS`, `STACK_FRAMES`, `STACK_SCRATCH`, `STACK_COUNTS`,
+//! `STACK_SIDE`): every traced call counted, with its time, under the (process, user
+//! stack, syscall) it was made from. A stack is known by the hash of its frame-pointer
+//! walk; its frames are kept once per window, and a sample of its calls carries a copy
+//! of the stack for userspace to unwind where the walk stops early (code built without
+//! frame pointers). The keys carry the window (`STACK_SIDE`) they were counted in:
+//! userspace swaps it, waits until no program still runs on the old one, and drains that
+//! window's entries, so the tables hold one window's stacks, not the run's.
 
-use crate::maps::{SLOW, STACK_CALLS, STACK_COUNTS, STACK_FRAMES, STACK_SCRATCH, config};
+use crate::maps::{
+    SLOW, STACK_CALLS, STACK_COUNTS, STACK_FRAMES, STACK_SCRATCH, STACK_SIDE, config,
+};
 use aya_ebpf::{
     EbpfContext as _,
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST, BPF_RB_AVAIL_DATA},
@@ -13,16 +18,20 @@ use aya_ebpf::{
 };
 use syscost_common::{
     STACK_FRAMES as FRAMES, STACK_HASH_START, StackKey, StackValue, stack_counter, stack_hash_step,
+    stack_in_window,
 };
 
 /// `-EEXIST`: another CPU inserted the same key first.
 const EEXIST: i32 = -17;
 
-/// Adds the call to its stack's figures; returns the stack's hash (0: no user stack
-/// could be walked) and whether this call is one of the stack's samples.
+/// Adds the call to its stack's figures in the current window; returns the stack's key
+/// (`syscost_common::stack_in_window`: with no user stack walked, 0 or the side bit)
+/// and whether this call is one of the stack's samples.
 #[inline(always)]
 pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u64) -> (u64, bool) {
-    let mut hash = 0u64;
+    let side = STACK_SIDE.get(0).copied().unwrap_or(0);
+    let mut walked = false;
+    let mut hash = stack_in_window(0, side);
     if let Some(scratch) = STACK_SCRATCH.get_ptr_mut(0) {
         let s = unsafe { &mut *scratch };
         let got = unsafe {
@@ -42,7 +51,8 @@ pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u
                 }
                 h = stack_hash_step(h, s.frames[i]);
             }
-            hash = h | 1;
+            hash = stack_in_window(h, side);
+            walked = true;
             s.bytes = got as u64;
             if unsafe { STACK_FRAMES.get(&hash) }.is_none()
                 && let Err(e) = STACK_FRAMES.insert(&hash, s, u64::from(BPF_NOEXIST))
@@ -75,7 +85,7 @@ pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u
         (*value).total_ns += ns;
         (*value).calls
     };
-    if hash == 0 || (calls - 1) & u64::from(config!(stacks_sample_mask)) != 0 {
+    if !walked || (calls - 1) & u64::from(config!(stacks_sample_mask)) != 0 {
         return (hash, false);
     }
     // Samples take at most half of the ring: the slow calls' reports keep the rest, and a

@@ -244,9 +244,25 @@ pub struct Sampler {
     reclaimed: u64,
     /// The per-process table's pairs in use at the last refresh, and its capacity.
     top_pairs: (usize, usize),
-    /// `--stacks`' entries of exited processes, handed over from the kernel's tables.
-    retired: crate::stacks::Retired,
-    stacks_checked_at: Instant,
+    /// `--stacks`' entries of the windows closed, drained from the kernel's tables.
+    drained: crate::stacks::Drained,
+    stack_window_at: Instant,
+    /// A window swapped and not drained yet.
+    stack_window_closed: Option<u32>,
+}
+
+/// How long a `--stacks` window lasts: the kernel's tables hold what one window's calls
+/// made (a second of a busy machine's processes and stacks), not the run's.
+fn stack_window() -> Duration {
+    // The tests' way to make windows short: debug builds only.
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("SYSCOST_STACKS_WINDOW_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return Duration::from_millis(ms);
+    }
+    Duration::from_secs(1)
 }
 
 /// Steps a key of the per-process table must have stayed unchanged in before it may be
@@ -282,8 +298,9 @@ impl Sampler {
             cgroup_names: Default::default(),
             reclaimed: 0,
             top_pairs: (0, 0),
-            retired: Default::default(),
-            stacks_checked_at: Instant::now(),
+            drained: Default::default(),
+            stack_window_at: Instant::now(),
+            stack_window_closed: None,
         }
     }
 
@@ -377,12 +394,12 @@ impl Sampler {
     pub fn unload(&mut self) -> Result<()> {
         if let Some(tracer) = &self.tracer {
             // A table that cannot be read costs the stacks, never the profile.
-            let retired = &self.retired;
+            let drained = &self.drained;
             let stacks = self
                 .features
                 .on
                 .contains(&"stacks")
-                .then(|| tracer.stack_tables().map(|raw| retired.joined(raw)))
+                .then(|| tracer.stack_tables().map(|raw| drained.joined(raw)))
                 .and_then(|r| {
                     r.map_err(|e| {
                         eprintln!("syscost: --stacks: the calls by stack were not read: {e:#}")
@@ -405,41 +422,68 @@ impl Sampler {
             return Ok(None);
         }
         match &self.tracer {
-            Some(t) => t.stack_tables().map(|raw| Some(self.retired.joined(raw))),
+            Some(t) => t.stack_tables().map(|raw| Some(self.drained.joined(raw))),
             None => Ok(self.stacks.clone()),
         }
     }
 
-    /// With `--stacks`, once a second: the entries of processes that have exited are
-    /// handed over from the kernel's tables and kept here, so that the tables hold the
-    /// processes alive whatever the churn. Call it a few times a second.
-    pub fn stacks_tick(&mut self) {
+    /// With `--stacks`, once a window has passed: swaps the window the programs count
+    /// in (see [`Tracer::swap_stack_window`]). The caller waits on what is returned, with
+    /// this sampler unlocked (an RCU grace period), then calls
+    /// [`Sampler::drain_stack_window`]. Call it a few times a second.
+    pub fn swap_stack_window(&mut self) -> Option<std::sync::Arc<crate::tracer::GracePeriod>> {
         if !self.features.on.contains(&"stacks")
-            || self.stacks_checked_at.elapsed() < Duration::from_secs(1)
+            || self.stack_window_closed.is_some()
+            || self.stack_window_at.elapsed() < stack_window()
         {
-            return;
+            return None;
         }
-        self.stacks_checked_at = Instant::now();
+        self.stack_window_at = Instant::now();
+        match self.tracer.as_mut()?.swap_stack_window() {
+            Ok(Some((closed, wait))) => {
+                self.stack_window_closed = Some(closed);
+                Some(wait)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                log::warn!("{e:#}");
+                None
+            }
+        }
+    }
+
+    /// Drains the window [`Sampler::swap_stack_window`] closed, once its wait has
+    /// returned: its entries are kept here, the kernel's tables emptied of them.
+    /// `waited`: whether the wait returned (without it, nothing is drained: the window's
+    /// entries stay, and the next swap counts in them again).
+    pub fn drain_stack_window(&mut self, waited: bool) {
+        let Some(closed) = self.stack_window_closed.take() else {
+            return;
+        };
         let Some(tracer) = self.tracer.as_mut() else {
             return;
         };
-        match tracer.retire_stacks(|pid| !process::alive(pid)) {
+        if !waited {
+            return;
+        }
+        match tracer.drain_stack_window(closed) {
             Ok(raw) if !raw.calls.is_empty() => {
                 if log::log_enabled!(log::Level::Debug) {
                     let pids: std::collections::BTreeSet<u32> =
                         raw.calls.iter().map(|(k, _)| k.tgid).collect();
                     let shown: Vec<String> = pids.iter().take(32).map(u32::to_string).collect();
                     log::debug!(
-                        "--stacks: {} entries of exited processes handed over: pids {}{}",
+                        "--stacks: window {closed} drained, {} entries and {} walks: pids {}{}",
                         raw.calls.len(),
+                        raw.frames.len(),
                         shown.join(" "),
                         if pids.len() > 32 { " ..." } else { "" }
                     );
                 }
-                self.retired.keep(raw);
+                self.drained.keep(raw);
             }
-            Ok(_) => {}
-            Err(e) => log::warn!("cannot hand over the stacks of exited processes: {e:#}"),
+            Ok(_) => log::debug!("--stacks: window {closed} drained, empty"),
+            Err(e) => log::warn!("cannot drain the calls-by-stack window: {e:#}"),
         }
     }
 

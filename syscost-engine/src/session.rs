@@ -455,8 +455,19 @@ impl Shared {
                 if now < next && !exiting {
                     s.top_tick();
                 }
-                s.stacks_tick();
-                s.own_cost().totals() != before
+                let swapped = s.swap_stack_window();
+                let changed = s.own_cost().totals() != before;
+                drop(s);
+                // The wait (an RCU grace period) with the sampler unlocked, the drain
+                // with it locked.
+                if let Some(wait) = swapped {
+                    let waited = wait
+                        .wait()
+                        .map_err(|e| log::warn!("--stacks: cannot wait to drain a window: {e}"))
+                        .is_ok();
+                    lock(&self.sampler).drain_stack_window(waited);
+                }
+                changed
             };
             if window_closed
                 && now < next

@@ -35,24 +35,24 @@ pub struct Raw {
     pub sample_every: u32,
 }
 
-/// Entries of exited processes handed over from the kernel's tables (see
-/// `Tracer::retire_stacks`), kept for the end: at most [`RETIRED_KEYS`] entries, and
-/// what comes beyond them summed per syscall under no stack and no process (every call
-/// still counted, its stack not told).
+/// The entries of the windows closed, drained from the kernel's tables (see
+/// `Tracer::drain_stack_window`), kept for the end: at most [`DRAINED_KEYS`] entries,
+/// and what comes beyond them summed per syscall under no stack and no process (every
+/// call still counted, its stack not told).
 #[derive(Debug, Default)]
-pub struct Retired {
+pub struct Drained {
     calls: HashMap<StackKey, StackValue>,
     frames: HashMap<u64, Vec<u64>>,
 }
 
-/// Entries of exited processes kept one by one.
-pub const RETIRED_KEYS: usize = 65_536;
+/// Entries kept one by one.
+pub const DRAINED_KEYS: usize = 65_536;
 
-impl Retired {
-    /// Keeps what was handed over.
+impl Drained {
+    /// Keeps what was drained: an entry already kept gets its figures added.
     pub fn keep(&mut self, raw: Raw) {
         for (mut key, v) in raw.calls {
-            if !self.calls.contains_key(&key) && self.calls.len() >= RETIRED_KEYS {
+            if !self.calls.contains_key(&key) && self.calls.len() >= DRAINED_KEYS {
                 key = StackKey {
                     stack: 0,
                     tgid: 0,
@@ -64,7 +64,7 @@ impl Retired {
             e.total_ns += v.total_ns;
         }
         for (hash, frames) in raw.frames {
-            if self.frames.len() < RETIRED_KEYS {
+            if self.frames.len() < DRAINED_KEYS {
                 self.frames.entry(hash).or_insert(frames);
             }
         }
@@ -79,7 +79,7 @@ impl Retired {
         self.calls.is_empty()
     }
 
-    /// `raw` (the kernel's tables as they are) with what was handed over: an entry's
+    /// `raw` (the kernel's tables as they are) with what was drained: an entry's
     /// figures summed, the walks joined.
     pub fn joined(&self, mut raw: Raw) -> Raw {
         if self.calls.is_empty() {
@@ -189,8 +189,8 @@ pub fn assemble(
             |s| s.syscall.clone(),
         );
         let comm = if key.tgid == 0 {
-            // Beyond the entries of exited processes kept one by one (see `Retired`).
-            "(exited processes)".to_string()
+            // Beyond the entries kept one by one (see `Drained`).
+            format!("(past {DRAINED_KEYS} entries)")
         } else {
             sampled
                 .map(|s| s.comm.clone())
@@ -520,16 +520,16 @@ mod tests {
         assert!(line.frames.iter().all(|f| f.unknown.is_some()));
     }
 
-    /// Entries handed over are joined with the kernel's at the end, summed where one
-    /// came back (a pid taken again), and beyond the bound summed per syscall under no
-    /// stack: every call counted once.
+    /// Entries drained are joined with the kernel's at the end, summed where one came
+    /// back (a later window, or a pid taken again), and beyond the bound summed per
+    /// syscall under no stack: every call counted once.
     #[test]
-    fn retired_entries_are_joined_and_bounded() {
+    fn drained_entries_are_joined_and_bounded() {
         let value = |calls| StackValue {
             calls,
             total_ns: calls * 10,
         };
-        let mut r = Retired::default();
+        let mut r = Drained::default();
         let mut raw = Raw::default();
         raw.calls.push((key(5), value(3)));
         raw.frames.insert(5, vec![0x10, 0x20]);
@@ -542,9 +542,9 @@ mod tests {
         assert_eq!(got, HashMap::from([(5, 7), (6, 1)]));
         assert_eq!(j.frames.get(&5), Some(&vec![0x10, 0x20]));
         // Beyond the bound: one entry per syscall, no stack, no process.
-        let mut r = Retired::default();
+        let mut r = Drained::default();
         let mut raw = Raw::default();
-        for i in 0..(RETIRED_KEYS as u64 + 100) {
+        for i in 0..(DRAINED_KEYS as u64 + 100) {
             raw.calls.push((
                 StackKey {
                     stack: i | 1,
@@ -555,10 +555,10 @@ mod tests {
             ));
         }
         r.keep(raw);
-        assert_eq!(r.len(), RETIRED_KEYS + 1);
+        assert_eq!(r.len(), DRAINED_KEYS + 1);
         let j = r.joined(Raw::default());
         let total: u64 = j.calls.iter().map(|(_, v)| v.calls).sum();
-        assert_eq!(total, 2 * (RETIRED_KEYS as u64 + 100));
+        assert_eq!(total, 2 * (DRAINED_KEYS as u64 + 100));
         let other = j.calls.iter().find(|(k, _)| k.tgid == 0).unwrap();
         assert_eq!((other.0.stack, other.1.calls), (0, 200));
         let named = assemble(&j, &Samples::default(), |_| None);
@@ -566,7 +566,7 @@ mod tests {
             named
                 .stacks
                 .iter()
-                .any(|s| s.comm == "(exited processes)" && s.calls == 200)
+                .any(|s| s.comm == format!("(past {DRAINED_KEYS} entries)") && s.calls == 200)
         );
     }
 }

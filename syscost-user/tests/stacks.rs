@@ -28,6 +28,7 @@ const STDIN: &str = "stdin";
 const PROGRAMS: &[&str] = &[
     "sites",
     "sites-fp",
+    "depths",
     "chain",
     "chain-fp",
     "chain-lib",
@@ -829,9 +830,9 @@ fn calls_by_stack_past_the_tables_are_counted_as_dropped() {
 }
 
 /// Processes that come and go under `--stacks`, more of them than the tables hold at
-/// once: each one's entries are handed over once it has exited (a debug line says which
-/// pids), so every call is counted under its stack and none is dropped. Each process is
-/// started only after the previous one was handed over: the tables, 512 entries and
+/// once: each window's entries are drained from the tables (a debug line says whose), so
+/// every call is counted under its stack and none is dropped. Each process is started
+/// only after entries of the previous one were drained: the tables, 512 entries and
 /// walks, hold two or three processes at a time, not twenty.
 #[test]
 fn calls_by_stack_of_processes_gone_leave_room_for_the_next() {
@@ -877,8 +878,9 @@ fn calls_by_stack_of_processes_gone_leave_room_for_the_next() {
             break;
         }
         let mine = format!(" {pid}");
-        err.until(&format!("process {i} ({pid})'s entries handed over"), |l| {
-            l.contains("entries of exited processes handed over: pids")
+        err.until(&format!("process {i} ({pid})'s entries drained"), |l| {
+            l.contains("--stacks: window ")
+                && l.contains(" drained, ")
                 && l.split_once("pids")
                     .is_some_and(|(_, p)| format!("{p} ").contains(&format!("{mine} ")))
         });
@@ -910,4 +912,98 @@ fn calls_by_stack_of_processes_gone_leave_room_for_the_next() {
     );
     let under: u64 = stacks.stacks.iter().map(|s| s.calls).sum();
     assert_eq!(under, profile.totals().0, "every call under a stack");
+}
+
+/// Whether `line` of syscost's stderr says a `--stacks` window was drained.
+fn drained(line: &str) -> bool {
+    line.contains("--stacks: window ") && line.contains(" drained")
+}
+
+/// A process that lives on and makes calls from more stacks than the tables hold, a
+/// phase at a time: the tables (64 entries, 64 walks) are drained window by window, so
+/// every call of its life is counted under its stack, none dropped. Each phase starts
+/// once two windows have been drained since the last one ended (the second closed
+/// after its mark was reported, so it holds the phase's last calls). The process's
+/// entries outnumber the tables: kept for its life in them, calls would be dropped.
+#[test]
+fn calls_by_stack_of_a_process_that_lives_on_are_drained_window_by_window() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    const STACKS: u64 = 16;
+    const CALLS: u64 = 100;
+    const PHASES: u64 = 4;
+    let json = t.path("depths.json");
+    let mut gate = 0;
+    let mut marks = 0;
+    let mut drains = 0;
+    let lines = held(
+        syscost()
+            .env("SYSCOST_TABLE_SIZES", "stack_calls=64,stack_frames=64")
+            .env("SYSCOST_STACKS_WINDOW_MS", "100")
+            .env("RUST_LOG", "syscost_engine::sampler=debug")
+            .args(["run", "--stacks"])
+            .arg(t.path("depths.folded"))
+            .args(["--slow", "1ms", "--json"])
+            .arg(&json)
+            .arg("--")
+            .arg(programs().join("depths"))
+            .args([STACKS.to_string(), CALLS.to_string()]),
+        "depths's last gate",
+        |l, stdin| {
+            use std::io::Write as _;
+            if reports(l, MARK, "depths") {
+                marks += 1;
+                drains = 0;
+            } else if drained(l) && marks > gate {
+                drains += 1;
+                if drains == 2 {
+                    stdin.write_all(b"x").expect("depths's stdin");
+                    stdin.flush().expect("depths's stdin");
+                    gate += 1;
+                }
+            }
+            gate > PHASES
+        },
+    );
+    let profile = read_profile(&json);
+    let stacks = profile.stacks.as_ref().expect("the profile's stacks");
+    assert_eq!(
+        (stacks.calls_dropped, stacks.frames_dropped),
+        (0, 0),
+        "nothing dropped; syscost said: {:?}",
+        messages(&lines)
+    );
+    let mut sites: Vec<(String, usize, u64, bool)> = stacks
+        .stacks
+        .iter()
+        .filter(|s| s.syscall == "getppid" && s.comm == "depths")
+        .map(|s| {
+            let names: Vec<&str> = s
+                .frames
+                .iter()
+                .filter_map(|f| f.function.as_deref())
+                .collect();
+            let phase = names
+                .iter()
+                .find(|n| n.starts_with("phase_"))
+                .map_or_else(String::new, |n| n.to_string());
+            let depth = names.iter().filter(|&&n| n == "down").count();
+            (phase, depth, s.calls, s.estimated)
+        })
+        .collect();
+    sites.sort();
+    let expected: Vec<(String, usize, u64, bool)> = (0..PHASES)
+        .flat_map(|p| (1..=STACKS as usize).map(move |d| (format!("phase_{p}"), d, CALLS, false)))
+        .collect();
+    assert_eq!(sites, expected, "each stack's getppid, exactly");
+    let table = profile.syscall("getppid").expect("getppid's row");
+    assert_eq!(table.calls, PHASES * STACKS * CALLS);
+    let under: u64 = stacks.stacks.iter().map(|s| s.calls).sum();
+    assert_eq!(under, profile.totals().0, "every call under a stack");
+    assert!(
+        stacks.stacks.len() > 64,
+        "more entries than the tables hold ({}): the windows drained them",
+        stacks.stacks.len()
+    );
 }

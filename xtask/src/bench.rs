@@ -41,6 +41,8 @@ enum Setup {
     /// `syscost run` of another build (`SYSCOST_BENCH_BASELINE=/path/to/syscost`), to
     /// compare two versions side by side in one run.
     Baseline,
+    /// The other build's `run --stacks`, beside this build's.
+    BaselineStacks,
     /// The whole machine: `syscost top` (every process traced, per-process figures).
     SyscostTop,
     /// libbpf-tools `syscount -L -P`: every process, counts and time by process.
@@ -67,6 +69,7 @@ impl Setup {
             Setup::Filter => "candidate: raw tp filter",
             Setup::BtfFilter => "candidate: tp_btf filter",
             Setup::Baseline => "baseline build, this process",
+            Setup::BaselineStacks => "baseline build --stacks",
             Setup::SyscostTop => "syscost top (machine)",
             Setup::SyscountAll => "syscount -L -P (machine)",
             Setup::PerfTraceAll => "perf trace -s -a (machine)",
@@ -285,6 +288,16 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
                     .args(["getppid", &n]),
             )
         }
+        Setup::BaselineStacks => {
+            let other =
+                std::env::var("SYSCOST_BENCH_BASELINE").context("SYSCOST_BENCH_BASELINE")?;
+            ns_per_call(
+                Command::new(other)
+                    .args(["run", "--stacks", "/dev/null", "-o", "/dev/null", "--"])
+                    .arg(workload)
+                    .args(["getppid", &n]),
+            )
+        }
         Setup::Strace => ns_per_call(
             Command::new("strace")
                 .args(["-f", "-c", "-o", "/dev/null"])
@@ -372,7 +385,7 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         setups.extend([Setup::Clock, Setup::Hist, Setup::Filter, Setup::BtfFilter]);
     }
     if std::env::var_os("SYSCOST_BENCH_BASELINE").is_some() {
-        setups.push(Setup::Baseline);
+        setups.extend([Setup::Baseline, Setup::BaselineStacks]);
     }
     let mut notes = Vec::new();
     if !peers {
@@ -467,6 +480,12 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     }
     if let (Some(own), Some(base)) = (added(Setup::SyscostOwn), added(Setup::Baseline)) {
         println!("syscost-added / baseline-added: {:.2}", own / base.max(1.0));
+    }
+    if let (Some(own), Some(base)) = (added(Setup::SyscostStacks), added(Setup::BaselineStacks)) {
+        println!(
+            "syscost-stacks-added / baseline-stacks-added: {:.2}",
+            own / base.max(1.0)
+        );
     }
     if let (Some(own), Some(sc)) = (added(Setup::SyscostOwn), added(Setup::Syscount)) {
         println!("syscost-added / syscount-added: {:.2}", own / sc.max(1.0));

@@ -108,7 +108,7 @@ impl Reader {
                     let r = decoder.receive(&e, &item[std::mem::size_of::<SlowEvent>()..]);
                     drop(item);
                     let key = StackKey {
-                        stack: e.stack_hash,
+                        stack: syscost_common::stack_identity(e.stack_hash),
                         tgid: e.tgid,
                         key: e.key,
                     };

@@ -224,3 +224,124 @@ impl RunTimeStats {
         Ok(Self { _fd: fd })
     }
 }
+
+/// A wait until no BPF program still runs that began before it: an update of an array
+/// of maps, which the kernel returns from only after an RCU grace period (so that
+/// userspace knows every program that could be running uses the new value; Linux 4.20
+/// on). The array is syscost's own and no program reads it: it exists for the wait. A
+/// tracepoint's program runs whole inside an RCU read-side section, so once the wait
+/// returns, a value it read before (`STACK_SIDE`) is no longer in use by any of them.
+pub struct GracePeriod {
+    outer: std::os::fd::OwnedFd,
+    inner: std::os::fd::OwnedFd,
+}
+
+impl GracePeriod {
+    pub(super) fn new() -> io::Result<Self> {
+        const BPF_MAP_TYPE_ARRAY: u32 = 2;
+        const BPF_MAP_TYPE_ARRAY_OF_MAPS: u32 = 12;
+        let inner = create_map(BPF_MAP_TYPE_ARRAY, 4, 4, 1, None)?;
+        let outer = create_map(
+            BPF_MAP_TYPE_ARRAY_OF_MAPS,
+            4,
+            4,
+            1,
+            Some(inner.as_raw_fd() as u32),
+        )?;
+        Ok(Self { outer, inner })
+    }
+
+    /// Returns once every program that began before the call has ended.
+    pub fn wait(&self) -> io::Result<()> {
+        let key = 0u32;
+        let value = self.inner.as_raw_fd() as u32;
+        update_elem(self.outer.as_raw_fd(), &key, &value)
+    }
+}
+
+/// `union bpf_attr`'s member for BPF_MAP_CREATE (the fields syscost sets; the rest zero).
+#[repr(C)]
+#[derive(Default)]
+struct CreateAttr {
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
+    inner_map_fd: u32,
+    numa_node: u32,
+    map_name: [u8; 16],
+    rest: [u64; 8],
+}
+
+/// A map made by BPF_MAP_CREATE, named `syscost_wait`.
+fn create_map(
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    inner: Option<u32>,
+) -> io::Result<std::os::fd::OwnedFd> {
+    const BPF_MAP_CREATE: libc::c_long = 0;
+    let mut map_name = [0u8; 16];
+    map_name[..12].copy_from_slice(b"syscost_wait");
+    let attr = CreateAttr {
+        map_type,
+        key_size,
+        value_size,
+        max_entries,
+        inner_map_fd: inner.unwrap_or(0),
+        map_name,
+        ..Default::default()
+    };
+    // SAFETY: the attribute is a zero-padded bpf_attr prefix alive for the call; the
+    // kernel reads it and returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_CREATE,
+            &attr as *const CreateAttr,
+            size_of::<CreateAttr>() as u32,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
+}
+
+/// BPF_MAP_UPDATE_ELEM of one key and value.
+fn update_elem<K, V>(fd: i32, key: &K, value: &V) -> io::Result<()> {
+    #[repr(C)]
+    struct ElemAttr {
+        map_fd: u32,
+        _pad: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
+    }
+    const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+    let attr = ElemAttr {
+        map_fd: fd as u32,
+        _pad: 0,
+        key: key as *const K as u64,
+        value: value as *const V as u64,
+        flags: 0,
+    };
+    // SAFETY: the attribute points at a key and a value of the map's sizes, alive for
+    // the call; the kernel only reads them.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_UPDATE_ELEM,
+            &attr as *const ElemAttr,
+            size_of::<ElemAttr>() as u32,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

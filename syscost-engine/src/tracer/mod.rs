@@ -20,8 +20,9 @@ use aya::{
 };
 use aya_log::EbpfLogger;
 use syscost_common::{
-    ExitRecord, ProcRecord, ProcSlot, StackKey, StackValue, StatsEntry, ThreadSlot, TopKey,
-    TopValue, UserStack, abi, config::map_names, counter, counter_index, proc_value,
+    ExitRecord, ProcRecord, ProcSlot, STACK_SIDE_BIT, StackKey, StackValue, StatsEntry, ThreadSlot,
+    TopKey, TopValue, UserStack, abi, config::map_names, counter, counter_index, proc_value,
+    stack_identity,
 };
 
 use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process};
@@ -31,8 +32,8 @@ mod maps;
 pub mod probes;
 
 use load::{AncestorHelperRefused, CGROUP_FLOOR, load_and_attach};
+pub use maps::{GracePeriod, RunTimeStats, possible_cpus};
 use maps::{Mapped, delete_batch, map_data, map_fd, run_totals, sum_cpus};
-pub use maps::{RunTimeStats, possible_cpus};
 pub use probes::offcpu_unavailable;
 use syscost_report::profile::Features;
 
@@ -87,6 +88,10 @@ pub struct Tracer {
     per_process: bool,
     /// With `--stacks`: 1 in N of each stack's calls sampled.
     stacks: Option<u32>,
+    /// With `--stacks`: the window the programs count in, and the wait that tells when
+    /// none still counts in the other (`None`: this kernel made no such wait, and the
+    /// tables hold the whole run).
+    stack_window: Option<(u32, std::sync::Arc<GracePeriod>)>,
     slots: u32,
     sizes: TableSizes,
     cpus: u32,
@@ -210,6 +215,16 @@ impl Tracer {
             map_data(&ebpf, map_names::THREADS)?,
             sizes.thread_slots as usize * size_of::<ThreadSlot>(),
         )?;
+        let stack_window = match options.stacks.map(|_| GracePeriod::new()) {
+            None => None,
+            Some(Ok(wait)) => Some((0, std::sync::Arc::new(wait))),
+            Some(Err(e)) => {
+                log::warn!(
+                    "--stacks: the tables hold the whole run (no window is drained: this kernel made no array of maps to wait on: {e})"
+                );
+                None
+            }
+        };
         Ok(Self {
             ebpf,
             logger,
@@ -217,6 +232,7 @@ impl Tracer {
             offcpu: options.offcpu,
             per_process: options.per_process,
             stacks: options.stacks.map(|n| n.max(1).next_power_of_two()),
+            stack_window,
             slots,
             sizes,
             cpus,
@@ -524,24 +540,32 @@ impl Tracer {
         if self.stacks.is_none() {
             return Ok(raw);
         }
+        // Both windows: an entry in each is one (process, stack, syscall), summed.
         let calls: PerCpuHashMap<&MapData, StackKey, StackValue> =
             PerCpuHashMap::try_from(self.map(map_names::STACK_CALLS)?)?;
+        let mut at: std::collections::HashMap<StackKey, usize> = Default::default();
         for item in calls.iter() {
             let (k, per_cpu) = item.context("cannot read the calls by stack")?;
-            let v = per_cpu
-                .iter()
-                .fold(StackValue::default(), |v, c| StackValue {
-                    calls: v.calls + c.calls,
-                    total_ns: v.total_ns + c.total_ns,
-                });
-            raw.calls.push((k, v));
+            let (k, v) = (known_stack(k), sum_stack_cpus(per_cpu.iter()));
+            match at.get(&k) {
+                Some(&i) => {
+                    raw.calls[i].1.calls += v.calls;
+                    raw.calls[i].1.total_ns += v.total_ns;
+                }
+                None => {
+                    at.insert(k, raw.calls.len());
+                    raw.calls.push((k, v));
+                }
+            }
         }
         let frames: HashMap<&MapData, u64, UserStack> =
             HashMap::try_from(self.map(map_names::STACK_FRAMES)?)?;
         for item in frames.iter() {
             let (hash, stack) = item.context("cannot read the stacks' frames")?;
             let n = (stack.bytes as usize / 8).min(stack.frames.len());
-            raw.frames.insert(hash, stack.frames[..n].to_vec());
+            raw.frames
+                .entry(stack_identity(hash))
+                .or_insert_with(|| stack.frames[..n].to_vec());
         }
         let counts: PerCpuArray<&MapData, u64> =
             PerCpuArray::try_from(self.map(map_names::STACK_COUNTS)?)?;
@@ -552,74 +576,91 @@ impl Tracer {
         Ok(raw)
     }
 
-    /// Hands over `--stacks`' entries of the processes `gone` says have exited (they make
-    /// no more calls, so each is read and deleted exactly), and the walks no remaining
-    /// entry uses: the tables keep room for the processes alive, however many come and
-    /// go. What is handed over is the caller's to keep ([`crate::stacks::Retired`]).
-    pub fn retire_stacks(&mut self, gone: impl Fn(u32) -> bool) -> Result<crate::stacks::Raw> {
+    /// Swaps `--stacks`' window: from now on the programs count in the other one. The
+    /// window closed is drained by [`Tracer::drain_stack_window`] once the returned
+    /// wait has returned (no program still counts in it then); the wait takes an RCU
+    /// grace period, milliseconds, and needs no lock of the caller's. `None`: no
+    /// windows (without `--stacks`, or where the kernel made no wait).
+    pub fn swap_stack_window(&mut self) -> Result<Option<(u32, std::sync::Arc<GracePeriod>)>> {
+        let Some((open, wait)) = self.stack_window.clone() else {
+            return Ok(None);
+        };
+        let mut side: Array<&mut MapData, u32> = Array::try_from(
+            self.ebpf
+                .map_mut(map_names::STACK_SIDE)
+                .context("STACK_SIDE map missing")?,
+        )?;
+        side.set(0, 1 - open, 0)
+            .context("cannot swap the calls-by-stack window")?;
+        self.stack_window = Some((1 - open, wait.clone()));
+        Ok(Some((open, wait)))
+    }
+
+    /// Reads and deletes the entries and walks of window `closed`, which no program
+    /// counts in any more (its wait has returned): each entry exactly as the kernel left
+    /// it, the tables' room handed back. What is drained is the caller's to keep
+    /// ([`crate::stacks::Drained`]).
+    pub fn drain_stack_window(&mut self, closed: u32) -> Result<crate::stacks::Raw> {
         let mut out = crate::stacks::Raw::default();
         if self.stacks.is_none() {
             return Ok(out);
         }
+        let bit = if closed != 0 { STACK_SIDE_BIT } else { 0 };
+        let in_closed = |stack: u64| stack & STACK_SIDE_BIT == bit;
         let keys: Vec<StackKey> = {
             let calls: PerCpuHashMap<&MapData, StackKey, StackValue> =
                 PerCpuHashMap::try_from(self.map(map_names::STACK_CALLS)?)?;
-            calls.keys().filter_map(Result::ok).collect()
-        };
-        let mut verdict: std::collections::HashMap<u32, bool> = Default::default();
-        let (dead, live): (Vec<StackKey>, Vec<StackKey>) = keys
-            .into_iter()
-            .partition(|k| *verdict.entry(k.tgid).or_insert_with(|| gone(k.tgid)));
-        if dead.is_empty() {
-            return Ok(out);
-        }
-        let fd = map_fd(self.map(map_names::STACK_CALLS)?)?;
-        let cpus = possible_cpus()? as usize;
-        let sum = |per_cpu: &[StackValue]| {
-            per_cpu
-                .iter()
-                .fold(StackValue::default(), |v, c| StackValue {
-                    calls: v.calls + c.calls,
-                    total_ns: v.total_ns + c.total_ns,
-                })
-        };
-        for k in &dead {
-            match maps::lookup_and_delete_per_cpu::<StackKey, StackValue>(fd, k, cpus) {
-                Ok(Some(per_cpu)) => out.calls.push((*k, sum(&per_cpu))),
-                Ok(None) => {}
-                // Before 5.14: read, then deleted (nothing writes it any more).
-                Err(_) => {
-                    let mut calls: PerCpuHashMap<&mut MapData, StackKey, StackValue> =
-                        PerCpuHashMap::try_from(
-                            self.ebpf
-                                .map_mut(map_names::STACK_CALLS)
-                                .context("STACK_CALLS map missing")?,
-                        )?;
-                    if let Ok(per_cpu) = calls.get(k, 0) {
-                        let v = sum(&per_cpu.iter().copied().collect::<Vec<_>>());
-                        if calls.remove(k).is_ok() {
-                            out.calls.push((*k, v));
-                        }
-                    }
+            let keys: Vec<StackKey> = calls
+                .keys()
+                .filter_map(Result::ok)
+                .filter(|k| in_closed(k.stack))
+                .collect();
+            for k in &keys {
+                if let Ok(per_cpu) = calls.get(k, 0) {
+                    out.calls
+                        .push((known_stack(*k), sum_stack_cpus(per_cpu.iter())));
                 }
             }
-        }
-        // A walk no entry of a live process uses goes too (kept here): a call that makes
-        // it again puts it back.
-        let used: std::collections::HashSet<u64> = live.iter().map(|k| k.stack).collect();
-        let mut frames: HashMap<&mut MapData, u64, UserStack> = HashMap::try_from(
-            self.ebpf
-                .map_mut(map_names::STACK_FRAMES)
-                .context("STACK_FRAMES map missing")?,
-        )?;
-        for k in &dead {
-            if k.stack == 0 || used.contains(&k.stack) || out.frames.contains_key(&k.stack) {
-                continue;
+            keys
+        };
+        let fd = map_fd(self.map(map_names::STACK_CALLS)?)?;
+        if delete_batch(fd, &keys).is_err() {
+            let mut calls: PerCpuHashMap<&mut MapData, StackKey, StackValue> =
+                PerCpuHashMap::try_from(
+                    self.ebpf
+                        .map_mut(map_names::STACK_CALLS)
+                        .context("STACK_CALLS map missing")?,
+                )?;
+            for k in &keys {
+                let _ = calls.remove(k);
             }
-            if let Ok(stack) = frames.get(&k.stack, 0) {
-                let n = (stack.bytes as usize / 8).min(stack.frames.len());
-                out.frames.insert(k.stack, stack.frames[..n].to_vec());
-                let _ = frames.remove(&k.stack);
+        }
+        let walks: Vec<u64> = {
+            let frames: HashMap<&MapData, u64, UserStack> =
+                HashMap::try_from(self.map(map_names::STACK_FRAMES)?)?;
+            let walks: Vec<u64> = frames
+                .keys()
+                .filter_map(Result::ok)
+                .filter(|&h| in_closed(h))
+                .collect();
+            for h in &walks {
+                if let Ok(stack) = frames.get(h, 0) {
+                    let n = (stack.bytes as usize / 8).min(stack.frames.len());
+                    out.frames
+                        .insert(stack_identity(*h), stack.frames[..n].to_vec());
+                }
+            }
+            walks
+        };
+        let fd = map_fd(self.map(map_names::STACK_FRAMES)?)?;
+        if delete_batch(fd, &walks).is_err() {
+            let mut frames: HashMap<&mut MapData, u64, UserStack> = HashMap::try_from(
+                self.ebpf
+                    .map_mut(map_names::STACK_FRAMES)
+                    .context("STACK_FRAMES map missing")?,
+            )?;
+            for h in &walks {
+                let _ = frames.remove(h);
             }
         }
         out.sample_every = self.stacks.unwrap_or(1);
@@ -692,3 +733,19 @@ impl Tracer {
 /// Names of the programs syscost loads, as the kernel lists them (16-byte names).
 pub const PROGRAM_NAME_PREFIXES: [&str; 5] =
     ["syscost_", "floor_sys_", "cand_", "doctor_", "probe_"];
+
+/// A calls-by-stack key as userspace knows it: its stack without the window's bit.
+fn known_stack(k: StackKey) -> StackKey {
+    StackKey {
+        stack: stack_identity(k.stack),
+        ..k
+    }
+}
+
+/// A calls-by-stack value summed over CPUs.
+fn sum_stack_cpus<'a>(per_cpu: impl Iterator<Item = &'a StackValue>) -> StackValue {
+    per_cpu.fold(StackValue::default(), |v, c| StackValue {
+        calls: v.calls + c.calls,
+        total_ns: v.total_ns + c.total_ns,
+    })
+}

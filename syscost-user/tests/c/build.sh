@@ -2,7 +2,7 @@
 # Builds the slow-call stack tests' C programs into $1, the usual way (-O2, no frame
 # pointers, no debug information): chain, chain-static, chain-lib with libchainlib.so
 # (found beside it), short, fdreuse, flockwait, classes, sites; and chain-fp (-O0 -g,
-# frame pointers) and sites-fp (-O2, frame pointers); in_syscall.h and stdin_wait.h are their handshakes. The tests
+# frame pointers), sites-fp and depths (-O2, frame pointers); in_syscall.h and stdin_wait.h are their handshakes. The tests
 # run it; so does `cargo xtask vm-test`, which ships the results to the VMs (no
 # compiler there), with CC=aarch64-linux-gnu-gcc for the arm64 ones.
 set -eu
@@ -23,6 +23,8 @@ $cc $flags -pthread -o "$out/flockwait.tmp" "$src/flockwait.c" && mv "$out/flock
 # The calls-by-stack sites, the usual way and with frame pointers kept.
 $cc $flags -o "$out/sites.tmp" "$src/sites.c" && mv "$out/sites.tmp" "$out/sites"
 $cc -O2 -fno-omit-frame-pointer -o "$out/sites-fp.tmp" "$src/sites.c" && mv "$out/sites-fp.tmp" "$out/sites-fp"
+# Calls from many stacks in phases, with frame pointers (the windows of --stacks).
+$cc -O2 -fno-omit-frame-pointer -o "$out/depths.tmp" "$src/depths.c" && mv "$out/depths.tmp" "$out/depths"
 # strace's syscall classes, one call of each of a list of x86_64 syscalls
 # (tests/strace_compat.rs, which runs on x86_64 only).
 case $($cc -dumpmachine) in

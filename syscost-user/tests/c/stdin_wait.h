@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* glibc's (errno.h declares it under _GNU_SOURCE): the name the failures start with. */
 extern char *program_invocation_short_name;
@@ -33,6 +34,22 @@ static inline void wait_stdin(void) {
         if (n > 0) return;
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "%s: poll of stdin: %s\n", program_invocation_short_name,
+                    strerror(errno));
+            exit(4);
+        }
+    }
+}
+
+/* Waits until one byte comes on stdin, and takes it: a gate the test opens once per
+ * phase. Stdin closed first: the test gave up; the program ends (status 5). */
+static inline void wait_stdin_byte(void) {
+    char c;
+    for (;;) {
+        ssize_t n = read(0, &c, 1);
+        if (n == 1) return;
+        if (n == 0) exit(5);
+        if (errno != EINTR) {
+            fprintf(stderr, "%s: read of stdin: %s\n", program_invocation_short_name,
                     strerror(errno));
             exit(4);
         }

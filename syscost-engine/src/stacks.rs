@@ -53,11 +53,7 @@ impl Drained {
     pub fn keep(&mut self, raw: Raw) {
         for (mut key, v) in raw.calls {
             if !self.calls.contains_key(&key) && self.calls.len() >= DRAINED_KEYS {
-                key = StackKey {
-                    stack: 0,
-                    tgid: 0,
-                    key: key.key,
-                };
+                key = past_the_bound(key);
             }
             let e = self.calls.entry(key).or_default();
             e.calls += v.calls;
@@ -80,33 +76,61 @@ impl Drained {
     }
 
     /// `raw` (the kernel's tables as they are) with what was drained: an entry's
-    /// figures summed, the walks joined.
-    pub fn joined(&self, mut raw: Raw) -> Raw {
+    /// figures summed, the walks joined. Once the bound is reached, an entry of `raw`
+    /// not kept one by one goes where its earlier windows went (summed per syscall under
+    /// no stack), so that no line shows only the last window of a stack.
+    pub fn joined(&self, raw: Raw) -> Raw {
         if self.calls.is_empty() {
             return raw;
         }
-        let mut at: HashMap<StackKey, usize> = raw
-            .calls
+        let full = self.calls.len() >= DRAINED_KEYS;
+        let Raw {
+            calls,
+            mut frames,
+            counts,
+            sample_every,
+        } = raw;
+        let mut merged: Vec<(StackKey, StackValue)> =
+            self.calls.iter().map(|(k, v)| (*k, *v)).collect();
+        let mut at: HashMap<StackKey, usize> = merged
             .iter()
             .enumerate()
             .map(|(i, (k, _))| (*k, i))
             .collect();
-        for (k, v) in &self.calls {
-            match at.get(k) {
+        for (mut k, v) in calls {
+            if full && !self.calls.contains_key(&k) {
+                k = past_the_bound(k);
+            }
+            match at.get(&k) {
                 Some(&i) => {
-                    raw.calls[i].1.calls += v.calls;
-                    raw.calls[i].1.total_ns += v.total_ns;
+                    merged[i].1.calls += v.calls;
+                    merged[i].1.total_ns += v.total_ns;
                 }
                 None => {
-                    at.insert(*k, raw.calls.len());
-                    raw.calls.push((*k, *v));
+                    at.insert(k, merged.len());
+                    merged.push((k, v));
                 }
             }
         }
-        for (hash, frames) in &self.frames {
-            raw.frames.entry(*hash).or_insert_with(|| frames.clone());
+        for (hash, walk) in &self.frames {
+            frames.entry(*hash).or_insert_with(|| walk.clone());
         }
-        raw
+        Raw {
+            calls: merged,
+            frames,
+            counts,
+            sample_every,
+        }
+    }
+}
+
+/// Where an entry past [`DRAINED_KEYS`] is counted: its syscall's, under no stack and
+/// no process.
+fn past_the_bound(k: StackKey) -> StackKey {
+    StackKey {
+        stack: 0,
+        tgid: 0,
+        key: k.key,
     }
 }
 
@@ -561,6 +585,31 @@ mod tests {
         assert_eq!(total, 2 * (DRAINED_KEYS as u64 + 100));
         let other = j.calls.iter().find(|(k, _)| k.tgid == 0).unwrap();
         assert_eq!((other.0.stack, other.1.calls), (0, 200));
+        // Full: the kernel's entry of a stack past the bound joins its earlier windows
+        // there, not a line of its own with only its last window; a kept one is summed.
+        let late = StackKey {
+            stack: (DRAINED_KEYS as u64 + 50) | 1,
+            tgid: 3,
+            key: 110,
+        };
+        let kept = StackKey {
+            stack: 1,
+            tgid: 1,
+            key: 110,
+        };
+        let mut now = Raw::default();
+        now.calls.push((late, value(5)));
+        now.calls.push((kept, value(1)));
+        let j2 = r.joined(now);
+        assert!(j2.calls.iter().all(|(k, _)| *k != late));
+        let past = j2.calls.iter().find(|(k, _)| k.tgid == 0).unwrap();
+        assert_eq!(past.1.calls, 205);
+        let one = j2.calls.iter().find(|(k, _)| *k == kept).unwrap();
+        assert_eq!(one.1.calls, 3);
+        assert_eq!(
+            j2.calls.iter().map(|(_, v)| v.calls).sum::<u64>(),
+            2 * (DRAINED_KEYS as u64 + 100) + 6
+        );
         let named = assemble(&j, &Samples::default(), |_| None);
         assert!(
             named

@@ -124,6 +124,40 @@ pub(super) fn delete_batch<K>(fd: i32, keys: &[K]) -> io::Result<()> {
     }
 }
 
+/// Deletes `key` of the map `fd` (BPF_MAP_DELETE_ELEM).
+pub(super) fn delete_elem<K>(fd: i32, key: &K) -> io::Result<()> {
+    #[repr(C)]
+    struct ElemAttr {
+        map_fd: u32,
+        _pad: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
+    }
+    const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
+    let attr = ElemAttr {
+        map_fd: fd as u32,
+        _pad: 0,
+        key: key as *const K as u64,
+        value: 0,
+        flags: 0,
+    };
+    // SAFETY: the attribute points at one key of the map's key size, alive for the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_DELETE_ELEM,
+            &attr as *const ElemAttr,
+            size_of::<ElemAttr>() as u32,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Reads and deletes `key` of the per-CPU hash map `fd` in one `BPF_MAP_LOOKUP_AND_DELETE_ELEM`
 /// (hash maps from Linux 5.14): its values, one per possible CPU, or `None` when the
 /// key is not there. `Err` when the kernel refuses the command for this map.
@@ -259,7 +293,10 @@ impl GracePeriod {
     }
 }
 
-/// `union bpf_attr`'s member for BPF_MAP_CREATE (the fields syscost sets; the rest zero).
+/// `union bpf_attr`'s member for BPF_MAP_CREATE up to `btf_vmlinux_value_type_id` (the
+/// last field of Linux 5.10's, whose size it is; later kernels take it as a prefix and
+/// zero the rest): every byte a field, none padding, so every byte the kernel reads is
+/// one set here (a nonzero `map_ifindex` would ask for a device's map).
 #[repr(C)]
 #[derive(Default)]
 struct CreateAttr {
@@ -271,8 +308,14 @@ struct CreateAttr {
     inner_map_fd: u32,
     numa_node: u32,
     map_name: [u8; 16],
-    rest: [u64; 8],
+    map_ifindex: u32,
+    btf_fd: u32,
+    btf_key_type_id: u32,
+    btf_value_type_id: u32,
+    btf_vmlinux_value_type_id: u32,
 }
+
+const _: () = assert!(size_of::<CreateAttr>() == 64, "no padding in CreateAttr");
 
 /// A map made by BPF_MAP_CREATE, named `syscost_wait`.
 fn create_map(

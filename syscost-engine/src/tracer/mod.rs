@@ -597,73 +597,80 @@ impl Tracer {
     }
 
     /// Reads and deletes the entries and walks of window `closed`, which no program
-    /// counts in any more (its wait has returned): each entry exactly as the kernel left
-    /// it, the tables' room handed back. What is drained is the caller's to keep
-    /// ([`crate::stacks::Drained`]).
+    /// counts in any more (its wait has returned), and hands back the tables' room. An
+    /// entry is handed over only once it is deleted: one that could not be read or
+    /// deleted stays, whole, for the next drain of its window. A walk's copy is handed
+    /// over whether or not its delete succeeded (a walk is the same wherever it is
+    /// kept). What is drained is the caller's to keep ([`crate::stacks::Drained`]).
     pub fn drain_stack_window(&mut self, closed: u32) -> Result<crate::stacks::Raw> {
         let mut out = crate::stacks::Raw::default();
         if self.stacks.is_none() {
             return Ok(out);
         }
+        out.sample_every = self.stacks.unwrap_or(1);
         let bit = if closed != 0 { STACK_SIDE_BIT } else { 0 };
         let in_closed = |stack: u64| stack & STACK_SIDE_BIT == bit;
-        let keys: Vec<StackKey> = {
-            let calls: PerCpuHashMap<&MapData, StackKey, StackValue> =
-                PerCpuHashMap::try_from(self.map(map_names::STACK_CALLS)?)?;
-            let keys: Vec<StackKey> = calls
-                .keys()
-                .filter_map(Result::ok)
-                .filter(|k| in_closed(k.stack))
-                .collect();
-            for k in &keys {
-                if let Ok(per_cpu) = calls.get(k, 0) {
-                    out.calls
-                        .push((known_stack(*k), sum_stack_cpus(per_cpu.iter())));
+        let calls_fd = map_fd(self.map(map_names::STACK_CALLS)?)?;
+        let frames_fd = map_fd(self.map(map_names::STACK_FRAMES)?)?;
+        let frames: HashMap<&MapData, u64, UserStack> =
+            HashMap::try_from(self.map(map_names::STACK_FRAMES)?)?;
+        let calls: PerCpuHashMap<&MapData, StackKey, StackValue> =
+            PerCpuHashMap::try_from(self.map(map_names::STACK_CALLS)?)?;
+        // Nothing below returns early: once an entry is deleted, it is handed over.
+        let mut walks = Vec::new();
+        for h in frames.keys() {
+            match h {
+                Ok(h) if in_closed(h) => walks.push(h),
+                Ok(_) => {}
+                Err(e) => {
+                    log::warn!("--stacks: a walk of the closed window was not listed: {e}");
+                    break;
                 }
             }
-            keys
-        };
-        let fd = map_fd(self.map(map_names::STACK_CALLS)?)?;
-        if delete_batch(fd, &keys).is_err() {
-            let mut calls: PerCpuHashMap<&mut MapData, StackKey, StackValue> =
-                PerCpuHashMap::try_from(
-                    self.ebpf
-                        .map_mut(map_names::STACK_CALLS)
-                        .context("STACK_CALLS map missing")?,
-                )?;
-            for k in &keys {
-                let _ = calls.remove(k);
+        }
+        for h in &walks {
+            if let Ok(stack) = frames.get(h, 0) {
+                let n = (stack.bytes as usize / 8).min(stack.frames.len());
+                out.frames
+                    .insert(stack_identity(*h), stack.frames[..n].to_vec());
             }
         }
-        let walks: Vec<u64> = {
-            let frames: HashMap<&MapData, u64, UserStack> =
-                HashMap::try_from(self.map(map_names::STACK_FRAMES)?)?;
-            let walks: Vec<u64> = frames
-                .keys()
-                .filter_map(Result::ok)
-                .filter(|&h| in_closed(h))
-                .collect();
+        if delete_batch(frames_fd, &walks).is_err() {
             for h in &walks {
-                if let Ok(stack) = frames.get(h, 0) {
-                    let n = (stack.bytes as usize / 8).min(stack.frames.len());
-                    out.frames
-                        .insert(stack_identity(*h), stack.frames[..n].to_vec());
+                let _ = maps::delete_elem(frames_fd, h);
+            }
+        }
+        let mut keys = Vec::new();
+        for k in calls.keys() {
+            match k {
+                Ok(k) if in_closed(k.stack) => keys.push(k),
+                Ok(_) => {}
+                Err(e) => {
+                    log::warn!("--stacks: an entry of the closed window was not listed: {e}");
+                    break;
                 }
             }
-            walks
-        };
-        let fd = map_fd(self.map(map_names::STACK_FRAMES)?)?;
-        if delete_batch(fd, &walks).is_err() {
-            let mut frames: HashMap<&mut MapData, u64, UserStack> = HashMap::try_from(
-                self.ebpf
-                    .map_mut(map_names::STACK_FRAMES)
-                    .context("STACK_FRAMES map missing")?,
-            )?;
-            for h in &walks {
-                let _ = frames.remove(h);
+        }
+        let read: Vec<(StackKey, StackValue)> = keys
+            .iter()
+            .filter_map(|k| Some((*k, sum_stack_cpus(calls.get(k, 0).ok()?.iter()))))
+            .collect();
+        let keys: Vec<StackKey> = read.iter().map(|(k, _)| *k).collect();
+        if delete_batch(calls_fd, &keys).is_ok() {
+            out.calls = read.into_iter().map(|(k, v)| (known_stack(k), v)).collect();
+        } else {
+            // One by one. A key the batch deleted before it stopped is gone (nothing
+            // else deletes this window's keys): handed over too.
+            for (k, v) in read {
+                match maps::delete_elem(calls_fd, &k) {
+                    Ok(()) => out.calls.push((known_stack(k), v)),
+                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                        out.calls.push((known_stack(k), v))
+                    }
+                    Err(_) => {}
+                }
             }
         }
-        out.sample_every = self.stacks.unwrap_or(1);
         Ok(out)
     }
 

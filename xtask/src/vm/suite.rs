@@ -54,6 +54,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "calls_by_stack_alone_count_each_walk_exactly",
             "calls_by_stack_of_processes_gone_leave_room_for_the_next",
             "calls_by_stack_of_a_process_that_lives_on_are_drained_window_by_window",
+            "calls_by_stack_stay_exact_while_windows_swap_under_load",
         ],
     ),
     (

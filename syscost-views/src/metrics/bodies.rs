@@ -1,6 +1,7 @@
 //! The exposition of the latest sample, encoded once per format however many scrapes
-//! ask for it: a scrape costs a copy, not an encoding (nor, since the endpoint serves
-//! the session's published samples, a sample).
+//! ask for it: a scrape shares the body (the answer sends it, then the endpoint's
+//! counters), it neither copies nor encodes it (nor, since the endpoint serves the
+//! session's published samples, takes a sample).
 
 use std::sync::Mutex;
 

@@ -3,6 +3,7 @@
 //! in it.
 
 use anyhow::Result;
+use bytes::Bytes;
 use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, NativeHistogram, NativeHistogramBuckets, NoLabelSet},
@@ -198,12 +199,14 @@ impl Collector for EndpointCounters {
 const EOF: &[u8] = b"# EOF\n";
 
 /// `body`, a sample's exposition in `format`, with the endpoint's `counters` added: the
-/// text's families before its `# EOF`, protobuf's messages after the others.
+/// text's families before its `# EOF`, protobuf's messages after the others. The answer
+/// is the body (or all of it but its `# EOF`), shared, not copied, and a tail: a scrape
+/// costs the counters' encoding, whatever the size of the sample's.
 pub fn with_endpoint_counters(
     format: Format,
-    body: &[u8],
+    body: &Bytes,
     counters: EndpointCounters,
-) -> Result<Vec<u8>> {
+) -> Result<(Bytes, Bytes)> {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(counters));
     match format {
@@ -211,14 +214,17 @@ pub fn with_endpoint_counters(
             let mut tail = String::new();
             prometheus_client::encoding::text::encode(&mut tail, &registry)
                 .map_err(|_| anyhow::anyhow!("cannot encode the endpoint's counters"))?;
-            let head = body.strip_suffix(EOF).unwrap_or(body);
-            Ok([head, tail.as_bytes()].concat())
+            let head = match body.strip_suffix(EOF) {
+                Some(head) => body.slice(..head.len()),
+                None => body.clone(),
+            };
+            Ok((head, Bytes::from(tail)))
         }
         Format::Protobuf => {
             let tail =
                 prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&registry)
                     .map_err(|e| anyhow::anyhow!("cannot encode the endpoint's counters: {e:?}"))?;
-            Ok([body, &tail].concat())
+            Ok((body.clone(), Bytes::from(tail)))
         }
     }
 }
@@ -845,9 +851,11 @@ mod tests {
             connections_refused: 3,
             password_checks_refused: None,
         };
-        let text = String::from_utf8(
-            with_endpoint_counters(Format::Text, body.as_bytes(), counters).unwrap(),
-        )
+        let joined = |(head, tail): (Bytes, Bytes)| [head, tail].concat();
+        let text_body = Bytes::from(body.clone());
+        let text = String::from_utf8(joined(
+            with_endpoint_counters(Format::Text, &text_body, counters).unwrap(),
+        ))
         .unwrap();
         assert!(text.starts_with(body.strip_suffix("# EOF\n").unwrap()));
         assert!(
@@ -856,25 +864,27 @@ mod tests {
         );
         assert_eq!(text.matches("# EOF").count(), 1);
         assert!(!text.contains("password_checks"), "{text}");
-        let text = String::from_utf8(
+        let text = String::from_utf8(joined(
             with_endpoint_counters(
                 Format::Text,
-                body.as_bytes(),
+                &text_body,
                 EndpointCounters {
                     password_checks_refused: Some(5),
                     ..counters
                 },
             )
             .unwrap(),
-        )
+        ))
         .unwrap();
         assert!(
             text.contains("\nsyscost_scrape_password_checks_refused_total 5\n"),
             "{text}"
         );
         let proto = exposition_protobuf(scrape).unwrap();
-        let both = with_endpoint_counters(Format::Protobuf, &proto, counters).unwrap();
-        assert!(both.starts_with(&proto) && both.len() > proto.len());
+        let proto = Bytes::from(proto);
+        let (head, tail) = with_endpoint_counters(Format::Protobuf, &proto, counters).unwrap();
+        assert_eq!(head, proto, "the body itself");
+        assert!(!tail.is_empty());
     }
 
     #[test]

@@ -30,8 +30,18 @@ use std::{
 };
 
 use anyhow::{Context as _, Result};
-use bytes::Bytes;
+use bytes::{Buf as _, Bytes, buf::Chain};
 use http_body_util::Full;
+
+/// An answer's body: a head and a tail, sent one after the other (a scrape's sample
+/// body, shared by every scrape of it, and the endpoint's counters), never copied into
+/// one.
+type Body = Full<Chain<Bytes, Bytes>>;
+
+/// A body of one part.
+fn body(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into().chain(Bytes::new()))
+}
 use hyper::{Method, Request, Response, StatusCode, body::Incoming, header, service::service_fn};
 use hyper_util::rt::TokioIo;
 use tokio::{
@@ -310,7 +320,7 @@ static CHECKING: Semaphore = Semaphore::const_new(CHECKS);
 
 /// The answer to a request the web configuration refuses (credentials first, whatever
 /// the path, as the exporters check them), or `None` when it may be served.
-async fn authorize(req: &Request<Incoming>, endpoint: &Endpoint) -> Option<Response<Full<Bytes>>> {
+async fn authorize(req: &Request<Incoming>, endpoint: &Endpoint) -> Option<Response<Body>> {
     let web = endpoint.web.clone()?;
     let loaded = match web.current() {
         Ok(l) => l,
@@ -365,8 +375,8 @@ async fn authorize(req: &Request<Incoming>, endpoint: &Endpoint) -> Option<Respo
     Some(r)
 }
 
-fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+fn text(status: StatusCode, message: String) -> Response<Body> {
+    let mut r = Response::new(body(message));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -375,7 +385,7 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     r
 }
 
-fn respond(req: &Request<Incoming>, endpoint: &Endpoint) -> Response<Full<Bytes>> {
+fn respond(req: &Request<Incoming>, endpoint: &Endpoint) -> Response<Body> {
     if req.uri().path() != "/metrics" {
         return text(
             StatusCode::NOT_FOUND,
@@ -390,13 +400,13 @@ fn respond(req: &Request<Incoming>, endpoint: &Endpoint) -> Response<Full<Bytes>
             .get(header::ACCEPT)
             .and_then(|h| h.to_str().ok()),
     );
-    let body = endpoint
+    let answer = endpoint
         .metrics
         .exposition(format)
         .and_then(|body| with_endpoint_counters(format, &body, endpoint.counters()));
-    match body {
-        Ok(body) => {
-            let mut r = Response::new(Full::new(Bytes::from(body)));
+    match answer {
+        Ok((head, tail)) => {
+            let mut r = Response::new(Full::new(head.chain(tail)));
             let content_type = match format {
                 Format::Text => CONTENT_TYPE,
                 Format::Protobuf => PROTOBUF_CONTENT_TYPE,

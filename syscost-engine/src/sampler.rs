@@ -467,7 +467,7 @@ impl Sampler {
             return;
         }
         match tracer.drain_stack_window(closed) {
-            Ok(raw) if !raw.calls.is_empty() => {
+            Ok(raw) if !raw.calls.is_empty() || !raw.frames.is_empty() => {
                 if log::log_enabled!(log::Level::Debug) {
                     let pids: std::collections::BTreeSet<u32> =
                         raw.calls.iter().map(|(k, _)| k.tgid).collect();

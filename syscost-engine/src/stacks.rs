@@ -50,17 +50,23 @@ pub const DRAINED_KEYS: usize = 65_536;
 
 impl Drained {
     /// Keeps what was drained: an entry already kept gets its figures added.
+    /// A walk is kept when an entry kept one by one uses it (so every such entry keeps
+    /// its walk: at most [`DRAINED_KEYS`] of them), and others while fewer than
+    /// [`DRAINED_KEYS`] are kept (an entry whose drain comes later may use it).
     pub fn keep(&mut self, raw: Raw) {
+        let mut used = std::collections::HashSet::new();
         for (mut key, v) in raw.calls {
             if !self.calls.contains_key(&key) && self.calls.len() >= DRAINED_KEYS {
                 key = past_the_bound(key);
+            } else {
+                used.insert(key.stack);
             }
             let e = self.calls.entry(key).or_default();
             e.calls += v.calls;
             e.total_ns += v.total_ns;
         }
         for (hash, frames) in raw.frames {
-            if self.frames.len() < DRAINED_KEYS {
+            if used.contains(&hash) || self.frames.len() < DRAINED_KEYS {
                 self.frames.entry(hash).or_insert(frames);
             }
         }
@@ -542,6 +548,37 @@ mod tests {
         assert_eq!(line.syscall, name);
         assert_eq!(line.frames.len(), 2);
         assert!(line.frames.iter().all(|f| f.unknown.is_some()));
+    }
+
+    /// Past the bound of walks, the walk of an entry kept one by one is still kept; a
+    /// walk no kept entry uses is not.
+    #[test]
+    fn a_kept_entry_keeps_its_walk_past_the_bound() {
+        let mut r = Drained::default();
+        let mut raw = Raw::default();
+        for i in 0..DRAINED_KEYS as u64 {
+            raw.frames.insert((i << 2) | 1, vec![i]);
+        }
+        r.keep(raw);
+        let (used, unused) = ((u64::MAX << 2) | 1, (u64::MAX << 3) | 1);
+        let mut raw = Raw::default();
+        raw.calls.push((
+            StackKey {
+                stack: used,
+                tgid: 9,
+                key: 110,
+            },
+            StackValue {
+                calls: 1,
+                total_ns: 5,
+            },
+        ));
+        raw.frames.insert(used, vec![0x10]);
+        raw.frames.insert(unused, vec![0x20]);
+        r.keep(raw);
+        let j = r.joined(Raw::default());
+        assert_eq!(j.frames.get(&used), Some(&vec![0x10]));
+        assert!(!j.frames.contains_key(&unused));
     }
 
     /// Entries drained are joined with the kernel's at the end, summed where one came

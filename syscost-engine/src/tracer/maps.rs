@@ -337,8 +337,8 @@ fn create_map(
         map_name,
         ..Default::default()
     };
-    // SAFETY: the attribute is a zero-padded bpf_attr prefix alive for the call; the
-    // kernel reads it and returns a new descriptor or -1.
+    // SAFETY: the attribute is a bpf_attr prefix with every byte set, alive for the
+    // call; the kernel reads it and returns a new descriptor or -1.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_bpf,

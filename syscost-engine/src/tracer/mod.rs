@@ -628,13 +628,16 @@ impl Tracer {
                 }
             }
         }
-        for h in &walks {
-            if let Ok(stack) = frames.get(h, 0) {
+        // Only the walks read are deleted: one that could not be read stays.
+        walks.retain(|h| match frames.get(h, 0) {
+            Ok(stack) => {
                 let n = (stack.bytes as usize / 8).min(stack.frames.len());
                 out.frames
                     .insert(stack_identity(*h), stack.frames[..n].to_vec());
+                true
             }
-        }
+            Err(_) => false,
+        });
         if delete_batch(frames_fd, &walks).is_err() {
             for h in &walks {
                 let _ = maps::delete_elem(frames_fd, h);

@@ -884,7 +884,30 @@ mod tests {
         let proto = Bytes::from(proto);
         let (head, tail) = with_endpoint_counters(Format::Protobuf, &proto, counters).unwrap();
         assert_eq!(head, proto, "the body itself");
-        assert!(!tail.is_empty());
+        // Read back as a scraper reads it: length-delimited MetricFamily messages, the
+        // body's then the counter's.
+        let families = |mut bytes: &[u8]| {
+            use prometheus_client::encoding::prometheus_protobuf::prometheus_data_model::MetricFamily;
+            use prost::Message as _;
+            let mut names = Vec::new();
+            while !bytes.is_empty() {
+                let family = MetricFamily::decode_length_delimited(&mut bytes)
+                    .expect("a length-delimited MetricFamily");
+                names.push(family.name);
+            }
+            names
+        };
+        let alone = families(&proto);
+        let answer = families(&[head, tail].concat());
+        assert_eq!(answer.len(), alone.len() + 1, "{answer:?}");
+        assert_eq!(answer[..alone.len()], alone[..]);
+        assert!(
+            answer
+                .last()
+                .unwrap()
+                .starts_with("syscost_scrape_connections_refused"),
+            "{answer:?}"
+        );
     }
 
     #[test]

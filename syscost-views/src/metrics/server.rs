@@ -32,16 +32,6 @@ use std::{
 use anyhow::{Context as _, Result};
 use bytes::{Buf as _, Bytes, buf::Chain};
 use http_body_util::Full;
-
-/// An answer's body: a head and a tail, sent one after the other (a scrape's sample
-/// body, shared by every scrape of it, and the endpoint's counters), never copied into
-/// one.
-type Body = Full<Chain<Bytes, Bytes>>;
-
-/// A body of one part.
-fn body(b: impl Into<Bytes>) -> Body {
-    Full::new(b.into().chain(Bytes::new()))
-}
 use hyper::{Method, Request, Response, StatusCode, body::Incoming, header, service::service_fn};
 use hyper_util::rt::TokioIo;
 use tokio::{
@@ -373,6 +363,16 @@ async fn authorize(req: &Request<Incoming>, endpoint: &Endpoint) -> Option<Respo
         header::HeaderValue::from_static("Basic"),
     );
     Some(r)
+}
+
+/// An answer's body: a head and a tail, sent one after the other (a scrape's sample
+/// body, shared by every scrape of it, and the endpoint's counters), never copied into
+/// one.
+type Body = Full<Chain<Bytes, Bytes>>;
+
+/// A body of one part.
+fn body(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into().chain(Bytes::new()))
 }
 
 fn text(status: StatusCode, message: String) -> Response<Body> {

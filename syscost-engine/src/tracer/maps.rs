@@ -79,6 +79,50 @@ pub(super) fn map_fd(map: &Map) -> Result<i32> {
     Ok(data.fd().as_fd().as_raw_fd())
 }
 
+/// The bpf syscall: command `cmd` with `attr`, the `union bpf_attr` member it reads;
+/// what the kernel returned (a descriptor for the commands that make one).
+///
+/// # Safety
+/// `attr` is the member `cmd` reads, every address in it points at memory of the sizes
+/// the command needs (the map's key and value sizes, per possible CPU for a per-CPU
+/// value), alive for the call.
+unsafe fn bpf<A>(cmd: libc::c_long, attr: &mut A) -> io::Result<libc::c_long> {
+    // SAFETY: as the caller promises; the kernel reads at most `size_of::<A>()` bytes.
+    let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr as *mut A, size_of::<A>() as u32) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// `union bpf_attr`'s member for the element commands.
+#[repr(C)]
+struct ElemAttr {
+    map_fd: u32,
+    _pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
+}
+
+/// Element command `cmd` on map `fd`, with these key and value addresses (0: none).
+///
+/// # Safety
+/// `key` (and `value` when not 0) point at memory of the map's key and value sizes
+/// (one value per possible CPU for a per-CPU map), alive for the call.
+unsafe fn elem(cmd: libc::c_long, fd: i32, key: u64, value: u64) -> io::Result<()> {
+    let mut attr = ElemAttr {
+        map_fd: fd as u32,
+        _pad: 0,
+        key,
+        value,
+        flags: 0,
+    };
+    // SAFETY: as the caller promises.
+    unsafe { bpf(cmd, &mut attr) }.map(|_| ())
+}
+
 /// Deletes `keys` from the hash map `fd` in one `BPF_MAP_DELETE_BATCH`.
 pub(super) fn delete_batch<K>(fd: i32, keys: &[K]) -> io::Result<()> {
     if keys.is_empty() {
@@ -109,53 +153,23 @@ pub(super) fn delete_batch<K>(fd: i32, keys: &[K]) -> io::Result<()> {
     };
     // SAFETY: the attribute points at `keys.len()` keys of the map's key size, alive for
     // the call; the kernel writes only `count` back.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_DELETE_BATCH,
-            &mut attr as *mut BatchAttr,
-            size_of::<BatchAttr>() as u32,
-        )
-    };
-    if r == 0 && attr.count as usize == keys.len() {
+    unsafe { bpf(BPF_MAP_DELETE_BATCH, &mut attr) }?;
+    if attr.count as usize == keys.len() {
         Ok(())
     } else {
-        Err(io::Error::last_os_error())
+        Err(io::Error::other(format!(
+            "{} of {} keys deleted",
+            attr.count,
+            keys.len()
+        )))
     }
 }
 
 /// Deletes `key` of the map `fd` (BPF_MAP_DELETE_ELEM).
 pub(super) fn delete_elem<K>(fd: i32, key: &K) -> io::Result<()> {
-    #[repr(C)]
-    struct ElemAttr {
-        map_fd: u32,
-        _pad: u32,
-        key: u64,
-        value: u64,
-        flags: u64,
-    }
     const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
-    let attr = ElemAttr {
-        map_fd: fd as u32,
-        _pad: 0,
-        key: key as *const K as u64,
-        value: 0,
-        flags: 0,
-    };
-    // SAFETY: the attribute points at one key of the map's key size, alive for the call.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_DELETE_ELEM,
-            &attr as *const ElemAttr,
-            size_of::<ElemAttr>() as u32,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    // SAFETY: one key of the map's key size, alive for the call.
+    unsafe { elem(BPF_MAP_DELETE_ELEM, fd, key as *const K as u64, 0) }
 }
 
 /// Reads and deletes `key` of the per-CPU hash map `fd` in one `BPF_MAP_LOOKUP_AND_DELETE_ELEM`
@@ -166,15 +180,6 @@ pub(super) fn lookup_and_delete_per_cpu<K, V: Copy + Default>(
     key: &K,
     cpus: usize,
 ) -> io::Result<Option<Vec<V>>> {
-    /// `union bpf_attr`'s member for the element commands.
-    #[repr(C)]
-    struct ElemAttr {
-        map_fd: u32,
-        _pad: u32,
-        key: u64,
-        value: u64,
-        flags: u64,
-    }
     const BPF_MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
     // Per-CPU values come 8-byte aligned, one per possible CPU.
     assert!(
@@ -182,31 +187,20 @@ pub(super) fn lookup_and_delete_per_cpu<K, V: Copy + Default>(
         "a per-CPU value of 8-byte multiples"
     );
     let mut values = vec![V::default(); cpus];
-    let mut attr = ElemAttr {
-        map_fd: fd as u32,
-        _pad: 0,
-        key: key as *const K as u64,
-        value: values.as_mut_ptr() as u64,
-        flags: 0,
-    };
-    // SAFETY: the attribute points at one key of the map's key size and at room for
-    // one value per possible CPU, both alive for the call.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
+    // SAFETY: one key of the map's key size and room for one value per possible CPU,
+    // both alive for the call.
+    let done = unsafe {
+        elem(
             BPF_MAP_LOOKUP_AND_DELETE_ELEM,
-            &mut attr as *mut ElemAttr,
-            size_of::<ElemAttr>() as u32,
+            fd,
+            key as *const K as u64,
+            values.as_mut_ptr() as u64,
         )
     };
-    if r == 0 {
-        return Ok(Some(values));
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::ENOENT) {
-        Ok(None)
-    } else {
-        Err(e)
+    match done {
+        Ok(()) => Ok(Some(values)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -328,7 +322,7 @@ fn create_map(
     const BPF_MAP_CREATE: libc::c_long = 0;
     let mut map_name = [0u8; 16];
     map_name[..12].copy_from_slice(b"syscost_wait");
-    let attr = CreateAttr {
+    let mut attr = CreateAttr {
         map_type,
         key_size,
         value_size,
@@ -338,53 +332,23 @@ fn create_map(
         ..Default::default()
     };
     // SAFETY: the attribute is a bpf_attr prefix with every byte set, alive for the
-    // call; the kernel reads it and returns a new descriptor or -1.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_CREATE,
-            &attr as *const CreateAttr,
-            size_of::<CreateAttr>() as u32,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // call; the kernel reads it and returns a new descriptor.
+    let fd = unsafe { bpf(BPF_MAP_CREATE, &mut attr) }?;
     // SAFETY: the kernel returned a new descriptor that nothing else owns.
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
 }
 
 /// BPF_MAP_UPDATE_ELEM of one key and value.
 fn update_elem<K, V>(fd: i32, key: &K, value: &V) -> io::Result<()> {
-    #[repr(C)]
-    struct ElemAttr {
-        map_fd: u32,
-        _pad: u32,
-        key: u64,
-        value: u64,
-        flags: u64,
-    }
     const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
-    let attr = ElemAttr {
-        map_fd: fd as u32,
-        _pad: 0,
-        key: key as *const K as u64,
-        value: value as *const V as u64,
-        flags: 0,
-    };
-    // SAFETY: the attribute points at a key and a value of the map's sizes, alive for
-    // the call; the kernel only reads them.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
+    // SAFETY: a key and a value of the map's sizes, alive for the call; the kernel only
+    // reads them.
+    unsafe {
+        elem(
             BPF_MAP_UPDATE_ELEM,
-            &attr as *const ElemAttr,
-            size_of::<ElemAttr>() as u32,
+            fd,
+            key as *const K as u64,
+            value as *const V as u64,
         )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }

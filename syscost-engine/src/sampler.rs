@@ -24,7 +24,9 @@ use std::{
 };
 
 use anyhow::Result;
-use syscost_common::{ExitRecord, KEY_FORK_CHILD, KEY_NONE, StatsEntry, ThreadSlot};
+use syscost_common::{
+    ExitRecord, KEY_FORK_CHILD, KEY_NONE, StatsEntry, ThreadSlot, TopKey, TopValue,
+};
 
 use crate::{
     collector::Snapshot,
@@ -218,8 +220,8 @@ impl OwnCost {
 /// programs and keeps the final figures.
 pub struct Sampler {
     tracer: Option<Tracer>,
-    /// The exit records (with the per-process table).
-    exits: Option<aya::maps::RingBuf<aya::maps::MapData>>,
+    /// The exit records (with the per-process table), and those read but not counted.
+    exits: ExitQueue,
     slots: u32,
     offcpu: bool,
     features: syscost_report::profile::Features,
@@ -265,6 +267,29 @@ fn stack_window() -> Duration {
     Duration::from_secs(1)
 }
 
+/// Exit records read and not yet counted: counting them takes a copy of the per-process
+/// table (a few syscalls however many processes exited), so they wait for the next
+/// refresh, or until enough of them wait for the table to fill ([`EXITS_QUEUED`]
+/// records, or their keys an eighth of the table) or the oldest has waited
+/// [`EXITS_WAIT`].
+struct ExitQueue {
+    ring: Option<aya::maps::RingBuf<aya::maps::MapData>>,
+    queue: Vec<ExitRecord>,
+    /// `TOP` keys the queued processes hold, from their records.
+    keys: usize,
+    /// When the oldest queued record was read.
+    oldest: Instant,
+}
+
+/// Exit records queued at most before they are counted (about 170 bytes each).
+const EXITS_QUEUED: usize = 4096;
+/// How long an exit record waits at most before it is counted.
+const EXITS_WAIT: Duration = Duration::from_secs(1);
+/// How often the exit-record reader reads the ring: the kernel's ring holds about 6,000
+/// records (1 MB), a second of a machine starting 60,000 processes a minute... ten
+/// times that much a tenth of a second.
+const EXITS_READ_EVERY: Duration = Duration::from_millis(100);
+
 /// Steps a key of the per-process table must have stayed unchanged in before it may be
 /// reclaimed (an interval each: 30 s at the default).
 const IDLE_STEPS: u32 = 30;
@@ -281,7 +306,12 @@ impl Sampler {
             None
         };
         Self {
-            exits,
+            exits: ExitQueue {
+                ring: exits,
+                queue: Vec::new(),
+                keys: 0,
+                oldest: Instant::now(),
+            },
             slots: tracer.slots(),
             offcpu: tracer.offcpu_tracked(),
             features: tracer.features().clone(),
@@ -307,7 +337,7 @@ impl Sampler {
     /// Shares it between threads. With the per-process table, a thread of its own reads
     /// the exit records as they come (see [`Sampler::drain_exits`]).
     pub fn shared(self) -> SharedSampler {
-        let reads_exits = self.exits.is_some();
+        let reads_exits = self.exits.ring.is_some();
         let shared = Arc::new(Mutex::new(self));
         if reads_exits {
             read_exits(Arc::downgrade(&shared));
@@ -315,12 +345,30 @@ impl Sampler {
         shared
     }
 
-    /// Exited processes' last figures, from the exit records that have come: each
-    /// record's keys are read one last time (their final figures) and deleted from the
-    /// kernel's table, so the table holds only the processes alive.
+    /// Reads the exit records that have come (plain memory reads of the ring, no
+    /// syscall) and, once enough wait or the oldest has waited a second, counts their
+    /// processes' last figures (see [`Sampler::settle_exits`]). Called by the exit-record
+    /// reader a few times a second; a refresh settles whatever waits too.
     pub fn drain_exits(&mut self) -> Result<()> {
-        let (Some(tracer), Some(ring)) = (self.tracer.as_mut(), self.exits.as_mut()) else {
+        self.read_exit_ring();
+        let capacity = self.tracer.as_ref().map_or(0, Tracer::top_capacity);
+        let due = self.exits.queue.len() >= EXITS_QUEUED
+            || self.exits.keys * 8 >= capacity
+            || (!self.exits.queue.is_empty() && self.exits.oldest.elapsed() >= EXITS_WAIT);
+        if !due {
             return Ok(());
+        }
+        let Some(tracer) = self.tracer.as_ref() else {
+            return Ok(());
+        };
+        let mut table = tracer.top_table()?;
+        self.settle_exits(&mut table)
+    }
+
+    /// Moves the records in the exit ring to the queue.
+    fn read_exit_ring(&mut self) {
+        let Some(ring) = self.exits.ring.as_mut() else {
+            return;
         };
         while let Some(item) = ring.next() {
             if item.len() < std::mem::size_of::<ExitRecord>() {
@@ -329,9 +377,62 @@ impl Sampler {
             // SAFETY: the kernel wrote a whole ExitRecord; read_unaligned copies it.
             let r = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<ExitRecord>()) };
             drop(item);
-            let finals = tracer.take_final(&r)?;
+            if self.exits.queue.is_empty() {
+                self.exits.oldest = Instant::now();
+            }
+            self.exits.keys += r
+                .info
+                .keys
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum::<usize>();
+            self.exits.queue.push(r);
+        }
+    }
+
+    /// Counts the queued exited processes' last figures from `table`, a copy of the
+    /// per-process table read after their records (every thread of each had made its
+    /// last call by then, so the copy holds their final figures): their keys are taken
+    /// out of `table` and deleted from the kernel's, all in one syscall, so the kernel's
+    /// table holds only the processes alive. What is left in `table` is the live
+    /// processes' (and those gone whose records have not come).
+    fn settle_exits(&mut self, table: &mut Vec<(TopKey, TopValue)>) -> Result<()> {
+        if self.exits.queue.is_empty() {
+            return Ok(());
+        }
+        let queue = std::mem::take(&mut self.exits.queue);
+        self.exits.keys = 0;
+        // A pid that exited twice in the queue (reused in between) keeps its keys with
+        // its first record: the kernel's table summed both under the same keys.
+        let mut first: HashMap<u32, usize> = HashMap::with_capacity(queue.len());
+        for (i, r) in queue.iter().enumerate() {
+            first.entry(r.tgid).or_insert(i);
+        }
+        let mut finals: Vec<(usize, TopKey, TopValue)> = Vec::new();
+        table.retain(|(k, v)| match first.get(&k.tgid) {
+            Some(&i) => {
+                finals.push((i, *k, *v));
+                false
+            }
+            None => true,
+        });
+        finals.sort_unstable_by_key(|f| (f.0, f.1.key));
+        if let Some(tracer) = self.tracer.as_mut() {
+            let keys: Vec<TopKey> = finals.iter().map(|f| f.1).collect();
+            tracer.delete_top(&keys)?;
+        }
+        let mut at = 0;
+        let mut mine = Vec::new();
+        for (i, r) in queue.iter().enumerate() {
+            mine.clear();
+            while let Some(&(j, k, v)) = finals.get(at)
+                && j == i
+            {
+                mine.push((k, v));
+                at += 1;
+            }
             let info = ProcInfo::of_record(&r.info, &mut self.cgroup_names);
-            let step = self.table.exit(r.tgid, info, &finals);
+            let step = self.table.exit(r.tgid, info, &mine);
             if self.steps_wanted {
                 self.pending.absorb(step);
             }
@@ -539,14 +640,21 @@ impl Sampler {
     }
 
     fn top_refresh(&mut self) -> Result<()> {
-        let Some(tracer) = self.tracer.as_mut() else {
-            return Ok(());
-        };
-        if !tracer.per_process_loaded() {
+        if !self.tracer.as_ref().is_some_and(Tracer::per_process_loaded) {
             return Ok(());
         }
         self.top_read_at = Instant::now();
-        let table = tracer.top_table()?;
+        // The records read before the copy of the table are counted from it; any that
+        // come after wait for the next copy.
+        self.read_exit_ring();
+        let Some(tracer) = self.tracer.as_ref() else {
+            return Ok(());
+        };
+        let mut table = tracer.top_table()?;
+        self.settle_exits(&mut table)?;
+        let Some(tracer) = self.tracer.as_mut() else {
+            return Ok(());
+        };
         let t = &*tracer;
         let names = &mut self.cgroup_names;
         let step = self.table.step(
@@ -557,8 +665,6 @@ impl Sampler {
         );
         tracer.forget_top(&step.forget)?;
         let in_use = table.len().saturating_sub(step.forget.len());
-        // A process the step found gone has been reaped, so its exit record is there
-        // (sent as it exited): its last figures, under its own name.
         if self.steps_wanted {
             self.pending.absorb(step);
         }
@@ -580,10 +686,6 @@ impl Sampler {
                 }
             }
         }
-        self.drain_exits()?;
-        let Some(tracer) = self.tracer.as_mut() else {
-            return Ok(());
-        };
         // Names of processes gone without a call in the table (killed while blocked).
         if self.names_cleaned_at.elapsed() >= Duration::from_secs(10) {
             self.names_cleaned_at = Instant::now();
@@ -655,9 +757,9 @@ impl Sampler {
     }
 }
 
-/// Reads exit records on a thread of its own while the sampler lives and is loaded:
-/// within 10 ms of a process's exit its keys are read and freed (a process-churning
-/// machine makes thousands a second).
+/// Reads exit records on a thread of its own while the sampler lives and is loaded,
+/// every [`EXITS_READ_EVERY`]: the ring never fills, and the exited processes' keys are
+/// freed before the table does (a process-churning machine makes thousands a second).
 fn read_exits(sampler: Weak<Mutex<Sampler>>) {
     let spawned = std::thread::Builder::new()
         .name("syscost-exits".into())
@@ -675,7 +777,7 @@ fn read_exits(sampler: Weak<Mutex<Sampler>>) {
                         log::warn!("cannot read exited processes' figures: {e:#}");
                     }
                 }
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(EXITS_READ_EVERY);
             }
         });
     if let Err(e) = spawned {

@@ -123,22 +123,23 @@ unsafe fn elem(cmd: libc::c_long, fd: i32, key: u64, value: u64) -> io::Result<(
     unsafe { bpf(cmd, &mut attr) }.map(|_| ())
 }
 
+/// `union bpf_attr`'s member for the batch commands.
+#[repr(C)]
+struct BatchAttr {
+    in_batch: u64,
+    out_batch: u64,
+    keys: u64,
+    values: u64,
+    count: u32,
+    map_fd: u32,
+    elem_flags: u64,
+    flags: u64,
+}
+
 /// Deletes `keys` from the hash map `fd` in one `BPF_MAP_DELETE_BATCH`.
 pub(super) fn delete_batch<K>(fd: i32, keys: &[K]) -> io::Result<()> {
     if keys.is_empty() {
         return Ok(());
-    }
-    /// `union bpf_attr`'s member for the batch commands.
-    #[repr(C)]
-    struct BatchAttr {
-        in_batch: u64,
-        out_batch: u64,
-        keys: u64,
-        values: u64,
-        count: u32,
-        map_fd: u32,
-        elem_flags: u64,
-        flags: u64,
     }
     const BPF_MAP_DELETE_BATCH: libc::c_long = 27;
     let mut attr = BatchAttr {
@@ -162,6 +163,74 @@ pub(super) fn delete_batch<K>(fd: i32, keys: &[K]) -> io::Result<()> {
             attr.count,
             keys.len()
         )))
+    }
+}
+
+/// Every element of the hash map `fd` (per-CPU when `per_key` > 1: that many values a
+/// key, one per possible CPU), read with `BPF_MAP_LOOKUP_BATCH` (Linux 5.6) a few hundred
+/// at a time: a handful of syscalls for a whole table, where reading key by key takes
+/// two per element. `each` gets every key with its values. An element added or deleted
+/// while the table is read may be seen or not; each one seen is whole (read under its
+/// bucket's lock). `Err` when the kernel refuses the command (the caller then reads the
+/// table key by key).
+pub(super) fn lookup_batch<K: Copy + Default, V: Copy + Default>(
+    fd: i32,
+    per_key: usize,
+    mut each: impl FnMut(&K, &[V]),
+) -> io::Result<()> {
+    const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
+    // Per-CPU values come 8-byte aligned.
+    assert!(
+        per_key == 1 || size_of::<V>().is_multiple_of(8),
+        "a per-CPU value of 8-byte multiples"
+    );
+    // Elements a call returns at most; a bucket holding more than that (ENOSPC) is read
+    // again with room for more, up to `MAX`.
+    const FIRST: usize = 512;
+    const MAX: usize = 1 << 16;
+    let mut room = FIRST;
+    let mut keys = vec![K::default(); room];
+    let mut values = vec![V::default(); room * per_key];
+    // The kernel's position in the table (a bucket number for hash maps): in from the
+    // call before, out for the next.
+    let (mut at, mut next) = (0u64, 0u64);
+    let mut first = true;
+    loop {
+        let mut attr = BatchAttr {
+            in_batch: if first { 0 } else { &mut at as *mut u64 as u64 },
+            out_batch: &mut next as *mut u64 as u64,
+            keys: keys.as_mut_ptr() as u64,
+            values: values.as_mut_ptr() as u64,
+            count: room as u32,
+            map_fd: fd as u32,
+            elem_flags: 0,
+            flags: 0,
+        };
+        // SAFETY: room for `room` keys of the map's key size and `room` values (each
+        // `per_key` values of `V`, the map's value size per possible CPU), and 8 bytes
+        // for each position (a hash map's is 4), all alive for the call; the kernel
+        // writes at most `count` of each.
+        let r = unsafe { bpf(BPF_MAP_LOOKUP_BATCH, &mut attr) };
+        let done = match r {
+            Ok(_) => false,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => true,
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) && room < MAX => {
+                room *= 4;
+                keys.resize(room, K::default());
+                values.resize(room * per_key, V::default());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let n = (attr.count as usize).min(room);
+        for (i, k) in keys[..n].iter().enumerate() {
+            each(k, &values[i * per_key..(i + 1) * per_key]);
+        }
+        if done {
+            return Ok(());
+        }
+        at = next;
+        first = false;
     }
 }
 

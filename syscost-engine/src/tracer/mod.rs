@@ -20,8 +20,8 @@ use aya::{
 };
 use aya_log::EbpfLogger;
 use syscost_common::{
-    ExitRecord, ProcRecord, ProcSlot, STACK_SIDE_BIT, StackKey, StackValue, StatsEntry, ThreadSlot,
-    TopKey, TopValue, UserStack, abi, config::map_names, counter, counter_index, proc_value,
+    ProcRecord, ProcSlot, STACK_SIDE_BIT, StackKey, StackValue, StatsEntry, ThreadSlot, TopKey,
+    TopValue, UserStack, abi, config::map_names, counter, counter_index, proc_value,
     stack_identity,
 };
 
@@ -287,37 +287,17 @@ impl Tracer {
         Ok(aya::maps::RingBuf::try_from(map)?)
     }
 
-    /// The final figures of an exited process's `TOP` keys (summed over CPUs), which are
-    /// then deleted, with what the kernel side kept of it; keys already gone are left out.
-    pub fn take_final(&mut self, record: &ExitRecord) -> Result<Vec<(TopKey, TopValue)>> {
-        let top: PerCpuHashMap<&MapData, TopKey, TopValue> =
-            PerCpuHashMap::try_from(self.map(map_names::TOP)?)?;
-        let mut out = Vec::new();
-        for key in record.info.top_keys() {
-            let k = TopKey {
-                tgid: record.tgid,
-                key,
-            };
-            let Ok(per_cpu) = top.get(&k, 0) else {
-                continue;
-            };
-            out.push((k, sum_cpus(per_cpu.iter())));
-        }
-        let keys: Vec<TopKey> = out.iter().map(|(k, _)| *k).collect();
-        // One syscall for all the keys (BPF_MAP_DELETE_BATCH, Linux 5.6), one each if
-        // the kernel refuses it.
+    /// Deletes `keys` from the per-process table: one syscall for all of them
+    /// (BPF_MAP_DELETE_BATCH, Linux 5.6), one each if the kernel refuses it. Keys already
+    /// gone are no error.
+    pub fn delete_top(&mut self, keys: &[TopKey]) -> Result<()> {
         let fd = map_fd(self.map(map_names::TOP)?)?;
-        if delete_batch(fd, &keys).is_err() {
-            let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> = PerCpuHashMap::try_from(
-                self.ebpf
-                    .map_mut(map_names::TOP)
-                    .context("TOP map missing")?,
-            )?;
-            for k in &keys {
-                let _ = top.remove(k);
+        if delete_batch(fd, keys).is_err() {
+            for k in keys {
+                let _ = maps::delete_elem(fd, k);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// How many (process, syscall) pairs the per-process table holds at most.
@@ -331,7 +311,7 @@ impl Tracer {
     /// kernel side makes a key anew at its process's next call of that syscall.
     pub fn reclaim_top(&mut self, keys: &[TopKey]) -> Result<Vec<(TopKey, TopValue)>> {
         let fd = map_fd(self.map(map_names::TOP)?)?;
-        let cpus = possible_cpus()? as usize;
+        let cpus = self.cpus as usize;
         let mut out = Vec::with_capacity(keys.len());
         let mut rest = Vec::new();
         for k in keys {
@@ -521,9 +501,19 @@ impl Tracer {
     /// The per-process table, summed over CPUs (empty unless loaded with `top`). An
     /// entry being updated while it is copied may trail by one call.
     pub fn top_table(&self) -> Result<Vec<(TopKey, TopValue)>> {
+        let mut out = Vec::new();
+        // A few syscalls for the whole table where the kernel reads it in batches (5.6 on
+        // for hash maps: every kernel syscost supports), two per key otherwise.
+        let fd = map_fd(self.map(map_names::TOP)?)?;
+        let batch = maps::lookup_batch::<TopKey, TopValue>(fd, self.cpus as usize, |k, v| {
+            out.push((*k, sum_cpus(v.iter())))
+        });
+        if batch.is_ok() {
+            return Ok(out);
+        }
+        out.clear();
         let top: PerCpuHashMap<&MapData, TopKey, TopValue> =
             PerCpuHashMap::try_from(self.map(map_names::TOP)?)?;
-        let mut out = Vec::new();
         for item in top.iter() {
             let (k, per_cpu) = item.context("cannot read the per-process table")?;
             out.push((k, sum_cpus(per_cpu.iter())));

@@ -159,32 +159,47 @@ pub fn short_cgroup(path: &str) -> String {
 
 /// Sorts rows by a column: largest first, pid and comm ascending.
 pub fn sort_rows(rows: &mut [ProcessRow], sort: TopSort) {
+    sort_by_column(rows, sort);
+}
+
+/// Sorts rows (or references to them) by a column, each row's figure summed once.
+fn sort_by_column<R: std::borrow::Borrow<ProcessRow>>(rows: &mut [R], sort: TopSort) {
     use std::cmp::Reverse;
+    let figure = |r: &ProcessRow| match sort {
+        TopSort::Time => r.total_ns(),
+        TopSort::Oncpu => r.oncpu_ns(),
+        TopSort::Calls => r.calls(),
+        TopSort::Errors => r.errors(),
+        TopSort::Threads => u64::from(r.threads),
+        TopSort::Pid | TopSort::Comm => 0,
+    };
     match sort {
-        TopSort::Time => rows.sort_by_key(|r| (Reverse(r.total_ns()), r.pid)),
-        TopSort::Oncpu => rows.sort_by_key(|r| (Reverse(r.oncpu_ns()), r.pid)),
-        TopSort::Calls => rows.sort_by_key(|r| (Reverse(r.calls()), r.pid)),
-        TopSort::Errors => rows.sort_by_key(|r| (Reverse(r.errors()), r.pid)),
-        TopSort::Threads => rows.sort_by_key(|r| (Reverse(r.threads), r.pid)),
-        TopSort::Pid => rows.sort_by_key(|r| r.pid),
-        TopSort::Comm => rows.sort_by(|a, b| a.comm.cmp(&b.comm).then(a.pid.cmp(&b.pid))),
+        TopSort::Comm => rows.sort_by(|a, b| {
+            let (a, b) = (a.borrow(), b.borrow());
+            a.comm.cmp(&b.comm).then(a.pid.cmp(&b.pid))
+        }),
+        _ => rows.sort_by_cached_key(|r| {
+            let r = r.borrow();
+            (Reverse(figure(r)), r.pid)
+        }),
     }
 }
 
-/// Rows sorted and cut to `rows` (0: all); how many were left out.
+/// Rows sorted and cut to `rows` (0: all); how many were left out. Only the rows shown
+/// are copied: an interval of a churning machine has thousands.
 fn shown(rows: &[ProcessRow], sort: TopSort, n: usize) -> (Vec<ProcessRow>, u64) {
-    let mut rows = rows.to_vec();
-    sort_rows(&mut rows, sort);
+    let mut order: Vec<&ProcessRow> = rows.iter().collect();
+    sort_by_column(&mut order, sort);
     // The processes of the rows left out (a row may sum many exited ones).
-    let more = if n > 0 && rows.len() > n {
-        rows[n..]
+    let more = if n > 0 && order.len() > n {
+        order[n..]
             .iter()
             .fold(0u64, |n, r| n.saturating_add(r.processes()))
     } else {
         0
     };
-    rows.truncate(if n == 0 { rows.len() } else { n });
-    (rows, more)
+    order.truncate(if n == 0 { order.len() } else { n });
+    (order.into_iter().cloned().collect(), more)
 }
 
 /// The on-CPU figure of a column `width` wide, or `-` when it was not measured

@@ -381,59 +381,24 @@ pub struct BigKey {
     pub nr: u64,
 }
 
-/// Bits of [`ProcRecord::keys`]: one per syscall key of a slot, then `KEY_BIG_NATIVE`
-/// and `KEY_BIG_COMPAT`.
-pub const TOP_KEY_BITS: u32 = KEYS_PER_SLOT + 2;
-/// u64 words of [`ProcRecord::keys`].
-pub const TOP_KEY_WORDS: usize = (TOP_KEY_BITS as usize).div_ceil(64);
-
-/// The bit of a `TOP` key in [`ProcRecord::keys`].
-#[inline(always)]
-pub const fn top_key_bit(key: u32) -> u32 {
-    match key {
-        KEY_BIG_NATIVE => KEYS_PER_SLOT,
-        KEY_BIG_COMPAT => KEYS_PER_SLOT + 1,
-        k => k,
-    }
-}
-
-/// The `TOP` key of bit `bit` of [`ProcRecord::keys`].
-pub const fn top_bit_key(bit: u32) -> u32 {
-    if bit == KEYS_PER_SLOT {
-        KEY_BIG_NATIVE
-    } else if bit == KEYS_PER_SLOT + 1 {
-        KEY_BIG_COMPAT
-    } else {
-        bit
-    }
-}
-
 /// Value of `PROC_INFO`: a process the automatic modes trace, while it lives: its name
 /// and cgroup when first seen (or exec'd), its name again at its main thread's exit
-/// (the name it ended with), and which keys it has in `TOP`.
+/// (the name it ended with). Its `TOP` keys are those with its tgid: userspace finds
+/// them in its copy of the table, so the record names none (marking them would cost a
+/// lookup of this record at each new key, and its exit a copy of the marks).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProcRecord {
     pub comm: [u8; 16],
     /// Its cgroup v2 id.
     pub cgroup_id: u64,
-    /// Bit [`top_key_bit`] of each of its `TOP` keys, set when the key is added.
-    pub keys: [u64; TOP_KEY_WORDS],
 }
 
 impl ProcRecord {
     pub const EMPTY: Self = Self {
         comm: [0; 16],
         cgroup_id: 0,
-        keys: [0; TOP_KEY_WORDS],
     };
-
-    /// Its `TOP` keys.
-    pub fn top_keys(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..TOP_KEY_BITS)
-            .filter(|b| self.keys[(b / 64) as usize] & (1 << (b % 64)) != 0)
-            .map(top_bit_key)
-    }
 }
 
 impl Default for ProcRecord {
@@ -681,30 +646,12 @@ mod tests {
     }
 
     #[test]
-    fn every_top_key_has_a_bit() {
-        assert_eq!(TOP_KEY_WORDS, 25);
-        for key in [0, 1, 600, KEYS_PER_SLOT - 1, KEY_BIG_NATIVE, KEY_BIG_COMPAT] {
-            let bit = top_key_bit(key);
-            assert!(bit < TOP_KEY_BITS, "{key}");
-            assert_eq!(top_bit_key(bit), key);
-        }
-        let mut r = ProcRecord::EMPTY;
-        for key in [3, 64, 1023, KEY_BIG_COMPAT] {
-            let b = top_key_bit(key);
-            r.keys[(b / 64) as usize] |= 1 << (b % 64);
-        }
-        let keys: [u32; 4] = core::array::from_fn(|i| r.top_keys().nth(i).unwrap());
-        assert_eq!(keys, [3, 64, 1023, KEY_BIG_COMPAT]);
-        assert_eq!(r.top_keys().count(), 4);
-    }
-
-    #[test]
     fn shared_layouts_have_no_padding() {
         use core::mem::size_of;
         assert_eq!(size_of::<ProcSlot>(), 8);
         assert_eq!(size_of::<ThreadSlot>(), 64, "one cache line");
         assert_eq!(size_of::<BigKey>(), 16);
-        assert_eq!(size_of::<ProcRecord>(), 16 + 8 + 8 * TOP_KEY_WORDS);
+        assert_eq!(size_of::<ProcRecord>(), 16 + 8);
         assert_eq!(size_of::<ExitRecord>(), 8 + size_of::<ProcRecord>());
         assert_eq!(
             size_of::<StatsEntry>(),

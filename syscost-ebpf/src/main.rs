@@ -46,10 +46,6 @@
 //!
 #![no_std]
 #![no_main]
-// atomic_xadd: the BPF target has no atomic types; the intrinsic with an unused result
-// is BPF's fetch-less atomic add, which every kernel has.
-#![allow(internal_features)]
-#![feature(core_intrinsics)]
 
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
@@ -456,14 +452,14 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     release_thread(pid_tgid as u32);
     if proc_value_ptr(tgid).is_some() {
         let top = config!(per_process_on) != 0;
-        if top && pid_tgid as u32 == tgid {
-            rename_process(tgid);
-        }
+        let main_thread = pid_tgid as u32 == tgid;
         if group_dead() {
             if top {
-                hand_over(tgid);
+                hand_over(tgid, main_thread);
             }
             remove_proc(tgid);
+        } else if top && main_thread {
+            rename_process(tgid);
         }
     }
     0

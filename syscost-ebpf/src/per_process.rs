@@ -1,6 +1,5 @@
 //! The per-process figures of the automatic modes (`TOP`, `PROC_INFO`, `EXITS`): calls,
-//! errors and time per (process, syscall), the keys each process holds, and its record
-//! at exit.
+//! errors and time per (process, syscall), and each process's record at exit.
 
 use crate::{
     Call,
@@ -8,31 +7,11 @@ use crate::{
     stats::add,
     stats::count,
 };
-use aya_ebpf::bindings::BPF_NOEXIST;
-use core::hint::black_box;
-use syscost_common::{ExitRecord, TopKey, TopValue, counter, is_error_return, top_key_bit};
-
-/// Marks `key` as one of the process's `TOP` keys. Called once per key (by the insert
-/// that made it), so an atomic add sets the bit even when another CPU sets another
-/// bit of the same word (a fetch-less add: kernels before 5.12 have no atomic or).
-#[inline(always)]
-pub(crate) fn mark_top_key(tgid: u32, key: u32) {
-    let Some(r) = PROC_INFO.get_ptr_mut(tgid) else {
-        return;
-    };
-    let bit = top_key_bit(key);
-    // black_box: the word index itself is bounds-checked (the compiler would otherwise
-    // fold the check into one on the bit, whose byte offset the verifier cannot bound).
-    let w = black_box(bit / 64) as usize;
-    if let Some(word) = unsafe { (*r).keys.get_mut(w) } {
-        unsafe {
-            core::intrinsics::atomic_xadd::<u64, u64, { core::intrinsics::AtomicOrdering::Relaxed }>(
-                word,
-                1 << (bit % 64),
-            )
-        };
-    }
-}
+use aya_ebpf::{
+    bindings::{BPF_NOEXIST, BPF_RB_NO_WAKEUP},
+    helpers::bpf_get_current_comm,
+};
+use syscost_common::{ExitRecord, TopKey, TopValue, counter, is_error_return};
 
 /// Adds a call to this CPU's `TOP` figures of (process, syscall).
 #[inline(always)]
@@ -43,13 +22,8 @@ pub(crate) fn count_top(tgid: u32, stats_slot: u32, call: &Call, ret: i64) {
         Some(v) => v,
         None => {
             // Another thread of the process may add the key on another CPU at the same
-            // moment: only the insert that made it marks it.
-            if TOP
-                .insert(k, TopValue::default(), u64::from(BPF_NOEXIST))
-                .is_ok()
-            {
-                mark_top_key(tgid, key);
-            }
+            // moment: whichever insert comes first makes it, both count in it.
+            let _ = TOP.insert(k, TopValue::default(), u64::from(BPF_NOEXIST));
             match TOP.get_ptr_mut(k) {
                 Some(v) => v,
                 None => {
@@ -74,11 +48,16 @@ pub(crate) fn count_top(tgid: u32, stats_slot: u32, call: &Call, ret: i64) {
 /// `TOP` keys hold their final figures (every thread has made its last call), and
 /// userspace frees them as soon as it has read them. Without room in the ring buffer the
 /// record stays (counted), for userspace to find when /proc says the process is gone.
+/// `main_thread`: the exiting thread is the main one, whose name the record takes (the
+/// name the process ended with).
 #[inline(always)]
-pub(crate) fn hand_over(tgid: u32) {
+pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
     let Some(r) = PROC_INFO.get_ptr_mut(tgid) else {
         return;
     };
+    if main_thread && let Ok(comm) = bpf_get_current_comm() {
+        unsafe { (*r).comm = comm };
+    }
     let Some(mut entry) = EXITS.reserve::<ExitRecord>(0) else {
         count(0, counter::EXIT_UNSENT);
         return;
@@ -89,6 +68,8 @@ pub(crate) fn hand_over(tgid: u32) {
         (*e)._pad = 0;
         (*e).info = *r;
     }
-    entry.submit(0);
+    // No wakeup: userspace reads the ring on a timer and never waits on it, and a wakeup
+    // (an irq_work each time the reader has caught up) would cost every process's exit.
+    entry.submit(u64::from(BPF_RB_NO_WAKEUP));
     let _ = PROC_INFO.remove(tgid);
 }

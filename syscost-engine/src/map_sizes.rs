@@ -74,10 +74,10 @@ impl TableSizes {
     }
 
     /// With the per-process table: 16,384 (process, syscall) pairs, room for about 500
-    /// live processes at 30 syscalls each (an exited process's pairs are freed as soon as
-    /// its exit record is read); records of 8,192 live processes; 1 MB of exit records
-    /// (about 4,000 processes' exits before userspace reads them). A pair that finds no
-    /// room is counted as dropped.
+    /// live processes at 30 syscalls each (an exited process's pairs are freed within a
+    /// second of its exit, sooner when the table fills); records of 8,192 live
+    /// processes; 1 MB of exit records (about 26,000 processes' exits; userspace reads
+    /// them every 100 ms). A pair that finds no room is counted as dropped.
     pub fn with_top(self) -> Self {
         Self {
             top_entries: 16_384,

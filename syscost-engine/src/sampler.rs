@@ -270,19 +270,21 @@ fn stack_window() -> Duration {
 /// Exit records read and not yet counted: counting them takes a copy of the per-process
 /// table (a few syscalls however many processes exited), so they wait for the next
 /// refresh, or until enough of them wait for the table to fill ([`EXITS_QUEUED`]
-/// records, or their keys an eighth of the table) or the oldest has waited
+/// records, or their keys reckoned twice over and the live processes' pairs half the
+/// table) or the oldest has waited
 /// [`EXITS_WAIT`].
 struct ExitQueue {
     ring: Option<aya::maps::RingBuf<aya::maps::MapData>>,
     queue: Vec<ExitRecord>,
-    /// `TOP` keys the queued processes hold, from their records.
-    keys: usize,
+    /// `TOP` keys an exited process held at the last count (rounded up): the queued
+    /// processes' keys are reckoned from it.
+    keys_per_exit: usize,
     /// When the oldest queued record was read.
     oldest: Instant,
 }
 
-/// Exit records queued at most before they are counted (about 170 bytes each).
-const EXITS_QUEUED: usize = 4096;
+/// Exit records queued at most before they are counted (32 bytes each).
+const EXITS_QUEUED: usize = 8192;
 /// How long an exit record waits at most before it is counted.
 const EXITS_WAIT: Duration = Duration::from_secs(1);
 /// How often the exit-record reader reads the ring: the kernel's ring holds about 6,000
@@ -309,7 +311,7 @@ impl Sampler {
             exits: ExitQueue {
                 ring: exits,
                 queue: Vec::new(),
-                keys: 0,
+                keys_per_exit: 16,
                 oldest: Instant::now(),
             },
             slots: tracer.slots(),
@@ -351,9 +353,12 @@ impl Sampler {
     /// reader a few times a second; a refresh settles whatever waits too.
     pub fn drain_exits(&mut self) -> Result<()> {
         self.read_exit_ring();
+        // The table at risk of half filling: the live processes' pairs at the last
+        // refresh, and the queued processes' reckoned twice over.
         let capacity = self.tracer.as_ref().map_or(0, Tracer::top_capacity);
+        let queued_keys = self.exits.queue.len() * self.exits.keys_per_exit;
         let due = self.exits.queue.len() >= EXITS_QUEUED
-            || self.exits.keys * 8 >= capacity
+            || (self.top_pairs.0 + 2 * queued_keys) * 2 >= capacity
             || (!self.exits.queue.is_empty() && self.exits.oldest.elapsed() >= EXITS_WAIT);
         if !due {
             return Ok(());
@@ -380,12 +385,6 @@ impl Sampler {
             if self.exits.queue.is_empty() {
                 self.exits.oldest = Instant::now();
             }
-            self.exits.keys += r
-                .info
-                .keys
-                .iter()
-                .map(|w| w.count_ones() as usize)
-                .sum::<usize>();
             self.exits.queue.push(r);
         }
     }
@@ -401,7 +400,6 @@ impl Sampler {
             return Ok(());
         }
         let queue = std::mem::take(&mut self.exits.queue);
-        self.exits.keys = 0;
         // A pid that exited twice in the queue (reused in between) keeps its keys with
         // its first record: the kernel's table summed both under the same keys.
         let mut first: HashMap<u32, usize> = HashMap::with_capacity(queue.len());
@@ -417,6 +415,7 @@ impl Sampler {
             None => true,
         });
         finals.sort_unstable_by_key(|f| (f.0, f.1.key));
+        self.exits.keys_per_exit = finals.len().div_ceil(queue.len()).max(1);
         if let Some(tracer) = self.tracer.as_mut() {
             let keys: Vec<TopKey> = finals.iter().map(|f| f.1).collect();
             tracer.delete_top(&keys)?;

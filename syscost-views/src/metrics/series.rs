@@ -71,11 +71,28 @@ impl BoundedSeries {
             s.gone_at.is_none_or(|t| now.duration_since(t) < LINGER)
                 && now.duration_since(s.active_at) < IDLE
         });
-        let mut ranked: Vec<&ProcessRow> = rows.iter().collect();
-        ranked.sort_by_key(|r| (std::cmp::Reverse(r.total_ns()), r.pid, r.cgroup.clone()));
-        for r in ranked {
+        // Each row's figure summed once; `ended` looked up in a set (an interval of a
+        // churning machine has thousands of rows and of exits).
+        let mut ranked: Vec<(u64, &ProcessRow)> = rows.iter().map(|r| (r.total_ns(), r)).collect();
+        ranked.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(a.1.pid.cmp(&b.1.pid))
+                .then_with(|| a.1.cgroup.cmp(&b.1.cgroup))
+        });
+        let ended: std::collections::HashSet<&str> = ended.iter().map(String::as_str).collect();
+        for (_, r) in ranked {
             let key = id(r);
-            let gone = ended.contains(&key);
+            let gone = ended.contains(key.as_str());
+            // Labels only for a row that has a series or may get one: the rest go to
+            // `other` as they are.
+            let has = self.own.contains_key(&key);
+            if !has && (gone || self.own.len() >= self.n) {
+                for (sid, v) in &r.syscalls {
+                    let e = self.other.entry(*sid).or_default();
+                    *e = add(*e, v);
+                }
+                continue;
+            }
             let l = labels(r);
             // At its exit a process's name may come from what the kernel kept: its
             // series keeps the labels it had.
@@ -96,7 +113,7 @@ impl BoundedSeries {
                     };
                 }
             }
-            if !self.own.contains_key(&key) && self.own.len() < self.n && !gone {
+            if !has {
                 self.own.insert(
                     key.clone(),
                     OwnSeries {

@@ -17,6 +17,9 @@ enum Setup {
     Untraced,
     /// Empty programs on the same tracepoints: the floor of any such profiler.
     Floor,
+    /// The limit of any per-call latency design: the floor plus a start time per thread,
+    /// two clock reads and one histogram bucket (`syscost floor minimal`).
+    Minimal,
     /// `syscost run` of the workload.
     SyscostOwn,
     /// `syscost run --slow 1s`: the slow-call check on every call, none slow.
@@ -56,6 +59,7 @@ impl Setup {
         match self {
             Setup::Untraced => "untraced",
             Setup::Floor => "floor (empty programs)",
+            Setup::Minimal => "minimal latency program",
             Setup::SyscostOwn => "syscost, this process",
             Setup::SyscostSlow => "syscost --slow 1s",
             Setup::SyscostOther => "syscost, other process",
@@ -217,8 +221,14 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
     };
     match setup {
         Setup::Untraced => ns_per_call(&mut work()),
-        Setup::Floor | Setup::Clock | Setup::Hist | Setup::Filter | Setup::BtfFilter => {
+        Setup::Floor
+        | Setup::Minimal
+        | Setup::Clock
+        | Setup::Hist
+        | Setup::Filter
+        | Setup::BtfFilter => {
             let variant = match setup {
+                Setup::Minimal => "minimal",
                 Setup::Clock => "clock",
                 Setup::Hist => "hist",
                 Setup::Filter => "filter",
@@ -376,6 +386,7 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     let mut setups = vec![
         Setup::Untraced,
         Setup::Floor,
+        Setup::Minimal,
         Setup::SyscostOwn,
         Setup::SyscostSlow,
         Setup::SyscostOther,
@@ -456,6 +467,12 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     let added = |s: Setup| setups.iter().position(|&x| x == s).map(|i| med[i] - base);
     if let (Some(floor), Some(own)) = (added(Setup::Floor), added(Setup::SyscostOwn)) {
         println!("syscost-added / floor-added: {:.2}", own / floor.max(1.0));
+    }
+    if let (Some(own), Some(min)) = (added(Setup::SyscostOwn), added(Setup::Minimal)) {
+        println!(
+            "syscost-added / minimal-added: {:.2} (the limit of a latency design: a start per thread, 2 clock reads, 1 bucket)",
+            own / min.max(1.0)
+        );
     }
     if let (Some(other), Some(floor)) = (added(Setup::SyscostOther), added(Setup::Floor)) {
         println!(
@@ -771,12 +788,12 @@ pub fn process_start_cost(
     const STARTS: u64 = 2000;
     let syscount = peers && have("syscount");
     let baseline = std::env::var_os("SYSCOST_BENCH_BASELINE");
-    let mut ways: Vec<&str> = vec!["untraced", "syscost top"];
+    let mut ways: Vec<&str> = vec!["untraced", "syscost top", "syscost export --top"];
     if baseline.is_some() {
         ways.push("baseline build's top");
     }
     if syscount {
-        ways.push("syscount -P");
+        ways.extend(["syscount -P", "syscount -L -P"]);
     }
     // (wall ns, workload CPU ns) per process start.
     let starts = || -> Result<(f64, f64)> {
@@ -793,14 +810,61 @@ pub fn process_start_cost(
         };
         Ok((get("per_process_ns")?, get("cpu_per_process_ns")?))
     };
+    // The tracer of a way, started and ready; the tracefs mount syscount needs.
+    let start_tracer = |way: &str| -> Result<(Child, Option<Tracefs>)> {
+        Ok(match way {
+            "syscost top" | "baseline build's top" => {
+                let bin = if way == "syscost top" {
+                    syscost.as_os_str().to_owned()
+                } else {
+                    baseline.clone().unwrap_or_default()
+                };
+                let t = start_and_wait(
+                    Command::new(bin).args(["top", "--no-tui", "-i", "1"]),
+                    true,
+                    "watching the machine",
+                )?;
+                (t, None)
+            }
+            "syscost export --top" => {
+                let t = start_and_wait(
+                    Command::new(syscost).args([
+                        "export",
+                        "--top",
+                        "--metrics-addr",
+                        "127.0.0.1:0",
+                    ]),
+                    true,
+                    "Ctrl-C to stop",
+                )?;
+                (t, None)
+            }
+            _ => {
+                let tracefs = Tracefs::mount()?;
+                // stdbuf execs syscount (same pid): its own CPU is what is read.
+                let mut args = vec!["-oL", "syscount", "-P"];
+                if way == "syscount -L -P" {
+                    args.push("-L");
+                }
+                let t = start_and_wait(
+                    Command::new("stdbuf").args(&args),
+                    false,
+                    "Tracing syscalls",
+                )?;
+                (t, Some(tracefs))
+            }
+        })
+    };
     // (wall, workload CPU, tracer CPU) per process start.
-    let traced = |tracer: Child| -> Result<(f64, f64, f64)> {
+    let traced = |way: &str| -> Result<(f64, f64, f64)> {
+        let (tracer, tracefs) = start_tracer(way)?;
         let before = cpu_of(tracer.id());
         let r = starts();
         // The tracer's work for these processes, however deferred (a refresh a second).
         std::thread::sleep(std::time::Duration::from_millis(2500));
         let after = cpu_of(tracer.id());
         stop(tracer);
+        drop(tracefs);
         let (wall, cpu) = r?;
         Ok((wall, cpu, (after - before) as f64 / STARTS as f64))
     };
@@ -810,30 +874,7 @@ pub fn process_start_cost(
         for (i, way) in ways.iter().enumerate() {
             let r = match *way {
                 "untraced" => starts().map(|(w, c)| (w, c, 0.0)),
-                "syscost top" | "baseline build's top" => {
-                    let bin = if *way == "syscost top" {
-                        syscost.as_os_str().to_owned()
-                    } else {
-                        baseline.clone().unwrap_or_default()
-                    };
-                    traced(start_and_wait(
-                        Command::new(bin).args(["top", "--no-tui", "-i", "1"]),
-                        true,
-                        "watching the machine",
-                    )?)
-                }
-                _ => {
-                    let tracefs = Tracefs::mount()?;
-                    // stdbuf execs syscount (same pid): its own CPU is what is read.
-                    let sc = start_and_wait(
-                        Command::new("stdbuf").args(["-oL", "syscount", "-P"]),
-                        false,
-                        "Tracing syscalls",
-                    );
-                    let r = sc.and_then(traced);
-                    drop(tracefs);
-                    r
-                }
+                way => traced(way),
             };
             samples[i].push(r?);
         }
@@ -857,19 +898,160 @@ pub fn process_start_cost(
         added.push(add);
         println!("{way:<24} {wall:>10.0} {cpu:>14.0} {tracer:>12.0} {add:>12.0}");
     }
-    if let Some(b) = ways.iter().position(|w| *w == "baseline build's top") {
+    let at = |name: &str| ways.iter().position(|w| *w == name);
+    if let Some(b) = at("baseline build's top") {
         println!(
             "syscost-top CPU added / baseline's per process start: {:.2}",
             added[1] / added[b].max(1.0)
         );
     }
-    if let Some(sc) = ways.iter().position(|w| *w == "syscount -P") {
+    for peer in ["syscount -P", "syscount -L -P"] {
+        if let Some(sc) = at(peer) {
+            println!(
+                "CPU added per process start / {peer}'s: syscost top {:.2}, export --top {:.2}",
+                added[1] / added[sc].max(1.0),
+                added[2] / added[sc].max(1.0)
+            );
+        }
+    }
+    own_cost_per_start(&ways[1..], rounds, STARTS, &starts, &start_tracer)
+}
+
+/// Each tracer's own cost per process start, measured apart (the kernel's run-time
+/// statistics add two clock reads to every program run, so they stay off in the rounds
+/// above): its CPU plus its kernel programs' run time (`kernel.bpf_stats_enabled`, the
+/// programs it loaded, read with bpftool), medians of `rounds` rounds; for syscost
+/// top, each program's run time per start and its xlated size.
+fn own_cost_per_start(
+    ways: &[&str],
+    rounds: usize,
+    starts_n: u64,
+    starts: &dyn Fn() -> Result<(f64, f64)>,
+    start_tracer: &dyn Fn(&str) -> Result<(Child, Option<Tracefs>)>,
+) -> Result<()> {
+    if !have("bpftool") {
         println!(
-            "syscost-top CPU added / syscount-P's per process start: {:.2}",
-            added[1] / added[sc].max(1.0)
+            "note: bpftool not installed: the tracers' kernel-side cost per start is not read"
         );
+        return Ok(());
+    }
+    let _stats = bpf_run_stats()?;
+    // (tracer CPU, programs' run time) per start, and per program (name, xlated) of the
+    // first way.
+    let mut samples: Vec<Vec<(f64, f64)>> = vec![Vec::new(); ways.len()];
+    let mut per_program: std::collections::BTreeMap<String, (u64, Vec<f64>)> = Default::default();
+    for round in 1..=rounds {
+        eprintln!("bench: own cost per process start, round {round}/{rounds}");
+        for (i, way) in ways.iter().enumerate() {
+            let earlier = programs()?;
+            let (tracer, tracefs) = start_tracer(way)?;
+            let ours = |all: std::collections::HashMap<u64, ProgramRun>| {
+                all.into_iter()
+                    .filter(|(id, _)| !earlier.contains_key(id))
+                    .collect::<std::collections::HashMap<_, _>>()
+            };
+            let before = ours(programs()?);
+            let cpu_before = cpu_of(tracer.id());
+            let r = starts();
+            std::thread::sleep(std::time::Duration::from_millis(2500));
+            let cpu_after = cpu_of(tracer.id());
+            let after = ours(programs()?);
+            stop(tracer);
+            drop(tracefs);
+            r?;
+            let mut run_ns = 0u64;
+            for (id, p) in &after {
+                let d = p.run_ns - before.get(id).map_or(0, |b| b.run_ns);
+                run_ns += d;
+                if i == 0 {
+                    let e = per_program.entry(p.name.clone()).or_default();
+                    e.0 = p.xlated;
+                    e.1.push(d as f64 / starts_n as f64);
+                }
+            }
+            samples[i].push((
+                (cpu_after - cpu_before) as f64 / starts_n as f64,
+                run_ns as f64 / starts_n as f64,
+            ));
+        }
+    }
+    println!();
+    println!(
+        "own cost per process start: the tracer's CPU and its kernel programs' run time (kernel.bpf_stats_enabled), ns, median of {rounds} rounds, {starts_n} processes each"
+    );
+    println!(
+        "{:<24} {:>12} {:>12} {:>12}",
+        "tracer", "its CPU", "programs", "own cost"
+    );
+    for (i, way) in ways.iter().enumerate() {
+        let cpu = median(&samples[i].iter().map(|s| s.0).collect::<Vec<_>>());
+        let run = median(&samples[i].iter().map(|s| s.1).collect::<Vec<_>>());
+        println!("{way:<24} {cpu:>12.0} {run:>12.0} {:>12.0}", cpu + run);
+    }
+    println!(
+        "{}'s programs, run time per process start and xlated bytes:",
+        ways[0]
+    );
+    for (name, (xlated, runs)) in &per_program {
+        println!("  {name:<22} {:>8.0} ns {xlated:>8} bytes", median(runs));
     }
     Ok(())
+}
+
+/// A loaded program's name, run time so far and xlated size.
+struct ProgramRun {
+    name: String,
+    run_ns: u64,
+    xlated: u64,
+}
+
+/// Every loaded program by id (bpftool).
+fn programs() -> Result<std::collections::HashMap<u64, ProgramRun>> {
+    let out = crate::setup::output(Command::new("bpftool").args(["prog", "show", "--json"]))?;
+    let progs: serde_json::Value = serde_json::from_str(&out)?;
+    Ok(progs
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some((
+                p["id"].as_u64()?,
+                ProgramRun {
+                    name: p["name"].as_str().unwrap_or("?").to_string(),
+                    run_ns: p["run_time_ns"].as_u64().unwrap_or(0),
+                    xlated: p["bytes_xlated"].as_u64().unwrap_or(0),
+                },
+            ))
+        })
+        .collect())
+}
+
+/// The kernel times BPF programs only while asked to: BPF_ENABLE_STATS keeps them on as
+/// long as its fd is open, so they go off when the bench ends, however it ends.
+fn bpf_run_stats() -> Result<std::os::fd::OwnedFd> {
+    #[repr(C)]
+    struct EnableStats {
+        kind: u32,
+    }
+    const BPF_ENABLE_STATS: libc::c_long = 32;
+    let attr = EnableStats { kind: 0 }; // BPF_STATS_RUN_TIME
+    // SAFETY: bpf(2) reads one attr of the size given and returns an fd or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_ENABLE_STATS,
+            &attr as *const EnableStats,
+            std::mem::size_of::<EnableStats>() as u32,
+        )
+    };
+    if fd < 0 {
+        bail!(
+            "cannot turn the kernel's BPF statistics on: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: a fresh fd this process owns.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) })
 }
 
 /// CPU time of every thread of process `pid` so far, ns (from schedstat).
@@ -954,33 +1136,7 @@ pub fn slow_call_cost(syscost: &Path, workload: &Path, rounds: usize) -> Result<
             .and_then(|p| Some((p["run_time_ns"].as_u64()?, p["run_cnt"].as_u64()?)))
             .context("no syscost exit program with run-time statistics loaded")
     };
-    // The kernel times BPF programs only while asked to: BPF_ENABLE_STATS keeps them on
-    // as long as its fd is open, so they go off when the bench ends, however it ends.
-    let _stats = {
-        #[repr(C)]
-        struct EnableStats {
-            kind: u32,
-        }
-        const BPF_ENABLE_STATS: libc::c_long = 32;
-        let attr = EnableStats { kind: 0 }; // BPF_STATS_RUN_TIME
-        // SAFETY: bpf(2) reads one attr of the size given and returns an fd or -1.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                BPF_ENABLE_STATS,
-                &attr as *const EnableStats,
-                std::mem::size_of::<EnableStats>() as u32,
-            )
-        };
-        if fd < 0 {
-            bail!(
-                "cannot turn the kernel's BPF statistics on: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        // SAFETY: a fresh fd this process owns.
-        unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) }
-    };
+    let _stats = bpf_run_stats()?;
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
     // syscost's own CPU time (its threads: the reader receiving and naming the calls),
     // per call.

@@ -332,6 +332,7 @@ mod tests {
             !m.is_empty()
                 && !m.starts_with('.')
                 && m != "CANDIDATE"
+                && m != "MINIMAL_START"
                 && m != "AYA_LOGS"
                 && m != "AYA_LOG_BUF"
         });

@@ -17,7 +17,9 @@ use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process
 /// Loads the object but attaches only the programs of a benchmark `variant`: the
 /// empty floor programs (the least any program on the syscall tracepoints can
 /// cost), or a candidate between them and syscost (`clock`: the two clock reads;
-/// `hist`: the clock reads and a histogram update), for every process.
+/// `hist`: the clock reads and a histogram update; `minimal`: the limit of a per-call
+/// latency design, a start time per thread, two clock reads and a histogram bucket),
+/// for every process.
 pub fn load_floor(variant: &str) -> Result<Ebpf> {
     let programs: &[(&str, &str)] = match variant {
         "floor" => &[
@@ -32,16 +34,30 @@ pub fn load_floor(variant: &str) -> Result<Ebpf> {
             ("cand_hist_exit", "sys_exit"),
             ("cand_clock_enter", "sys_enter"),
         ],
+        "minimal" => &[
+            ("cand_minimal_exit", "sys_exit"),
+            ("cand_minimal_enter", "sys_enter"),
+        ],
         "filter" => &[
             ("cand_filter_exit", "sys_exit"),
             ("cand_filter_enter", "sys_enter"),
         ],
         "btf" => &[],
         other => {
-            anyhow::bail!("no benchmark variant '{other}' (floor, clock, hist, filter, btf)")
+            anyhow::bail!(
+                "no benchmark variant '{other}' (floor, clock, hist, minimal, filter, btf)"
+            )
         }
     };
-    let mut ebpf = load_default_object()?;
+    let mut ebpf = if variant == "minimal" {
+        // The minimal program's start times: a table the object keeps at one entry, so
+        // that no other load makes it.
+        let mut loader = EbpfLoader::new();
+        loader.map_max_entries("MINIMAL_START", MINIMAL_THREADS);
+        load_object_with(loader)?
+    } else {
+        load_default_object()?
+    };
     attach(&mut ebpf, programs)?;
     if variant == "btf" {
         let btf = crate::kernel_btf::aya_btf()?;
@@ -129,11 +145,20 @@ pub(super) fn ancestor_helper_allowed() -> Result<bool> {
 
 /// The object with default options and the smallest tables, for benchmarks and probes.
 pub(super) fn load_default_object() -> Result<Ebpf> {
+    load_object_with(EbpfLoader::new())
+}
+
+/// The start times the minimal program keeps: one per thread, by the tid's low bits (the
+/// kernel side's `MINIMAL_THREADS`).
+const MINIMAL_THREADS: u32 = 1 << 16;
+
+/// Loads the object with the default configuration through `loader`.
+fn load_object_with(loader: EbpfLoader<'static>) -> Result<Ebpf> {
     privileges::check()?;
     process::check_pid_namespace()?;
     let layout = KernelLayout::read()?;
     load_object(
-        EbpfLoader::new(),
+        loader,
         &Shape {
             options: &TracerOptions::default(),
             layout: &layout,

@@ -906,12 +906,17 @@ pub fn process_start_cost(
         );
     }
     for peer in ["syscount -P", "syscount -L -P"] {
-        if let Some(sc) = at(peer) {
-            println!(
+        match at(peer) {
+            // A peer whose added CPU is within the workload's spread gives no ratio.
+            Some(sc) if added[sc] >= 1.0 => println!(
                 "CPU added per process start / {peer}'s: syscost top {:.2}, export --top {:.2}",
-                added[1] / added[sc].max(1.0),
-                added[2] / added[sc].max(1.0)
-            );
+                added[1] / added[sc],
+                added[2] / added[sc]
+            ),
+            Some(_) => println!(
+                "CPU added per process start / {peer}'s: no ratio ({peer} added nothing beyond the untraced rounds' spread: see the own costs below)"
+            ),
+            None => {}
         }
     }
     own_cost_per_start(&ways[1..], rounds, STARTS, &starts, &start_tracer)
@@ -983,10 +988,23 @@ fn own_cost_per_start(
         "{:<24} {:>12} {:>12} {:>12}",
         "tracer", "its CPU", "programs", "own cost"
     );
+    let mut own = Vec::new();
     for (i, way) in ways.iter().enumerate() {
         let cpu = median(&samples[i].iter().map(|s| s.0).collect::<Vec<_>>());
         let run = median(&samples[i].iter().map(|s| s.1).collect::<Vec<_>>());
+        own.push(cpu + run);
         println!("{way:<24} {cpu:>12.0} {run:>12.0} {:>12.0}", cpu + run);
+    }
+    for peer in ["syscount -P", "syscount -L -P"] {
+        if let Some(p) = ways.iter().position(|w| *w == peer) {
+            println!(
+                "own cost per process start / {peer}'s: {} {:.2}, {} {:.2}",
+                ways[0],
+                own[0] / own[p].max(1.0),
+                ways[1],
+                own[1] / own[p].max(1.0)
+            );
+        }
     }
     println!(
         "{}'s programs, run time per process start and xlated bytes:",

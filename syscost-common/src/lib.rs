@@ -186,8 +186,9 @@ pub mod stack_counter {
     /// Calls whose (process, stack, syscall) found no room in `STACK_CALLS` (counted in
     /// the table of syscalls, not under a stack).
     pub const CALLS_DROPPED: u32 = 0;
-    /// Calls whose stack's frames found no room in `STACK_FRAMES` (the calls are counted
-    /// under its hash, its frames unknown unless a sample names them).
+    /// (Process, stack, syscall) entries whose stack's frames found no room in
+    /// `STACK_FRAMES` as the entry was made (its calls are counted under its hash, its
+    /// frames unknown unless a sample names them).
     pub const FRAMES_DROPPED: u32 = 1;
     /// Samples sent through the `SLOW` ring buffer for unwinding.
     pub const SAMPLES: u32 = 2;

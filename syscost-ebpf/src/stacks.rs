@@ -17,8 +17,8 @@ use aya_ebpf::{
     programs::RawTracePointContext,
 };
 use syscost_common::{
-    STACK_FRAMES as FRAMES, STACK_HASH_START, StackKey, StackValue, stack_counter, stack_hash_step,
-    stack_in_window,
+    STACK_FRAMES as FRAMES, STACK_HASH_START, StackKey, StackValue, UserStack, stack_counter,
+    stack_hash_step, stack_in_window,
 };
 
 /// `-EEXIST`: another CPU inserted the same key first.
@@ -30,8 +30,11 @@ const EEXIST: i32 = -17;
 #[inline(always)]
 pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u64) -> (u64, bool) {
     let side = STACK_SIDE.get(0).copied().unwrap_or(0);
-    let mut walked = false;
     let mut hash = stack_in_window(0, side);
+    // The walk, when one was made: its frames are kept with the first call of each
+    // (process, stack, syscall) of the window, so that a call whose entry is there
+    // already costs one lookup (its entry's), not two.
+    let mut walk: Option<*mut UserStack> = None;
     if let Some(scratch) = STACK_SCRATCH.get_ptr_mut(0) {
         let s = unsafe { &mut *scratch };
         let got = unsafe {
@@ -52,16 +55,11 @@ pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u
                 h = stack_hash_step(h, s.frames[i]);
             }
             hash = stack_in_window(h, side);
-            walked = true;
             s.bytes = got as u64;
-            if unsafe { STACK_FRAMES.get(&hash) }.is_none()
-                && let Err(e) = STACK_FRAMES.insert(&hash, s, u64::from(BPF_NOEXIST))
-                && e != EEXIST
-            {
-                count(stack_counter::FRAMES_DROPPED);
-            }
+            walk = Some(scratch);
         }
     }
+    let walked = walk.is_some();
     let key = StackKey {
         stack: hash,
         tgid,
@@ -70,6 +68,14 @@ pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u
     let value = match STACK_CALLS.get_ptr_mut(&key) {
         Some(v) => v,
         None => {
+            // Another entry of the window (another process or syscall) may have kept
+            // the walk already.
+            if let Some(s) = walk
+                && let Err(e) = STACK_FRAMES.insert(&hash, unsafe { &*s }, u64::from(BPF_NOEXIST))
+                && e != EEXIST
+            {
+                count(stack_counter::FRAMES_DROPPED);
+            }
             let _ = STACK_CALLS.insert(&key, &StackValue::default(), u64::from(BPF_NOEXIST));
             match STACK_CALLS.get_ptr_mut(&key) {
                 Some(v) => v,

@@ -170,8 +170,8 @@ pub struct CallStacks {
     /// Calls counted in the syscalls' table but under no stack: no room was left for
     /// their (process, stack, syscall).
     pub calls_dropped: u64,
-    /// Calls whose stack's frame-pointer walk found no room (their calls are counted
-    /// under it; its frames come from samples alone).
+    /// (Process, stack, syscall) entries whose frame-pointer walk found no room (their
+    /// calls are counted under it; its frames come from samples alone).
     pub frames_dropped: u64,
     /// Samples received, and those the ring buffer had no room for.
     pub samples: u64,

@@ -825,7 +825,7 @@ fn calls_by_stack_past_the_tables_are_counted_as_dropped() {
     assert!(
         plain.contains(&format!("{} calls under no stack", stacks.calls_dropped))
             && plain.contains(&format!(
-                "{} calls whose stack found no room for its walk",
+                "{} stacks whose walk found no room",
                 stacks.frames_dropped
             )),
         "{said}"

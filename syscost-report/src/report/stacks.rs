@@ -79,10 +79,7 @@ pub fn summary(stacks: &CallStacks, path: &str) -> String {
     }
     let dropped = [
         (stacks.calls_dropped, "calls under no stack (table full)"),
-        (
-            stacks.frames_dropped,
-            "calls whose stack found no room for its walk",
-        ),
+        (stacks.frames_dropped, "stacks whose walk found no room"),
         (stacks.samples_dropped, "samples without room in the ring"),
     ];
     for (n, what) in dropped {

@@ -276,9 +276,9 @@ fn stack_window() -> Duration {
 struct ExitQueue {
     ring: Option<aya::maps::RingBuf<aya::maps::MapData>>,
     queue: Vec<ExitRecord>,
-    /// `TOP` keys an exited process held at the last count (rounded up): the queued
-    /// processes' keys are reckoned from it.
-    keys_per_exit: usize,
+    /// `TOP` keys an exited process held at the last count, in sixteenths (rounded
+    /// up): the queued processes' keys are reckoned from it.
+    keys_per_exit_16: usize,
     /// When the oldest queued record was read.
     oldest: Instant,
 }
@@ -311,7 +311,7 @@ impl Sampler {
             exits: ExitQueue {
                 ring: exits,
                 queue: Vec::new(),
-                keys_per_exit: 16,
+                keys_per_exit_16: 16 * 16,
                 oldest: Instant::now(),
             },
             slots: tracer.slots(),
@@ -356,7 +356,7 @@ impl Sampler {
         // The table at risk of half filling: the live processes' pairs at the last
         // refresh, and the queued processes' reckoned twice over.
         let capacity = self.tracer.as_ref().map_or(0, Tracer::top_capacity);
-        let queued_keys = self.exits.queue.len() * self.exits.keys_per_exit;
+        let queued_keys = (self.exits.queue.len() * self.exits.keys_per_exit_16).div_ceil(16);
         let due = self.exits.queue.len() >= EXITS_QUEUED
             || (self.top_pairs.0 + 2 * queued_keys) * 2 >= capacity
             || (!self.exits.queue.is_empty() && self.exits.oldest.elapsed() >= EXITS_WAIT);
@@ -415,7 +415,8 @@ impl Sampler {
             None => true,
         });
         finals.sort_unstable_by_key(|f| (f.0, f.1.key));
-        self.exits.keys_per_exit = finals.len().div_ceil(queue.len()).max(1);
+        // In sixteenths: short processes hold one or two pairs each.
+        self.exits.keys_per_exit_16 = (finals.len() * 16).div_ceil(queue.len()).max(16);
         if let Some(tracer) = self.tracer.as_mut() {
             let keys: Vec<TopKey> = finals.iter().map(|f| f.1).collect();
             tracer.delete_top(&keys)?;

@@ -12,11 +12,21 @@ use crate::syscall_names::SyscallId;
 pub fn by_cgroup(rows: &[ProcessRow]) -> Vec<ProcessRow> {
     let mut out: BTreeMap<String, ProcessRow> = BTreeMap::new();
     for r in rows {
-        let g = out.entry(r.cgroup.clone()).or_insert_with(|| ProcessRow {
-            comm: short_cgroup(&r.cgroup),
-            cgroup: r.cgroup.clone(),
-            ..Default::default()
-        });
+        // The cgroup's name copied once, for its first row (an interval of a churning
+        // machine has thousands of rows in a few cgroups).
+        if !out.contains_key(&r.cgroup) {
+            out.insert(
+                r.cgroup.clone(),
+                ProcessRow {
+                    comm: short_cgroup(&r.cgroup),
+                    cgroup: r.cgroup.clone(),
+                    ..Default::default()
+                },
+            );
+        }
+        let Some(g) = out.get_mut(&r.cgroup) else {
+            continue;
+        };
         g.threads += r.threads;
         for (id, v) in &r.syscalls {
             g.add(*id, v);

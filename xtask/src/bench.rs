@@ -48,6 +48,11 @@ enum Setup {
     BaselineStacks,
     /// The whole machine: `syscost top` (every process traced, per-process figures).
     SyscostTop,
+    /// The C loop (`xtask/c/getppid_loop.c`, -O2, with frame pointers when `true`):
+    /// untraced, under `syscost run --stacks`, under bpftrace's `@[ustack] = count()`.
+    CUntraced(bool),
+    CStacks(bool),
+    CBpftraceUstack(bool),
     /// libbpf-tools `syscount -L -P`: every process, counts and time by process.
     SyscountAll,
     /// `perf trace -s -a`: every process, a summary at the end.
@@ -75,6 +80,12 @@ impl Setup {
             Setup::Baseline => "baseline build, this process",
             Setup::BaselineStacks => "baseline build --stacks",
             Setup::SyscostTop => "syscost top (machine)",
+            Setup::CUntraced(true) => "C -O2 fp: untraced",
+            Setup::CStacks(true) => "C -O2 fp: syscost --stacks",
+            Setup::CBpftraceUstack(true) => "C -O2 fp: bpftrace ustack",
+            Setup::CUntraced(false) => "C -O2 no fp: untraced",
+            Setup::CStacks(false) => "C -O2 no fp: --stacks",
+            Setup::CBpftraceUstack(false) => "C -O2 no fp: bpftrace",
             Setup::SyscountAll => "syscount -L -P (machine)",
             Setup::PerfTraceAll => "perf trace -s -a (machine)",
         }
@@ -94,6 +105,34 @@ fn ns_per_call(cmd: &mut Command) -> Result<f64> {
         .find_map(|l| l.strip_prefix("ns_per_call="))
         .and_then(|v| v.trim().parse().ok())
         .with_context(|| format!("no ns_per_call in {out:?}"))
+}
+
+/// The C loop built with frame pointers or without, beside the workload.
+fn c_loop(workload: &Path, fp: bool) -> std::path::PathBuf {
+    workload.with_file_name(if fp {
+        "getppid-loop-fp"
+    } else {
+        "getppid-loop-nofp"
+    })
+}
+
+/// Builds the C loop both ways (`cc -O2`).
+fn build_c_loops(workload: &Path) -> Result<()> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("c/getppid_loop.c");
+    for fp in [true, false] {
+        let flag = if fp {
+            "-fno-omit-frame-pointer"
+        } else {
+            "-fomit-frame-pointer"
+        };
+        run_quiet(
+            Command::new("cc")
+                .args(["-O2", flag, "-o"])
+                .arg(c_loop(workload, fp))
+                .arg(&source),
+        )?;
+    }
+    Ok(())
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -256,6 +295,25 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
                 .arg(workload)
                 .args(["getppid", &n]),
         ),
+        Setup::CUntraced(fp) => {
+            ns_per_call(Command::new(c_loop(workload, fp)).args(["getppid", &n]))
+        }
+        Setup::CStacks(fp) => ns_per_call(
+            Command::new(syscost)
+                .args(["run", "--stacks", "/dev/null", "-o", "/dev/null", "--"])
+                .arg(c_loop(workload, fp))
+                .args(["getppid", &n]),
+        ),
+        Setup::CBpftraceUstack(fp) => peer_on_pid(&c_loop(workload, fp), &n, |pid| {
+            let script = format!(
+                "BEGIN {{ printf(\"bpftrace ready\\n\"); }} tracepoint:raw_syscalls:sys_exit /pid == {pid}/ {{ @[ustack] = count(); }}"
+            );
+            start_and_wait(
+                Command::new("bpftrace").args(["-e", &script]),
+                false,
+                "bpftrace ready",
+            )
+        }),
         Setup::SyscostStacks => ns_per_call(
             Command::new(syscost)
                 .args(["run", "--stacks", "/dev/null", "-o", "/dev/null", "--"])
@@ -392,6 +450,20 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         Setup::SyscostOther,
         Setup::SyscostStacks,
     ];
+    // Calls by stack in C built both ways, beside bpftrace's (a compiler is at hand
+    // wherever the tests run: they build their C programs).
+    let c_built = build_c_loops(&workload);
+    match &c_built {
+        Ok(()) => {
+            for fp in [true, false] {
+                setups.extend([Setup::CUntraced(fp), Setup::CStacks(fp)]);
+                if peers && have("bpftrace") {
+                    setups.push(Setup::CBpftraceUstack(fp));
+                }
+            }
+        }
+        Err(e) => eprintln!("bench: the C loop did not build, its rows are left out: {e:#}"),
+    }
     if candidates {
         setups.extend([Setup::Clock, Setup::Hist, Setup::Filter, Setup::BtfFilter]);
     }
@@ -494,6 +566,27 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
             "bpftrace-ustack-added / syscost-stacks-added: {:.2}",
             bt / stacks.max(1.0)
         );
+    }
+    // The C rows against their own untraced run.
+    let c_added = |s: Setup, fp: bool| {
+        let at = |x: Setup| setups.iter().position(|&y| y == x);
+        Some(med[at(s)?] - med[at(Setup::CUntraced(fp))?])
+    };
+    for fp in [true, false] {
+        if let (Some(st), Some(bt)) = (
+            c_added(Setup::CStacks(fp), fp),
+            c_added(Setup::CBpftraceUstack(fp), fp),
+        ) {
+            println!(
+                "C -O2 {}: --stacks adds {st:.0} ns, bpftrace @[ustack] {bt:.0}: bpftrace-added / syscost-stacks-added {:.2}",
+                if fp {
+                    "with frame pointers"
+                } else {
+                    "without frame pointers"
+                },
+                bt / st.max(1.0)
+            );
+        }
     }
     if let (Some(own), Some(base)) = (added(Setup::SyscostOwn), added(Setup::Baseline)) {
         println!("syscost-added / baseline-added: {:.2}", own / base.max(1.0));

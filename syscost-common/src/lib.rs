@@ -410,7 +410,8 @@ impl Default for ProcRecord {
 
 /// A traced process's last record, sent through the `EXITS` ring buffer by the exit
 /// hook when its last thread exits (automatic modes with `TOP` only): userspace reads
-/// its `TOP` keys' final figures and frees them at once.
+/// its `TOP` keys' final figures (those with its tgid) from its next copy of the table
+/// and frees them.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExitRecord {
@@ -539,8 +540,11 @@ pub mod counter {
     /// next switch-in seen, or to the exit, counts as switched out: an upper bound, never
     /// time on a CPU.
     pub const SWITCH_IN_UNSEEN: u32 = 9;
+    /// Pairs made in the per-process `TOP` table (slot 0's): with the copies userspace
+    /// takes of the table, how full it is between them. Not a drop.
+    pub const TOP_MADE: u32 = 10;
     /// Number of counters.
-    pub const COUNT: u32 = 10;
+    pub const COUNT: u32 = 11;
 }
 
 /// `SlowEvent::flags`.

@@ -53,24 +53,26 @@ pub(crate) static POOL: Array<StatsEntry> = Array::with_max_entries(1, MMAPABLE)
 #[map]
 pub(crate) static POOL_NEXT: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
 
-/// Counters of events that did not make it into the statistics, per process slot: index
+/// Counters of events that did not make it into the statistics, per process slot (and
+/// slot 0's `TOP_MADE`, the per-process table's pairs made): index
 /// `counter_index(slot, counter)`.
 #[map]
 pub(crate) static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
 
 /// Per process and syscall, per CPU: calls, errors, time (`config.per_process_on` only). Userspace
-/// deletes the keys of a process once it has read their final figures, as soon as the
-/// process's `EXITS` record arrives.
+/// deletes the keys of a process once it has read their final figures, from a copy of
+/// the table taken after the process's `EXITS` record came (within a second).
 #[map]
 pub(crate) static TOP: PerCpuHashMap<TopKey, TopValue> = PerCpuHashMap::with_max_entries(1, 0);
 
-/// The processes the automatic modes trace, while they live (`config.per_process_on` only): name,
-/// cgroup and their `TOP` keys. Sent through `EXITS` and deleted at their exit.
+/// The processes the automatic modes trace, while they live (`config.per_process_on` only): name
+/// and cgroup. Sent through `EXITS` and deleted at their exit.
 #[map]
 pub(crate) static PROC_INFO: HashMap<u32, ProcRecord> = HashMap::with_max_entries(1, 0);
 
-/// Each traced process's `PROC_INFO` record at its exit (`config.per_process_on` only): which `TOP`
-/// keys to read one last time and free.
+/// Each traced process's `PROC_INFO` record at its exit (`config.per_process_on` only): its `TOP`
+/// keys (those with its tgid) are to be read one last time and freed. Submitted without
+/// a wakeup: userspace reads it every 50 ms.
 #[map]
 pub(crate) static EXITS: RingBuf = RingBuf::with_byte_size(4096, 0);
 

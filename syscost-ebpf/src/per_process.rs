@@ -22,8 +22,14 @@ pub(crate) fn count_top(tgid: u32, stats_slot: u32, call: &Call, ret: i64) {
         Some(v) => v,
         None => {
             // Another thread of the process may add the key on another CPU at the same
-            // moment: whichever insert comes first makes it, both count in it.
-            let _ = TOP.insert(k, TopValue::default(), u64::from(BPF_NOEXIST));
+            // moment: whichever insert comes first makes it (and counts it made), both
+            // count their calls in it.
+            if TOP
+                .insert(k, TopValue::default(), u64::from(BPF_NOEXIST))
+                .is_ok()
+            {
+                count(0, counter::TOP_MADE);
+            }
             match TOP.get_ptr_mut(k) {
                 Some(v) => v,
                 None => {

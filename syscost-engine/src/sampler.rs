@@ -268,29 +268,64 @@ fn stack_window() -> Duration {
 }
 
 /// Exit records read and not yet counted: counting them takes a copy of the per-process
-/// table (a few syscalls however many processes exited), so they wait for the next
-/// refresh, or until enough of them wait for the table to fill ([`EXITS_QUEUED`]
-/// records, or their keys reckoned twice over and the live processes' pairs half the
-/// table) or the oldest has waited
-/// [`EXITS_WAIT`].
+/// table (one syscall per 512 pairs, however many processes exited), so they wait for
+/// the next refresh, or until [`settle_due`] says the table would fill meanwhile.
 struct ExitQueue {
     ring: Option<aya::maps::RingBuf<aya::maps::MapData>>,
-    queue: Vec<ExitRecord>,
-    /// `TOP` keys an exited process held at the last count, in sixteenths (rounded
-    /// up): the queued processes' keys are reckoned from it.
-    keys_per_exit_16: usize,
+    /// Each queued process's tgid and its name and cgroup, named as its record was read
+    /// (a short-lived container's cgroup may be gone a second later).
+    queue: Vec<(u32, ProcInfo)>,
     /// When the oldest queued record was read.
     oldest: Instant,
+    /// At the last copy of the table: the pairs the kernel side had made so far
+    /// (`counter::TOP_MADE`), and the pairs left in the table once it was counted.
+    made_at_copy: u64,
+    in_use_at_copy: usize,
 }
 
-/// Exit records queued at most before they are counted (32 bytes each).
+/// Exit records queued at most: past them the reader leaves the rest in the kernel's
+/// ring until they are counted (a full ring counts its records as unsent; their
+/// processes are then counted when a refresh finds them gone).
 const EXITS_QUEUED: usize = 8192;
 /// How long an exit record waits at most before it is counted.
 const EXITS_WAIT: Duration = Duration::from_secs(1);
-/// How often the exit-record reader reads the ring: the kernel's ring holds about 6,000
-/// records (1 MB), a second of a machine starting 60,000 processes a minute... ten
-/// times that much a tenth of a second.
-const EXITS_READ_EVERY: Duration = Duration::from_millis(100);
+/// How often the exit-record reader reads the ring and looks at how full the table is:
+/// the kernel's ring holds about 26,000 records (1 MB of 40-byte entries), more than
+/// two seconds of a machine starting 10,000 processes a second.
+const EXITS_READ_EVERY: Duration = Duration::from_millis(50);
+
+/// Whether the queued exits are to be counted now rather than at the next refresh:
+/// `queued` records, the oldest read `waited` ago, `made` pairs made in the table since
+/// the last copy, which left `free` pairs of room. Due when a third of that room has
+/// been taken (a churn of processes fills the table with pairs that are freed only once
+/// counted: the rest is room for the time the reader takes to come round), when the
+/// queue is full, or after [`EXITS_WAIT`].
+fn settle_due(queued: usize, waited: Duration, made: usize, free: usize) -> bool {
+    queued > 0 && (queued >= EXITS_QUEUED || made * 3 >= free || waited >= EXITS_WAIT)
+}
+
+/// Takes the pairs of the exited processes `tgids` (in their queue's order) out of
+/// `table`: each one's pairs, by key, in that order. A tgid queued twice (its pid
+/// reused in between) gets its pairs with its first record: the kernel's table summed
+/// both under the same keys.
+fn take_exited(table: &mut Vec<(TopKey, TopValue)>, tgids: &[u32]) -> Vec<Vec<(TopKey, TopValue)>> {
+    let mut first: HashMap<u32, usize> = HashMap::with_capacity(tgids.len());
+    for (i, &t) in tgids.iter().enumerate() {
+        first.entry(t).or_insert(i);
+    }
+    let mut out = vec![Vec::new(); tgids.len()];
+    table.retain(|(k, v)| match first.get(&k.tgid) {
+        Some(&i) => {
+            out[i].push((*k, *v));
+            false
+        }
+        None => true,
+    });
+    for pairs in &mut out {
+        pairs.sort_unstable_by_key(|(k, _)| k.key);
+    }
+    out
+}
 
 /// Steps a key of the per-process table must have stayed unchanged in before it may be
 /// reclaimed (an interval each: 30 s at the default).
@@ -311,8 +346,9 @@ impl Sampler {
             exits: ExitQueue {
                 ring: exits,
                 queue: Vec::new(),
-                keys_per_exit_16: 16 * 16,
                 oldest: Instant::now(),
+                made_at_copy: 0,
+                in_use_at_copy: 0,
             },
             slots: tracer.slots(),
             offcpu: tracer.offcpu_tracked(),
@@ -348,34 +384,42 @@ impl Sampler {
     }
 
     /// Reads the exit records that have come (plain memory reads of the ring, no
-    /// syscall) and, once enough wait or the oldest has waited a second, counts their
-    /// processes' last figures (see [`Sampler::settle_exits`]). Called by the exit-record
-    /// reader a few times a second; a refresh settles whatever waits too.
+    /// syscall) and counts their processes' last figures when [`settle_due`] says so
+    /// (see [`Sampler::settle_exits`]). Called by the exit-record reader every
+    /// [`EXITS_READ_EVERY`]; a refresh counts whatever waits too.
     pub fn drain_exits(&mut self) -> Result<()> {
         self.read_exit_ring();
-        // The table at risk of half filling: the live processes' pairs at the last
-        // refresh, and the queued processes' reckoned twice over.
-        let capacity = self.tracer.as_ref().map_or(0, Tracer::top_capacity);
-        let queued_keys = (self.exits.queue.len() * self.exits.keys_per_exit_16).div_ceil(16);
-        let due = self.exits.queue.len() >= EXITS_QUEUED
-            || (self.top_pairs.0 + 2 * queued_keys) * 2 >= capacity
-            || (!self.exits.queue.is_empty() && self.exits.oldest.elapsed() >= EXITS_WAIT);
-        if !due {
+        if self.exits.queue.is_empty() {
             return Ok(());
         }
         let Some(tracer) = self.tracer.as_ref() else {
             return Ok(());
         };
+        let made = tracer.top_made()?;
+        if !settle_due(
+            self.exits.queue.len(),
+            self.exits.oldest.elapsed(),
+            made.saturating_sub(self.exits.made_at_copy) as usize,
+            tracer
+                .top_capacity()
+                .saturating_sub(self.exits.in_use_at_copy),
+        ) {
+            return Ok(());
+        }
         let mut table = tracer.top_table()?;
-        self.settle_exits(&mut table)
+        self.settle_exits(&mut table, made)?;
+        self.exits.in_use_at_copy = table.len();
+        Ok(())
     }
 
-    /// Moves the records in the exit ring to the queue.
+    /// Moves the records in the exit ring to the queue, each process named as it comes.
     fn read_exit_ring(&mut self) {
         let Some(ring) = self.exits.ring.as_mut() else {
             return;
         };
-        while let Some(item) = ring.next() {
+        while self.exits.queue.len() < EXITS_QUEUED
+            && let Some(item) = ring.next()
+        {
             if item.len() < std::mem::size_of::<ExitRecord>() {
                 continue;
             }
@@ -385,7 +429,8 @@ impl Sampler {
             if self.exits.queue.is_empty() {
                 self.exits.oldest = Instant::now();
             }
-            self.exits.queue.push(r);
+            let info = ProcInfo::of_record(&r.info, &mut self.cgroup_names);
+            self.exits.queue.push((r.tgid, info));
         }
     }
 
@@ -394,45 +439,25 @@ impl Sampler {
     /// last call by then, so the copy holds their final figures): their keys are taken
     /// out of `table` and deleted from the kernel's, all in one syscall, so the kernel's
     /// table holds only the processes alive. What is left in `table` is the live
-    /// processes' (and those gone whose records have not come).
-    fn settle_exits(&mut self, table: &mut Vec<(TopKey, TopValue)>) -> Result<()> {
+    /// processes' (and those gone whose records have not come). `made`: the pairs the
+    /// kernel side had made when the copy was taken (read before it). When the keys
+    /// cannot be deleted the records stay queued for the next copy.
+    fn settle_exits(&mut self, table: &mut Vec<(TopKey, TopValue)>, made: u64) -> Result<()> {
+        self.exits.made_at_copy = made;
         if self.exits.queue.is_empty() {
             return Ok(());
         }
-        let queue = std::mem::take(&mut self.exits.queue);
-        // A pid that exited twice in the queue (reused in between) keeps its keys with
-        // its first record: the kernel's table summed both under the same keys.
-        let mut first: HashMap<u32, usize> = HashMap::with_capacity(queue.len());
-        for (i, r) in queue.iter().enumerate() {
-            first.entry(r.tgid).or_insert(i);
-        }
-        let mut finals: Vec<(usize, TopKey, TopValue)> = Vec::new();
-        table.retain(|(k, v)| match first.get(&k.tgid) {
-            Some(&i) => {
-                finals.push((i, *k, *v));
-                false
-            }
-            None => true,
-        });
-        finals.sort_unstable_by_key(|f| (f.0, f.1.key));
-        // In sixteenths: short processes hold one or two pairs each.
-        self.exits.keys_per_exit_16 = (finals.len() * 16).div_ceil(queue.len()).max(16);
+        let tgids: Vec<u32> = self.exits.queue.iter().map(|(t, _)| *t).collect();
+        let finals = take_exited(table, &tgids);
         if let Some(tracer) = self.tracer.as_mut() {
-            let keys: Vec<TopKey> = finals.iter().map(|f| f.1).collect();
+            let keys: Vec<TopKey> = finals.iter().flatten().map(|(k, _)| *k).collect();
             tracer.delete_top(&keys)?;
         }
-        let mut at = 0;
-        let mut mine = Vec::new();
-        for (i, r) in queue.iter().enumerate() {
-            mine.clear();
-            while let Some(&(j, k, v)) = finals.get(at)
-                && j == i
-            {
-                mine.push((k, v));
-                at += 1;
-            }
-            let info = ProcInfo::of_record(&r.info, &mut self.cgroup_names);
-            let step = self.table.exit(r.tgid, info, &mine);
+        for ((tgid, info), mine) in std::mem::take(&mut self.exits.queue)
+            .into_iter()
+            .zip(finals)
+        {
+            let step = self.table.exit(tgid, info, &mine);
             if self.steps_wanted {
                 self.pending.absorb(step);
             }
@@ -623,7 +648,19 @@ impl Sampler {
     /// come (none could be sent) is counted too, not left for a step that never comes.
     pub fn top_final_step(&mut self) -> Result<TopStep> {
         self.top_refresh()?;
-        self.top_step()
+        self.steps_wanted = true;
+        self.top_refresh()?;
+        // Records that came while the last refresh ran (processes it found gone, their
+        // records on the way) are counted from one more copy.
+        self.read_exit_ring();
+        if !self.exits.queue.is_empty()
+            && let Some(tracer) = self.tracer.as_ref()
+        {
+            let made = tracer.top_made()?;
+            let mut table = tracer.top_table()?;
+            self.settle_exits(&mut table, made)?;
+        }
+        Ok(self.pending.take())
     }
 
     /// Reads the per-process table once a second when it is loaded, keeping it clear of
@@ -650,8 +687,9 @@ impl Sampler {
         let Some(tracer) = self.tracer.as_ref() else {
             return Ok(());
         };
+        let made = tracer.top_made()?;
         let mut table = tracer.top_table()?;
-        self.settle_exits(&mut table)?;
+        self.settle_exits(&mut table, made)?;
         let Some(tracer) = self.tracer.as_mut() else {
             return Ok(());
         };
@@ -686,6 +724,7 @@ impl Sampler {
                 }
             }
         }
+        self.exits.in_use_at_copy = self.top_pairs.0;
         // Names of processes gone without a call in the table (killed while blocked).
         if self.names_cleaned_at.elapsed() >= Duration::from_secs(10) {
             self.names_cleaned_at = Instant::now();
@@ -875,6 +914,48 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each exited process takes its own pairs out of the copy, by key; a pid queued
+    /// twice takes them with its first record; the rest of the copy stays.
+    #[test]
+    fn exited_processes_take_their_own_pairs() {
+        let k = |tgid, key| TopKey { tgid, key };
+        let v = |calls| TopValue {
+            calls,
+            ..Default::default()
+        };
+        let mut table = vec![
+            (k(7, 3), v(1)),
+            (k(5, 1), v(2)),
+            (k(7, 1), v(3)),
+            (k(9, 2), v(4)),
+            (k(5, 4), v(5)),
+        ];
+        let out = take_exited(&mut table, &[7, 5, 7, 8]);
+        assert_eq!(out.len(), 4);
+        assert_eq!(out[0], vec![(k(7, 1), v(3)), (k(7, 3), v(1))]);
+        assert_eq!(out[1], vec![(k(5, 1), v(2)), (k(5, 4), v(5))]);
+        assert!(out[2].is_empty(), "the pid's second record: {:?}", out[2]);
+        assert!(out[3].is_empty(), "no pairs: {:?}", out[3]);
+        assert_eq!(table, vec![(k(9, 2), v(4))]);
+    }
+
+    /// The queued exits wait for the refresh unless the table fills, the queue is full
+    /// or the oldest has waited a second; nothing queued is never due.
+    #[test]
+    fn exits_are_counted_early_only_when_the_table_fills_or_they_waited() {
+        let soon = Duration::from_millis(100);
+        assert!(!settle_due(0, EXITS_WAIT, 16_384, 0), "nothing queued");
+        assert!(!settle_due(10, soon, 100, 15_000));
+        assert!(
+            settle_due(10, soon, 5_000, 15_000),
+            "a third of the room taken"
+        );
+        assert!(!settle_due(10, soon, 4_999, 15_000));
+        assert!(settle_due(10, soon, 0, 0), "no room left");
+        assert!(settle_due(1, EXITS_WAIT, 0, 15_000), "waited a second");
+        assert!(settle_due(EXITS_QUEUED, soon, 0, 15_000), "the queue full");
+    }
     use syscost_common::syscall_key;
 
     /// A writer that updates an entry the way the kernel side does (sequence count odd

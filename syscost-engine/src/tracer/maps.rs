@@ -193,9 +193,13 @@ pub(super) fn lookup_batch<K: Copy + Default, V: Copy + Default>(
     let mut values = vec![V::default(); room * per_key];
     // The kernel's position in the table (a bucket number for hash maps): in from the
     // call before, out for the next.
-    let (mut at, mut next) = (0u64, 0u64);
+    let mut at = 0u64;
     let mut first = true;
     loop {
+        // A position the kernel never writes (its positions are bucket numbers, 4 bytes
+        // written into the low ones): still there after a call, the kernel wrote
+        // neither it nor the count.
+        let mut next = u64::MAX;
         let mut attr = BatchAttr {
             in_batch: if first { 0 } else { &mut at as *mut u64 as u64 },
             out_batch: &mut next as *mut u64 as u64,
@@ -213,9 +217,11 @@ pub(super) fn lookup_batch<K: Copy + Default, V: Copy + Default>(
         let r = unsafe { bpf(BPF_MAP_LOOKUP_BATCH, &mut attr) };
         let done = match r {
             Ok(_) => false,
+            // Past the last bucket from the start: nothing written.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && next == u64::MAX => return Ok(()),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => true,
             Err(e) if e.raw_os_error() == Some(libc::ENOSPC) && room < MAX => {
-                room *= 4;
+                room = (room * 4).min(MAX);
                 keys.resize(room, K::default());
                 values.resize(room * per_key, V::default());
                 continue;

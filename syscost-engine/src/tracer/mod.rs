@@ -300,6 +300,17 @@ impl Tracer {
         Ok(())
     }
 
+    /// The pairs the kernel side has made in the per-process table so far (one
+    /// lookup: `counter::TOP_MADE`, summed over CPUs).
+    pub fn top_made(&self) -> Result<u64> {
+        let counters: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(self.map(map_names::COUNTERS)?)?;
+        Ok(counters
+            .get(&counter_index(0, counter::TOP_MADE), 0)?
+            .iter()
+            .sum())
+    }
+
     /// How many (process, syscall) pairs the per-process table holds at most.
     pub fn top_capacity(&self) -> usize {
         self.sizes.top_entries as usize

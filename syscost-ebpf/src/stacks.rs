@@ -68,15 +68,18 @@ pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u
     let value = match STACK_CALLS.get_ptr_mut(&key) {
         Some(v) => v,
         None => {
-            // Another entry of the window (another process or syscall) may have kept
-            // the walk already.
-            if let Some(s) = walk
+            // The call that makes the entry keeps the walk (another entry of the window,
+            // another process or syscall, may have kept it already); a call whose entry
+            // found no room keeps none.
+            if STACK_CALLS
+                .insert(&key, &StackValue::default(), u64::from(BPF_NOEXIST))
+                .is_ok()
+                && let Some(s) = walk
                 && let Err(e) = STACK_FRAMES.insert(&hash, unsafe { &*s }, u64::from(BPF_NOEXIST))
                 && e != EEXIST
             {
                 count(stack_counter::FRAMES_DROPPED);
             }
-            let _ = STACK_CALLS.insert(&key, &StackValue::default(), u64::from(BPF_NOEXIST));
             match STACK_CALLS.get_ptr_mut(&key) {
                 Some(v) => v,
                 None => {

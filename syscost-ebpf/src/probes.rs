@@ -79,14 +79,15 @@ pub fn cand_hist_exit(_ctx: RawTracePointContext) -> i32 {
 /// this many.
 const MINIMAL_THREADS: u32 = 1 << 16;
 
+/// A thread's start time, alone in its cache line (threads on other CPUs never share one).
 #[map]
-static MINIMAL_START: Array<u64> = Array::with_max_entries(1, 0);
+static MINIMAL_START: Array<[u64; 8]> = Array::with_max_entries(1, 0);
 
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn cand_minimal_enter(_ctx: RawTracePointContext) -> i32 {
     let tid = bpf_get_current_pid_tgid() as u32;
     if let Some(t) = MINIMAL_START.get_ptr_mut(tid & (MINIMAL_THREADS - 1)) {
-        unsafe { *t = bpf_ktime_get_ns() };
+        unsafe { (*t)[0] = bpf_ktime_get_ns() };
     }
     0
 }
@@ -97,11 +98,11 @@ pub fn cand_minimal_exit(_ctx: RawTracePointContext) -> i32 {
     let Some(t) = MINIMAL_START.get_ptr_mut(tid & (MINIMAL_THREADS - 1)) else {
         return 0;
     };
-    let start = unsafe { *t };
+    let start = unsafe { (*t)[0] };
     if start == 0 {
         return 0;
     }
-    unsafe { *t = 0 };
+    unsafe { (*t)[0] = 0 };
     let ns = unsafe { bpf_ktime_get_ns() } - start;
     if let Some(e) = CANDIDATE.get_ptr_mut(0)
         && let Some(b) = unsafe { (*e).hist.get_mut(bucket_index(ns)) }

@@ -27,7 +27,7 @@
 //! | hook (raw tracepoint) | program | maps | attached |
 //! |---|---|---|---|
 //! | `sys_enter` | `syscost_sys_enter` | PROCS(+_OVERFLOW) read, written on a process's first call; THREADS(+_OVERFLOW); PROC_INFO (`config.per_process_on`) | always |
-//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, SLOW, KSTACK_OF (`config.slow_on`); STACK_SIDE, STACK_CALLS, STACK_FRAMES, STACK_SCRATCH, STACK_COUNTS, SLOW (`config.stacks_on`); TOP, PROC_INFO on a process's first event (`config.per_process_on`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
+//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, SLOW, KSTACK_OF (`config.slow_on`); STACK_SIDE, STACK_CALLS, STACK_FRAMES, STACK_SCRATCH, STACK_COUNTS, SLOW (`config.stacks_on`); TOP, and PROC_INFO on a process's first event (`config.per_process_on`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
 //! | `sched_switch` | `syscost_sched_switch` | PROCS read; THREADS; KSTACK_OF (`config.kstacks_on`) | unless `--no-offcpu` |
 //! | `sched_process_fork` | `syscost_fork` | PROCS (children, `config.follow_forks`); THREADS | always |
 //! | `sched_process_exec` | `syscost_exec` | PROCS (ABI); PROC_INFO (`config.per_process_on`); THREADS | always |

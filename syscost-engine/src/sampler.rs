@@ -395,7 +395,9 @@ impl Sampler {
         let Some(tracer) = self.tracer.as_ref() else {
             return Ok(());
         };
-        let made = tracer.top_made()?;
+        // Unreadable, the counter says nothing was made: the queue waits for the second
+        // or the refresh.
+        let made = tracer.top_made().unwrap_or(self.exits.made_at_copy);
         if !settle_due(
             self.exits.queue.len(),
             self.exits.oldest.elapsed(),
@@ -407,9 +409,7 @@ impl Sampler {
             return Ok(());
         }
         let mut table = tracer.top_table()?;
-        self.settle_exits(&mut table, made)?;
-        self.exits.in_use_at_copy = table.len();
-        Ok(())
+        self.settle_exits(&mut table, made)
     }
 
     /// Moves the records in the exit ring to the queue, each process named as it comes.
@@ -443,16 +443,21 @@ impl Sampler {
     /// kernel side had made when the copy was taken (read before it). When the keys
     /// cannot be deleted the records stay queued for the next copy.
     fn settle_exits(&mut self, table: &mut Vec<(TopKey, TopValue)>, made: u64) -> Result<()> {
-        self.exits.made_at_copy = made;
-        if self.exits.queue.is_empty() {
-            return Ok(());
-        }
         let tgids: Vec<u32> = self.exits.queue.iter().map(|(t, _)| *t).collect();
         let finals = take_exited(table, &tgids);
         if let Some(tracer) = self.tracer.as_mut() {
             let keys: Vec<TopKey> = finals.iter().flatten().map(|(k, _)| *k).collect();
-            tracer.delete_top(&keys)?;
+            if let Err(e) = tracer.delete_top(&keys) {
+                // The copy's pairs go back: the next copy counts them.
+                for pairs in finals {
+                    table.extend(pairs);
+                }
+                return Err(e);
+            }
         }
+        // The table as this copy left it (a refresh lowers it by what it deletes more).
+        self.exits.made_at_copy = made;
+        self.exits.in_use_at_copy = table.len();
         for ((tgid, info), mine) in std::mem::take(&mut self.exits.queue)
             .into_iter()
             .zip(finals)
@@ -645,20 +650,17 @@ impl Sampler {
 
     /// The last step before the programs are unloaded: a second read of the table right
     /// after the first, so that a process the first found gone and whose record did not
-    /// come (none could be sent) is counted too, not left for a step that never comes.
+    /// come (none could be sent) is counted too, not left for a step that never comes;
+    /// a third when records came during the second.
     pub fn top_final_step(&mut self) -> Result<TopStep> {
         self.top_refresh()?;
         self.steps_wanted = true;
         self.top_refresh()?;
         // Records that came while the last refresh ran (processes it found gone, their
-        // records on the way) are counted from one more copy.
+        // records on the way): one more refresh counts them.
         self.read_exit_ring();
-        if !self.exits.queue.is_empty()
-            && let Some(tracer) = self.tracer.as_ref()
-        {
-            let made = tracer.top_made()?;
-            let mut table = tracer.top_table()?;
-            self.settle_exits(&mut table, made)?;
+        if !self.exits.queue.is_empty() {
+            self.top_refresh()?;
         }
         Ok(self.pending.take())
     }
@@ -687,7 +689,7 @@ impl Sampler {
         let Some(tracer) = self.tracer.as_ref() else {
             return Ok(());
         };
-        let made = tracer.top_made()?;
+        let made = tracer.top_made().unwrap_or(self.exits.made_at_copy);
         let mut table = tracer.top_table()?;
         self.settle_exits(&mut table, made)?;
         let Some(tracer) = self.tracer.as_mut() else {
@@ -797,8 +799,9 @@ impl Sampler {
 }
 
 /// Reads exit records on a thread of its own while the sampler lives and is loaded,
-/// every [`EXITS_READ_EVERY`]: the ring never fills, and the exited processes' keys are
-/// freed before the table does (a process-churning machine makes thousands a second).
+/// every [`EXITS_READ_EVERY`]: the ring does not fill while the records are counted,
+/// and the exited processes' keys are freed before the table does (a process-churning
+/// machine makes thousands a second).
 fn read_exits(sampler: Weak<Mutex<Sampler>>) {
     let spawned = std::thread::Builder::new()
         .name("syscost-exits".into())

@@ -166,6 +166,18 @@ pub(super) fn delete_batch<K>(fd: i32, keys: &[K]) -> io::Result<()> {
     }
 }
 
+/// Deletes `keys` from the hash map `fd`: in one `BPF_MAP_DELETE_BATCH`, or one by one
+/// where the batch stops (a key already gone ends it; so does a kernel without the
+/// command). Keys that cannot be deleted are left, silently: a caller that must know
+/// which were deleted uses [`delete_batch`] and [`delete_elem`] itself.
+pub(super) fn delete_all<K>(fd: i32, keys: &[K]) {
+    if delete_batch(fd, keys).is_err() {
+        for k in keys {
+            let _ = delete_elem(fd, k);
+        }
+    }
+}
+
 /// Every element of the hash map `fd` (per-CPU when `per_key` > 1: that many values a
 /// key, one per possible CPU), read with `BPF_MAP_LOOKUP_BATCH` (Linux 5.6) a few hundred
 /// at a time: a handful of syscalls for a whole table, where reading key by key takes

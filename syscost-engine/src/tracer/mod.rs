@@ -291,12 +291,7 @@ impl Tracer {
     /// (BPF_MAP_DELETE_BATCH, Linux 5.6), one each if the kernel refuses it. Keys already
     /// gone are no error.
     pub fn delete_top(&mut self, keys: &[TopKey]) -> Result<()> {
-        let fd = map_fd(self.map(map_names::TOP)?)?;
-        if delete_batch(fd, keys).is_err() {
-            for k in keys {
-                let _ = maps::delete_elem(fd, k);
-            }
-        }
+        maps::delete_all(map_fd(self.map(map_names::TOP)?)?, keys);
         Ok(())
     }
 
@@ -639,11 +634,7 @@ impl Tracer {
             }
             Err(_) => false,
         });
-        if delete_batch(frames_fd, &walks).is_err() {
-            for h in &walks {
-                let _ = maps::delete_elem(frames_fd, h);
-            }
-        }
+        maps::delete_all(frames_fd, &walks);
         let mut keys = Vec::new();
         for k in calls.keys() {
             match k {
@@ -680,22 +671,11 @@ impl Tracer {
 
     /// Forgets processes of the per-process table (they have exited and were read).
     pub fn forget_top(&mut self, keys: &[TopKey]) -> Result<()> {
-        let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> = PerCpuHashMap::try_from(
-            self.ebpf
-                .map_mut(map_names::TOP)
-                .context("TOP map missing")?,
-        )?;
-        for k in keys {
-            let _ = top.remove(k);
-        }
-        let mut names: HashMap<&mut MapData, u32, ProcRecord> = HashMap::try_from(
-            self.ebpf
-                .map_mut(map_names::PROC_INFO)
-                .context("PROC_INFO map missing")?,
-        )?;
-        for k in keys {
-            let _ = names.remove(&k.tgid);
-        }
+        self.delete_top(keys)?;
+        let mut tgids: Vec<u32> = keys.iter().map(|k| k.tgid).collect();
+        tgids.sort_unstable();
+        tgids.dedup();
+        maps::delete_all(map_fd(self.map(map_names::PROC_INFO)?)?, &tgids);
         Ok(())
     }
 
@@ -706,19 +686,14 @@ impl Tracer {
 
     /// Deletes the kept names of the processes `gone` says are gone.
     pub fn forget_names(&mut self, gone: impl Fn(u32) -> bool) -> Result<()> {
-        let mut names: HashMap<&mut MapData, u32, ProcRecord> = HashMap::try_from(
-            self.ebpf
-                .map_mut(map_names::PROC_INFO)
-                .context("PROC_INFO map missing")?,
-        )?;
+        let map = self.map(map_names::PROC_INFO)?;
+        let names: HashMap<&MapData, u32, ProcRecord> = HashMap::try_from(map)?;
         let dead: Vec<u32> = names
             .keys()
             .filter_map(Result::ok)
             .filter(|&p| gone(p))
             .collect();
-        for pid in dead {
-            let _ = names.remove(&pid);
-        }
+        maps::delete_all(map_fd(map)?, &dead);
         Ok(())
     }
 

@@ -116,6 +116,15 @@ fn c_loop(workload: &Path, fp: bool) -> std::path::PathBuf {
     })
 }
 
+/// The program a calls-by-stack setup traces: the C loop for its rows, the workload
+/// otherwise.
+fn stacks_program(setup: Setup, workload: &Path) -> std::path::PathBuf {
+    match setup {
+        Setup::CStacks(fp) | Setup::CBpftraceUstack(fp) => c_loop(workload, fp),
+        _ => workload.to_path_buf(),
+    }
+}
+
 /// Builds the C loop both ways (`cc -O2`).
 fn build_c_loops(workload: &Path) -> Result<()> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("c/getppid_loop.c");
@@ -298,38 +307,25 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
         Setup::CUntraced(fp) => {
             ns_per_call(Command::new(c_loop(workload, fp)).args(["getppid", &n]))
         }
-        Setup::CStacks(fp) => ns_per_call(
+        // Calls by stack, of the workload or of the C loop.
+        Setup::SyscostStacks | Setup::CStacks(_) => ns_per_call(
             Command::new(syscost)
                 .args(["run", "--stacks", "/dev/null", "-o", "/dev/null", "--"])
-                .arg(c_loop(workload, fp))
+                .arg(stacks_program(setup, workload))
                 .args(["getppid", &n]),
         ),
-        Setup::CBpftraceUstack(fp) => peer_on_pid(&c_loop(workload, fp), &n, |pid| {
-            let script = format!(
-                "BEGIN {{ printf(\"bpftrace ready\\n\"); }} tracepoint:raw_syscalls:sys_exit /pid == {pid}/ {{ @[ustack] = count(); }}"
-            );
-            start_and_wait(
-                Command::new("bpftrace").args(["-e", &script]),
-                false,
-                "bpftrace ready",
-            )
-        }),
-        Setup::SyscostStacks => ns_per_call(
-            Command::new(syscost)
-                .args(["run", "--stacks", "/dev/null", "-o", "/dev/null", "--"])
-                .arg(workload)
-                .args(["getppid", &n]),
-        ),
-        Setup::BpftraceUstack => peer_on_pid(workload, &n, |pid| {
-            let script = format!(
-                "BEGIN {{ printf(\"bpftrace ready\\n\"); }} tracepoint:raw_syscalls:sys_exit /pid == {pid}/ {{ @[ustack] = count(); }}"
-            );
-            start_and_wait(
-                Command::new("bpftrace").args(["-e", &script]),
-                false,
-                "bpftrace ready",
-            )
-        }),
+        Setup::BpftraceUstack | Setup::CBpftraceUstack(_) => {
+            peer_on_pid(&stacks_program(setup, workload), &n, |pid| {
+                let script = format!(
+                    "BEGIN {{ printf(\"bpftrace ready\\n\"); }} tracepoint:raw_syscalls:sys_exit /pid == {pid}/ {{ @[ustack] = count(); }}"
+                );
+                start_and_wait(
+                    Command::new("bpftrace").args(["-e", &script]),
+                    false,
+                    "bpftrace ready",
+                )
+            })
+        }
         Setup::SyscostOther => {
             let mut sleeper = Command::new(workload).args(["sleep", "3600000"]).spawn()?;
             let tracer = start_and_wait(
@@ -1029,6 +1025,9 @@ pub fn process_start_cost(
     own_cost_per_start(&ways[1..], rounds, STARTS, &starts, &start_tracer)
 }
 
+/// Starts the tracer a process-start setup names, ready, with the tracefs mount it needs.
+type StartTracer<'a> = dyn Fn(&str) -> Result<(Child, Option<Tracefs>)> + 'a;
+
 /// Each tracer's own cost per process start, measured apart (the kernel's run-time
 /// statistics add two clock reads to every program run, so they stay off in the rounds
 /// above): its CPU plus its kernel programs' run time (`kernel.bpf_stats_enabled`, the
@@ -1039,7 +1038,7 @@ fn own_cost_per_start(
     rounds: usize,
     starts_n: u64,
     starts: &dyn Fn() -> Result<(f64, f64)>,
-    start_tracer: &dyn Fn(&str) -> Result<(Child, Option<Tracefs>)>,
+    start_tracer: &StartTracer,
 ) -> Result<()> {
     if !have("bpftool") {
         println!(

@@ -24,17 +24,41 @@ pub struct Cgroup {
     pub level: u32,
 }
 
-/// The mount point of the cgroup v2 hierarchy, from a mountinfo text.
+/// The cgroup v2 mounts that may be the hierarchy's root, from a mountinfo text, in its
+/// order. A mount's root field is relative to the reader's cgroup namespace: `/` is the
+/// namespace's root (the hierarchy's own on the host), and a root made only of climbs
+/// (`/../..`) is above it, so, in a container of its own namespace, possibly the host's
+/// hierarchy mounted into it. A mount of any other sub-tree is not a candidate.
+pub fn v2_mounts_in(mountinfo: &str) -> Vec<PathBuf> {
+    v2_mounts_with_climbs_in(mountinfo)
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect()
+}
+
+/// [`v2_mounts_in`], each with the climbs of its root field (how far the mount's root
+/// is above the reader's cgroup namespace root).
+fn v2_mounts_with_climbs_in(mountinfo: &str) -> Vec<(PathBuf, usize)> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            // `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS`
+            let (left, right) = line.split_once(" - ")?;
+            let fstype = right.split_whitespace().next()?;
+            let mut fields = left.split_whitespace();
+            let root = fields.nth(3)?;
+            let mount = fields.next()?;
+            let above = root == "/" || root.split('/').skip(1).all(|s| s == "..");
+            let climbs = root.split('/').filter(|s| *s == "..").count();
+            (fstype == "cgroup2" && above).then(|| (PathBuf::from(unescape(mount)), climbs))
+        })
+        .collect()
+}
+
+/// The mount point of the cgroup v2 hierarchy, from a mountinfo text: the first mount of
+/// a namespace's root (see [`v2_mounts_in`]).
 pub fn v2_mount_in(mountinfo: &str) -> Option<PathBuf> {
-    mountinfo.lines().find_map(|line| {
-        // `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS`
-        let (left, right) = line.split_once(" - ")?;
-        let fstype = right.split_whitespace().next()?;
-        let mut fields = left.split_whitespace();
-        let root = fields.nth(3)?;
-        let mount = fields.next()?;
-        (fstype == "cgroup2" && root == "/").then(|| PathBuf::from(unescape(mount)))
-    })
+    v2_mounts_in(mountinfo).into_iter().next()
 }
 
 /// mountinfo escapes spaces, tabs, newlines and backslashes as octal.
@@ -61,20 +85,82 @@ fn unescape(s: &str) -> String {
     out
 }
 
-/// Where this host mounts cgroup v2, or why there is none.
+/// Where this host mounts cgroup v2, or why there is none: the hierarchy's root where
+/// one is mounted (a container of its own cgroup namespace that mounted the host's
+/// hierarchy, say at /host/sys/fs/cgroup, names every cgroup from there), else its
+/// namespace's root.
 pub fn v2_mount() -> Result<PathBuf> {
+    Ok(hierarchy()?.mount)
+}
+
+/// Where cgroups are named from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hierarchy {
+    /// The mount point.
+    pub mount: PathBuf,
+    /// It is the hierarchy's root: paths below it are the host's, as the kernel's ids
+    /// and levels are. Not so for a namespace's root mounted in a container.
+    pub is_root: bool,
+    /// How deep syscost's cgroup namespace root is in the hierarchy (0 in the host's).
+    pub ns_depth: usize,
+}
+
+/// The cgroup v2 hierarchy as [`v2_mount`] finds it.
+pub fn hierarchy() -> Result<Hierarchy> {
     let info = std::fs::read_to_string("/proc/self/mountinfo")
         .context("cannot read /proc/self/mountinfo")?;
-    v2_mount_in(&info).context(
+    let mounts = v2_mounts_with_climbs_in(&info);
+    if let Some((root, climbs)) = mounts.iter().find(|(m, _)| is_hierarchy_root(m)) {
+        return Ok(Hierarchy {
+            mount: root.clone(),
+            is_root: true,
+            ns_depth: *climbs,
+        });
+    }
+    let (mount, _) = mounts.into_iter().next().context(
         "no cgroup v2 hierarchy is mounted (no cgroup2 line in /proc/self/mountinfo): mount one with `mount -t cgroup2 none /sys/fs/cgroup/unified`",
-    )
+    )?;
+    Ok(Hierarchy {
+        mount,
+        is_root: !in_own_namespace(),
+        ns_depth: 0,
+    })
+}
+
+/// The hierarchy's root cgroup lacks the files every other has (`cgroup.type`,
+/// `cgroup.events`); its directory's inode, its id, is 1.
+fn is_hierarchy_root(dir: &Path) -> bool {
+    let meta = std::fs::symlink_metadata(dir);
+    meta.is_ok_and(|m| m.is_dir())
+        && is_cgroup2(dir)
+        && std::fs::symlink_metadata(dir.join("cgroup.procs")).is_ok()
+        && std::fs::symlink_metadata(dir.join("cgroup.type")).is_err()
+}
+
+/// The inode number of the initial cgroup namespace, the host's (the kernel's
+/// `CGROUP_NS_INIT_INO`, fixed since namespaces got inode numbers of their own).
+const INIT_CGROUP_NS: u64 = 0xEFFF_FFFB;
+
+/// Whether syscost runs in a cgroup namespace other than the host's: there
+/// /proc/PID/cgroup paths are relative to its own namespace's root, and only the
+/// kernel's ids name cgroups. Told by the namespace's inode number, which needs no look
+/// at another process (a container without CAP_SYS_PTRACE may not read process 1's).
+pub fn in_own_namespace() -> bool {
+    static OWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OWN.get_or_init(|| {
+        std::fs::metadata("/proc/self/ns/cgroup").is_ok_and(|m| m.ino() != INIT_CGROUP_NS)
+    })
 }
 
 /// Resolves `--cgroup PATH`: a directory of the v2 mount, or a path in the hierarchy
 /// (`/system.slice/ssh.service`, as /proc/PID/cgroup shows it).
 pub fn resolve(arg: &Path) -> Result<Cgroup> {
-    check_namespace()?;
-    let mount = v2_mount()?;
+    let Hierarchy { mount, is_root, .. } = hierarchy()?;
+    if !is_root {
+        bail!(
+            "syscost runs in a cgroup namespace of its own and the host's cgroup hierarchy is not mounted: mount the host's /sys/fs/cgroup read-only (a hostPath volume at /host/sys/fs/cgroup, or podman -v /sys/fs/cgroup:/host/sys/fs/cgroup:ro), or share the host's (--cgroupns=host)"
+        );
+    }
     let dir = if arg.starts_with(&mount) {
         arg.to_path_buf()
     } else {
@@ -110,18 +196,6 @@ pub fn resolve(arg: &Path) -> Result<Cgroup> {
     })
 }
 
-/// Refuses a cgroup namespace of syscost's own (a container's): paths and levels there
-/// start below the hierarchy's root, the kernel's ids and levels do not.
-fn check_namespace() -> Result<()> {
-    let ns = |p: &str| std::fs::metadata(p).map(|m| m.ino()).ok();
-    match (ns("/proc/self/ns/cgroup"), ns("/proc/1/ns/cgroup")) {
-        (Some(a), Some(b)) if a != b => bail!(
-            "syscost runs in a cgroup namespace of its own: --cgroup needs the host's (docker run --cgroupns=host, or run it on the host)"
-        ),
-        _ => Ok(()),
-    }
-}
-
 fn is_cgroup2(dir: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
         return false;
@@ -131,8 +205,14 @@ fn is_cgroup2(dir: &Path) -> bool {
     unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == CGROUP2_SUPER_MAGIC }
 }
 
-/// Paths of cgroup ids (for processes gone before their /proc entry was read), from a
-/// walk of the v2 hierarchy, walked again at most once a second when an id is unknown.
+/// Most directories one walk of the hierarchy reads: a host with more cgroups names the
+/// rest "?" rather than let a walk grow without bound.
+pub const WALK_LIMIT: usize = 100_000;
+
+/// Paths of cgroup ids, from a walk of the v2 hierarchy (the id is the directory's inode
+/// number), walked again at most once a second when an id is unknown. They name the
+/// cgroups of processes gone before their /proc entry was read, and, where syscost runs
+/// in a cgroup namespace of its own, every process's.
 #[derive(Debug, Default)]
 pub struct CgroupNames {
     by_id: std::collections::HashMap<u64, String>,
@@ -151,37 +231,160 @@ impl CgroupNames {
             return None;
         }
         self.walked = Some(std::time::Instant::now());
-        let mount = v2_mount().ok()?;
-        self.by_id.clear();
-        let mut stack = vec![mount.clone()];
-        while let Some(dir) = stack.pop() {
-            let Ok(meta) = std::fs::metadata(&dir) else {
-                continue;
-            };
-            let rel = dir.strip_prefix(&mount).unwrap_or(Path::new(""));
-            let rel = syscost_report::untrusted::decode(rel.as_os_str().as_encoded_bytes());
-            self.by_id.insert(meta.ino(), format!("/{rel}"));
-            if let Ok(entries) = std::fs::read_dir(&dir) {
-                stack.extend(
-                    entries
-                        .flatten()
-                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                        .map(|e| e.path()),
-                );
-            }
-        }
+        // A namespace's root alone would name its own sub-tree as if it were the host's.
+        let h = hierarchy().ok().filter(|h| h.is_root)?;
+        self.by_id = walk(&h.mount, WALK_LIMIT);
         self.by_id.get(&id).cloned()
     }
 }
 
-/// The v2 cgroup path of a process (`/system.slice/ssh.service`), if it is readable.
+/// The ids and paths of the cgroups below `mount`, at most `limit` of them. Nothing is
+/// followed: a cgroup file system holds no links, and whatever is mounted below it is
+/// another file system's.
+fn walk(mount: &Path, limit: usize) -> std::collections::HashMap<u64, String> {
+    let mut by_id = std::collections::HashMap::new();
+    let Ok(top) = std::fs::symlink_metadata(mount) else {
+        return by_id;
+    };
+    let dev = top.dev();
+    let mut stack = vec![(mount.to_path_buf(), top)];
+    while let Some((dir, meta)) = stack.pop() {
+        if by_id.len() >= limit {
+            break;
+        }
+        if meta.dev() != dev {
+            continue;
+        }
+        let rel = dir.strip_prefix(mount).unwrap_or(Path::new(""));
+        let rel = syscost_report::untrusted::decode(rel.as_os_str().as_encoded_bytes());
+        by_id.insert(meta.ino(), format!("/{rel}"));
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            stack.extend(entries.flatten().filter_map(|e| {
+                // The entry's own metadata (lstat): a link is not a directory here.
+                let m = e.metadata().ok()?;
+                m.is_dir().then(|| (e.path(), m))
+            }));
+        }
+    }
+    by_id
+}
+
+/// The v2 cgroup path of a process (`/system.slice/ssh.service`), if it is readable and
+/// means the host's: in a cgroup namespace of syscost's own, /proc/PID/cgroup is relative
+/// to that namespace, and the process's cgroup is named by its id instead.
 pub fn of_process(pid: u32) -> Option<String> {
+    let own = in_own_namespace();
     // Bytes: a cgroup's name is whoever made it's to choose.
     let text =
         syscost_report::untrusted::decode(&std::fs::read(format!("/proc/{pid}/cgroup")).ok()?);
-    text.lines()
-        .find_map(|l| l.strip_prefix("0::"))
-        .map(str::to_string)
+    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    if !own {
+        return Some(path.to_string());
+    }
+    let ns = namespace_root()?;
+    to_host(path, ns.segments.as_deref(), ns.depth)
+}
+
+/// Where syscost's own cgroup namespace is rooted in the host's hierarchy.
+#[derive(Clone, Debug)]
+struct NamespaceRoot {
+    depth: usize,
+    /// Its path's segments, when found (the cgroup of the depth that holds syscost).
+    segments: Option<Vec<String>>,
+}
+
+/// [`NamespaceRoot`], found once (syscost does not move), in its own namespace with the
+/// host's hierarchy mounted; `None` otherwise.
+fn namespace_root() -> Option<NamespaceRoot> {
+    static ROOT: std::sync::OnceLock<Option<NamespaceRoot>> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let h = hierarchy().ok().filter(|h| h.is_root)?;
+        // Its own cgroup, from its namespace's root ("/" when it sits there).
+        let own = syscost_report::untrusted::decode(&std::fs::read("/proc/self/cgroup").ok()?);
+        let own: Vec<String> = own
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))?
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        let me = std::process::id().to_string();
+        let holds_me = |dir: &Path| {
+            std::fs::read_to_string(dir.join("cgroup.procs"))
+                .is_ok_and(|t| t.lines().any(|l| l == me))
+        };
+        let found = find_at_depth(&h.mount, h.ns_depth + own.len(), WALK_LIMIT, holds_me);
+        let segments = found.map(|p| {
+            p.split('/')
+                .filter(|s| !s.is_empty())
+                .take(h.ns_depth)
+                .map(str::to_string)
+                .collect()
+        });
+        Some(NamespaceRoot {
+            depth: h.ns_depth,
+            segments,
+        })
+    })
+    .clone()
+}
+
+/// The path below `mount` of the first directory `depth` levels down for which `pick`
+/// holds, looking at no more than `limit` directories; nothing followed.
+fn find_at_depth(
+    mount: &Path,
+    depth: usize,
+    limit: usize,
+    pick: impl Fn(&Path) -> bool,
+) -> Option<String> {
+    let mut stack = vec![(mount.to_path_buf(), 0usize)];
+    let mut seen = 0;
+    while let Some((dir, d)) = stack.pop() {
+        seen += 1;
+        if seen > limit {
+            return None;
+        }
+        if d == depth {
+            if pick(&dir) {
+                let rel = dir.strip_prefix(mount).ok()?;
+                return Some(format!(
+                    "/{}",
+                    syscost_report::untrusted::decode(rel.as_os_str().as_encoded_bytes())
+                ));
+            }
+            continue;
+        }
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            stack.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| (e.path(), d + 1)),
+            );
+        }
+    }
+    None
+}
+
+/// The host's path of a cgroup path read in a namespace rooted `depth` levels down the
+/// hierarchy at `root` (its segments): `/../../a/b` climbs to the root's ancestor two
+/// levels up, then goes down. `None` when it climbs past the hierarchy's root or needs
+/// a root that was not found.
+pub fn to_host(path: &str, root: Option<&[String]>, depth: usize) -> Option<String> {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let climbs = segments.iter().take_while(|s| **s == "..").count();
+    let rest = &segments[climbs..];
+    if climbs > depth || rest.contains(&"..") {
+        return None;
+    }
+    let keep = depth - climbs;
+    let base: &[String] = if keep == 0 { &[] } else { root?.get(..keep)? };
+    let all: Vec<&str> = base
+        .iter()
+        .map(String::as_str)
+        .chain(rest.iter().copied())
+        .collect();
+    Some(format!("/{}", all.join("/")))
 }
 
 #[cfg(test)]
@@ -208,5 +411,67 @@ mod tests {
             ),
             Some(PathBuf::from("/c g"))
         );
+    }
+
+    #[test]
+    fn a_host_hierarchy_mounted_in_a_namespace_is_a_candidate_and_a_sub_tree_is_not() {
+        // Inside a container of its own cgroup namespace: the runtime's mount of the
+        // namespace's root, then the host's hierarchy (climbs above it), then a sub-tree.
+        let info = "\
+97 84 0:51 / /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw
+117 107 0:38 /../.. /host/sys/fs/cgroup ro,relatime - cgroup2 cgroup2 rw
+118 107 0:38 /../../kubepods.slice /x ro - cgroup2 cgroup2 rw
+119 107 0:38 /.. /y ro - cgroup2 cgroup2 rw
+";
+        assert_eq!(
+            v2_mounts_in(info),
+            ["/sys/fs/cgroup", "/host/sys/fs/cgroup", "/y"].map(PathBuf::from)
+        );
+        assert_eq!(
+            v2_mounts_in("1 2 0:3 /..x /z ro - cgroup2 c rw"),
+            Vec::<PathBuf>::new()
+        );
+    }
+
+    #[test]
+    fn a_walk_names_directories_by_inode_follows_no_link_and_stops_at_its_limit() {
+        let dir = std::env::temp_dir().join(format!("syscost-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a.slice/b.scope")).unwrap();
+        std::fs::create_dir_all(dir.join("c")).unwrap();
+        std::os::unix::fs::symlink("/", dir.join("link")).unwrap();
+        let ino = |p: &str| std::fs::metadata(dir.join(p)).unwrap().ino();
+        let names = walk(&dir, 100);
+        let root_ino = std::fs::metadata(&dir).unwrap().ino();
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert_eq!(names[&root_ino], "/");
+        assert_eq!(names[&ino("a.slice/b.scope")], "/a.slice/b.scope");
+        assert_eq!(names[&ino("c")], "/c");
+        assert_eq!(walk(&dir, 2).len(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn paths_read_in_a_namespace_of_its_own_are_the_hosts() {
+        let root = ["kubepods.slice", "pod_a.slice", "cri-a.scope"].map(String::from);
+        // Another pod's: climbs to the hierarchy's root.
+        assert_eq!(
+            to_host("/../../../kubepods.slice/pod_b.slice/cri-b.scope", None, 3).as_deref(),
+            Some("/kubepods.slice/pod_b.slice/cri-b.scope")
+        );
+        // A sibling container of its own pod: needs the root's names.
+        assert_eq!(to_host("/../cri-c.scope", None, 3), None);
+        assert_eq!(
+            to_host("/../cri-c.scope", Some(&root), 3).as_deref(),
+            Some("/kubepods.slice/pod_a.slice/cri-c.scope")
+        );
+        // Below its own root, and its root itself.
+        assert_eq!(
+            to_host("/sub", Some(&root), 3).as_deref(),
+            Some("/kubepods.slice/pod_a.slice/cri-a.scope/sub")
+        );
+        assert_eq!(to_host("/../../../..", Some(&root), 3), None);
+        assert_eq!(to_host("/../x/../y", Some(&root), 3), None);
+        assert_eq!(to_host("/", None, 0).as_deref(), Some("/"));
     }
 }

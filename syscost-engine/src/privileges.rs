@@ -25,6 +25,30 @@ pub fn caps_suffice(caps: u64) -> bool {
     has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
 }
 
+/// What the kernel refusing `bpf()` with EPERM means here: [`HOW_TO`], or, for a process
+/// that has the capabilities under a seccomp filter (a container runtime's default
+/// profile refuses `bpf`), the filter and how to lift it.
+pub fn refusal() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    refusal_of(&status)
+}
+
+/// [`refusal`] for a `/proc/<pid>/status` text.
+pub fn refusal_of(status: &str) -> String {
+    let filtered = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Seccomp:"))
+        .is_some_and(|m| m.trim() == "2");
+    if filtered && effective_caps(status).is_some_and(caps_suffice) {
+        SECCOMP.to_string()
+    } else {
+        HOW_TO.to_string()
+    }
+}
+
+/// The message for a capable process a seccomp filter stops.
+pub const SECCOMP: &str = "a seccomp filter refused bpf() (Seccomp: 2 in /proc/self/status), though syscost has the capabilities: run it unconfined (Kubernetes: securityContext.seccompProfile.type: Unconfined; podman or docker: --security-opt seccomp=unconfined) or under a profile that allows bpf and perf_event_open";
+
 /// Whether this process may switch BPF run-time statistics on (the own-cost figure):
 /// the kernel asks for CAP_SYS_ADMIN.
 pub fn can_enable_run_stats() -> bool {
@@ -54,5 +78,17 @@ mod tests {
         assert!(!caps_suffice(1 << CAP_BPF));
         assert!(!caps_suffice(0));
         assert_eq!(effective_caps("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn a_seccomp_filter_is_named_only_where_the_capabilities_are_there() {
+        let caps = "CapEff:\t000000c000000000\n";
+        assert_eq!(refusal_of(&format!("{caps}Seccomp:\t2\n")), SECCOMP);
+        assert_eq!(refusal_of(&format!("{caps}Seccomp:\t0\n")), HOW_TO);
+        assert_eq!(
+            refusal_of("CapEff:\t0000000000000000\nSeccomp:\t2\n"),
+            HOW_TO
+        );
+        assert_eq!(refusal_of(""), HOW_TO);
     }
 }

@@ -1045,12 +1045,14 @@ impl Drop for RuntimeFile {
 
 /// `export --top` names the pod and container of a process's cgroup: hierarchies as the
 /// kubelet and containerd (systemd driver), CRI-O and Docker (cgroupfs driver) make them,
-/// made here under a cgroup of the test's with a process in each, and each runtime's file
-/// of its container where the runtime keeps it, under a host root of the test's. syscost
-/// runs in a cgroup namespace rooted at the test's cgroup, so that the hierarchies sit
-/// at its root, where the kubelet puts them (a pod's parts elsewhere label nothing). Each
-/// process's series and its cgroup's carry `pod_uid`, `container_id`, `namespace`, `pod`
-/// and `container`, with its exact count.
+/// made here at the hierarchy's root where the kubelet puts them (pods of the test's own
+/// uids, removed with the parents the test made), with a process in each, and each
+/// runtime's file of its container where the runtime keeps it, under a host root of the
+/// test's. syscost runs in a cgroup namespace of its own rooted at a cgroup of the
+/// test's, as in a pod: /proc/PID/cgroup reads `/../..` there, and it names each cgroup
+/// by its id from the host's hierarchy. Each process's series and its cgroup's carry the
+/// host's path, `pod_uid`, `container_id`, `namespace`, `pod` and `container`, with its
+/// exact count.
 #[test]
 fn export_top_names_the_kubernetes_pod_and_container() {
     let Some(t) = root_test!() else {
@@ -1061,6 +1063,7 @@ fn export_top_names_the_kubernetes_pod_and_container() {
     let id = |n: u32| format!("{:08x}{n:08x}{}", me, "c0ffee".repeat(8))[..64].to_string();
     let uid = |n: u32| format!("{me:08x}-0000-4000-8000-{n:012x}");
     let root = TestCgroup::new("kube");
+    sweep_pods_of_gone_tests();
     // The runtimes' files where they keep them, under a host root of the test's
     // (SYSCOST_HOST_ROOT, as a container that mounted the host's / elsewhere says).
     let host = t.path("host");
@@ -1128,26 +1131,17 @@ fn export_top_names_the_kubernetes_pod_and_container() {
     let mut workers = Vec::new();
     for (segments, file, json, names, n) in &cases {
         files.push(RuntimeFile::write(file.clone(), json));
-        let mut at = String::new();
-        for s in segments {
-            let parent = at.clone();
-            at = format!("{at}/{s}");
-            if !cgroups.0.contains_key(&at) {
-                let made = cgroups.0.get(&parent).unwrap_or(&root).child(s);
-                cgroups.0.insert(at.clone(), made);
-            }
-        }
-        let leaf = &cgroups.0[&at];
+        let (leaf_dir, leaf_path) = cgroups.make_at_root(segments);
         let calls = 1_000 * u64::from(*n) + 17;
         // Held after its calls: a process that comes and goes within one of the
         // series' intervals is counted under `other`, without a series of its own.
         let (mut work, mut out) = waiting(&["--hold", "getppid", &calls.to_string()]);
-        leaf.enter(work.id());
+        std::fs::write(leaf_dir.join("cgroup.procs"), work.id().to_string()).unwrap();
         writeln!(work.stdin.as_mut().unwrap()).unwrap();
         assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
         assert_eq!(out.next().unwrap().unwrap(), "done");
-        // As syscost sees it, from its namespace's root.
-        let seen = leaf.path.strip_prefix(&root.path).unwrap().to_string();
+        // The host's path, though syscost's namespace is rooted elsewhere.
+        let seen = leaf_path;
         expected.push((work.id(), seen, calls, *n, *names));
         workers.push(work);
     }
@@ -1188,6 +1182,34 @@ fn export_top_names_the_kubernetes_pod_and_container() {
             }
         }
     }
+    // A process of syscost's own namespace, below its root: /proc/PID/cgroup reads
+    // `/plain`, named from where that root sits in the host's hierarchy (found by the
+    // cgroup that holds syscost), with no pod.
+    let plain = root.child("plain");
+    let (mut work, mut out) = waiting(&["--hold", "getppid", "4321"]);
+    plain.enter(work.id());
+    writeln!(work.stdin.as_mut().unwrap()).unwrap();
+    assert!(out.next().unwrap().unwrap().starts_with("ns_per_call="));
+    assert_eq!(out.next().unwrap().unwrap(), "done");
+    let pid = work.id().to_string();
+    let found = wait_until(
+        &format!("pid={pid} with 4321 getppid"),
+        PATIENCE,
+        Duration::from_millis(200),
+        || {
+            let text = scrape_text(&addr);
+            samples(&text, "syscost_process_syscalls_total")
+                .into_iter()
+                .find(|(l, v)| {
+                    label(l, "pid") == pid && label(l, "syscall") == "getppid" && *v == 4321.0
+                })
+                .map(|(l, _)| l)
+                .ok_or_else(|| format!(":\n{}", lines_with(&text, &format!("pid=\"{pid}\""))))
+        },
+    );
+    assert_eq!(label(&found, "cgroup"), plain.path, "{found}");
+    assert_eq!(label(&found, "pod_uid"), "", "{found}");
+    workers.push(work);
     for mut w in workers {
         writeln!(w.stdin.as_mut().unwrap()).unwrap();
         assert!(w.wait_exit().success());
@@ -1196,6 +1218,7 @@ fn export_top_names_the_kubernetes_pod_and_container() {
     assert!(export.wait_exit().success());
     drop(files);
     drop(cgroups);
+    drop(plain);
 }
 
 /// `cmd` started in cgroup `root` and in a cgroup namespace of its own rooted there (the
@@ -1226,6 +1249,73 @@ fn in_cgroup_namespace(cmd: &mut Command, root: &TestCgroup) {
 /// Cgroups by path under a test's cgroup, removed deepest first (a parent cannot go
 /// before its children), on a failure too.
 struct Tree(BTreeMap<String, TestCgroup>);
+
+impl Tree {
+    /// The cgroup at `segments` below the hierarchy's root, made with whichever of its
+    /// parents are missing; only those made here are removed with the tree.
+    fn make_at_root(&mut self, segments: &[String]) -> (std::path::PathBuf, String) {
+        let mount = syscost_user::cgroup::v2_mount().unwrap();
+        let mut at = String::new();
+        for s in segments {
+            at = format!("{at}/{s}");
+            let dir = mount.join(at.trim_start_matches('/'));
+            if !self.0.contains_key(&at) && !dir.exists() {
+                std::fs::create_dir(&dir)
+                    .unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+                self.0.insert(
+                    at.clone(),
+                    TestCgroup {
+                        dir,
+                        path: at.clone(),
+                    },
+                );
+            }
+        }
+        (mount.join(at.trim_start_matches('/')), at)
+    }
+}
+
+/// The pods a killed run of this test left at the hierarchy's root (their uids begin
+/// with its pid in hex and go on `-0000-4000-8000-`), their containers first; then the
+/// kubelet's parents, where empty and no kubelet runs here.
+fn sweep_pods_of_gone_tests() {
+    let mount = syscost_user::cgroup::v2_mount().unwrap();
+    let parents = [
+        "kubepods.slice/kubepods-burstable.slice",
+        "kubepods",
+        "kubepods/besteffort",
+    ];
+    for parent in parents {
+        let Ok(entries) = std::fs::read_dir(mount.join(parent)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().replace('_', "-");
+            let Some((_, uid)) = name.rsplit_once("pod") else {
+                continue;
+            };
+            let ours = uid.get(8..24) == Some("-0000-4000-8000-");
+            let pid = uid.get(..8).and_then(|h| u32::from_str_radix(h, 16).ok());
+            if ours && pid.is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {
+                for c in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
+                    let _ = std::fs::remove_dir(c.path());
+                }
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+    }
+    if !std::path::Path::new("/var/lib/kubelet").exists() {
+        for dir in [
+            "kubepods.slice/kubepods-burstable.slice",
+            "kubepods.slice",
+            "kubepods/besteffort",
+            "kubepods",
+        ] {
+            // Only an empty one goes.
+            let _ = std::fs::remove_dir(mount.join(dir));
+        }
+    }
+}
 
 impl Drop for Tree {
     fn drop(&mut self) {

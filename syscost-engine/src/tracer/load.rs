@@ -273,7 +273,7 @@ pub(super) fn explain_load_error(e: EbpfError) -> anyhow::Error {
         _ => false,
     };
     if permission {
-        anyhow!("{}", privileges::HOW_TO)
+        anyhow!("{}", privileges::refusal())
     } else {
         anyhow::Error::new(e).context("cannot load syscost's kernel programs")
     }
@@ -286,7 +286,7 @@ pub(super) fn explain_program_error(name: &str, e: ProgramError) -> anyhow::Erro
             verifier_log,
         } => {
             if is_permission_error(&io_error) {
-                return anyhow!("{}", privileges::HOW_TO);
+                return anyhow!("{}", privileges::refusal());
             }
             let log = verifier_log.to_string();
             let tail: Vec<&str> = log.lines().rev().take(20).collect();
@@ -297,7 +297,7 @@ pub(super) fn explain_program_error(name: &str, e: ProgramError) -> anyhow::Erro
             )
         }
         ProgramError::SyscallError(s) if is_permission_error(&s.io_error) => {
-            anyhow!("{}", privileges::HOW_TO)
+            anyhow!("{}", privileges::refusal())
         }
         other => anyhow::Error::new(other).context(format!("program {name}")),
     }

@@ -79,16 +79,6 @@ pub fn exit_status(checks: &[Check]) -> i32 {
     i32::from(checks.iter().any(|c| c.status == Status::Missing))
 }
 
-/// The mount point of cgroup v2 in a /proc/self/mountinfo text.
-pub fn cgroup2_mount(mountinfo: &str) -> Option<String> {
-    mountinfo.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        (right.split_whitespace().next()? == "cgroup2")
-            .then(|| left.split_whitespace().nth(4).map(str::to_string))
-            .flatten()
-    })
-}
-
 /// The lockdown mode in /sys/kernel/security/lockdown ("none [integrity] ...").
 pub fn lockdown_mode(text: &str) -> Option<String> {
     let start = text.find('[')?;
@@ -108,6 +98,15 @@ pub fn checks() -> Vec<Check> {
         Check::new("privileges", Status::Missing, "cannot load BPF programs")
             .fix("run as root, or with CAP_BPF and CAP_PERFMON")
     });
+
+    if privileged && privileges::refusal_of(&status) == privileges::SECCOMP {
+        out.push(Check::new(
+            "seccomp",
+            Status::Info,
+            "syscost runs under a seccomp filter (Seccomp: 2 in /proc/self/status); where it refuses bpf(), as a container runtime's default profile does, the load checks below fail",
+        )
+        .fix("run unconfined: securityContext.seccompProfile.type: Unconfined (Kubernetes), --security-opt seccomp=unconfined (podman, docker), or a profile that allows bpf and perf_event_open"));
+    }
 
     let rel = kernel_btf::release();
     out.push(match kernel_btf::kernel_version(&rel) {
@@ -239,10 +238,37 @@ pub fn checks() -> Vec<Check> {
         .fix("run as root (CAP_SYS_ADMIN) for the own-cost figure"),
     });
 
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    out.push(match cgroup2_mount(&mountinfo) {
-        Some(path) => Check::new("cgroup v2", Status::Ok, format!("mounted at {path}")),
-        None => Check::new("cgroup v2", Status::Info, "not mounted")
+    let own_namespace = syscost_engine::cgroup::in_own_namespace();
+    out.push(match syscost_engine::cgroup::hierarchy() {
+        Ok(h) if h.is_root && own_namespace => Check::new(
+            "cgroup v2",
+            Status::Ok,
+            format!(
+                "syscost runs in a cgroup namespace of its own: it names cgroups by their ids from the host's hierarchy mounted at {}, not from /proc/PID/cgroup",
+                h.mount.display()
+            ),
+        ),
+        Ok(h) if h.is_root => Check::new(
+            "cgroup v2",
+            Status::Ok,
+            format!("mounted at {}", h.mount.display()),
+        ),
+        Ok(h) => Check::new(
+            "cgroup v2",
+            Status::Limited,
+            format!(
+                "syscost runs in a cgroup namespace of its own and sees only that namespace's hierarchy (at {}): other processes' cgroups and pods are \"?\", --cgroup is refused",
+                h.mount.display()
+            ),
+        )
+        .fix("mount the host's /sys/fs/cgroup read-only (a hostPath volume at /host/sys/fs/cgroup), or share the host's cgroup namespace"),
+        Err(_) if own_namespace => Check::new(
+            "cgroup v2",
+            Status::Limited,
+            "syscost runs in a cgroup namespace of its own and no cgroup v2 hierarchy is mounted: other processes' cgroups and pods are \"?\", --cgroup is refused",
+        )
+        .fix("mount the host's /sys/fs/cgroup read-only (a hostPath volume at /host/sys/fs/cgroup)"),
+        Err(_) => Check::new("cgroup v2", Status::Info, "not mounted")
             .fix("mount -t cgroup2 none /sys/fs/cgroup (only container-wide views need it)"),
     });
 
@@ -260,6 +286,14 @@ pub fn checks() -> Vec<Check> {
     ));
 
     out.push(other_tracers());
+    // A load the seccomp filter refused: the seccomp line says why and what to do, not
+    // each load check's own fix.
+    for c in &mut out {
+        if c.detail == privileges::SECCOMP {
+            c.detail = "bpf() refused by the seccomp filter (see the seccomp line)".into();
+            c.fix = None;
+        }
+    }
     out
 }
 
@@ -372,16 +406,6 @@ mod tests {
         assert_eq!(kernel_btf::kernel_version("6.18.44-fc-v657"), Some((6, 18)));
         assert_eq!(kernel_btf::kernel_version("5.4.0"), Some((5, 4)));
         assert_eq!(kernel_btf::kernel_version("x"), None);
-        let mountinfo = "25 1 0:23 / /sys rw - sysfs sysfs rw\n\
-                         31 25 0:27 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw\n";
-        assert_eq!(
-            cgroup2_mount(mountinfo).as_deref(),
-            Some("/sys/fs/cgroup/unified")
-        );
-        assert_eq!(
-            cgroup2_mount("25 1 0:23 / /sys rw - sysfs sysfs rw\n"),
-            None
-        );
         assert_eq!(
             lockdown_mode("none [integrity] confidentiality\n").as_deref(),
             Some("integrity")

@@ -42,7 +42,7 @@ pub fn refusal_of(status: &str) -> String {
     if filtered && effective_caps(status).is_some_and(caps_suffice) {
         SECCOMP.to_string()
     } else {
-        HOW_TO.to_string()
+        how_to().to_string()
     }
 }
 
@@ -56,12 +56,25 @@ pub fn can_enable_run_stats() -> bool {
     effective_caps(&status).is_some_and(|caps| caps & (1u64 << CAP_SYS_ADMIN) != 0)
 }
 
-/// Fails with [`HOW_TO`] unless this process may load the programs.
+/// The message every privilege failure ends with in a container (a cgroup namespace of
+/// its own), where sudo is not the answer.
+pub const HOW_TO_IN_CONTAINER: &str = "syscost needs CAP_BPF and CAP_PERFMON (or root's CAP_SYS_ADMIN) to load its kernel programs: add them to the container (Kubernetes: securityContext.capabilities.add: [BPF, PERFMON]; podman, docker: --cap-add BPF,PERFMON)";
+
+/// [`HOW_TO`], or [`HOW_TO_IN_CONTAINER`] in one.
+pub fn how_to() -> &'static str {
+    if crate::cgroup::in_own_namespace() {
+        HOW_TO_IN_CONTAINER
+    } else {
+        HOW_TO
+    }
+}
+
+/// Fails with [`how_to`] unless this process may load the programs.
 pub fn check() -> Result<()> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     match effective_caps(&status) {
         Some(caps) if caps_suffice(caps) => Ok(()),
-        _ => bail!("{HOW_TO}"),
+        _ => bail!("{}", how_to()),
     }
 }
 
@@ -84,11 +97,11 @@ mod tests {
     fn a_seccomp_filter_is_named_only_where_the_capabilities_are_there() {
         let caps = "CapEff:\t000000c000000000\n";
         assert_eq!(refusal_of(&format!("{caps}Seccomp:\t2\n")), SECCOMP);
-        assert_eq!(refusal_of(&format!("{caps}Seccomp:\t0\n")), HOW_TO);
+        assert_eq!(refusal_of(&format!("{caps}Seccomp:\t0\n")), how_to());
         assert_eq!(
             refusal_of("CapEff:\t0000000000000000\nSeccomp:\t2\n"),
-            HOW_TO
+            how_to()
         );
-        assert_eq!(refusal_of(""), HOW_TO);
+        assert_eq!(refusal_of(""), how_to());
     }
 }

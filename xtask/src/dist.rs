@@ -135,7 +135,7 @@ fn is_package_of(file: &str, arch: Arch) -> bool {
 }
 
 /// The package of `arch` in `dir`, if there is one.
-fn package_in(dir: &Path, arch: Arch) -> Result<Option<PathBuf>> {
+pub fn package_in(dir: &Path, arch: Arch) -> Result<Option<PathBuf>> {
     Ok(fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| is_package_of(&p.to_string_lossy(), arch)))

@@ -7,6 +7,8 @@ mod arch;
 mod bench;
 mod dist;
 mod fuzz;
+mod image;
+mod kube;
 mod setup;
 mod soak;
 mod vm;
@@ -142,6 +144,15 @@ enum Task {
         /// slow_record, web_config, authorization, profile.
         targets: Vec<String>,
     },
+    /// Build the OCI image archive of syscost (target/image/syscost-VERSION-ARCH.oci.tar):
+    /// the package's binary and the libraries it needs, from Debian's packages, with no
+    /// registry; the same tree gives the same digest. `podman load -i` loads it.
+    Image {
+        /// Also check deploy/kubernetes against the schemas, build the image twice to
+        /// one digest, and run it by podman with the DaemonSet's privileges (root).
+        #[arg(long)]
+        check: bool,
+    },
     /// Build and run `syscost` with these arguments, e.g. `cargo xtask run -- run -- ls`.
     Run {
         #[arg(last = true)]
@@ -231,6 +242,14 @@ fn main() -> Result<()> {
             build_for(&root, arch)?;
             dist::dist(&root, arch, check)
         }
+        Task::Image { check: false } => image::image(&root),
+        Task::Image { check: true } => {
+            build(&root)?;
+            dist::dist(&root, host(), false)?;
+            let deb = dist::package_in(&root.join("target/dist"), host())?
+                .context("no package in target/dist")?;
+            kube::check(&root, &deb)
+        }
         Task::Fuzz { seconds, targets } => fuzz::fuzz(&root, seconds.max(1), &targets),
         Task::Run { args } => {
             build(&root)?;
@@ -303,6 +322,11 @@ fn test(root: &Path, extra: &[String]) -> Result<()> {
     if setup::is_root() && extra.is_empty() {
         build(root)?;
         dist::dist(root, host(), true)?;
+        // The Kubernetes deployment: its manifests against the schemas, its image
+        // built twice to one digest, and run by podman with the DaemonSet's privileges.
+        let deb = dist::package_in(&root.join("target/dist"), host())?
+            .context("no package in target/dist")?;
+        kube::check(root, &deb)?;
     }
     if extra.is_empty() {
         // The matrix builds what the background build has not (nothing, once it ends).

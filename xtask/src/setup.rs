@@ -234,6 +234,44 @@ fn is_executable(p: &Path) -> bool {
     fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// What `cargo xtask test` needs for the Kubernetes checks (kube.rs): podman with runc
+/// and its network, kubectl (`kubectl kustomize` works offline), and
+/// kubernetes-validate (the schemas of Kubernetes 1.25-1.37) with PyYAML from PyPI.
+const KUBE_PACKAGES: [(&str, &str); 5] = [
+    ("podman", "podman"),
+    ("runc", "/usr/sbin/runc"),
+    ("netavark", "/usr/lib/podman/netavark"),
+    ("containernetworking-plugins", "/usr/lib/cni/bridge"),
+    ("kubernetes-client", "kubectl"),
+];
+
+/// The kubernetes-validate release the manifests are checked with.
+const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
+
+pub fn kube_tools() -> Result<()> {
+    install_missing(&KUBE_PACKAGES)?;
+    let have = Command::new("python3")
+        .args(["-m", "kubernetes_validate", "--version"])
+        .output()
+        .is_ok_and(|o| {
+            o.status.success()
+                && String::from_utf8_lossy(&o.stdout).trim()
+                    == KUBERNETES_VALIDATE.rsplit('=').next().unwrap_or("")
+        });
+    if !have {
+        eprintln!("setup: installing {KUBERNETES_VALIDATE} from PyPI");
+        run(Command::new("python3").args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            KUBERNETES_VALIDATE,
+        ]))?;
+    }
+    Ok(())
+}
+
 /// What building for arm64 and its kernel matrix need beyond the rest: the cross
 /// compiler and C library, qemu's user mode (the arm64 `syscost` writes its own manual
 /// pages and completions for the package) and the arm64 machine emulator.

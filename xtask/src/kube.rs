@@ -700,6 +700,88 @@ fn pod_check_in(root: &Path, ds: &Value, args: &[String], port: u64, scratch: &P
         "pod: the image with the DaemonSet's privileges counts {calls} getppid of a process in pod {uid}, container {}..., exactly, with its names",
         &id[..12]
     );
+
+    // A process that makes its calls and exits at once, in another container of the
+    // pod: gone before any sample, its cgroup named by the kernel's id.
+    let id2 = format!("{me:08x}{}", "decade".repeat(10))[..64].to_string();
+    let dir2 = dir
+        .parent()
+        .unwrap()
+        .join(format!("cri-containerd-{id2}.scope"));
+    std::fs::create_dir(&dir2)?;
+    cgroups.0.push(dir2.clone());
+    let short_calls: u64 = 20_000;
+    let status = in_cgroup(
+        Command::new(&workload).args(["getppid", &short_calls.to_string()]),
+        &dir2,
+    )?
+    .stdout(Stdio::null())
+    .status()?;
+    ensure!(status.success(), "the short process failed: {status}");
+    let path2 = format!("/{}/cri-containerd-{id2}.scope", segments[..3].join("/"));
+    let want2 = [
+        ("cgroup", path2.clone()),
+        ("syscall", "getppid".to_string()),
+        ("pod_uid", uid.clone()),
+        ("container_id", id2.clone()),
+    ];
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = scrape(host_port).unwrap_or_else(|e| e.to_string());
+        let found = text.lines().find(|l| {
+            l.starts_with("syscost_cgroup_syscalls_total{")
+                && label(l, "cgroup") == Some(path2.as_str())
+                && label(l, "syscall") == Some("getppid")
+        });
+        if let Some(line) = found {
+            last = line.to_string();
+            let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+            if value == Some(short_calls as f64) {
+                for (k, v) in &want2 {
+                    ensure!(
+                        label(line, k) == Some(v.as_str()),
+                        "{k} is not {v} in the exited process's cgroup series: {line}"
+                    );
+                }
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the pod's endpoint never counted {short_calls} getppid in {path2} within {PATIENCE:?}; last: {last}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    println!(
+        "pod: a process gone at once counts {short_calls} getppid under its container {}...'s cgroup, with the pod's labels",
+        &id2[..12]
+    );
+
+    // doctor says where it names cgroups from, and --cgroup takes the host's path.
+    let (status, out, err) = pod_run(ds, &stand_ins, &secret, &["doctor"])?;
+    let line = out
+        .lines()
+        .find(|l| l.contains("cgroup v2:"))
+        .unwrap_or_default()
+        .to_string();
+    ensure!(
+        line.contains("a cgroup namespace of its own") && line.contains("/host/sys/fs/cgroup"),
+        "doctor in the pod ({status}) said of cgroups: {line:?}\n{out}{err}"
+    );
+    println!("pod: doctor: {line}");
+    let pod_slice = format!("/{}", segments[..3].join("/"));
+    let (status, out, err) = pod_run(
+        ds,
+        &stand_ins,
+        &secret,
+        &["attach", "--cgroup", &pod_slice, "--no-tui", "-d", "1"],
+    )?;
+    ensure!(
+        status.success(),
+        "attach --cgroup {pod_slice} in the pod failed ({status}):\n{out}{err}"
+    );
+    println!("pod: attach --cgroup {pod_slice} (the host's path) runs");
     drop(input);
     drop(work);
     drop(pod);
@@ -732,6 +814,60 @@ fn pod_check_in(root: &Path, ds: &Value, args: &[String], port: u64, scratch: &P
     }
     drop(cgroups);
     Ok(())
+}
+
+/// `cmd`, which moves itself into cgroup `dir` before its program starts (so that every
+/// call of the program is made there).
+fn in_cgroup<'a>(cmd: &'a mut Command, dir: &Path) -> Result<&'a mut Command> {
+    use std::os::unix::{ffi::OsStrExt as _, process::CommandExt as _};
+    let procs = std::ffi::CString::new(dir.join("cgroup.procs").as_os_str().as_bytes())?;
+    // SAFETY: open, write and close are async-signal-safe; the path was made before the
+    // fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // "0": the writing process itself.
+            let wrote = libc::write(fd, b"0".as_ptr().cast(), 1);
+            libc::close(fd);
+            if wrote != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(cmd)
+}
+
+/// One command of the image, run to its end with the DaemonSet's privileges: its
+/// status, standard output and error.
+fn pod_run(
+    ds: &Value,
+    stand_ins: &BTreeMap<String, PathBuf>,
+    secret: &Path,
+    args: &[&str],
+) -> Result<(std::process::ExitStatus, String, String)> {
+    let name = format!("syscost-kube-check-{}-run", std::process::id());
+    let child = Command::new("podman")
+        .args(["run", "--rm", "--name", &name])
+        .args(podman_args(ds, stand_ins, secret, None)?)
+        .arg(image_name(ds)?)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut c = Container { name, child };
+    let mut out = c.child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let (status, err) = wait_output(&mut c.child, PATIENCE)?;
+    Ok((status, reader.join().unwrap_or_default(), err))
 }
 
 fn image_name(ds: &Value) -> Result<String> {

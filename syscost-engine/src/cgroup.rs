@@ -107,9 +107,10 @@ pub struct Hierarchy {
 
 /// The cgroup v2 hierarchy as [`v2_mount`] finds it.
 pub fn hierarchy() -> Result<Hierarchy> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo")
-        .context("cannot read /proc/self/mountinfo")?;
-    let mounts = v2_mounts_with_climbs_in(&info);
+    // Bytes: a mount point's name is whoever mounted it's to choose (a FUSE mount on a
+    // directory named in no UTF-8 must not hide the cgroup hierarchy).
+    let info = std::fs::read("/proc/self/mountinfo").context("cannot read /proc/self/mountinfo")?;
+    let mounts = v2_mounts_with_climbs_in(&String::from_utf8_lossy(&info));
     if let Some((root, climbs)) = mounts.iter().find(|(m, _)| is_hierarchy_root(m)) {
         return Ok(Hierarchy {
             mount: root.clone(),
@@ -247,31 +248,43 @@ fn walk(mount: &Path, limit: usize) -> std::collections::HashMap<u64, String> {
         return by_id;
     };
     let dev = top.dev();
-    let mut stack = vec![(mount.to_path_buf(), top)];
-    while let Some((dir, meta)) = stack.pop() {
-        if by_id.len() >= limit {
-            break;
-        }
-        if meta.dev() != dev {
-            continue;
-        }
+    let mut stack = vec![(mount.to_path_buf(), top.ino())];
+    // Directories seen (queued or named): the bound on the walk's memory and work.
+    let mut seen = 1;
+    while let Some((dir, ino)) = stack.pop() {
         let rel = dir.strip_prefix(mount).unwrap_or(Path::new(""));
         let rel = syscost_report::untrusted::decode(rel.as_os_str().as_encoded_bytes());
-        by_id.insert(meta.ino(), format!("/{rel}"));
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            stack.extend(entries.flatten().filter_map(|e| {
-                // The entry's own metadata (lstat): a link is not a directory here.
-                let m = e.metadata().ok()?;
-                m.is_dir().then(|| (e.path(), m))
-            }));
+        by_id.insert(ino, format!("/{rel}"));
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if seen >= limit {
+                break;
+            }
+            // The entry's type from the directory itself (no stat, no link followed):
+            // a cgroup's 30-odd control files cost nothing.
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            // Its own metadata (lstat): the id, and whether it is another mount.
+            let Ok(m) = e.metadata() else {
+                continue;
+            };
+            if m.dev() == dev {
+                seen += 1;
+                stack.push((e.path(), m.ino()));
+            }
         }
     }
     by_id
 }
 
-/// The v2 cgroup path of a process (`/system.slice/ssh.service`), if it is readable and
-/// means the host's: in a cgroup namespace of syscost's own, /proc/PID/cgroup is relative
-/// to that namespace, and the process's cgroup is named by its id instead.
+/// The v2 cgroup path of a process (`/system.slice/ssh.service`), as the host names it:
+/// in a cgroup namespace of syscost's own, /proc/PID/cgroup is relative to that
+/// namespace (`/../../kubepods.slice/...`) and is translated to the host's path from
+/// where the namespace's root sits in the host's hierarchy; `None` where that cannot be
+/// told (a gone process is named by its cgroup's id instead).
 pub fn of_process(pid: u32) -> Option<String> {
     let own = in_own_namespace();
     // Bytes: a cgroup's name is whoever made it's to choose.
@@ -308,6 +321,14 @@ fn namespace_root() -> Option<NamespaceRoot> {
             .filter(|s| !s.is_empty())
             .map(str::to_string)
             .collect();
+        // Its own cgroup is inside its namespace; a climb would mean it moved out of it
+        // (no depth to look at).
+        if own.iter().any(|s| s == "..") {
+            return Some(NamespaceRoot {
+                depth: h.ns_depth,
+                segments: None,
+            });
+        }
         let me = std::process::id().to_string();
         let holds_me = |dir: &Path| {
             std::fs::read_to_string(dir.join("cgroup.procs"))
@@ -337,13 +358,10 @@ fn find_at_depth(
     limit: usize,
     pick: impl Fn(&Path) -> bool,
 ) -> Option<String> {
+    let dev = std::fs::symlink_metadata(mount).ok()?.dev();
     let mut stack = vec![(mount.to_path_buf(), 0usize)];
-    let mut seen = 0;
+    let mut seen = 1;
     while let Some((dir, d)) = stack.pop() {
-        seen += 1;
-        if seen > limit {
-            return None;
-        }
         if d == depth {
             if pick(&dir) {
                 let rel = dir.strip_prefix(mount).ok()?;
@@ -354,13 +372,19 @@ fn find_at_depth(
             }
             continue;
         }
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            stack.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| (e.path(), d + 1)),
-            );
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if seen >= limit {
+                break;
+            }
+            let same_fs = e.file_type().is_ok_and(|t| t.is_dir())
+                && e.metadata().is_ok_and(|m| m.dev() == dev);
+            if same_fs {
+                seen += 1;
+                stack.push((e.path(), d + 1));
+            }
         }
     }
     None

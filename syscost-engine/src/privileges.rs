@@ -39,15 +39,21 @@ pub fn refusal_of(status: &str) -> String {
         .lines()
         .find_map(|l| l.strip_prefix("Seccomp:"))
         .is_some_and(|m| m.trim() == "2");
-    if filtered && effective_caps(status).is_some_and(caps_suffice) {
+    let capable = effective_caps(status).is_some_and(caps_suffice);
+    if filtered && capable {
         SECCOMP.to_string()
+    } else if capable {
+        CAPABLE.to_string()
     } else {
         how_to().to_string()
     }
 }
 
-/// The message for a capable process a seccomp filter stops.
-pub const SECCOMP: &str = "a seccomp filter refused bpf() (Seccomp: 2 in /proc/self/status), though syscost has the capabilities: run it unconfined (Kubernetes: securityContext.seccompProfile.type: Unconfined; podman or docker: --security-opt seccomp=unconfined) or under a profile that allows bpf and perf_event_open";
+/// The message for a capable process under a seccomp filter that the kernel refused.
+pub const SECCOMP: &str = "the kernel refused bpf() though syscost has the capabilities, and it runs under a seccomp filter (Seccomp: 2 in /proc/self/status), which is the likely cause: run it unconfined (Kubernetes: securityContext.seccompProfile.type: Unconfined; podman or docker: --security-opt seccomp=unconfined) or under a profile that allows bpf and perf_event_open";
+
+/// The message for a capable process under no seccomp filter that the kernel refused.
+pub const CAPABLE: &str = "the kernel refused bpf() though syscost has the capabilities: on kernels before 5.11 the maps count against the locked-memory limit, which syscost could not raise (give it CAP_SYS_RESOURCE, or LimitMEMLOCK=infinity / ulimit -l unlimited); otherwise a security module refused it (lockdown, SELinux, AppArmor: see the kernel's log)";
 
 /// Whether this process may switch BPF run-time statistics on (the own-cost figure):
 /// the kernel asks for CAP_SYS_ADMIN.
@@ -97,7 +103,7 @@ mod tests {
     fn a_seccomp_filter_is_named_only_where_the_capabilities_are_there() {
         let caps = "CapEff:\t000000c000000000\n";
         assert_eq!(refusal_of(&format!("{caps}Seccomp:\t2\n")), SECCOMP);
-        assert_eq!(refusal_of(&format!("{caps}Seccomp:\t0\n")), how_to());
+        assert_eq!(refusal_of(&format!("{caps}Seccomp:\t0\n")), CAPABLE);
         assert_eq!(
             refusal_of("CapEff:\t0000000000000000\nSeccomp:\t2\n"),
             how_to()

@@ -251,11 +251,18 @@ pub fn image(root: &Path) -> Result<()> {
 /// Package `pkg` at `version` from the apt sources, unpacked into `into`.
 fn download(debs: &Path, pkg: &str, version: &str, into: &Path) -> Result<()> {
     let before: Vec<PathBuf> = fs::read_dir(debs)?.flatten().map(|e| e.path()).collect();
-    run(Command::new("apt-get")
-        .current_dir(debs)
-        .args(["-o", "APT::Sandbox::User=root", "download", "-q"])
-        .arg(format!("{pkg}={version}")))
-    .with_context(|| format!("cannot download {pkg} {version} from the apt sources"))?;
+    let get = |what: &str| {
+        run(Command::new("apt-get")
+            .current_dir(debs)
+            .args(["-o", "APT::Sandbox::User=root", "download", "-q"])
+            .arg(what))
+    };
+    // The version installed here, which the binary was linked and tested against; where
+    // the sources have moved past it, theirs (the same package, a later fix).
+    if get(&format!("{pkg}={version}")).is_err() {
+        eprintln!("image: {pkg} {version} is no longer in the apt sources; taking their version");
+        get(pkg).with_context(|| format!("cannot download {pkg} from the apt sources"))?;
+    }
     for entry in fs::read_dir(debs)? {
         let path = entry?.path();
         if !before.contains(&path) {

@@ -37,6 +37,7 @@ const PATIENCE: Duration = Duration::from_secs(120);
 
 pub fn check(root: &Path, deb: &Path) -> Result<()> {
     crate::setup::kube_tools()?;
+    sweep_gone_checks();
     let objects = manifests_check(root)?;
     let out = root.join("target/image");
     let first = image::build(root, deb, &out.join("again"))?;
@@ -212,18 +213,20 @@ fn semantic_problems(o: &Objects, docs: &str) -> Vec<String> {
             "--metrics-addr serves port {served:?}, the container declares {container_port:?}"
         ));
     }
-    for (what, ann) in [
-        ("the pod template", &template["metadata"]["annotations"]),
-        ("the Service", &svc["metadata"]["annotations"]),
-    ] {
-        let port = ann["prometheus.io/port"]
-            .as_str()
-            .and_then(|s| s.parse::<u64>().ok());
-        if port != container_port {
-            p.push(format!(
-                "{what}'s prometheus.io/port is {port:?}, not {container_port:?}"
-            ));
-        }
+    // Pods and the Service both annotated are scraped twice by the usual relabelling.
+    if svc["metadata"]["annotations"]["prometheus.io/scrape"].is_string() {
+        p.push(
+            "the Service carries prometheus.io/scrape too: every series would be scraped twice"
+                .into(),
+        );
+    }
+    let annotated = template["metadata"]["annotations"]["prometheus.io/port"]
+        .as_str()
+        .and_then(|s| s.parse::<u64>().ok());
+    if annotated != container_port {
+        p.push(format!(
+            "the pods' prometheus.io/port is {annotated:?}, not {container_port:?}"
+        ));
     }
     let svc_ports = svc["spec"]["ports"].as_array().cloned().unwrap_or_default();
     let target_ok = svc_ports.iter().any(|sp| {
@@ -260,6 +263,14 @@ fn semantic_problems(o: &Objects, docs: &str) -> Vec<String> {
                     "the ServiceMonitor scrapes port {}, which the Service has not",
                     e["port"]
                 ));
+            }
+            // Else the target's own namespace/pod/container labels (syscost's pod's)
+            // replace the workloads' names.
+            if e["honorLabels"] != Value::Bool(true) {
+                p.push(
+                    "the ServiceMonitor does not honor the series' own labels (honorLabels: true)"
+                        .into(),
+                );
             }
         }
     }
@@ -383,7 +394,11 @@ fn podman_args(
         a.extend(["--user".into(), format!("{u}:{g}")]);
     }
     if sc["readOnlyRootFilesystem"] == Value::Bool(true) {
-        a.push("--read-only".into());
+        // Kubernetes gives no writable /tmp, /run or /var/tmp; podman would.
+        a.extend(["--read-only".into(), "--read-only-tmpfs=false".into()]);
+    }
+    if let Some(limit) = c["resources"]["limits"]["memory"].as_str() {
+        a.extend(["--memory".into(), podman_memory(limit)?]);
     }
     if sc["allowPrivilegeEscalation"] == Value::Bool(false) {
         a.extend(["--security-opt".into(), "no-new-privileges".into()]);
@@ -440,6 +455,20 @@ fn podman_args(
     Ok(a)
 }
 
+/// A Kubernetes memory quantity (`256Mi`) as podman takes it (`256m`).
+fn podman_memory(q: &str) -> Result<String> {
+    let (n, unit) = q.split_at(q.find(|c: char| !c.is_ascii_digit()).unwrap_or(q.len()));
+    let unit = match unit {
+        "" => "b",
+        "Ki" => "k",
+        "Mi" => "m",
+        "Gi" => "g",
+        other => bail!("memory quantity {q}: unit {other} not understood"),
+    };
+    ensure!(!n.is_empty(), "memory quantity {q} has no number");
+    Ok(format!("{n}{unit}"))
+}
+
 /// Where cgroup v2 is mounted here.
 fn v2_mount() -> Result<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo")?;
@@ -466,7 +495,6 @@ fn pod_check(root: &Path, image: &image::Image, o: &Objects) -> Result<()> {
         image.name
     );
 
-    sweep_gone_checks();
     let parents_before = podman_parents();
     run_quiet(
         Command::new("podman")
@@ -607,7 +635,9 @@ fn pod_check_in(root: &Path, ds: &Value, args: &[String], port: u64, scratch: &P
     let name = format!("syscost-kube-check-{me}");
     let host_port = free_port()?;
     let mut cmd = Command::new("podman");
-    cmd.args(["run", "--rm", "--name", &name])
+    // A check killed before its guard runs leaves the pod running its programs on
+    // every syscall of the machine: podman ends it after 10 minutes whatever happens.
+    cmd.args(["run", "--rm", "--name", &name, "--timeout", "600"])
         .args(podman_args(ds, &stand_ins, &secret, None)?)
         .args(["--publish", &format!("127.0.0.1:{host_port}:{port}")])
         .arg(&image_name(ds)?)
@@ -766,7 +796,7 @@ fn pod_check_in(root: &Path, ds: &Value, args: &[String], port: u64, scratch: &P
         .unwrap_or_default()
         .to_string();
     ensure!(
-        line.contains("a cgroup namespace of its own") && line.contains("/host/sys/fs/cgroup"),
+        line.starts_with("ok ") && line.contains("hierarchy mounted at /host/sys/fs/cgroup"),
         "doctor in the pod ({status}) said of cgroups: {line:?}\n{out}{err}"
     );
     println!("pod: doctor: {line}");
@@ -803,11 +833,14 @@ fn pod_check_in(root: &Path, ds: &Value, args: &[String], port: u64, scratch: &P
         let mut c = Container { name, child };
         let (status, err) = wait_output(&mut c.child, PATIENCE)?;
         let lines: Vec<&str> = err.lines().collect();
+        // The container's message: what to add to the pod, not sudo.
         ensure!(
             status.code() == Some(1)
                 && lines.len() == 1
-                && lines[0].starts_with("syscost: ")
-                && lines[0].contains("CAP_BPF and CAP_PERFMON"),
+                && lines[0].starts_with("syscost: syscost needs CAP_BPF and CAP_PERFMON")
+                && lines[0].contains(
+                    "add them to the container (Kubernetes: securityContext.capabilities.add: [BPF, PERFMON]"
+                ),
             "without {cap} the pod ended with {status} and said:\n{err}"
         );
         println!("pod: without {cap}: {}", lines[0]);

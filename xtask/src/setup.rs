@@ -260,12 +260,15 @@ pub fn kube_tools() -> Result<()> {
         });
     if !have {
         eprintln!("setup: installing {KUBERNETES_VALIDATE} from PyPI");
+        // A Python that its distribution manages (PEP 668) refuses a plain install;
+        // this one package and its few dependencies go beside its own.
         run(Command::new("python3").args([
             "-m",
             "pip",
             "install",
             "-q",
             "--disable-pip-version-check",
+            "--break-system-packages",
             KUBERNETES_VALIDATE,
         ]))?;
     }

@@ -244,7 +244,7 @@ pub fn checks() -> Vec<Check> {
             "cgroup v2",
             Status::Ok,
             format!(
-                "syscost runs in a cgroup namespace of its own: it names cgroups by their ids from the host's hierarchy mounted at {}, not from /proc/PID/cgroup",
+                "syscost runs in a cgroup namespace of its own: it names cgroups as the host does, from the host's hierarchy mounted at {} (a process's /proc/PID/cgroup path translated, a gone one's cgroup by its id)",
                 h.mount.display()
             ),
         ),

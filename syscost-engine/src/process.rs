@@ -39,6 +39,19 @@ pub fn open(pid: u32) -> Result<Process> {
             shown(&comm)
         );
     }
+    // A thread's id reads as a process in /proc, but is not one.
+    if let Some(tgid) = thread_group_of(pid)
+        && tgid != pid
+    {
+        let leader = fs::read(format!("/proc/{tgid}/stat"))
+            .ok()
+            .and_then(|s| parse_stat(&s))
+            .map(|(c, _)| format!(" ({})", shown(&c)))
+            .unwrap_or_default();
+        bail!(
+            "{pid} is a thread of process {tgid}{leader}: give -p {tgid}, which traces all its threads"
+        );
+    }
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     if fd < 0 {
@@ -51,6 +64,17 @@ pub fn open(pid: u32) -> Result<Process> {
     // SAFETY: fd is a fresh descriptor we own.
     let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
     Ok(Process { pid, comm, pidfd })
+}
+
+/// The thread group (process) of task `tid`, from /proc/TID/status.
+fn thread_group_of(tid: u32) -> Option<u32> {
+    let status = fs::read(format!("/proc/{tid}/status")).ok()?;
+    let text = String::from_utf8_lossy(&status);
+    text.lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// comm ([`decode`]d: any bytes) and flags of a /proc/<pid>/stat line. comm may contain

@@ -125,6 +125,12 @@ impl Selection {
         self.set.is_none()
     }
 
+    /// Whether it shows no syscall at all (`-e none`, `trace=none`): then, as strace,
+    /// there is no table to print.
+    pub fn is_none(&self) -> bool {
+        self.set.as_ref().is_some_and(|s| s.is_empty()) && !self.inverted && self.named.is_empty()
+    }
+
     /// Keeps the rows it shows, and a row of zeros for each syscall named one by one
     /// that made no call.
     pub fn narrow(&self, profile: &mut Profile) {
@@ -315,7 +321,14 @@ fn parse_set(value: &str) -> Result<Parsed> {
                 .collect()
         } else if let Some(pattern) = t.strip_prefix('/') {
             let re = Regex::new(pattern).map_err(|e| {
-                anyhow::anyhow!("-e trace=/{pattern}: not a regular expression: {e}")
+                // The regex crate draws the pattern and a caret over several lines; the
+                // last says what is wrong.
+                let text = e.to_string();
+                let why = text.lines().last().unwrap_or("").trim();
+                let why = why.strip_prefix("error: ").unwrap_or(why);
+                anyhow::anyhow!(
+                    "-e trace=/{pattern}: not a regular expression ({why}); for a literal name, leave out the /"
+                )
             })?;
             every_known()
                 .into_iter()
@@ -438,16 +451,17 @@ mod tests {
         assert!(parse(&["trace=all".into()]).unwrap().is_all());
         let none = parse(&["trace=none".into()]).unwrap();
         assert!(!none.shows("read"));
+        assert!(none.is_none());
+        assert!(!parse(&["trace=!none".into()]).unwrap().is_none());
+        assert!(!parse(&["trace=read".into()]).unwrap().is_none());
         assert!(parse(&["trace=!none".into()]).unwrap().shows("read"));
         assert!(!parse(&["trace=!all".into()]).unwrap().shows("read"));
         // A later trace= replaces an earlier one.
         let s = parse(&["trace=read".into(), "trace=write".into()]).unwrap();
         assert!(!s.shows("read") && s.shows("write"));
-        assert!(
-            parse(&["trace=/[".into()])
-                .unwrap_err()
-                .to_string()
-                .starts_with("-e trace=/[: not a regular expression")
+        assert_eq!(
+            parse(&["trace=/[".into()]).unwrap_err().to_string(),
+            "-e trace=/[: not a regular expression (unclosed character class); for a literal name, leave out the /"
         );
     }
 

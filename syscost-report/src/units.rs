@@ -25,13 +25,36 @@ pub fn human_ns(ns: u64) -> String {
 /// holds (a bucket is 6 to 12% wide: a third digit would be made up): `260ns`, `29us`,
 /// `1.2ms`.
 pub fn human_ns_bucketed(ns: u64) -> String {
+    two_digits(round_two_digits(ns, true))
+}
+
+/// A percentile beside the maximum `max_ns` it cannot exceed, as
+/// [`human_ns_bucketed`] but never shown above the maximum: where rounding up would pass
+/// it (p99 26.8us, max 26.8us: not "27us"), rounded down ("26us"). Percentiles of one
+/// row shown so stay in order (p50 <= p90 <= p99 <= max).
+pub fn percentile_below(ns: u64, max_ns: u64) -> String {
+    let up = round_two_digits(ns, true);
+    two_digits(if up > max_ns {
+        round_two_digits(ns, false)
+    } else {
+        up
+    })
+}
+
+/// `ns` to two significant digits, rounded half up or down.
+fn round_two_digits(ns: u64, half_up: bool) -> u64 {
     let digits = ns.checked_ilog10().unwrap_or(0) + 1;
-    let rounded = if digits > 2 {
+    if digits > 2 {
         let scale = 10u64.pow(digits - 2);
-        ns.saturating_add(scale / 2) / scale * scale
+        let bump = if half_up { scale / 2 } else { 0 };
+        ns.saturating_add(bump) / scale * scale
     } else {
         ns
-    };
+    }
+}
+
+/// A value of two significant digits with its unit.
+fn two_digits(rounded: u64) -> String {
     let (v, unit) = match rounded {
         0..1_000 => return format!("{rounded}ns"),
         1_000..1_000_000 => (rounded as f64 / 1e3, "us"),
@@ -69,6 +92,36 @@ mod tests {
             (2_500_000_000, "2.5s"),
         ] {
             assert_eq!(super::human_ns_bucketed(ns), shown, "{ns}");
+        }
+    }
+
+    #[test]
+    fn percentiles_are_never_shown_above_the_maximum() {
+        use super::{human_ns, percentile_below};
+        assert_eq!(percentile_below(26_800, 26_800), "26us");
+        assert_eq!(human_ns(26_800), "26.8us");
+        assert_eq!(percentile_below(26_700, 26_800), "26us");
+        assert_eq!(percentile_below(255, 383), "260ns");
+        assert_eq!(percentile_below(10_450_000, 10_500_000), "10ms");
+        // In order, whatever the values.
+        for max in [999u64, 1_049, 26_800, 99_500, 1_000_000] {
+            let mut last = 0.0;
+            for p in [max / 3, max / 2, max * 9 / 10, max] {
+                let shown = percentile_below(p, max);
+                let v: f64 = shown.trim_end_matches(char::is_alphabetic).parse().unwrap();
+                let scale = match shown.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+                {
+                    "ns" => 1.0,
+                    "us" => 1e3,
+                    "ms" => 1e6,
+                    _ => 1e9,
+                };
+                assert!(
+                    v * scale >= last && v * scale <= max as f64,
+                    "{p} of {max}: {shown}"
+                );
+                last = v * scale;
+            }
         }
     }
 

@@ -67,7 +67,7 @@ pub enum Command {
     Flame(FlameArgs),
     /// The slow calls of a profile saved with --slow and --json as a Chrome trace-event
     /// JSON that ui.perfetto.dev opens: a track per thread, a slice per call.
-    Trace(SlowViewArgs),
+    Trace(TraceArgs),
     /// Serve processes' syscall counters to Prometheus (OpenMetrics), without a terminal,
     /// until stopped.
     Export(ExportArgs),
@@ -206,8 +206,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub own_cost: OwnCostArgs,
     /// Also serve the counters for Prometheus at http://ADDR/metrics while the command
-    /// runs.
-    #[arg(long, value_name = "ADDR")]
+    /// runs (`127.0.0.1:9464`, `:9464` for every interface, `localhost:9464`).
+    #[arg(long, value_name = "ADDR", value_parser = parse_metrics_addr)]
     pub metrics_addr: Option<SocketAddr>,
     #[command(flatten)]
     pub web: WebArgs,
@@ -274,8 +274,9 @@ pub struct AttachArgs {
     /// Also save the profile as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Also serve the counters for Prometheus at http://ADDR/metrics while attached.
-    #[arg(long, value_name = "ADDR")]
+    /// Also serve the counters for Prometheus at http://ADDR/metrics while attached
+    /// (`127.0.0.1:9464`, `:9464` for every interface, `localhost:9464`).
+    #[arg(long, value_name = "ADDR", value_parser = parse_metrics_addr)]
     pub metrics_addr: Option<SocketAddr>,
     #[command(flatten)]
     pub web: WebArgs,
@@ -312,8 +313,9 @@ pub struct ExportArgs {
     /// Processes (and cgroups) with series of their own under --top or --per-process.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub top_n: u32,
-    /// Where to serve http://ADDR/metrics (loopback unless told otherwise).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    /// Where to serve http://ADDR/metrics (loopback unless told otherwise): an address
+    /// and port, `:9464` for every interface, or `localhost:9464`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464", value_parser = parse_metrics_addr)]
     pub metrics_addr: SocketAddr,
     #[command(flatten)]
     pub web: WebArgs,
@@ -538,7 +540,17 @@ pub struct FlameArgs {
     pub stacks: bool,
 }
 
-/// `syscost flame` and `syscost trace`.
+/// `syscost trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// A profile written with --slow DURATION and --json FILE.
+    pub file: PathBuf,
+    /// Write the trace JSON here instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `syscost flame`.
 #[derive(Debug, Args)]
 pub struct SlowViewArgs {
     /// A profile written with --json (with --slow; `flame`: or with --stacks), or
@@ -693,6 +705,29 @@ fn parse_overhead(s: &str) -> Result<String, String> {
     }
 }
 
+/// A metrics endpoint's address in the forms the Prometheus exporters take: `IP:PORT`,
+/// `[IPv6]:PORT`, `:PORT` (every interface) and `localhost:PORT` (loopback). Other host
+/// names are refused rather than looked up.
+pub fn parse_metrics_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| format!("{p:?} is not a port number (0-65535)"))
+    };
+    if let Some(p) = s.strip_prefix(':') {
+        return Ok(SocketAddr::from(([0, 0, 0, 0], port(p)?)));
+    }
+    if let Some(p) = s.strip_prefix("localhost:") {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port(p)?)));
+    }
+    Err(
+        "not an address: give IP:PORT (127.0.0.1:9464), :PORT for every interface, or localhost:PORT"
+            .to_string(),
+    )
+}
+
 pub fn parse_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
@@ -766,6 +801,22 @@ pub fn seconds(value: Option<f64>) -> Option<std::time::Duration> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn metrics_addresses_take_the_exporters_forms() {
+        let a = |s: &str| parse_metrics_addr(s).map(|a| a.to_string());
+        assert_eq!(a("127.0.0.1:9464").as_deref(), Ok("127.0.0.1:9464"));
+        assert_eq!(a("[::1]:9464").as_deref(), Ok("[::1]:9464"));
+        assert_eq!(a(":9999").as_deref(), Ok("0.0.0.0:9999"));
+        assert_eq!(a("localhost:9999").as_deref(), Ok("127.0.0.1:9999"));
+        assert!(a(":99999").unwrap_err().contains("not a port number"));
+        assert!(
+            a("example.org:80")
+                .unwrap_err()
+                .starts_with("not an address")
+        );
+        assert!(a("9464").is_err());
+    }
 
     #[test]
     fn bad_numbers_are_one_line_errors() {

@@ -57,6 +57,59 @@ fn main() -> ExitCode {
     }
 }
 
+/// The commands that run a command of the user's, after `--`.
+const RUNS_A_COMMAND: [&str; 2] = ["run", "compare"];
+
+/// For the mistakes a newcomer makes most, what was wrong and the line to type instead:
+/// a command to trace without `--` (`syscost run ls /`, as strace takes it), a command
+/// with no target given.
+fn what_to_type_instead(e: &clap::Error, argv: &[String]) -> Option<String> {
+    let sub = argv.get(1).map(String::as_str).unwrap_or("");
+    match e.kind() {
+        ErrorKind::UnknownArgument if RUNS_A_COMMAND.contains(&sub) => {
+            let Some(clap::error::ContextValue::String(arg)) =
+                e.get(clap::error::ContextKind::InvalidArg)
+            else {
+                return None;
+            };
+            if arg.starts_with('-') {
+                return None;
+            }
+            let at = argv.iter().skip(2).position(|a| a == arg)? + 2;
+            let quoted: Vec<String> = argv[1..].iter().map(|a| shell_word(a)).collect();
+            let (before, after) = quoted.split_at(at - 1);
+            let mut fixed = vec!["syscost".to_string()];
+            fixed.extend(before.iter().cloned());
+            fixed.push("--".into());
+            fixed.extend(after.iter().cloned());
+            Some(format!(
+                "the command to trace goes after `--`: {}",
+                fixed.join(" ")
+            ))
+        }
+        ErrorKind::MissingRequiredArgument if sub == "attach" => Some(
+            "attach needs a target: -p PID (a process, its threads; -f its children too) or --cgroup PATH".into(),
+        ),
+        ErrorKind::MissingRequiredArgument if sub == "export" => Some(
+            "export needs a target: -p PID[,PID...], --cgroup PATH, or --top (every process of the machine)".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// `word` as a shell reads it back: as it is when plain, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// Bad arguments in one line, as every other bad input: clap's message and its tip,
 /// without the usage block (`--help` has it); exit status 2. Help and version are
 /// printed as clap prints them.
@@ -76,6 +129,11 @@ fn usage_error(e: clap::Error) -> ExitCode {
         && let Some(hint) = syscost_user::strace_flags::hint(flag)
     {
         eprintln!("syscost: strace's {flag} {hint}");
+        return ExitCode::from(2);
+    }
+    let argv: Vec<String> = std::env::args().collect();
+    if let Some(line) = what_to_type_instead(&e, &argv) {
+        eprintln!("syscost: {line}");
         return ExitCode::from(2);
     }
     let text = e.render().to_string();

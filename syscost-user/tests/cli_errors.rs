@@ -113,6 +113,26 @@ fn missing_and_bad_processes() {
         "PID 0 is the kernel's idle task, not a process syscost can profile",
     );
     fails_with(&["attach", "-p", "2147483647"], "no process 2147483647");
+    // A thread's id: the process it belongs to, offered.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let t = std::thread::spawn(move || {
+        // SAFETY: gettid has no arguments.
+        tx.send(unsafe { libc::gettid() }).unwrap();
+        let _ = stop_rx.recv();
+    });
+    let tid = rx.recv().unwrap();
+    let me = std::process::id();
+    let comm = std::fs::read_to_string(format!("/proc/{me}/comm")).unwrap();
+    fails_with(
+        &["attach", "-p", &tid.to_string()],
+        &format!(
+            "{tid} is a thread of process {me} ({}): give -p {me}, which traces all its threads",
+            comm.trim_end()
+        ),
+    );
+    stop_tx.send(()).unwrap();
+    t.join().unwrap();
 }
 
 #[test]
@@ -228,7 +248,7 @@ fn unwritable_outputs_fail_before_anything_runs() {
     );
     fails_with(
         &["run", "--", "no-such-command-xyz"],
-        "command not found: no-such-command-xyz",
+        "command not found: no-such-command-xyz (not in PATH)",
     );
 }
 
@@ -463,4 +483,84 @@ fn diff_narrowed_by_e_keeps_the_units_of_per() {
     let o = output(syscost().args(["diff", "-e", "status=failed", &a, &b]));
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).starts_with("syscost: -e status= is for run, attach and report"));
+}
+
+/// The mistakes a newcomer makes first: one line saying what was wrong and what to type.
+#[test]
+fn a_newcomers_mistakes_say_what_to_type_instead() {
+    // A command to trace without `--`, as strace takes it.
+    let o = output(syscost().args(["run", "ls", "/", "it's"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "syscost: the command to trace goes after `--`: syscost run -- ls / 'it'\\''s'\n"
+    );
+    let o = output(syscost().args(["run", "-c", "ls"]));
+    assert_eq!(
+        stderr(&o),
+        "syscost: the command to trace goes after `--`: syscost run -c -- ls\n"
+    );
+    // No target.
+    for (cmd, expected) in [
+        (
+            "attach",
+            "attach needs a target: -p PID (a process, its threads; -f its children too) or --cgroup PATH",
+        ),
+        (
+            "export",
+            "export needs a target: -p PID[,PID...], --cgroup PATH, or --top (every process of the machine)",
+        ),
+    ] {
+        let o = output(syscost().arg(cmd));
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        assert_eq!(stderr(&o), format!("syscost: {expected}\n"));
+    }
+    // A file that is not a program.
+    fails_with(
+        &["run", "--", "/tmp"],
+        "cannot run /tmp: it is a directory, not a program",
+    );
+    let dir = std::env::temp_dir().join(format!("syscost-newcomer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("script");
+    std::fs::write(&script, "echo hi\n").unwrap();
+    let s = script.display().to_string();
+    fails_with(
+        &["run", "--", &s],
+        &format!(
+            "cannot run {s}: it is not executable (mode 644): `chmod +x {s}`, or run its interpreter (syscost run -- sh {s})"
+        ),
+    );
+    fails_with(
+        &["run", "--", &format!("{s}-absent")],
+        &format!("command not found: no file {s}-absent"),
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    // A regular expression that is not one: one line.
+    fails_with(
+        &["run", "-e", "trace=/[", "--", "true"],
+        "-e trace=/[: not a regular expression (unclosed character class); for a literal name, leave out the /",
+    );
+}
+
+/// `trace` takes a profile with slow calls, and says what else a file is for.
+#[test]
+fn trace_says_what_a_folded_file_is_for() {
+    let dir = std::env::temp_dir().join(format!("syscost-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let folded = dir.join("stacks.folded");
+    std::fs::write(&folded, "main;work;getppid 1000\n").unwrap();
+    let f = folded.display().to_string();
+    fails_with(
+        &["trace", &f],
+        &format!(
+            "{f} is not a profile: `trace` reads one saved with --slow DURATION --json FILE (stacks files and folded stacks are for `syscost flame`)"
+        ),
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Its help describes the trace, not flame's SVG.
+    let o = output(syscost().args(["trace", "--help"]));
+    let help = stdout(&o);
+    assert!(help.contains("trace JSON"), "{help}");
+    assert!(!help.contains("SVG"), "{help}");
 }

@@ -140,6 +140,13 @@ fn load_generator_reports_refused_connections() {
         "{}",
         stdout(&o)
     );
+    // And why, once.
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "syscost: 3 of 3 connections failed; the first: cannot connect to 127.0.0.1:{port}: Connection refused (os error 111) (is `syscost lab echo-server` listening there?)\n"
+        )
+    );
 }
 
 /// `syscost run --per accept4 -- echo-server --max-conns N` with N connections of load.

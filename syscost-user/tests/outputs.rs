@@ -126,7 +126,7 @@ fn the_check_at_the_start_leaves_the_path_alone() {
     let file = Watch::new(&existing, libc::IN_ALL_EVENTS);
     assert_eq!(
         fails_after_the_check(&existing),
-        "syscost: command not found: no-such-command-xyz\n"
+        "syscost: command not found: no-such-command-xyz (not in PATH)\n"
     );
     assert_eq!(file.events(), [], "the file was touched");
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "kept");
@@ -161,7 +161,7 @@ fn the_check_at_the_start_leaves_the_path_alone() {
     );
     assert_eq!(
         fails_after_the_check(Path::new("/dev/null")),
-        "syscost: command not found: no-such-command-xyz\n"
+        "syscost: command not found: no-such-command-xyz (not in PATH)\n"
     );
     let entries: Vec<_> = std::fs::read_dir(&d.0).unwrap().collect();
     assert_eq!(entries.len(), 2, "existing.json and fifo.json alone");

@@ -472,3 +472,138 @@ fn every_test_the_docs_name_exists() {
         missing.join("\n")
     );
 }
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation but `-` and `_` left
+/// out, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings (outside fenced blocks); a repeated one
+/// gets `-1`, `-2`, as on GitHub.
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out = BTreeSet::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let Some(title) = line.trim_start_matches('#').strip_prefix(' ') else {
+            continue;
+        };
+        if !line.starts_with('#') {
+            continue;
+        }
+        let a = anchor(title);
+        let n = seen.entry(a.clone()).or_insert(0);
+        out.insert(if *n == 0 {
+            a.clone()
+        } else {
+            format!("{a}-{n}")
+        });
+        *n += 1;
+    }
+    out
+}
+
+/// Every link from README.md and docs/*.md to a file of the repository finds it, and
+/// its `#anchor` a heading there: a renamed heading or a moved file fails here.
+#[test]
+fn every_link_between_the_docs_lands() {
+    let mut files = vec!["README.md".to_string(), "CONTRIBUTING.md".to_string()];
+    let docs = format!("{}/../docs", env!("CARGO_MANIFEST_DIR"));
+    for e in std::fs::read_dir(&docs).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") {
+            files.push(format!("docs/{name}"));
+        }
+    }
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = doc(file);
+        let dir = std::path::Path::new(file).parent().unwrap().to_path_buf();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("](") {
+            rest = &rest[i + 2..];
+            let Some(end) = rest.find(')') else { break };
+            let target = &rest[..end];
+            if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                continue;
+            }
+            let (path, frag) = target.split_once('#').unwrap_or((target, ""));
+            let linked = if path.is_empty() {
+                file.clone()
+            } else {
+                let joined = dir.join(path);
+                // Normalise `docs/../bench/x` to `bench/x`.
+                let mut parts: Vec<String> = Vec::new();
+                for c in joined.components() {
+                    match c {
+                        std::path::Component::ParentDir => {
+                            parts.pop();
+                        }
+                        std::path::Component::Normal(n) => {
+                            parts.push(n.to_string_lossy().into_owned())
+                        }
+                        _ => {}
+                    }
+                }
+                parts.join("/")
+            };
+            let full = format!("{}/../{linked}", env!("CARGO_MANIFEST_DIR"));
+            if !std::path::Path::new(&full).exists() {
+                broken.push(format!("{file}: {target}: no {linked}"));
+                continue;
+            }
+            if !frag.is_empty() && linked.ends_with(".md") && !anchors(&doc(&linked)).contains(frag)
+            {
+                broken.push(format!("{file}: {target}: no heading #{frag} in {linked}"));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "links that land nowhere:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// docs/json.md's headings name the schema versions syscost writes.
+#[test]
+fn the_json_docs_name_the_schema_versions_written() {
+    let text = doc("docs/json.md");
+    let profile = format!(
+        "## JSON schema (version {})",
+        syscost_report::profile::SCHEMA_VERSION
+    );
+    let top = format!(
+        "### The top file (schema {})",
+        syscost_report::profile::TOP_SCHEMA
+    );
+    assert!(text.contains(&profile), "docs/json.md lacks {profile:?}");
+    assert!(text.contains(&top), "docs/json.md lacks {top:?}");
+}
+
+#[test]
+fn anchors_are_githubs() {
+    assert_eq!(anchor("The top file (schema 4)"), "the-top-file-schema-4");
+    assert_eq!(
+        anchor("From strace: its summary flags"),
+        "from-strace-its-summary-flags"
+    );
+    assert_eq!(
+        anchors("# A\n```\n# not\n```\n## A\n"),
+        BTreeSet::from(["a".to_string(), "a-1".to_string()])
+    );
+}

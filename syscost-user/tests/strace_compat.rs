@@ -449,6 +449,33 @@ fn capital_c_prints_each_second_and_the_summary() {
     assert!((1..=2).contains(&intervals), "{intervals} interval tables");
     assert_eq!(out.matches("--- last interval, ending").count(), 1);
     assert_eq!(out.matches("% time     seconds").count(), intervals + 2);
+    // The total has a heading of its own after the intervals'.
+    assert_eq!(out.matches("--- the whole run (").count(), 1, "{out}");
+    // Ended on a second's end: no empty table of the moment after it.
+    let mut sleeper = std::process::Command::new(workload_path())
+        .args(["--die-with-parent", "sleep", "600000"])
+        .spawn_reaped();
+    let o = output(syscost().args(["attach", "-C", "-d", "2", "-p", &sleeper.id().to_string()]));
+    sleeper.kill().unwrap();
+    sleeper.wait_exit();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(!out.contains("(0.00 s) ---"), "{out}");
+    assert_eq!(out.matches("--- the whole run (").count(), 1, "{out}");
     let o = output(syscost().args(["attach", "-C", "-c", "-p", "1"]));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// `-e none` (strace's `-e trace=none`): no table at all, as strace prints none.
+#[test]
+fn trace_none_prints_no_table() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    for e in ["none", "trace=none"] {
+        let o = output(syscost().args(["run", "-e", e, "--", workload_path(), "getppid", "10"]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(!out.contains("total"), "-e {e} printed a table:\n{out}");
+    }
 }

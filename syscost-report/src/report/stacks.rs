@@ -67,9 +67,15 @@ pub fn summary(stacks: &CallStacks, path: &str) -> String {
         .count();
     let estimated = stacks.stacks.iter().filter(|s| s.estimated).count();
     let mut line = format!(
-        "syscost: --stacks: {} calls from {} stacks written to {path}; {sampled} named from samples of their calls (1 in {}, unwound with .eh_frame), the rest by each call's frame-pointer walk",
+        "syscost: --stacks: {} {} from {} {} written to {path}; {sampled} named from samples of their calls (1 in {}, unwound with .eh_frame), the rest by each call's frame-pointer walk",
         thousands(calls),
+        if calls == 1 { "call" } else { "calls" },
         thousands(stacks.stacks.len() as u64),
+        if stacks.stacks.len() == 1 {
+            "stack"
+        } else {
+            "stacks"
+        },
         stacks.sample_every,
     );
     if estimated > 0 {

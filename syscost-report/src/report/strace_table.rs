@@ -270,19 +270,17 @@ fn latency_cols(s: &SyscallProfile, split: bool, distribution: bool) -> String {
             "-".to_string()
         }
     };
-    let of_distribution = |ns: u64, shown: fn(u64) -> String| {
-        if distribution {
-            shown(ns)
-        } else {
-            "-".to_string()
-        }
+    let of_distribution = |shown: String| {
+        if distribution { shown } else { "-".to_string() }
     };
-    // Percentiles to their buckets' precision; the maximum is exact.
+    // Percentiles to their buckets' precision, never shown above the maximum; the
+    // maximum is exact.
+    let pct = |ns: u64| crate::units::percentile_below(ns, s.max_ns);
     format!(
         " {:>9} {:>9} {:>9} {:>9} {:>9}",
-        of_distribution(s.p50_ns, crate::units::human_ns_bucketed),
-        of_distribution(s.p99_ns, crate::units::human_ns_bucketed),
-        of_distribution(s.max_ns, human_ns),
+        of_distribution(pct(s.p50_ns)),
+        of_distribution(pct(s.p99_ns)),
+        of_distribution(human_ns(s.max_ns)),
         per_call(s.oncpu_ns),
         per_call(s.offcpu_ns)
     )

@@ -244,8 +244,7 @@ pub fn compare(args: &CompareArgs) -> Result<String> {
         }
         w
     } else {
-        let program = which::which(&args.command[0])
-            .map_err(|_| anyhow::anyhow!("command not found: {}", args.command[0]))?;
+        let program = crate::commands::find_program(&args.command[0])?;
         std::iter::once(program.display().to_string())
             .chain(args.command[1..].iter().cloned())
             .collect()
@@ -280,7 +279,11 @@ pub fn compare(args: &CompareArgs) -> Result<String> {
     for s in &skipped {
         out.push_str(&format!("note: {s}\n"));
     }
-    out.push_str(&format!("{} rounds, interleaved; medians\n", args.rounds));
+    out.push_str(&if args.rounds == 1 {
+        "1 round\n".to_string()
+    } else {
+        format!("{} rounds, interleaved; medians\n", args.rounds)
+    });
     if micro {
         out.push_str(&render_rows(&rows, &ways));
     } else {

@@ -189,7 +189,12 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             no_call_seen(target_pid, args.follow_forks, descendants)
         );
     }
-    let mut out = super::save_and_render(
+    let mut out = String::new();
+    if every.is_some() && !tui {
+        // After the intervals' tables, the total has a heading of its own.
+        out += &format!("--- the whole run ({:.2} s) ---\n", elapsed.as_secs_f64());
+    }
+    out += &super::save_and_render(
         profile,
         &args.view,
         args.json.as_deref(),
@@ -318,7 +323,10 @@ fn text(
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         // From the load, as the final table: the intervals add up to it.
         let mut series = Series::new(Snapshot::empty());
-        // One interval's table, under "--- {what} N s after attach (D s) ---".
+        // One interval's table, under "--- {what} N s after attach (D s) ---"; a last
+        // part with no call in it and shorter than a tenth of an interval (the run
+        // ended on an interval's end) prints nothing: the intervals still add up to
+        // the total.
         let print_interval = |series: &mut Series, now: Snapshot, what: &str| -> Result<()> {
             let step = series.next(now);
             let profile = step.interval.to_profile(
@@ -326,6 +334,12 @@ fn text(
                 (step.interval_secs * 1e9) as u64,
                 offcpu,
             )?;
+            if what.starts_with("last")
+                && profile.totals().0 == 0
+                && step.interval_secs < period.as_secs_f64() / 10.0
+            {
+                return Ok(());
+            }
             super::print_out(&format!(
                 "--- {what} {:.1} s after attach ({:.2} s) ---\n",
                 started.elapsed().as_secs_f64(),

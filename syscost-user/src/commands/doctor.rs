@@ -89,6 +89,9 @@ pub fn lockdown_mode(text: &str) -> Option<String> {
 /// Runs every check on this host.
 pub fn checks() -> Vec<Check> {
     let mut out = Vec::new();
+    // Listed before doctor loads anything: the programs it loads and unloads below are
+    // freed by the kernel a moment after, and would read as another tracer's.
+    let others = other_tracers();
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let caps = privileges::effective_caps(&status).unwrap_or(0);
     let privileged = privileges::caps_suffice(caps);
@@ -285,7 +288,7 @@ pub fn checks() -> Vec<Check> {
         ),
     ));
 
-    out.push(other_tracers());
+    out.push(others);
     // A load the seccomp filter refused: the seccomp line says why and what to do, not
     // each load check's own fix.
     for c in &mut out {

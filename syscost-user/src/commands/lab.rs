@@ -36,6 +36,12 @@ pub fn lab(command: &LabCommand) -> Result<i32> {
             if !args.quiet {
                 println!("echo-load: {report}");
             }
+            if let Some(why) = &report.first_error {
+                eprintln!(
+                    "syscost: {} of {} connections failed; the first: {why}",
+                    report.errors, report.connections
+                );
+            }
             Ok(if report.errors == 0 { 0 } else { 1 })
         }
     }

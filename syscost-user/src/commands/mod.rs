@@ -34,6 +34,10 @@ fn save_and_render(
         json::write(&profile, path, owner)?;
     }
     let sel = view.selection()?;
+    if sel.is_none() {
+        // `-e none`: strace prints no table, nor does syscost.
+        return Ok(String::new());
+    }
     let mut options = view.table();
     options.selected = !sel.is_all();
     let mut shown = match sel.status {
@@ -147,6 +151,37 @@ fn check_outputs(view: &ViewArgs, paths: &[Option<&Path>]) -> Result<()> {
 }
 
 /// `syscost bench`.
+/// The program `name` names, as `run` and `compare` start it (a path, else looked up in
+/// PATH), or what is wrong with it: missing, a directory, not executable.
+pub fn find_program(name: &str) -> Result<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Ok(p) = which::which(name) {
+        return Ok(p);
+    }
+    if !name.contains('/') {
+        if Path::new(name).is_file() {
+            anyhow::bail!(
+                "command not found: {name} is not in PATH; the file here is ./{name}: syscost run -- ./{name}"
+            );
+        }
+        anyhow::bail!("command not found: {name} (not in PATH)");
+    }
+    match std::fs::metadata(name) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            anyhow::bail!("command not found: no file {name}")
+        }
+        Err(e) => anyhow::bail!("cannot run {name}: {e}"),
+        Ok(m) if m.is_dir() => {
+            anyhow::bail!("cannot run {name}: it is a directory, not a program")
+        }
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => anyhow::bail!(
+            "cannot run {name}: it is not executable (mode {:o}): `chmod +x {name}`, or run its interpreter (syscost run -- sh {name})",
+            m.permissions().mode() & 0o7777
+        ),
+        Ok(_) => anyhow::bail!("cannot run {name}: not a program syscost can start"),
+    }
+}
+
 pub fn bench(args: &crate::cli::BenchArgs) -> Result<i32> {
     if let Some(cpu) = args.cpu {
         crate::bench::micro::pin(cpu)?;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::cli::{DiffArgs, FlameArgs, ReportArgs, SlowViewArgs};
+use crate::cli::{DiffArgs, FlameArgs, ReportArgs};
 use syscost_report::{
     report::{diff, json},
     syscall_names,
@@ -225,12 +225,12 @@ fn default_labels(sides: &[Vec<PathBuf>]) -> Vec<String> {
 }
 
 /// The slow calls of a saved profile, refusing a profile saved without `--slow`.
-fn slow_calls(args: &SlowViewArgs) -> Result<Vec<syscost_report::profile::SlowCall>> {
-    let profile = json::read(&args.file)?;
+fn slow_calls(file: &Path) -> Result<Vec<syscost_report::profile::SlowCall>> {
+    let profile = json::read(file)?;
     if profile.slow_threshold.is_none() {
         bail!(
             "{} has no slow calls: save one with --slow DURATION --json FILE",
-            args.file.display()
+            file.display()
         );
     }
     Ok(profile.slow_calls)
@@ -330,8 +330,23 @@ pub fn flame(args: &FlameArgs) -> Result<i32> {
 }
 
 /// `syscost trace FILE.json [-o OUT]`: the slow calls as a Chrome trace-event JSON.
-pub fn trace(args: &SlowViewArgs) -> Result<i32> {
-    let calls = slow_calls(args)?;
+pub fn trace(args: &crate::cli::TraceArgs) -> Result<i32> {
+    let name = args.file.display();
+    // What else it may be: folded stacks (`--stacks FILE`, `flame`'s output).
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(&args.file)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .with_context(|| format!("cannot read {name}"))?;
+    if head[..n]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_none_or(|&b| b != b'{')
+    {
+        bail!(
+            "{name} is not a profile: `trace` reads one saved with --slow DURATION --json FILE (stacks files and folded stacks are for `syscost flame`)"
+        );
+    }
+    let calls = slow_calls(&args.file)?;
     write_out(
         args.output.as_deref(),
         syscost_report::report::slow::trace_json(&calls)?.as_bytes(),

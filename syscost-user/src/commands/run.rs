@@ -18,7 +18,7 @@ use std::{
     time::Instant,
 };
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Context as _, Result, bail};
 
 use crate::{
     cli::RunArgs,
@@ -36,8 +36,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             args.stacks.stacks.as_deref(),
         ],
     )?;
-    let program = which::which(&args.command[0])
-        .map_err(|_| anyhow!("command not found: {}", args.command[0]))?;
+    let program = super::find_program(&args.command[0])?;
     // Who the command runs as, known before anything is loaded.
     let run_as = args.user.as_deref().map(RunAs::resolve).transpose()?;
     // The files written are the command's user's (-u), else the sudo caller's.

@@ -22,7 +22,7 @@ use crate::cli::LoadArgs;
 const REQUEST: &[u8; 12] = b"hello syscos";
 
 /// What the load generator saw.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LoadReport {
     pub connections: u64,
     pub requests: u64,
@@ -31,6 +31,8 @@ pub struct LoadReport {
     pub seconds: f64,
     pub p50_us: f64,
     pub p99_us: f64,
+    /// Why the first failed connection failed.
+    pub first_error: Option<String>,
 }
 
 impl std::fmt::Display for LoadReport {
@@ -51,13 +53,24 @@ impl std::fmt::Display for LoadReport {
 
 /// One connection's requests; the number of requests echoed exactly.
 fn one_connection(addr: SocketAddrV4, requests: u64, latency: &mut Histogram) -> Result<u64> {
-    let mut s = TcpStream::connect(addr)?;
+    let mut s = TcpStream::connect(addr).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot connect to {addr}: {e}{}",
+            if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                " (is `syscost lab echo-server` listening there?)"
+            } else {
+                ""
+            }
+        )
+    })?;
     s.set_nodelay(true)?;
     let mut reply = [0u8; 12];
     for _ in 0..requests {
         let t = Instant::now();
-        s.write_all(REQUEST)?;
-        s.read_exact(&mut reply)?;
+        s.write_all(REQUEST)
+            .map_err(|e| anyhow::anyhow!("sending to {addr}: {e}"))?;
+        s.read_exact(&mut reply)
+            .map_err(|e| anyhow::anyhow!("waiting for the echo from {addr}: {e}"))?;
         let _ = latency.increment(t.elapsed().as_nanos() as u64);
         if &reply != REQUEST {
             bail!("echo differs from the request");
@@ -78,6 +91,7 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport> {
         0u64,
         0u64,
         Histogram::new(GROUPING_POWER, MAX_VALUE_POWER)?,
+        None::<String>,
     )));
     let workers: Vec<_> = (0..args.concurrency)
         .map(|_| {
@@ -86,6 +100,7 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport> {
                 let mut hist =
                     Histogram::new(GROUPING_POWER, MAX_VALUE_POWER).expect("valid config");
                 let (mut connections, mut requests, mut errors) = (0u64, 0u64, 0u64);
+                let mut first_error = None;
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= args.connections || Instant::now() >= deadline {
@@ -103,7 +118,10 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport> {
                     connections += 1;
                     match one_connection(args.addr, args.keepalive, &mut hist) {
                         Ok(n) => requests += n,
-                        Err(_) => errors += 1,
+                        Err(e) => {
+                            errors += 1;
+                            first_error.get_or_insert_with(|| format!("{e:#}"));
+                        }
                     }
                 }
                 let mut t = totals.lock().expect("no worker panics while holding it");
@@ -111,6 +129,9 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport> {
                 t.1 += requests;
                 t.2 += errors;
                 t.3 = t.3.checked_add(&hist).expect("same config");
+                if t.4.is_none() {
+                    t.4 = first_error;
+                }
             })
         })
         .collect();
@@ -119,7 +140,8 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport> {
             .map_err(|_| anyhow::anyhow!("a load worker panicked"))?;
     }
     let seconds = start.elapsed().as_secs_f64();
-    let (connections, requests, errors, hist) = &*totals.lock().expect("workers are done");
+    let (connections, requests, errors, hist, first_error) =
+        &*totals.lock().expect("workers are done");
     let pct = |q: f64| {
         hist.quantile(q)
             .ok()
@@ -134,5 +156,6 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport> {
         seconds,
         p50_us: pct(0.5),
         p99_us: pct(0.99),
+        first_error: first_error.clone(),
     })
 }

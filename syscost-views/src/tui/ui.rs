@@ -287,10 +287,10 @@ fn render_table(frame: &mut Frame, app: &App, area: Rect) {
                 human_ns(s.avg_ns),
             ];
             if wide {
-                cells.push(syscost_report::units::human_ns_bucketed(s.p50_ns));
+                cells.push(syscost_report::units::percentile_below(s.p50_ns, s.max_ns));
             }
             cells.extend([
-                syscost_report::units::human_ns_bucketed(s.p99_ns),
+                syscost_report::units::percentile_below(s.p99_ns, s.max_ns),
                 human_ns(s.max_ns),
             ]);
             if split {
@@ -428,6 +428,40 @@ pub fn histogram_bars(
         .collect()
 }
 
+/// Whether a frame's module is the C library or its loader, whose syscall wrappers
+/// (`__GI___clock_nanosleep`) are the innermost frames of nearly every call.
+fn in_c_library(f: &syscost_report::profile::Frame) -> bool {
+    let Some(module) = f.module.as_deref() else {
+        return false;
+    };
+    let file = module.rsplit('/').next().unwrap_or(module);
+    [
+        "libc.so",
+        "libc-",
+        "ld-linux",
+        "ld-musl",
+        "libpthread",
+        "libc.musl",
+    ]
+    .iter()
+    .any(|p| file.starts_with(p))
+}
+
+/// Where a slow call was made from: the program's own frame (the first outside the C
+/// library) first, then the wrapper it called, when they differ.
+fn called_from(stack: &[syscost_report::profile::Frame]) -> String {
+    let name =
+        |f: &syscost_report::profile::Frame| f.function.as_deref().map(|n| shown(n).into_owned());
+    let wrapper = stack.first().filter(|f| in_c_library(f)).and_then(name);
+    let own = stack.iter().find(|f| !in_c_library(f)).and_then(name);
+    match (own, wrapper) {
+        (Some(own), Some(w)) => format!("{own} via {w}"),
+        (Some(own), None) => own,
+        (None, Some(w)) => w,
+        (None, None) => String::new(),
+    }
+}
+
 /// The latest slow calls (`l`), newest first.
 fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
     let calls = app.slow.as_deref().unwrap_or_default();
@@ -444,11 +478,7 @@ fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
                     None => c.ret.to_string(),
                 },
                 c.tid.to_string(),
-                c.stack
-                    .first()
-                    .and_then(|f| f.function.as_deref())
-                    .map(|f| shown(f).into_owned())
-                    .unwrap_or_default(),
+                called_from(&c.stack),
             ])
         })
         .collect();
@@ -469,7 +499,7 @@ fn render_slow(frame: &mut Frame, app: &App, area: Rect) {
             .style(Style::new().bold().underlined()),
     )
     .block(Block::bordered().title(format!(
-        " slow calls: the latest {} , newest first (l: back) ",
+        " slow calls: the latest {}, newest first (l: back) ",
         calls.len()
     )))
     .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
@@ -563,9 +593,10 @@ fn render_callers(frame: &mut Frame, app: &App, area: Rect) {
     let ns: u64 = callers.iter().map(|s| s.total_ns).sum();
     let estimated = callers.iter().any(|s| s.estimated);
     let block = Block::bordered().title(format!(
-        " callers of {name} since the start: {} stacks, {} calls, {}{} · w back ",
-        callers.len(),
+        " callers of {name} since the start: {}, {} {}, {}{} · w back ",
+        syscost_report::units::counted(callers.len(), "stack", "stacks"),
         count(calls as f64),
+        if calls == 1 { "call" } else { "calls" },
         human_ns(ns),
         if estimated {
             " · ~ estimated split"
@@ -633,7 +664,8 @@ fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
         count(s.calls as f64),
         human_ns(s.min_ns),
         human_ns(s.avg_ns),
-        human_ns(s.p90_ns),
+        // As the table shows percentiles: to their buckets' two digits.
+        syscost_report::units::percentile_below(s.p90_ns, s.max_ns),
         human_ns(s.max_ns)
     ));
     let inner = block.inner(area);
@@ -799,6 +831,31 @@ mod tests {
 
     /// `w` with --stacks: the selected syscall's stacks by calls and by time, estimated
     /// splits marked, other syscalls' and (drilled from top) other processes' left out.
+    #[test]
+    fn a_slow_call_is_named_by_the_programs_own_frame_then_the_wrapper() {
+        let frame = |function: &str, module: &str| syscost_report::profile::Frame {
+            addr: 1,
+            function: Some(function.into()),
+            location: None,
+            module: Some(module.into()),
+            unknown: None,
+        };
+        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+        let stack = [
+            frame("__GI___clock_nanosleep", libc),
+            frame("__nanosleep", libc),
+            frame("syscost_workload::work", "/usr/bin/syscost-workload"),
+            frame("main", "/usr/bin/syscost-workload"),
+        ];
+        assert_eq!(
+            called_from(&stack),
+            "syscost_workload::work via __GI___clock_nanosleep"
+        );
+        assert_eq!(called_from(&stack[2..]), "syscost_workload::work");
+        assert_eq!(called_from(&stack[..2]), "__GI___clock_nanosleep");
+        assert_eq!(called_from(&[]), "");
+    }
+
     #[test]
     fn callers_pane_of_the_selected_syscall() {
         use syscost_report::profile::{CallStack, CallStacks, Frame};

@@ -75,18 +75,27 @@ fn what_to_type_instead(e: &clap::Error, argv: &[String]) -> Option<String> {
             if arg.starts_with('-') {
                 return None;
             }
-            let at = argv.iter().skip(2).position(|a| a == arg)? + 2;
-            let quoted: Vec<String> = argv[1..].iter().map(|a| shell_word(a)).collect();
-            let (before, after) = quoted.split_at(at - 1);
-            let mut fixed = vec!["syscost".to_string()];
-            fixed.extend(before.iter().cloned());
-            fixed.push("--".into());
-            fixed.extend(after.iter().cloned());
+            // The word clap stopped at, where `--` before it makes a line clap takes
+            // (an option's value may be the same word: `run -e sleep sleep 1`).
+            let at = (2..argv.len()).filter(|&i| argv[i] == *arg).find(|&i| {
+                let mut line = argv[..i].to_vec();
+                line.push("--".into());
+                line.extend_from_slice(&argv[i..]);
+                Cli::try_parse_from(line).is_ok()
+            })?;
+            let fixed: Vec<String> = std::iter::once("syscost".to_string())
+                .chain(argv[1..at].iter().map(|a| shell_word(a)))
+                .chain(std::iter::once("--".to_string()))
+                .chain(argv[at..].iter().map(|a| shell_word(a)))
+                .collect();
             Some(format!(
                 "the command to trace goes after `--`: {}",
                 fixed.join(" ")
             ))
         }
+        // The target missing, not another option's companion (`--kernel-stacks`
+        // without `--slow`).
+        ErrorKind::MissingRequiredArgument if !missing_pid(e) => None,
         ErrorKind::MissingRequiredArgument if sub == "attach" => Some(
             "attach needs a target: -p PID (a process, its threads; -f its children too) or --cgroup PATH".into(),
         ),
@@ -94,6 +103,15 @@ fn what_to_type_instead(e: &clap::Error, argv: &[String]) -> Option<String> {
             "export needs a target: -p PID[,PID...], --cgroup PATH, or --top (every process of the machine)".into(),
         ),
         _ => None,
+    }
+}
+
+/// Whether the arguments clap found missing are the target's (`--pid`).
+fn missing_pid(e: &clap::Error) -> bool {
+    match e.get(clap::error::ContextKind::InvalidArg) {
+        Some(clap::error::ContextValue::Strings(v)) => v.iter().any(|a| a.starts_with("--pid")),
+        Some(clap::error::ContextValue::String(a)) => a.starts_with("--pid"),
+        _ => false,
     }
 }
 

@@ -524,17 +524,32 @@ fn a_newcomers_mistakes_say_what_to_type_instead() {
     std::fs::create_dir_all(&dir).unwrap();
     let script = dir.join("script");
     std::fs::write(&script, "echo hi\n").unwrap();
+    // Whatever the umask.
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     let s = script.display().to_string();
     fails_with(
         &["run", "--", &s],
         &format!(
-            "cannot run {s}: it is not executable (mode 644): `chmod +x {s}`, or run its interpreter (syscost run -- sh {s})"
+            "cannot run {s}: it is not executable (mode 644): `chmod +x {s}`, or give its interpreter first (sh {s})"
         ),
     );
     fails_with(
         &["run", "--", &format!("{s}-absent")],
         &format!("command not found: no file {s}-absent"),
     );
+    fails_with(
+        &["run", "--", "/dev/null"],
+        "cannot run /dev/null: it is not a regular file",
+    );
+    // An option's value that is the same word as the command.
+    let o = output(syscost().args(["run", "-e", "sleep", "sleep", "1"]));
+    assert_eq!(
+        stderr(&o),
+        "syscost: the command to trace goes after `--`: syscost run -e sleep -- sleep 1\n"
+    );
+    // Another missing companion is not a missing target.
+    let o = output(syscost().args(["attach", "-p", "1", "--kernel-stacks"]));
+    assert!(!stderr(&o).contains("needs a target"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
     // A regular expression that is not one: one line.
     fails_with(

@@ -324,8 +324,15 @@ fn attach_stops_after_duration_and_prints_intervals() {
     // printed before it); then the last part and the final table.
     let intervals = out.matches("--- interval ending").count();
     assert!((1..=2).contains(&intervals), "{intervals} interval tables");
-    assert_eq!(out.matches("--- last interval, ending").count(), 1);
-    assert_eq!(out.matches("% time     seconds").count(), intervals + 2);
+    // The last part, unless it was empty and under a tenth of an interval (a tick
+    // handled late, on a loaded machine).
+    let last = out.matches("--- last interval, ending").count();
+    assert!(last <= 1, "{out}");
+    assert_eq!(
+        out.matches("% time     seconds").count(),
+        intervals + last + 1
+    );
+    assert_eq!(out.matches("--- the whole run (").count(), 1, "{out}");
     assert!(stderr(&o).contains("syscost: tracing process"));
     // Asleep the whole time: the empty table says why in a line.
     assert!(

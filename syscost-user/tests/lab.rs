@@ -144,7 +144,7 @@ fn load_generator_reports_refused_connections() {
     assert_eq!(
         stderr(&o),
         format!(
-            "syscost: 3 of 3 connections failed; the first: cannot connect to 127.0.0.1:{port}: Connection refused (os error 111) (is `syscost lab echo-server` listening there?)\n"
+            "syscost: 3 of 3 connections failed; one of them: cannot connect to 127.0.0.1:{port}: Connection refused (os error 111) (is `syscost lab echo-server` listening there?)\n"
         )
     );
 }

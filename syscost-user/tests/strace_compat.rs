@@ -447,8 +447,14 @@ fn capital_c_prints_each_second_and_the_summary() {
     // and the summary.
     let intervals = out.matches("--- interval ending").count();
     assert!((1..=2).contains(&intervals), "{intervals} interval tables");
-    assert_eq!(out.matches("--- last interval, ending").count(), 1);
-    assert_eq!(out.matches("% time     seconds").count(), intervals + 2);
+    // The last part, unless it was empty and under a tenth of an interval (a tick
+    // handled late, on a loaded machine).
+    let last = out.matches("--- last interval, ending").count();
+    assert!(last <= 1, "{out}");
+    assert_eq!(
+        out.matches("% time     seconds").count(),
+        intervals + last + 1
+    );
     // The total has a heading of its own after the intervals'.
     assert_eq!(out.matches("--- the whole run (").count(), 1, "{out}");
     // Ended on a second's end: no empty table of the moment after it.
@@ -475,7 +481,8 @@ fn trace_none_prints_no_table() {
     for e in ["none", "trace=none"] {
         let o = output(syscost().args(["run", "-e", e, "--", workload_path(), "getppid", "10"]));
         assert!(o.status.success(), "{}", stderr(&o));
-        let out = stdout(&o);
-        assert!(!out.contains("total"), "-e {e} printed a table:\n{out}");
+        // The table goes to stderr, as strace's -c.
+        let err = stderr(&o);
+        assert!(!err.contains("% time"), "-e {e} printed a table:\n{err}");
     }
 }

@@ -146,6 +146,9 @@ impl Drop for Tmux {
 
 /// A count as the view shows it: 950, 123k, 19.1M.
 fn parse_count(s: &str) -> Option<u64> {
+    // Thousands separated by commas (top's rates: 10,101).
+    let s = s.replace(',', "");
+    let s = s.as_str();
     let (num, mult) = match s.chars().last()? {
         'k' => (&s[..s.len() - 1], 1e3),
         'M' => (&s[..s.len() - 1], 1e6),

@@ -189,17 +189,18 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             no_call_seen(target_pid, args.follow_forks, descendants)
         );
     }
-    let mut out = String::new();
-    if every.is_some() && !tui {
-        // After the intervals' tables, the total has a heading of its own.
-        out += &format!("--- the whole run ({:.2} s) ---\n", elapsed.as_secs_f64());
-    }
-    out += &super::save_and_render(
+    let table = super::save_and_render(
         profile,
         &args.view,
         args.json.as_deref(),
         syscost_report::output::Owner::invoker(),
     )?;
+    let mut out = String::new();
+    if every.is_some() && !tui && !table.is_empty() {
+        // After the intervals' tables, the total has a heading of its own.
+        out += &format!("--- the whole run ({:.2} s) ---\n", elapsed.as_secs_f64());
+    }
+    out += &table;
     if args.per_process {
         out += "\n";
         out += &syscost_report::report::top::render_totals(
@@ -340,12 +341,17 @@ fn text(
             {
                 return Ok(());
             }
+            // No table (`-e none`): no heading either.
+            let table = super::save_and_render(profile, &args.view, None, None)?;
+            if table.is_empty() {
+                return Ok(());
+            }
             super::print_out(&format!(
                 "--- {what} {:.1} s after attach ({:.2} s) ---\n",
                 started.elapsed().as_secs_f64(),
                 step.interval_secs
             ));
-            super::print_out(&super::save_and_render(profile, &args.view, None, None)?);
+            super::print_out(&table);
             Ok(())
         };
         let end = loop {

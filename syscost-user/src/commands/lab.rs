@@ -38,7 +38,7 @@ pub fn lab(command: &LabCommand) -> Result<i32> {
             }
             if let Some(why) = &report.first_error {
                 eprintln!(
-                    "syscost: {} of {} connections failed; the first: {why}",
+                    "syscost: {} of {} connections failed; one of them: {why}",
                     report.errors, report.connections
                 );
             }

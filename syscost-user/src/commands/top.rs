@@ -263,7 +263,10 @@ fn drill(
         interval: every,
         duration: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         per: None,
-        hint: Some("from syscost top: figures since Enter · Esc goes back".to_string()),
+        hint: Some(
+            "from syscost top: syscalls since Enter, threads since first seen · Esc goes back"
+                .to_string(),
+        ),
         stacks,
         ..Default::default()
     };

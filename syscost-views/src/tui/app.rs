@@ -202,6 +202,9 @@ pub struct App {
     pub drilled: bool,
     /// Set by `r`; the sampler takes a new baseline and clears it.
     pub reset_requested: bool,
+    /// Why the last key did nothing (`l` without `--slow`), shown in the footer until
+    /// the next key.
+    pub notice: Option<String>,
 }
 
 impl App {
@@ -228,6 +231,7 @@ impl App {
             view: View::default(),
             show_help: false,
             show_threads: false,
+            notice: None,
             show_slow: false,
             slow: None,
             slow_received: 0,

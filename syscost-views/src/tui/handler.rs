@@ -19,6 +19,7 @@ pub fn handle_key(app: &mut App, key: KeyEvent) -> Action {
     if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
         return Action::Quit;
     }
+    app.notice = None;
     if app.editing_filter {
         match key.code {
             KeyCode::Char(c) => app.filter.push(c),
@@ -66,6 +67,16 @@ pub fn handle_key(app: &mut App, key: KeyEvent) -> Action {
             app.selected = 0;
         }
         KeyCode::Char('w') if app.stacks.is_some() => app.show_callers = !app.show_callers,
+        KeyCode::Char('w') => {
+            app.notice = Some(
+                "w shows a syscall's callers: start with --stacks FILE (calls by user stack)"
+                    .into(),
+            );
+        }
+        KeyCode::Char('l') if app.slow.is_none() => {
+            app.notice =
+                Some("l shows the slow calls: start with --slow DURATION (e.g. --slow 1ms)".into());
+        }
         KeyCode::Char('l') if app.slow.is_some() => {
             app.show_slow = !app.show_slow;
             app.show_threads = false;

@@ -8,6 +8,24 @@ pub mod handler;
 pub mod top;
 pub mod ui;
 
+/// Parts joined by `sep` from the left, as many whole parts as fit in `width` (a
+/// footer's keys, a header's figures): a part is shown whole or not at all.
+pub(crate) fn fit_parts(parts: &[String], sep: &str, width: usize) -> String {
+    let mut out = String::new();
+    for p in parts {
+        let next = if out.is_empty() {
+            format!(" {p}")
+        } else {
+            format!("{out}{sep}{p}")
+        };
+        if next.chars().count() > width {
+            break;
+        }
+        out = next;
+    }
+    out
+}
+
 use std::{
     sync::mpsc,
     time::{Duration, Instant},

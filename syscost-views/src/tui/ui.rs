@@ -359,6 +359,51 @@ fn render_table(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_stateful_widget(table, area, &mut state);
 }
 
+/// The threads' view's detail: the selected thread's share of the process's calls and
+/// time, and what it is in now (the table is sorted by time, as here).
+fn render_thread_detail(frame: &mut Frame, app: &App, area: Rect) {
+    let mut threads: Vec<_> = app.threads.iter().collect();
+    threads.sort_by_key(|t| std::cmp::Reverse(t.total_ns));
+    let Some(t) = threads.get(app.selected) else {
+        frame.render_widget(Block::bordered().title(" thread "), area);
+        return;
+    };
+    let calls: u64 = app.threads.iter().map(|t| t.calls).sum();
+    let ns: u64 = app.threads.iter().map(|t| t.total_ns).sum();
+    let pct = |a: u64, b: u64| 100.0 * a as f64 / b.max(1) as f64;
+    let lines = vec![
+        Line::from(format!(
+            " {} calls, {:.1}% of the process's {}",
+            count(t.calls as f64),
+            pct(t.calls, calls),
+            count(calls as f64)
+        )),
+        Line::from(format!(
+            " {} in syscalls, {:.1}% of the process's {}",
+            human_ns(t.total_ns),
+            pct(t.total_ns, ns),
+            human_ns(ns)
+        )),
+        Line::from(format!(
+            " in a syscall now: {}",
+            if t.now.is_empty() {
+                "no"
+            } else {
+                t.now.as_str()
+            }
+        )),
+        Line::from(" (since the thread was first seen; per-syscall figures are the process's)"),
+    ];
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(format!(
+            " thread {} ({}) ",
+            t.tid,
+            shown(&t.comm)
+        ))),
+        area,
+    );
+}
+
 fn render_threads(frame: &mut Frame, app: &App, area: Rect) {
     let total: u64 = app.threads.iter().map(|t| t.total_ns).sum();
     let mut threads: Vec<_> = app.threads.iter().collect();
@@ -654,7 +699,11 @@ fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
         render_callers(frame, app, area);
         return;
     }
-    let Some(s) = app.selected_row().filter(|_| !app.show_threads) else {
+    if app.show_threads {
+        render_thread_detail(frame, app, area);
+        return;
+    }
+    let Some(s) = app.selected_row() else {
         frame.render_widget(Block::bordered().title(" detail "), area);
         return;
     };
@@ -723,28 +772,41 @@ fn render_detail(frame: &mut Frame, app: &App, area: Rect) {
 }
 
 fn render_footer(frame: &mut Frame, app: &App, area: Rect) {
+    if let Some(notice) = &app.notice {
+        frame.render_widget(Paragraph::new(format!(" {notice}")).fg(Color::Yellow), area);
+        return;
+    }
     let text = if app.editing_filter {
-        " filter by name: type, Enter to keep, Esc to clear".to_string()
+        format!(
+            " filter: {}_  (a syscall's name; Enter keeps it, Esc clears it)",
+            shown(&app.filter)
+        )
     } else {
-        let callers = if app.stacks.is_some() {
-            " w callers"
-        } else {
-            ""
-        };
+        let mut parts: Vec<String> = Vec::new();
         if app.drilled {
-            format!(
-                " Esc back to top · q quit ↑↓ move s/S sort / filter p pause r reset c view t threads{callers} ? help"
-            )
-        } else {
-            format!(
-                " q quit ↑↓ move s/S sort / filter p pause r reset c view t threads{}{callers} ? help",
-                if app.slow.is_some() {
-                    " l slow calls"
-                } else {
-                    ""
-                }
-            )
+            parts.push("Esc back to top".into());
         }
+        parts.extend(
+            [
+                "q quit",
+                "s/S sort",
+                "/ filter",
+                "p pause",
+                "r reset",
+                "c view",
+                "t threads",
+            ]
+            .map(String::from),
+        );
+        if app.slow.is_some() && !app.drilled {
+            parts.push("l slow calls".into());
+        }
+        if app.stacks.is_some() {
+            parts.push("w callers".into());
+        }
+        // As many keys as fit, "? help" always last.
+        let room = (area.width as usize).saturating_sub("  ? help".len());
+        format!("{}  ? help", crate::tui::fit_parts(&parts, "  ", room))
     };
     frame.render_widget(Paragraph::new(text).fg(Color::DarkGray), area);
 }
@@ -774,7 +836,13 @@ fn render_help(frame: &mut Frame, area: Rect) {
             ])
         })
         .collect();
-    let w = 60.min(area.width);
+    // Every line whole: the widest key and description, the borders, a space.
+    let widest = keys
+        .iter()
+        .map(|(_, what)| 17 + what.chars().count())
+        .max()
+        .unwrap_or(40) as u16;
+    let w = (widest + 3).min(area.width);
     let h = (lines.len() as u16 + 2).min(area.height);
     let popup = Rect::new(
         area.x + (area.width - w) / 2,
@@ -829,8 +897,6 @@ mod tests {
             .join("\n")
     }
 
-    /// `w` with --stacks: the selected syscall's stacks by calls and by time, estimated
-    /// splits marked, other syscalls' and (drilled from top) other processes' left out.
     #[test]
     fn a_slow_call_is_named_by_the_programs_own_frame_then_the_wrapper() {
         let frame = |function: &str, module: &str| syscost_report::profile::Frame {
@@ -856,6 +922,8 @@ mod tests {
         assert_eq!(called_from(&[]), "");
     }
 
+    /// `w` with --stacks: the selected syscall's stacks by calls and by time, estimated
+    /// splits marked, other syscalls' and (drilled from top) other processes' left out.
     #[test]
     fn callers_pane_of_the_selected_syscall() {
         use syscost_report::profile::{CallStack, CallStacks, Frame};
@@ -1030,6 +1098,49 @@ mod tests {
             },
         ];
         insta::assert_snapshot!(draw(&app, 80, 24).backend());
+    }
+
+    #[test]
+    fn main_table_160x45() {
+        let mut app = sample_app();
+        app.per = Some("accept4".into());
+        insta::assert_snapshot!(draw(&app, 160, 45).backend());
+    }
+
+    /// The footer keeps "? help" at 80 columns, and a key that cannot act says why.
+    #[test]
+    fn keys_that_cannot_act_say_why() {
+        let mut app = sample_app();
+        let s = text(&draw(&app, 80, 24));
+        assert!(
+            s.lines().last().unwrap().trim_end().ends_with("? help"),
+            "{s}"
+        );
+        for (k, why) in [('l', "--slow DURATION"), ('w', "--stacks FILE")] {
+            crate::tui::handler::handle_key(
+                &mut app,
+                ratatui::crossterm::event::KeyEvent::new(
+                    ratatui::crossterm::event::KeyCode::Char(k),
+                    ratatui::crossterm::event::KeyModifiers::NONE,
+                ),
+            );
+            let s = text(&draw(&app, 80, 24));
+            assert!(s.lines().last().unwrap().contains(why), "{k}: {s}");
+        }
+    }
+
+    /// `?`: every key's line whole at 80 columns.
+    #[test]
+    fn help_lines_are_whole_at_80() {
+        let mut app = sample_app();
+        app.show_help = true;
+        let s = text(&draw(&app, 80, 24));
+        for what in [
+            "callers of the selected syscall, with --stacks",
+            "slow calls, with --slow (Esc back)",
+        ] {
+            assert!(s.contains(what), "{what} cut:\n{s}");
+        }
     }
 
     #[test]

@@ -254,7 +254,7 @@ mod tests {
         let mut v = view();
         let s = screen(&v);
         // 1000 calls in 2 s; 0.8 s in syscalls over 2 s.
-        assert!(s.contains("500.0"), "{s}");
+        assert!(s.contains("    500 "), "{s}");
         assert!(s.contains("0.400"), "{s}");
         assert!(s.contains("epoll_wait 0.400"), "{s}");
         let nginx = s.lines().position(|l| l.contains("nginx")).unwrap();
@@ -377,6 +377,116 @@ mod tests {
         v.handle_key(key(KeyCode::Esc));
         v.handle_key(key(KeyCode::Char('g')));
         expect(&screen(&v), "\\33]0;CG\\7");
+    }
+
+    fn draw(v: &TopView, w: u16, h: u16) -> Terminal<TestBackend> {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| render(f, v)).unwrap();
+        t
+    }
+
+    /// A view with a long name, a long cgroup and a measured own cost, as a busy host's.
+    fn busy_view() -> TopView {
+        let mut v = view();
+        let mut rows = v.rows.clone();
+        rows.push(row(
+            4242,
+            "memfd:sealed-91",
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-abc.scope",
+            1,
+            7001,
+            2_500_000,
+        ));
+        v.apply(rows, 1.0);
+        v.elapsed = Duration::from_secs(3725);
+        v.own_cost = "188 ns/event, 0.4% of a CPU".into();
+        v
+    }
+
+    /// At 80x24, the default terminal: whole names, the header's figures, "? help".
+    #[test]
+    fn fits_80x24() {
+        let v = busy_view();
+        let t = draw(&v, 80, 24);
+        let s = screen_of(&t);
+        assert!(s.contains("memfd:sealed-91"), "{s}");
+        assert!(s.contains("? help"), "{s}");
+        // Whole parts of the header only: no phrase cut.
+        let second = s.lines().nth(1).unwrap();
+        let whole = [
+            "13,011 syscalls/s",
+            "1.103 s/s in syscalls",
+            "dropped 0",
+            "own cost 188 ns/event, 0.4% of a CPU",
+        ];
+        for part in second.trim().split(" · ") {
+            assert!(whole.contains(&part), "{part:?} is cut: {second}");
+        }
+        // Numbers right-aligned under their right-aligned title: every row's rate
+        // ends where "CALLS/s" ends (1,000 and 10 alike).
+        let head = s.lines().find(|l| l.contains("CALLS/s")).unwrap();
+        let end = head.find("CALLS/s").unwrap() + "CALLS/s".len();
+        for name in ["nginx", "postgres", "memfd", "cron"] {
+            let line: Vec<char> = s
+                .lines()
+                .find(|l| l.contains(name))
+                .unwrap()
+                .chars()
+                .collect();
+            let head: Vec<char> = head.chars().collect();
+            let end = head[..end].len();
+            assert!(
+                line[end - 1].is_ascii_digit() && line[end] == ' ',
+                "{name}'s rate does not end under CALLS/s:\n{s}"
+            );
+        }
+        insta::assert_snapshot!(t.backend());
+    }
+
+    #[test]
+    fn fits_160x45() {
+        insta::assert_snapshot!(draw(&busy_view(), 160, 45).backend());
+    }
+
+    /// `?`: every key whole at 80 columns.
+    #[test]
+    fn help_fits_80_columns() {
+        let mut v = busy_view();
+        v.handle_key(key(KeyCode::Char('?')));
+        let t = draw(&v, 80, 24);
+        let s = screen_of(&t);
+        for (k, d) in render::HELP {
+            assert!(s.contains(d), "{k}: {d} not whole:\n{s}");
+        }
+        insta::assert_snapshot!(t.backend());
+    }
+
+    /// A filter shows in the header, and the header counts what it shows.
+    #[test]
+    fn an_active_filter_shows_and_counts() {
+        let mut v = busy_view();
+        v.handle_key(key(KeyCode::Char('/')));
+        for c in "nginx".chars() {
+            v.handle_key(key(KeyCode::Char(c)));
+        }
+        v.handle_key(key(KeyCode::Enter));
+        let s = screen_of(&draw(&v, 120, 12));
+        assert!(s.contains("filter \"nginx\""), "{s}");
+        assert!(s.contains("1 of 4 processes with syscalls"), "{s}");
+        // 1000 calls in 1 s of nginx alone.
+        assert!(s.contains(" 1,000 syscalls/s"), "{s}");
+    }
+
+    fn screen_of(t: &Terminal<TestBackend>) -> String {
+        let b = t.backend().buffer();
+        (0..b.area.height)
+            .map(|y| {
+                (0..b.area.width)
+                    .map(|x| b[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
     }
 
     #[test]

@@ -9,22 +9,100 @@ use ratatui::{
 };
 
 use super::{Mode, TopView};
+use crate::tui::fit_parts;
 use syscost_report::{units::human_ns, untrusted::shown};
 
+/// A rate, the same way in the header and the table: whole numbers with thousands
+/// separators (one decimal below 10, where a whole number would say little), millions
+/// past 10,000,000.
 fn rate(n: f64) -> String {
-    if n >= 1e6 {
-        format!("{:.2}M", n / 1e6)
-    } else if n >= 1e4 {
-        format!("{:.1}k", n / 1e3)
+    if n >= 1e7 {
+        format!("{:.1}M", n / 1e6)
+    } else if n >= 10.0 || n == 0.0 {
+        thousands(n.round() as u64)
     } else {
         format!("{n:.1}")
     }
+}
+
+/// `n` with a comma between thousands.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Seconds in syscalls per second of wall time.
 fn secs_per_sec(ns: u64, secs: f64) -> String {
     format!("{:.3}", ns as f64 / 1e9 / secs)
 }
+
+/// A column of a table: its title, width, whether it holds numbers (right-aligned),
+/// and, when it may go on a narrow screen, its rank in the order columns go (0 first).
+struct Col {
+    title: &'static str,
+    width: u16,
+    numeric: bool,
+    drop: Option<u8>,
+}
+
+const fn col(title: &'static str, width: u16, numeric: bool, drop: Option<u8>) -> Col {
+    Col {
+        title,
+        width,
+        numeric,
+        drop,
+    }
+}
+
+/// Which columns fit in `width` (the last one takes what is left, at least its width):
+/// those that may go, in their order, until the rest fit.
+fn fitting(cols: &[Col], width: u16) -> Vec<bool> {
+    let mut keep = vec![true; cols.len()];
+    let need = |keep: &[bool]| -> u32 {
+        let shown: Vec<&Col> = cols
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| c)
+            .collect();
+        shown.iter().map(|c| u32::from(c.width)).sum::<u32>() + shown.len().saturating_sub(1) as u32
+    };
+    let mut order: Vec<(u8, usize)> = cols
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.drop.map(|r| (r, i)))
+        .collect();
+    order.sort();
+    for (_, i) in order {
+        if need(&keep) <= u32::from(width) {
+            break;
+        }
+        keep[i] = false;
+    }
+    keep
+}
+
+/// The keys, one a line, for `?`: every one whole at 80 columns.
+pub(super) const HELP: [(&str, &str); 11] = [
+    ("Enter", "drill into a process (its syscalls) or a syscall"),
+    ("t", "a process's threads"),
+    ("y", "by syscall (again: back to processes)"),
+    ("g", "by cgroup (Enter: its processes)"),
+    ("Esc", "back; in the processes, clear the filter"),
+    ("s / S", "sort by the next column / reverse"),
+    ("/", "filter by name, cgroup, pid or syscall"),
+    ("p", "pause (the figures stay as they are)"),
+    ("↑↓ PgUp PgDn", "move"),
+    ("q", "quit"),
+    ("?", "this help (any key closes it)"),
+];
 
 pub fn render(frame: &mut Frame, v: &TopView) {
     let [header, main, footer] = Layout::vertical([
@@ -33,8 +111,16 @@ pub fn render(frame: &mut Frame, v: &TopView) {
         Constraint::Length(1),
     ])
     .areas(frame.area());
-    let calls: u64 = v.rows.iter().map(|r| r.calls()).sum();
-    let ns: u64 = v.rows.iter().map(|r| r.total_ns()).sum();
+    let width = frame.area().width;
+    // The figures of what is shown: a filter narrows the header's counts too.
+    let filtered = !v.filter.is_empty() || v.cgroup_filter.is_some();
+    let shown_rows = if filtered && v.mode == Mode::Processes {
+        v.process_rows()
+    } else {
+        v.rows.clone()
+    };
+    let calls: u64 = shown_rows.iter().map(|r| r.calls()).sum();
+    let ns: u64 = shown_rows.iter().map(|r| r.total_ns()).sum();
     let s = v.elapsed.as_secs();
     let mode = match v.mode {
         Mode::Processes => match &v.cgroup_filter {
@@ -45,12 +131,23 @@ pub fn render(frame: &mut Frame, v: &TopView) {
         Mode::Syscalls => "syscalls".to_string(),
         Mode::SyscallProcesses(id) => format!("processes making {}", id.name()),
     };
+    let processes = if filtered && v.mode == Mode::Processes {
+        format!(
+            "{} of {} with syscalls",
+            shown_rows.len(),
+            syscost_report::units::counted(v.rows.len(), "process", "processes")
+        )
+    } else {
+        format!(
+            "{} with syscalls",
+            syscost_report::units::counted(v.rows.len(), "process", "processes")
+        )
+    };
     let mut first = vec![
         ratatui::text::Span::from(" syscost top ").bold().reversed(),
         ratatui::text::Span::from(format!(
-            " {} · {} with syscalls · {:02}:{:02}:{:02} · {mode}",
+            " {} · {processes} · {:02}:{:02}:{:02} · {mode}",
             v.scope,
-            syscost_report::units::counted(v.rows.len(), "process", "processes"),
             s / 3600,
             s / 60 % 60,
             s % 60
@@ -63,17 +160,21 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                 .fg(Color::Yellow),
         );
     }
-    let second = Line::from(format!(
-        " {} syscalls/s · {} s/s in syscalls · dropped {} · own cost {}",
-        rate(v.per_sec(calls)),
-        secs_per_sec(ns, v.interval_secs),
-        v.dropped,
-        v.own_cost
-    ));
+    let mut parts = Vec::new();
+    if !v.filter.is_empty() {
+        parts.push(format!("filter \"{}\"", shown(&v.filter)));
+    }
+    parts.extend([
+        format!("{} syscalls/s", rate(v.per_sec(calls))),
+        format!("{} s/s in syscalls", secs_per_sec(ns, v.interval_secs)),
+        format!("dropped {}", v.dropped),
+        format!("own cost {}", v.own_cost),
+    ]);
+    let second = Line::from(fit_parts(&parts, " · ", usize::from(width)));
     frame.render_widget(Paragraph::new(vec![Line::from(first), second]), header);
 
     let secs = v.interval_secs;
-    let (head, widths, rows): (Vec<&str>, Vec<Constraint>, Vec<Row>) = match v.mode {
+    let (cols, cells): (Vec<Col>, Vec<Vec<String>>) = match v.mode {
         Mode::Processes | Mode::Cgroups => {
             let cg = v.mode == Mode::Cgroups;
             // A cgroup's row: how many of the processes with syscalls are in it.
@@ -91,8 +192,8 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         .top_syscall()
                         .map(|(id, t)| format!("{} {}", id.name(), secs_per_sec(t, secs)))
                         .unwrap_or_default();
-                    Row::new(vec![
-                        Cell::from(if cg {
+                    vec![
+                        (if cg {
                             in_cgroup
                                 .get(r.cgroup.as_str())
                                 .copied()
@@ -101,52 +202,41 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         } else {
                             r.pid.to_string()
                         }),
-                        Cell::from(shown(&r.comm).into_owned()),
-                        Cell::from(if cg {
+                        shown(&r.comm).into_owned(),
+                        if cg {
                             shown(&r.cgroup).into_owned()
                         } else {
                             shown(&syscost_report::report::top::short_cgroup(&r.cgroup))
                                 .into_owned()
-                        }),
-                        Cell::from(rate(v.per_sec(r.calls()))),
-                        Cell::from(rate(v.per_sec(r.errors()))),
-                        Cell::from(secs_per_sec(r.total_ns(), secs)),
-                        Cell::from(if v.offcpu {
+                        },
+                        rate(v.per_sec(r.calls())),
+                        rate(v.per_sec(r.errors())),
+                        secs_per_sec(r.total_ns(), secs),
+                        if v.offcpu {
                             secs_per_sec(r.oncpu_ns(), secs)
                         } else {
                             "-".to_string()
-                        }),
-                        Cell::from(if r.exited && !cg {
+                        },
+                        if r.exited && !cg {
                             "exit".to_string()
                         } else {
                             r.threads.to_string()
-                        }),
-                        Cell::from(top),
-                    ])
+                        },
+                        top,
+                    ]
                 })
                 .collect();
             (
                 vec![
-                    if cg { "PROCS" } else { "PID" },
-                    if cg { "NAME" } else { "COMM" },
-                    "CGROUP",
-                    "CALLS/s",
-                    "ERR/s",
-                    "TIME s/s",
-                    "ONCPU s/s",
-                    "THR",
-                    "TOP SYSCALL s/s",
-                ],
-                vec![
-                    Constraint::Length(8),
-                    Constraint::Length(16),
-                    Constraint::Length(if cg { 40 } else { 24 }),
-                    Constraint::Length(9),
-                    Constraint::Length(8),
-                    Constraint::Length(9),
-                    Constraint::Length(9),
-                    Constraint::Length(5),
-                    Constraint::Min(16),
+                    col(if cg { "PROCS" } else { "PID" }, 7, true, None),
+                    col(if cg { "NAME" } else { "COMM" }, 15, false, None),
+                    col("CGROUP", if cg { 40 } else { 20 }, false, Some(4)),
+                    col("CALLS/s", 9, true, None),
+                    col("ERR/s", 7, true, Some(2)),
+                    col("TIME s/s", 8, true, None),
+                    col("ONCPU s/s", 9, true, Some(0)),
+                    col("THR", 4, true, Some(1)),
+                    col("TOP SYSCALL s/s", 16, false, Some(3)),
                 ],
                 rows,
             )
@@ -160,40 +250,28 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         .first()
                         .map(|p| format!("{} ({})", syscost_report::untrusted::shown(&p.1), p.0))
                         .unwrap_or_default();
-                    Row::new(vec![
-                        Cell::from(id.name()),
-                        Cell::from(rate(v.per_sec(s.calls))),
-                        Cell::from(rate(v.per_sec(s.errors))),
-                        Cell::from(secs_per_sec(s.total_ns, secs)),
-                        Cell::from(secs_per_sec(s.total_ns - s.offcpu_ns.min(s.total_ns), secs)),
-                        Cell::from(
-                            human_ns(s.total_ns.checked_div(s.calls).unwrap_or(0)).to_string(),
-                        ),
-                        Cell::from(procs.len().to_string()),
-                        Cell::from(busiest),
-                    ])
+                    vec![
+                        id.name().to_string(),
+                        rate(v.per_sec(s.calls)),
+                        rate(v.per_sec(s.errors)),
+                        secs_per_sec(s.total_ns, secs),
+                        secs_per_sec(s.total_ns - s.offcpu_ns.min(s.total_ns), secs),
+                        human_ns(s.total_ns.checked_div(s.calls).unwrap_or(0)),
+                        procs.len().to_string(),
+                        busiest,
+                    ]
                 })
                 .collect();
             (
                 vec![
-                    "SYSCALL",
-                    "CALLS/s",
-                    "ERR/s",
-                    "TIME s/s",
-                    "ONCPU s/s",
-                    "AVG",
-                    "PROCS",
-                    "BUSIEST",
-                ],
-                vec![
-                    Constraint::Length(20),
-                    Constraint::Length(9),
-                    Constraint::Length(8),
-                    Constraint::Length(9),
-                    Constraint::Length(9),
-                    Constraint::Length(9),
-                    Constraint::Length(6),
-                    Constraint::Min(16),
+                    col("SYSCALL", 18, false, None),
+                    col("CALLS/s", 9, true, None),
+                    col("ERR/s", 7, true, Some(1)),
+                    col("TIME s/s", 8, true, None),
+                    col("ONCPU s/s", 9, true, Some(0)),
+                    col("AVG", 8, true, None),
+                    col("PROCS", 5, true, Some(2)),
+                    col("BUSIEST", 16, false, None),
                 ],
                 rows,
             )
@@ -203,32 +281,70 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                 .syscall_process_rows(id)
                 .into_iter()
                 .map(|(pid, comm, s)| {
-                    Row::new(vec![
-                        Cell::from(pid.to_string()),
-                        Cell::from(shown(&comm).into_owned()),
-                        Cell::from(rate(v.per_sec(s.calls))),
-                        Cell::from(rate(v.per_sec(s.errors))),
-                        Cell::from(secs_per_sec(s.total_ns, secs)),
-                        Cell::from(
-                            human_ns(s.total_ns.checked_div(s.calls).unwrap_or(0)).to_string(),
-                        ),
-                    ])
+                    vec![
+                        pid.to_string(),
+                        shown(&comm).into_owned(),
+                        rate(v.per_sec(s.calls)),
+                        rate(v.per_sec(s.errors)),
+                        secs_per_sec(s.total_ns, secs),
+                        human_ns(s.total_ns.checked_div(s.calls).unwrap_or(0)),
+                    ]
                 })
                 .collect();
             (
-                vec!["PID", "COMM", "CALLS/s", "ERR/s", "TIME s/s", "AVG"],
                 vec![
-                    Constraint::Length(8),
-                    Constraint::Length(16),
-                    Constraint::Length(9),
-                    Constraint::Length(8),
-                    Constraint::Length(9),
-                    Constraint::Min(9),
+                    col("PID", 7, true, None),
+                    col("COMM", 15, false, None),
+                    col("CALLS/s", 9, true, None),
+                    col("ERR/s", 7, true, None),
+                    col("TIME s/s", 8, true, None),
+                    col("AVG", 8, true, None),
                 ],
                 rows,
             )
         }
     };
+    // The columns that fit; numbers right-aligned under right-aligned titles.
+    let keep = fitting(&cols, width);
+    let last = keep.iter().rposition(|k| *k).unwrap_or(0);
+    let cell = |c: &Col, text: String| {
+        if c.numeric {
+            Cell::from(Line::from(text).right_aligned())
+        } else {
+            Cell::from(text)
+        }
+    };
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep[*i])
+        .map(|(i, c)| {
+            if i == last {
+                Constraint::Min(c.width)
+            } else {
+                Constraint::Length(c.width)
+            }
+        })
+        .collect();
+    let head: Vec<Cell> = cols
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(c, _)| cell(c, c.title.to_string()))
+        .collect();
+    let rows: Vec<Row> = cells
+        .into_iter()
+        .map(|r| {
+            Row::new(
+                cols.iter()
+                    .zip(&keep)
+                    .zip(r)
+                    .filter(|((_, k), _)| **k)
+                    .map(|((c, _), text)| cell(c, text))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
     let table = Table::new(rows, widths)
         .header(
             Row::new(head).style(Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED)),
@@ -237,15 +353,50 @@ pub fn render(frame: &mut Frame, v: &TopView) {
     let mut state = TableState::default().with_selected(Some(v.selected));
     frame.render_stateful_widget(table, main, &mut state);
     let text = if v.editing_filter {
-        " filter by name, cgroup, pid or syscall: type, Enter to keep, Esc to clear".to_string()
-    } else if v.show_help {
-        " Enter: drill into a process (its syscalls, histograms) or a syscall (its processes) · t: a process's threads · y: by syscall · g: by cgroup · Esc: back · s/S: sort · /: filter · p: pause · q: quit".to_string()
-    } else {
         format!(
-            " q quit ↑↓ move Enter drill t threads y syscalls g cgroups s/S sort ({:?}) / filter p pause ? help",
-            v.sort
+            " filter: {}_  (name, cgroup, pid or syscall; Enter keeps it, Esc clears it)",
+            shown(&v.filter)
         )
-        .to_lowercase()
+    } else {
+        // As many keys as fit, "? help" always last.
+        let sort = format!("{:?}", v.sort).to_lowercase();
+        let parts = [
+            "q quit".to_string(),
+            "Enter drill".to_string(),
+            "/ filter".to_string(),
+            "t threads".to_string(),
+            "y syscalls".to_string(),
+            "g cgroups".to_string(),
+            format!("s sort ({sort})"),
+            "p pause".to_string(),
+        ];
+        let room = usize::from(width).saturating_sub("  ? help".len());
+        let keys = fit_parts(&parts, "  ", room);
+        format!("{keys}  ? help")
     };
     frame.render_widget(Paragraph::new(text).fg(Color::DarkGray), footer);
+    if v.show_help {
+        let w = HELP
+            .iter()
+            .map(|(_, d)| 14 + d.chars().count() + 3)
+            .max()
+            .unwrap_or(40)
+            .min(usize::from(width)) as u16;
+        let h = (HELP.len() as u16 + 2).min(frame.area().height);
+        let area = ratatui::layout::Rect {
+            x: frame.area().width.saturating_sub(w) / 2,
+            y: frame.area().height.saturating_sub(h) / 2,
+            width: w,
+            height: h,
+        };
+        let lines: Vec<Line> = HELP
+            .iter()
+            .map(|(k, d)| Line::from(format!(" {k:<13}{d}")))
+            .collect();
+        frame.render_widget(ratatui::widgets::Clear, area);
+        frame.render_widget(
+            Paragraph::new(lines).block(ratatui::widgets::Block::bordered().title(" keys ")),
+            area,
+        );
+    }
 }

@@ -949,11 +949,11 @@ fn top_counts_a_shell_loop_as_run_does() {
     let printed = stdout(&o);
     let unpaired: Vec<&str> = printed
         .lines()
-        .filter(|l| l.starts_with("unpaired "))
+        .filter(|l| l.starts_with("syscost: unpaired "))
         .collect();
     assert!(
         unpaired.is_empty()
-            || unpaired == ["unpaired 1: calls in flight when tracing began, in no row"],
+            || unpaired == ["syscost: unpaired 1: calls in flight when tracing began, in no row"],
         "{unpaired:?}"
     );
 }
@@ -1007,7 +1007,7 @@ fn threads_already_inside_a_call_count_as_unpaired() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(syscall_calls(&top_json(&json)[&pid], "getppid"), 200);
     assert!(
-        stdout(&o).contains("unpaired 3: calls in flight when tracing began, in no row"),
+        stdout(&o).contains("syscost: unpaired 3: calls in flight when tracing began, in no row"),
         "{}",
         lines_with(&stdout(&o), "unpaired")
     );

@@ -178,8 +178,16 @@ pub fn diff_counting_units_in(
             DiffSort::Name => 0.0,
         }
     };
+    // Rows whose calls did not change come after those whose did, by how much their
+    // time changed: a syscall that got slower stands before the start-up's one-offs.
+    let time_change = |r: &DiffRow| r.total_ns.change().abs();
     if sort != DiffSort::Name {
-        rows.sort_by(|a, b| key(b).total_cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
+        rows.sort_by(|a, b| {
+            key(b)
+                .total_cmp(&key(a))
+                .then_with(|| time_change(b).total_cmp(&time_change(a)))
+                .then_with(|| a.name.cmp(&b.name))
+        });
     }
     let (bc, be, bt) = before.totals();
     let (ac, ae, at) = after.totals();
@@ -638,7 +646,33 @@ than one before; p adjusted for the number of syscalls compared, Bonferroni)
         assert_eq!(names(DiffSort::Errors)[0], "read");
         assert_eq!(
             names(DiffSort::Calls),
-            ["read", "epoll_wait", "accept4", "close"]
+            // Equal calls after (200 each): the one whose time changed more first.
+            ["read", "epoll_wait", "close", "accept4"]
         );
+    }
+
+    /// Rows whose calls did not change: the one whose time changed most first, the
+    /// unchanged by name after it.
+    #[test]
+    fn unchanged_counts_go_by_the_change_in_time() {
+        let before = profile(vec![
+            syscall("access", 21, 1, 0, 3_000),
+            syscall("write", 1, 5_000, 0, 18_000),
+            syscall("brk", 12, 4, 0, 1_500),
+            syscall("read", 0, 100, 0, 1_000),
+        ]);
+        let after = profile(vec![
+            syscall("access", 21, 1, 0, 3_000),
+            syscall("write", 1, 5_000, 0, 14_000),
+            syscall("brk", 12, 4, 0, 5_000),
+            syscall("read", 0, 150, 0, 1_000),
+        ]);
+        let names: Vec<String> = diff(&before, &after, None, DiffSort::Change)
+            .unwrap()
+            .rows
+            .iter()
+            .map(|r| r.name.clone())
+            .collect();
+        assert_eq!(names, ["read", "write", "brk", "access"]);
     }
 }

@@ -265,7 +265,7 @@ pub fn unpaired_line(unpaired: u64) -> String {
     if unpaired == 0 {
         return String::new();
     }
-    format!("unpaired {unpaired}: calls in flight when tracing began, in no row\n")
+    format!("syscost: unpaired {unpaired}: calls in flight when tracing began, in no row\n")
 }
 
 /// A row's THR: its threads now, `-` once it has exited (the row ends in "(exited)").

@@ -156,6 +156,18 @@ impl Frame {
     pub fn label(&self) -> String {
         crate::untrusted::shown(&self.raw_label()).into_owned()
     }
+
+    /// The frame's name in folded stacks: [`Frame::label`], but a frame in no file says
+    /// why as the JSON does (`[unknown: in no mapping of the process]`), not by an
+    /// address no reader can place.
+    pub fn folded_label(&self) -> String {
+        match (&self.function, &self.module, &self.unknown) {
+            (None, None, Some(why)) => {
+                format!("[unknown: {}]", crate::untrusted::shown(why))
+            }
+            _ => self.label(),
+        }
+    }
 }
 
 /// `--stacks`: the calls of each (process, user stack, syscall), counted in the kernel.

@@ -116,7 +116,12 @@ pub fn folded(calls: &[SlowCall]) -> String {
     let mut weights: BTreeMap<String, u64> = BTreeMap::new();
     for c in calls {
         let mut path = vec![shown(&c.comm).replace(';', ":")];
-        path.extend(c.stack.iter().rev().map(|f| f.label().replace(';', ":")));
+        path.extend(
+            c.stack
+                .iter()
+                .rev()
+                .map(|f| f.folded_label().replace(';', ":")),
+        );
         path.push(c.syscall.clone());
         *weights.entry(path.join(";")).or_default() += (c.latency_ns / 1000).max(1);
     }

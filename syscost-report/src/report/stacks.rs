@@ -42,7 +42,12 @@ pub fn folded(stacks: &CallStacks, weight: Weight) -> String {
         if s.frames.is_empty() {
             path.push("[no user stack]".to_string());
         }
-        path.extend(s.frames.iter().rev().map(|f| f.label().replace(';', ":")));
+        path.extend(
+            s.frames
+                .iter()
+                .rev()
+                .map(|f| f.folded_label().replace(';', ":")),
+        );
         path.push(s.syscall.clone());
         *lines.entry(path.join(";")).or_default() += match weight {
             Weight::Calls => s.calls,
@@ -119,6 +124,25 @@ mod tests {
             frames: frames.iter().map(|f| frame(f)).collect(),
             ..CallStack::default()
         }
+    }
+
+    /// A frame in no file is named as the JSON names it, not by its address.
+    #[test]
+    fn a_frame_in_no_file_says_why() {
+        let mut s = stack("app", &["getppid", "main"], "clone3", 5, 50);
+        s.frames.push(Frame {
+            addr: 0x7f00_dead_beef,
+            unknown: Some("in no mapping of the process".into()),
+            ..Frame::default()
+        });
+        let stacks = CallStacks {
+            stacks: vec![s],
+            ..CallStacks::default()
+        };
+        assert_eq!(
+            folded(&stacks, Weight::Calls),
+            "app;[unknown: in no mapping of the process];main;getppid;clone3 5\n"
+        );
     }
 
     #[test]

@@ -158,12 +158,17 @@ impl Frame {
     }
 
     /// The frame's name in folded stacks: [`Frame::label`], but a frame in no file says
-    /// why as the JSON does (`[unknown: in no mapping of the process]`), not by an
-    /// address no reader can place.
+    /// why beside its address, as the JSON's `unknown` does
+    /// (`0x7f.. [unknown: in no mapping of the process]`), and different addresses stay
+    /// different frames.
     pub fn folded_label(&self) -> String {
         match (&self.function, &self.module, &self.unknown) {
             (None, None, Some(why)) => {
-                format!("[unknown: {}]", crate::untrusted::shown(why))
+                format!(
+                    "{:#x} [unknown: {}]",
+                    self.addr,
+                    crate::untrusted::shown(why)
+                )
             }
             _ => self.label(),
         }

@@ -549,7 +549,12 @@ fn a_newcomers_mistakes_say_what_to_type_instead() {
     );
     // Another missing companion is not a missing target.
     let o = output(syscost().args(["attach", "-p", "1", "--kernel-stacks"]));
-    assert!(!stderr(&o).contains("needs a target"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--slow") && !stderr(&o).contains("needs a target"),
+        "{}",
+        stderr(&o)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     // A regular expression that is not one: one line.
     fails_with(

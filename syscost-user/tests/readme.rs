@@ -607,3 +607,28 @@ fn anchors_are_githubs() {
         BTreeSet::from(["a".to_string(), "a-1".to_string()])
     );
 }
+
+/// docs/usage.md's picture of the live view is the frame the views' tests keep (the
+/// 80x24 snapshot), trailing blanks cut.
+#[test]
+fn the_live_view_picture_is_the_snapshot() {
+    let snap =
+        doc("syscost-views/src/tui/snapshots/syscost_views__tui__ui__tests__main_table_80x24.snap");
+    let frame: Vec<String> = snap
+        .lines()
+        .filter_map(|l| l.strip_prefix('"')?.strip_suffix('"'))
+        .map(|l| {
+            l.replace("\\\"", "\"")
+                .replace("\\\\", "\\")
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(frame.len(), 24, "{snap}");
+    let text = doc("docs/usage.md");
+    let shown = block_after(&text, "## The live view");
+    assert_eq!(
+        shown, frame,
+        "docs/usage.md's live view is not the snapshot's frame"
+    );
+}

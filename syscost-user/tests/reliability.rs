@@ -528,11 +528,14 @@ fn ten_seconds_on_both_cores_counts_exactly_and_stays_light() {
     );
     assert_eq!(calls(&read_profile(&json), "getppid"), made);
     // The interval tables, the last one's partial interval included, add up to it. Each
-    // ends at its total line: the final table follows the last without a header (and
-    // the last interval may hold no getppid at all, its threads stopped before it).
+    // ends at its total line: the final table follows the last under its own heading
+    // (and the last interval may hold no getppid at all, its threads stopped before it).
     let mut sections = Vec::new();
     let mut open = false;
     for l in &kept {
+        if l.starts_with("--- the whole run (") {
+            break;
+        }
         if l.starts_with("--- ") {
             sections.push(String::new());
             open = true;

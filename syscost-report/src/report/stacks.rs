@@ -141,7 +141,7 @@ mod tests {
         };
         assert_eq!(
             folded(&stacks, Weight::Calls),
-            "app;[unknown: in no mapping of the process];main;getppid;clone3 5\n"
+            "app;0x7f00deadbeef [unknown: in no mapping of the process];main;getppid;clone3 5\n"
         );
     }
 

@@ -68,14 +68,19 @@ pub fn handle_key(app: &mut App, key: KeyEvent) -> Action {
         }
         KeyCode::Char('w') if app.stacks.is_some() => app.show_callers = !app.show_callers,
         KeyCode::Char('w') => {
-            app.notice = Some(
-                "w shows a syscall's callers: start with --stacks FILE (calls by user stack)"
-                    .into(),
-            );
+            app.notice = Some(if app.drilled {
+                "w shows a syscall's callers: start top with --stacks".into()
+            } else {
+                "w shows a syscall's callers: start with --stacks FILE (calls by user stack)".into()
+            });
         }
         KeyCode::Char('l') if app.slow.is_none() => {
-            app.notice =
-                Some("l shows the slow calls: start with --slow DURATION (e.g. --slow 1ms)".into());
+            app.notice = Some(if app.drilled {
+                "l shows slow calls, which top does not keep: syscost attach -p PID --slow 1ms"
+                    .into()
+            } else {
+                "l shows the slow calls: start with --slow DURATION (e.g. --slow 1ms)".into()
+            });
         }
         KeyCode::Char('l') if app.slow.is_some() => {
             app.show_slow = !app.show_slow;

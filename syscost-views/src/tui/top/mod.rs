@@ -433,14 +433,24 @@ mod tests {
                 .unwrap()
                 .chars()
                 .collect();
-            let head: Vec<char> = head.chars().collect();
-            let end = head[..end].len();
             assert!(
                 line[end - 1].is_ascii_digit() && line[end] == ' ',
                 "{name}'s rate does not end under CALLS/s:\n{s}"
             );
         }
         insta::assert_snapshot!(t.backend());
+    }
+
+    /// `g` at 80 columns: each cgroup by the end of its path, which tells containers
+    /// apart.
+    #[test]
+    fn cgroups_at_80_columns_show_the_end_of_their_paths() {
+        let mut v = busy_view();
+        v.handle_key(key(KeyCode::Char('g')));
+        let s = screen_of(&draw(&v, 80, 24));
+        assert!(s.contains("…"), "{s}");
+        assert!(s.contains("cri-containerd-abc.scope"), "{s}");
+        assert!(s.contains("/system.slice/nginx.service"), "{s}");
     }
 
     #[test]

@@ -14,10 +14,12 @@ use syscost_report::{units::human_ns, untrusted::shown};
 
 /// A rate, the same way in the header and the table: whole numbers with thousands
 /// separators (one decimal below 10, where a whole number would say little), millions
-/// past 10,000,000.
+/// from 1,000,000: at most 7 characters below a billion.
 fn rate(n: f64) -> String {
-    if n >= 1e7 {
-        format!("{:.1}M", n / 1e6)
+    if n >= 999_995_000.0 {
+        format!("{:.0}M", n / 1e6)
+    } else if n >= 999_999.5 {
+        format!("{:.2}M", n / 1e6)
     } else if n >= 10.0 || n == 0.0 {
         thousands(n.round() as u64)
     } else {
@@ -61,7 +63,20 @@ const fn col(title: &'static str, width: u16, numeric: bool, drop: Option<u8>) -
     }
 }
 
-/// Which columns fit in `width` (the last one takes what is left, at least its width):
+/// The cgroup column's width in `g`'s table.
+const CGROUP_WIDE: u16 = 40;
+
+/// The end of `s` in at most `width` characters, `…` marking what was cut.
+fn tail(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    let keep: String = s.chars().skip(n - width.saturating_sub(1)).collect();
+    format!("…{keep}")
+}
+
+/// Which columns fit in `width` (what is left goes to an empty last column):
 /// those that may go, in their order, until the rest fit.
 fn fitting(cols: &[Col], width: u16) -> Vec<bool> {
     let mut keep = vec![true; cols.len()];
@@ -162,7 +177,8 @@ pub fn render(frame: &mut Frame, v: &TopView) {
     }
     let mut parts = Vec::new();
     if !v.filter.is_empty() {
-        parts.push(format!("filter \"{}\"", shown(&v.filter)));
+        // A long filter must not push the figures out.
+        parts.push(format!("filter \"{}\"", tail(&shown(&v.filter), 24)));
     }
     parts.extend([
         format!("{} syscalls/s", rate(v.per_sec(calls))),
@@ -204,7 +220,8 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         }),
                         shown(&r.comm).into_owned(),
                         if cg {
-                            shown(&r.cgroup).into_owned()
+                            // The end of the path tells cgroups apart.
+                            tail(&shown(&r.cgroup), usize::from(CGROUP_WIDE))
                         } else {
                             shown(&syscost_report::report::top::short_cgroup(&r.cgroup))
                                 .into_owned()
@@ -229,14 +246,20 @@ pub fn render(frame: &mut Frame, v: &TopView) {
             (
                 vec![
                     col(if cg { "PROCS" } else { "PID" }, 7, true, None),
-                    col(if cg { "NAME" } else { "COMM" }, 15, false, None),
-                    col("CGROUP", if cg { 40 } else { 20 }, false, Some(4)),
+                    // A cgroup's short name repeats the end of its path: it goes first.
+                    col(if cg { "NAME" } else { "COMM" }, 15, false, cg.then_some(3)),
+                    col(
+                        "CGROUP",
+                        if cg { CGROUP_WIDE } else { 19 },
+                        false,
+                        (!cg).then_some(4),
+                    ),
                     col("CALLS/s", 9, true, None),
                     col("ERR/s", 7, true, Some(2)),
-                    col("TIME s/s", 8, true, None),
+                    col("TIME s/s", 9, true, None),
                     col("ONCPU s/s", 9, true, Some(0)),
-                    col("THR", 4, true, Some(1)),
-                    col("TOP SYSCALL s/s", 16, false, Some(3)),
+                    col("THR", 6, true, Some(1)),
+                    col("TOP SYSCALL s/s", 16, false, Some(if cg { 4 } else { 3 })),
                 ],
                 rows,
             )
@@ -267,7 +290,7 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                     col("SYSCALL", 18, false, None),
                     col("CALLS/s", 9, true, None),
                     col("ERR/s", 7, true, Some(1)),
-                    col("TIME s/s", 8, true, None),
+                    col("TIME s/s", 9, true, None),
                     col("ONCPU s/s", 9, true, Some(0)),
                     col("AVG", 8, true, None),
                     col("PROCS", 5, true, Some(2)),
@@ -297,16 +320,16 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                     col("COMM", 15, false, None),
                     col("CALLS/s", 9, true, None),
                     col("ERR/s", 7, true, None),
-                    col("TIME s/s", 8, true, None),
+                    col("TIME s/s", 9, true, None),
                     col("AVG", 8, true, None),
                 ],
                 rows,
             )
         }
     };
-    // The columns that fit; numbers right-aligned under right-aligned titles.
+    // The columns that fit; numbers right-aligned under right-aligned titles; what is
+    // left over goes to an empty column at the end, so that no column stretches.
     let keep = fitting(&cols, width);
-    let last = keep.iter().rposition(|k| *k).unwrap_or(0);
     let cell = |c: &Col, text: String| {
         if c.numeric {
             Cell::from(Line::from(text).right_aligned())
@@ -314,17 +337,22 @@ pub fn render(frame: &mut Frame, v: &TopView) {
             Cell::from(text)
         }
     };
+    // A text column at the end (a top syscall, a busiest process) takes what is left;
+    // numbers keep their width, an empty column after them taking the rest.
+    let last = keep.iter().rposition(|k| *k).unwrap_or(0);
+    let text_last = !cols[last].numeric;
     let widths: Vec<Constraint> = cols
         .iter()
         .enumerate()
         .filter(|(i, _)| keep[*i])
         .map(|(i, c)| {
-            if i == last {
+            if i == last && text_last {
                 Constraint::Min(c.width)
             } else {
                 Constraint::Length(c.width)
             }
         })
+        .chain((!text_last).then_some(Constraint::Fill(1)))
         .collect();
     let head: Vec<Cell> = cols
         .iter()
@@ -398,5 +426,29 @@ pub fn render(frame: &mut Frame, v: &TopView) {
             Paragraph::new(lines).block(ratatui::widgets::Block::bordered().title(" keys ")),
             area,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every rate fits the 7 columns of ERR/s, so a right-aligned cell never loses its
+    /// leading digits.
+    #[test]
+    fn rates_fit_seven_columns() {
+        for n in [
+            0.0, 0.5, 9.94, 10.0, 999.4, 12_345.0, 999_999.4, 999_999.6, 1.234e6, 9.99e8, 1.2e10,
+        ] {
+            let r = rate(n);
+            assert!(r.chars().count() <= 7, "{n}: {r}");
+        }
+        assert_eq!(rate(999_999.6), "1.00M");
+        assert_eq!(rate(12_345.0), "12,345");
+        assert_eq!(
+            tail("/kubepods.slice/cri-containerd-abc.scope", 12),
+            "…d-abc.scope"
+        );
+        assert_eq!(tail("short", 12), "short");
     }
 }

@@ -128,7 +128,16 @@ impl Selection {
     /// Whether it shows no syscall at all (`-e none`, `trace=none`): then, as strace,
     /// there is no table to print.
     pub fn is_none(&self) -> bool {
-        self.set.as_ref().is_some_and(|s| s.is_empty()) && !self.inverted && self.named.is_empty()
+        let Some(set) = &self.set else {
+            return false;
+        };
+        let nothing = if self.inverted {
+            // `trace=!all`: every syscall left out.
+            every_known().is_subset(set)
+        } else {
+            set.is_empty()
+        };
+        nothing && self.named.is_empty()
     }
 
     /// Keeps the rows it shows, and a row of zeros for each syscall named one by one
@@ -453,6 +462,8 @@ mod tests {
         assert!(!none.shows("read"));
         assert!(none.is_none());
         assert!(!parse(&["trace=!none".into()]).unwrap().is_none());
+        assert!(parse(&["trace=!all".into()]).unwrap().is_none());
+        assert!(!parse(&["trace=!read".into()]).unwrap().is_none());
         assert!(!parse(&["trace=read".into()]).unwrap().is_none());
         assert!(parse(&["trace=!none".into()]).unwrap().shows("read"));
         assert!(!parse(&["trace=!all".into()]).unwrap().shows("read"));

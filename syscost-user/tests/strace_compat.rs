@@ -478,7 +478,7 @@ fn trace_none_prints_no_table() {
     let Some(_t) = root_test!() else {
         return;
     };
-    for e in ["none", "trace=none"] {
+    for e in ["none", "trace=none", "trace=!all"] {
         let o = output(syscost().args(["run", "-e", e, "--", workload_path(), "getppid", "10"]));
         assert!(o.status.success(), "{}", stderr(&o));
         // The table goes to stderr, as strace's -c.

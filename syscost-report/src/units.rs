@@ -70,6 +70,19 @@ fn two_digits(rounded: u64) -> String {
     }
 }
 
+/// `n` with a comma between thousands.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `n` and the noun that goes with it: "1 thread", "2 threads", "1 process".
 pub fn counted(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

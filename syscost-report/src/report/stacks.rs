@@ -6,21 +6,9 @@ use std::collections::BTreeMap;
 
 use crate::{
     profile::{CallStacks, FramesFrom},
+    units::thousands,
     untrusted::shown,
 };
-
-/// `n` with a comma between thousands.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// What a folded line's VALUE counts (`--stacks-value`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

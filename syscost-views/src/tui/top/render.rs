@@ -10,7 +10,10 @@ use ratatui::{
 
 use super::{Mode, TopView};
 use crate::tui::fit_parts;
-use syscost_report::{units::human_ns, untrusted::shown};
+use syscost_report::{
+    units::{human_ns, thousands},
+    untrusted::shown,
+};
 
 /// A rate, the same way in the header and the table: whole numbers with thousands
 /// separators (one decimal below 10, where a whole number would say little), millions
@@ -25,19 +28,6 @@ fn rate(n: f64) -> String {
     } else {
         format!("{n:.1}")
     }
-}
-
-/// `n` with a comma between thousands.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Seconds in syscalls per second of wall time.

@@ -236,17 +236,7 @@ mod tests {
     }
 
     fn screen(v: &TopView) -> String {
-        let mut t = Terminal::new(TestBackend::new(140, 12)).unwrap();
-        t.draw(|f| render(f, v)).unwrap();
-        let b = t.backend().buffer();
-        (0..b.area.height)
-            .map(|y| {
-                (0..b.area.width)
-                    .map(|x| b[(x, y)].symbol().to_string())
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect()
+        screen_of(&draw(v, 140, 12))
     }
 
     #[test]

@@ -10,6 +10,7 @@ use ratatui::{
 
 use super::{Mode, TopView};
 use crate::tui::fit_parts;
+use syscost_report::report::top::ProcessRow;
 use syscost_report::{
     units::{human_ns, thousands},
     untrusted::shown,
@@ -119,10 +120,12 @@ pub fn render(frame: &mut Frame, v: &TopView) {
     let width = frame.area().width;
     // The figures of what is shown: a filter narrows the header's counts too.
     let filtered = !v.filter.is_empty() || v.cgroup_filter.is_some();
-    let shown_rows = if filtered && v.mode == Mode::Processes {
-        v.process_rows()
-    } else {
-        v.rows.clone()
+    // The process or cgroup table's rows, filtered and sorted once for the header and
+    // the table.
+    let table_rows = matches!(v.mode, Mode::Processes | Mode::Cgroups).then(|| v.process_rows());
+    let shown_rows: &[ProcessRow] = match &table_rows {
+        Some(rows) if filtered && v.mode == Mode::Processes => rows,
+        _ => &v.rows,
     };
     let calls: u64 = shown_rows.iter().map(|r| r.calls()).sum();
     let ns: u64 = shown_rows.iter().map(|r| r.total_ns()).sum();
@@ -190,9 +193,9 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                     *in_cgroup.entry(r.cgroup.as_str()).or_default() += 1;
                 }
             }
-            let rows = v
-                .process_rows()
+            let rows = table_rows
                 .into_iter()
+                .flatten()
                 .map(|r| {
                     let top = r
                         .top_syscall()

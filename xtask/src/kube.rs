@@ -697,35 +697,15 @@ fn pod_check_in(root: &Path, ds: &Value, args: &[String], port: u64, scratch: &P
         ("pod", "cart-7".to_string()),
         ("container", "app".to_string()),
     ];
-    let deadline = Instant::now() + PATIENCE;
-    let mut last = String::new();
-    loop {
-        let text = scrape(host_port).unwrap_or_else(|e| e.to_string());
-        let found = text.lines().find(|l| {
-            l.starts_with("syscost_process_syscalls_total{")
-                && label(l, "pid") == Some(pid.to_string().as_str())
-                && label(l, "syscall") == Some("getppid")
-        });
-        if let Some(line) = found {
-            last = line.to_string();
-            let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
-            if value == Some(calls as f64) {
-                for (k, v) in &want {
-                    ensure!(
-                        label(line, k) == Some(v.as_str()),
-                        "{k} is not {v} in the pod's series: {line}"
-                    );
-                }
-                break;
-            }
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "the pod's endpoint never counted {calls} getppid of {pid} with its pod's labels within {PATIENCE:?}; last: {last}"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    let pid_s = pid.to_string();
+    wait_for_series(
+        host_port,
+        "syscost_process_syscalls_total",
+        ("pid", &pid_s),
+        calls,
+        &want,
+    )
+    .with_context(|| format!("{calls} getppid of {pid} with its pod's labels"))?;
     println!(
         "pod: the image with the DaemonSet's privileges counts {calls} getppid of a process in pod {uid}, container {}..., exactly, with its names",
         &id[..12]
@@ -755,34 +735,14 @@ fn pod_check_in(root: &Path, ds: &Value, args: &[String], port: u64, scratch: &P
         ("pod_uid", uid.clone()),
         ("container_id", id2.clone()),
     ];
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let text = scrape(host_port).unwrap_or_else(|e| e.to_string());
-        let found = text.lines().find(|l| {
-            l.starts_with("syscost_cgroup_syscalls_total{")
-                && label(l, "cgroup") == Some(path2.as_str())
-                && label(l, "syscall") == Some("getppid")
-        });
-        if let Some(line) = found {
-            last = line.to_string();
-            let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
-            if value == Some(short_calls as f64) {
-                for (k, v) in &want2 {
-                    ensure!(
-                        label(line, k) == Some(v.as_str()),
-                        "{k} is not {v} in the exited process's cgroup series: {line}"
-                    );
-                }
-                break;
-            }
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "the pod's endpoint never counted {short_calls} getppid in {path2} within {PATIENCE:?}; last: {last}"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    wait_for_series(
+        host_port,
+        "syscost_cgroup_syscalls_total",
+        ("cgroup", &path2),
+        short_calls,
+        &want2,
+    )
+    .with_context(|| format!("{short_calls} getppid of an exited process in {path2}"))?;
     println!(
         "pod: a process gone at once counts {short_calls} getppid under its container {}...'s cgroup, with the pod's labels",
         &id2[..12]
@@ -962,6 +922,45 @@ fn scrape(port: u16) -> Result<String> {
     let mut text = String::new();
     s.read_to_string(&mut text)?;
     Ok(text)
+}
+
+/// Scrapes the endpoint on loopback `port` until the `family` series whose `key` label
+/// has the given value, for getppid, counts exactly `calls`, then checks it carries every
+/// label of `want`; fails after [`PATIENCE`] with the last such line seen.
+fn wait_for_series(
+    port: u16,
+    family: &str,
+    key: (&str, &str),
+    calls: u64,
+    want: &[(&str, String)],
+) -> Result<()> {
+    let deadline = Instant::now() + PATIENCE;
+    let mut last = String::new();
+    loop {
+        let text = scrape(port).unwrap_or_else(|e| e.to_string());
+        let found = text.lines().find(|l| {
+            l.strip_prefix(family).is_some_and(|r| r.starts_with('{'))
+                && label(l, key.0) == Some(key.1)
+                && label(l, "syscall") == Some("getppid")
+        });
+        if let Some(line) = found {
+            last = line.to_string();
+            let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+            if value == Some(calls as f64) {
+                for (k, v) in want {
+                    ensure!(
+                        label(line, k) == Some(v.as_str()),
+                        "{k} is not {v} in the pod's series: {line}"
+                    );
+                }
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("the pod's endpoint never counted them within {PATIENCE:?}; last: {last}");
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 /// A label's value in an exposition line (values here hold no quotes).

@@ -835,3 +835,20 @@ impl Drop for PidMax {
         }
     }
 }
+
+/// The text of `attach -i`/`-C` over a run of two intervals or a little more: one or
+/// two interval tables (a tick syscost was kept from is not made up), the last part
+/// unless it was empty and under a tenth of an interval (a tick handled late on a
+/// loaded machine), and the total under a heading of its own.
+pub fn assert_interval_tables(out: &str) {
+    let intervals = out.matches("--- interval ending").count();
+    assert!((1..=2).contains(&intervals), "{intervals} interval tables");
+    let last = out.matches("--- last interval, ending").count();
+    assert!(last <= 1, "{out}");
+    assert_eq!(
+        out.matches("% time     seconds").count(),
+        intervals + last + 1,
+        "{out}"
+    );
+    assert_eq!(out.matches("--- the whole run (").count(), 1, "{out}");
+}

@@ -749,7 +749,7 @@ fn calls_by_stack_alone_count_each_walk_exactly() {
     let text = std::fs::read_to_string(&folded).expect("the stacks file");
     let mut expected: std::collections::BTreeMap<String, u64> = Default::default();
     for s in stacks.stacks.iter().filter(|s| s.syscall == "getppid") {
-        let path: Vec<String> = s.frames.iter().rev().map(|f| f.label()).collect();
+        let path: Vec<String> = s.frames.iter().rev().map(|f| f.folded_label()).collect();
         *expected.entry(path.join(";")).or_default() += s.calls;
     }
     let got: std::collections::BTreeMap<String, u64> = folded_of(&text, "getppid")

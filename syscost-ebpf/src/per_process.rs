@@ -7,10 +7,7 @@ use crate::{
     stats::add,
     stats::count,
 };
-use aya_ebpf::{
-    bindings::{BPF_NOEXIST, BPF_RB_NO_WAKEUP},
-    helpers::bpf_get_current_comm,
-};
+use aya_ebpf::{bindings::BPF_NOEXIST, helpers::bpf_get_current_comm};
 use syscost_common::{ExitRecord, TopKey, TopValue, counter, is_error_return};
 
 /// Adds a call to this CPU's `TOP` figures of (process, syscall).
@@ -74,8 +71,10 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
         (*e)._pad = 0;
         (*e).info = *r;
     }
-    // No wakeup: userspace reads the ring on a timer and never waits on it, and a wakeup
-    // (an irq_work each time the reader has caught up) would cost every process's exit.
-    entry.submit(u64::from(BPF_RB_NO_WAKEUP));
+    // The kernel's own choice of wakeup: only the first record after the reader caught
+    // up wakes it (an irq_work). The reader then lets 50 ms pass before it reads and
+    // waits again, so a churn of exits costs at most 20 wakeups a second, and an idle
+    // reader sleeps until an exit instead of looking at the ring on a timer.
+    entry.submit(0);
     let _ = PROC_INFO.remove(tgid);
 }

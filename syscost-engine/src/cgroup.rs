@@ -288,8 +288,9 @@ fn walk(mount: &Path, limit: usize) -> std::collections::HashMap<u64, String> {
 pub fn of_process(pid: u32) -> Option<String> {
     let own = in_own_namespace();
     // Bytes: a cgroup's name is whoever made it's to choose.
-    let text =
-        syscost_report::untrusted::decode(&std::fs::read(format!("/proc/{pid}/cgroup")).ok()?);
+    let text = syscost_report::untrusted::decode(
+        &crate::process::read_proc(&format!("/proc/{pid}/cgroup")).ok()?,
+    );
     let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
     if !own {
         return Some(path.to_string());

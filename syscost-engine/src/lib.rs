@@ -5,7 +5,7 @@
 //! samples the views are handed; [`slow`] reads, unwinds and names the slow calls (and
 //! `--stacks`' samples); [`stacks`] joins the calls by stack with their samples;
 //! [`process_table`] keeps the machine's processes for `top`; [`collector`] turns
-//! snapshots into profiles; [`process`], [`cgroup`], [`privileges`] and [`signals`] are
+//! snapshots into profiles; [`process`], [`cgroup`], [`privileges`], [`signals`] and [`wake`] are
 //! what it needs of the system.
 //!
 //! It may use `syscost-common` and `syscost-report` (it produces profiles), never the
@@ -28,6 +28,7 @@ pub mod signals;
 pub mod slow;
 pub mod stacks;
 pub mod tracer;
+pub mod wake;
 
 /// `syscost --version`: the version, the commit it was built from and a build id of the
 /// kernel programs it carries (a hash of the object, set by the build script).

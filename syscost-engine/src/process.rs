@@ -107,7 +107,7 @@ pub fn exec_comm(program: &std::path::Path) -> String {
 
 /// The comm of process or thread `id` now (any bytes, [`decode`]d), if it exists.
 pub fn comm_of(id: u32) -> Option<String> {
-    let bytes = fs::read(format!("/proc/{id}/comm")).ok()?;
+    let bytes = read_proc(&format!("/proc/{id}/comm")).ok()?;
     Some(decode(bytes.strip_suffix(b"\n").unwrap_or(&bytes)))
 }
 
@@ -182,9 +182,19 @@ pub fn now_ticks() -> u64 {
 
 /// Number of threads of `pid` (0 if it is gone).
 pub fn thread_count(pid: u32) -> usize {
-    fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| d.count())
-        .unwrap_or(0)
+    status(pid).1 as usize
+}
+
+/// Reads a small file of /proc whole, at most 64 KiB: into a page at first, where the
+/// default reader, finding no size, probes with reads of 32 bytes (a status file took
+/// nine reads).
+pub fn read_proc(path: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut buf = Vec::with_capacity(4096);
+    fs::File::open(path)?
+        .take(64 * 1024)
+        .read_to_end(&mut buf)?;
+    Ok(buf)
 }
 
 /// Whether the process behind `pidfd` has exited (without blocking).
@@ -293,15 +303,33 @@ pub enum Liveness {
 /// number. Only ENOENT and ESRCH say it is gone: a read that fails for want of a
 /// descriptor (EMFILE, ENFILE), of memory or of a permission says nothing of it.
 pub fn liveness(pid: u32) -> Liveness {
-    match std::fs::read_to_string(format!("/proc/{pid}/status")) {
-        Ok(s) => match s.lines().find_map(|l| l.strip_prefix("Tgid:")) {
-            Some(tgid) if tgid.trim() == pid.to_string() => Liveness::Alive,
-            // A thread of another process.
-            Some(_) => Liveness::Gone,
-            None => Liveness::Unknown,
-        },
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => Liveness::Gone,
-        Err(_) => Liveness::Unknown,
+    status(pid).0
+}
+
+/// [`liveness`] and the process's threads (0 unless alive), from one read of
+/// /proc/PID/status.
+pub fn status(pid: u32) -> (Liveness, u32) {
+    match read_proc(&format!("/proc/{pid}/status")) {
+        Ok(s) => status_in(&s, pid),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => {
+            (Liveness::Gone, 0)
+        }
+        Err(_) => (Liveness::Unknown, 0),
+    }
+}
+
+/// [`status`] from the file's text.
+fn status_in(text: &[u8], pid: u32) -> (Liveness, u32) {
+    let field = |name: &[u8]| {
+        text.split(|&b| b == b'\n')
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse::<u32>().ok())
+    };
+    match field(b"Tgid:") {
+        Some(tgid) if tgid == pid => (Liveness::Alive, field(b"Threads:").unwrap_or(0)),
+        // A thread of another process.
+        Some(_) => (Liveness::Gone, 0),
+        None => (Liveness::Unknown, 0),
     }
 }
 
@@ -454,6 +482,15 @@ mod tests {
         );
         // And with descriptors to spare: itself alive, a pid past pid_max gone.
         assert_eq!(liveness(std::process::id()), Liveness::Alive);
+        // The name comes first and may hold anything but a newline.
+        let text = b"Name:\tTgid: 7\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t42\nPid:\t42\nThreads:\t3\n";
+        assert_eq!(status_in(text, 42), (Liveness::Alive, 3));
+        assert_eq!(
+            status_in(text, 7),
+            (Liveness::Gone, 0),
+            "a thread of process 42"
+        );
+        assert_eq!(status_in(b"Name:\tx\n", 42), (Liveness::Unknown, 0));
         assert_eq!(liveness(pid_max().unwrap() + 1), Liveness::Gone);
         assert!(!alive(pid_max().unwrap() + 1));
     }

@@ -195,6 +195,15 @@ impl OwnCost {
         }
     }
 
+    /// When [`OwnCost::tick`] has something to do next: the open window's end, or the
+    /// next window's start; `None` when no window will open.
+    fn next_due(&self) -> Option<Instant> {
+        match &self.window {
+            Some((_, opened, _)) => Some(*opened + Self::WINDOW),
+            None => (self.wanted && self.unavailable.is_none()).then_some(self.next_window),
+        }
+    }
+
     /// Why there is no figure and will be none (privileges, `--no-run-stats`), if so.
     pub fn unavailable(&self) -> Option<&str> {
         self.unavailable.as_deref()
@@ -281,6 +290,15 @@ struct ExitQueue {
     /// (`counter::TOP_MADE`), and the pairs left in the table once it was counted.
     made_at_copy: u64,
     in_use_at_copy: usize,
+    /// Set when the programs are unloaded or the sampler dropped: the reader's thread,
+    /// which waits on the ring with no deadline while no record waits, then ends.
+    ended: Arc<crate::wake::Wake>,
+}
+
+impl Drop for ExitQueue {
+    fn drop(&mut self) {
+        self.ended.set();
+    }
 }
 
 /// Exit records queued at most: past them the reader leaves the rest in the kernel's
@@ -289,6 +307,9 @@ struct ExitQueue {
 const EXITS_QUEUED: usize = 8192;
 /// How long an exit record waits at most before it is counted.
 const EXITS_WAIT: Duration = Duration::from_secs(1);
+/// How often [`Sampler::top_tick`] reads the per-process table.
+const TOP_READ_EVERY: Duration = Duration::from_secs(1);
+
 /// How often the exit-record reader reads the ring and looks at how full the table is:
 /// the kernel's ring holds about 26,000 records (1 MB of 40-byte entries), more than
 /// two seconds of a machine starting 10,000 processes a second.
@@ -349,6 +370,7 @@ impl Sampler {
                 oldest: Instant::now(),
                 made_at_copy: 0,
                 in_use_at_copy: 0,
+                ended: Arc::new(crate::wake::Wake::new()),
             },
             slots: tracer.slots(),
             offcpu: tracer.offcpu_tracked(),
@@ -381,6 +403,12 @@ impl Sampler {
             read_exits(Arc::downgrade(&shared));
         }
         shared
+    }
+
+    /// When the queued exit records are to be counted at the latest; `None` when none
+    /// waits.
+    fn exits_due(&self) -> Option<Instant> {
+        (!self.exits.queue.is_empty()).then(|| self.exits.oldest + EXITS_WAIT)
     }
 
     /// Reads the exit records that have come (plain memory reads of the ring, no
@@ -542,6 +570,7 @@ impl Sampler {
             self.frozen = Some(last);
             self.stacks = stacks;
             self.tracer = None;
+            self.exits.ended.set();
         }
         Ok(())
     }
@@ -665,13 +694,14 @@ impl Sampler {
         Ok(self.pending.take())
     }
 
-    /// Reads the per-process table once a second when it is loaded, keeping it clear of
-    /// exited processes in modes that show it only at the end (`--per-process`) or not
-    /// for a while (`top`'s drill-down): call it a few times a second.
+    /// Reads the per-process table every [`TOP_READ_EVERY`] when it is loaded, keeping
+    /// it clear of exited processes in modes that show it only at the end
+    /// (`--per-process`) or not for a while (`top`'s drill-down): call it when
+    /// [`Sampler::next_due`] says.
     pub fn top_tick(&mut self) {
         let loaded = self.tracer.as_ref().is_some_and(Tracer::per_process_loaded);
         if loaded
-            && self.top_read_at.elapsed() >= Duration::from_secs(1)
+            && self.top_read_at.elapsed() >= TOP_READ_EVERY
             && let Err(e) = self.top_refresh()
         {
             log::warn!("cannot read the per-process table: {e:#}");
@@ -697,11 +727,20 @@ impl Sampler {
         };
         let t = &*tracer;
         let names = &mut self.cgroup_names;
+        // One read of /proc/PID/status a process a step, for whether it lives and its
+        // threads.
+        let statuses = std::cell::RefCell::new(HashMap::new());
+        let status = |pid| {
+            *statuses
+                .borrow_mut()
+                .entry(pid)
+                .or_insert_with(|| process::status(pid))
+        };
         let step = self.table.step(
             &table,
-            process::alive,
+            |pid| status(pid).0 != process::Liveness::Gone,
             |pid| ProcInfo::read(pid, t.process_name(pid), names),
-            |pid| process::thread_count(pid) as u32,
+            |pid| status(pid).1,
         );
         tracer.forget_top(&step.forget)?;
         let in_use = table.len().saturating_sub(step.forget.len());
@@ -774,10 +813,27 @@ impl Sampler {
         self.tracer.is_some()
     }
 
-    /// Opens or closes the own-cost window when due: call it a few times a second, or
-    /// not at all (no window is opened then).
+    /// Opens or closes the own-cost window when due (see [`Sampler::next_due`]), or
+    /// never called (no window is opened then).
     pub fn tick(&mut self) {
         self.own_cost.tick(self.tracer.as_ref(), false);
+    }
+
+    /// When the clock has housekeeping to do next: an own-cost window to open or close
+    /// (`own_cost`: the windows are wanted), the per-process table's reading
+    /// ([`Sampler::top_tick`]), a `--stacks` window to swap; `None` when nothing is due
+    /// but the samples.
+    pub fn next_due(&self, own_cost: bool) -> Option<Instant> {
+        self.tracer.as_ref()?;
+        let own = own_cost.then(|| self.own_cost.next_due()).flatten();
+        let top = self
+            .tracer
+            .as_ref()
+            .is_some_and(Tracer::per_process_loaded)
+            .then(|| self.top_read_at + TOP_READ_EVERY);
+        let stacks = (self.features.on.contains(&"stacks") && self.stack_window_closed.is_none())
+            .then(|| self.stack_window_at + stack_window());
+        [own, top, stacks].into_iter().flatten().min()
     }
 
     /// syscost's own measured cost.
@@ -798,16 +854,41 @@ impl Sampler {
     }
 }
 
-/// Reads exit records on a thread of its own while the sampler lives and is loaded,
-/// every [`EXITS_READ_EVERY`]: the ring does not fill while the records are counted,
-/// and the exited processes' keys are freed before the table does (a process-churning
-/// machine makes thousands a second).
+/// Reads exit records on a thread of its own while the sampler lives and is loaded: the
+/// ring does not fill while the records are counted, and the exited processes' keys are
+/// freed before the table does (a process-churning machine makes thousands a second).
+/// It sleeps until a record comes (the kernel wakes the ring's reader at the first
+/// record after it caught up), or until the queued ones are due; after each reading it
+/// lets [`EXITS_READ_EVERY`] pass, so a churn is read in batches, not with a wake-up per
+/// process, and an idle machine costs it nothing.
 fn read_exits(sampler: Weak<Mutex<Sampler>>) {
+    use std::os::fd::AsFd as _;
+    use std::os::fd::AsRawFd as _;
+    let fds = {
+        let Some(shared) = sampler.upgrade() else {
+            return;
+        };
+        let s = crate::locks::lock(&shared);
+        let ring = s
+            .exits
+            .ring
+            .as_ref()
+            .map(|r| r.as_fd().try_clone_to_owned());
+        match ring {
+            Some(Ok(ring)) => (ring, s.exits.ended.clone()),
+            Some(Err(e)) => {
+                log::warn!("cannot start the exit-record reader: {e}");
+                return;
+            }
+            None => return,
+        }
+    };
     let spawned = std::thread::Builder::new()
         .name("syscost-exits".into())
         .spawn(move || {
+            let (ring, ended) = fds;
             loop {
-                {
+                let due = {
                     let Some(shared) = sampler.upgrade() else {
                         return;
                     };
@@ -818,8 +899,13 @@ fn read_exits(sampler: Weak<Mutex<Sampler>>) {
                     if let Err(e) = s.drain_exits() {
                         log::warn!("cannot read exited processes' figures: {e:#}");
                     }
-                }
+                    s.exits_due()
+                };
                 std::thread::sleep(EXITS_READ_EVERY);
+                // Without an eventfd for the end, it looks every second.
+                let second = (!ended.works()).then(|| Instant::now() + Duration::from_secs(1));
+                let until = [due, second].into_iter().flatten().min();
+                crate::wake::wait(&[ring.as_raw_fd(), ended.fd()], until);
             }
         });
     if let Err(e) = spawned {

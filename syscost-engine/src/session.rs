@@ -10,7 +10,7 @@ use std::{
     os::fd::OwnedFd,
     path::PathBuf,
     sync::{
-        Arc, Condvar, Mutex,
+        Arc, Mutex,
         atomic::{AtomicBool, Ordering},
         mpsc,
     },
@@ -26,6 +26,7 @@ use crate::{
     process_table::{ProcessRow, TopStep},
     sampler::{OwnCostReading, Sampler, SharedSampler, ThreadState},
     slow::reader::{Reader, SlowLog},
+    wake::Wake,
 };
 use syscost_report::profile::{CallStacks, Features, SlowCall};
 
@@ -155,7 +156,7 @@ struct Shared {
     watch: Mutex<Watch>,
     interval: Duration,
     latest: Mutex<Arc<Sample>>,
-    subscribers: Mutex<Vec<mpsc::Sender<Arc<Sample>>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
     /// Functions every sample is handed to as it is published (see
     /// [`SessionHandle::on_sample`]).
     handlers: Mutex<Vec<SampleHandler>>,
@@ -168,10 +169,11 @@ struct Shared {
     own_cost: AtomicBool,
     /// [`Want`] bits.
     wants: std::sync::atomic::AtomicU8,
-    /// Set to end the clock, which waits on the condition variable between its steps
-    /// (so the end does not wait for a step).
-    stop: Mutex<bool>,
-    stopped: Condvar,
+    /// Set to end the clock, which waits on `wake` between its steps (so the end does
+    /// not wait for a step).
+    stop: AtomicBool,
+    /// Wakes the clock: the end, or a change of what it watches or measures.
+    wake: Wake,
     offcpu: bool,
     features: Features,
 }
@@ -212,6 +214,7 @@ impl Session {
             slow: None,
             stacks: None,
         });
+        let wake = Wake::new();
         let shared = Arc::new(Shared {
             sampler,
             slow_log: slow.as_ref().map(Reader::log),
@@ -225,8 +228,8 @@ impl Session {
             drilled: AtomicBool::new(false),
             own_cost: AtomicBool::new(false),
             wants: std::sync::atomic::AtomicU8::new(0),
-            stop: Mutex::new(false),
-            stopped: Condvar::new(),
+            stop: AtomicBool::new(false),
+            wake,
             offcpu,
             features,
         });
@@ -296,8 +299,8 @@ impl Session {
     }
 
     fn stop_clock(&mut self) {
-        *lock(&self.shared.stop) = true;
-        self.shared.stopped.notify_all();
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake.set();
         if let Some(c) = self.clock.take() {
             let _ = c.join();
         }
@@ -312,10 +315,11 @@ impl Drop for Session {
 
 impl SessionHandle {
     /// Every sample published from now on, in order.
-    pub fn subscribe(&self) -> mpsc::Receiver<Arc<Sample>> {
+    pub fn subscribe(&self) -> Subscription {
         let (tx, rx) = mpsc::channel();
-        lock(&self.shared.subscribers).push(tx);
-        rx
+        let wake = Arc::new(Wake::new());
+        lock(&self.shared.subscribers).push((tx, wake.clone()));
+        Subscription { rx, wake }
     }
 
     /// Hands every sample published from now on to `handler`, on the thread that
@@ -355,6 +359,7 @@ impl SessionHandle {
     /// now on (BPF run-time statistics for 1 s in every 10; see `sampler::OwnCost`).
     pub fn measure_own_cost(&self) {
         self.shared.own_cost.store(true, Ordering::Release);
+        self.shared.wake.set();
     }
 
     /// Adds `want` to what the samples carry from now on.
@@ -399,6 +404,7 @@ impl SessionHandle {
     /// Samples describe these threads from now on.
     pub fn watch(&self, watch: Watch) {
         *lock(&self.shared.watch) = watch;
+        self.shared.wake.set();
     }
 
     /// `top`'s drill-down: process `tgid`'s calls also get full statistics (in the
@@ -436,20 +442,24 @@ impl Shared {
     /// going in between (a sample reads the table itself, so it is not read twice).
     fn run_clock(&self) {
         let mut next = Instant::now() + self.interval;
-        while !*lock(&self.stop) {
-            let exited_now = match &*lock(&self.watch) {
-                Watch::Process { pidfd, .. } => crate::process::has_exited(pidfd),
-                _ => false,
+        while !self.stop.load(Ordering::Acquire) {
+            self.wake.clear();
+            // The watched process's pidfd (a copy: `watch` may replace it meanwhile),
+            // while no sample has said it exited: it is readable once it has.
+            let reported = lock(&self.latest).exited;
+            let pidfd = match &*lock(&self.watch) {
+                Watch::Process { pidfd, .. } if !reported => pidfd.try_clone().ok(),
+                _ => None,
             };
-            // The watched process exited and no sample has said so yet.
-            let exiting = exited_now && !lock(&self.latest).exited;
+            let exiting = pidfd.as_ref().is_some_and(crate::process::has_exited);
             let now = Instant::now();
             // An own-cost window closed: its figures go out at once, not up to an
             // interval later (the endpoint serves the latest sample).
-            let window_closed = {
+            let (window_closed, due) = {
                 let mut s = lock(&self.sampler);
+                let own_cost = self.own_cost.load(Ordering::Acquire);
                 let before = s.own_cost().totals();
-                if self.own_cost.load(Ordering::Acquire) {
+                if own_cost {
                     s.tick();
                 }
                 if now < next && !exiting {
@@ -467,7 +477,7 @@ impl Shared {
                         .is_ok();
                     lock(&self.sampler).drain_stack_window(waited);
                 }
-                changed
+                (changed, lock(&self.sampler).next_due(own_cost))
             };
             if window_closed
                 && now < next
@@ -485,16 +495,18 @@ impl Shared {
                     next = now + self.interval;
                 }
             }
-            let wait = next
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(50));
-            let stop = lock(&self.stop);
-            let (stop, _) = self
-                .stopped
-                .wait_timeout_while(stop, wait, |stop| !*stop)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if *stop {
-                break;
+            // Asleep until the next sample or housekeeping is due, the end, a change
+            // asked, or the watched process's exit (it is sampled at once).
+            let until = due.map_or(next, |d| d.min(next));
+            let mut fds = vec![self.wake.fd()];
+            fds.extend(pidfd.as_ref().map(std::os::fd::AsRawFd::as_raw_fd));
+            // Without an eventfd for the end, it looks every 50 ms.
+            let until = match self.wake.works() {
+                true => until,
+                false => until.min(Instant::now() + Duration::from_millis(50)),
+            };
+            if !exiting {
+                crate::wake::wait(&fds, Some(until));
             }
         }
     }
@@ -597,10 +609,60 @@ impl Shared {
         // then finds what they keep fed with it at least.
         lock(&self.handlers).retain(|h| h(&sample));
         *lock(&self.latest) = sample.clone();
-        lock(&self.subscribers).retain(|tx| tx.send(sample.clone()).is_ok());
+        lock(&self.subscribers).retain(|(tx, wake)| {
+            let sent = tx.send(sample.clone()).is_ok();
+            if sent {
+                wake.set();
+            }
+            sent
+        });
         Ok(sample)
     }
 }
+
+/// The samples a session publishes, in order, for one subscriber, and a descriptor that
+/// is readable while one waits: a loop waits on it (beside its input, the stop) and
+/// is woken by the samples themselves, not by a clock of its own.
+pub struct Subscription {
+    rx: mpsc::Receiver<Arc<Sample>>,
+    wake: Arc<Wake>,
+}
+
+impl Subscription {
+    /// The next sample if one waits (never blocks).
+    pub fn try_recv(&self) -> Result<Arc<Sample>, mpsc::TryRecvError> {
+        // Cleared before the look: a sample sent after it sets it again.
+        self.wake.clear();
+        self.rx.try_recv()
+    }
+
+    /// The next sample, waiting for it at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<Arc<Sample>, mpsc::RecvTimeoutError> {
+        self.rx.recv_timeout(timeout)
+    }
+
+    /// Readable while a sample waits (see [`crate::wake::wait`]); after it, take them
+    /// all with [`Subscription::try_recv`].
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.wake.fd()
+    }
+
+    /// When a loop waiting on [`Subscription::fd`] (and on `until`) must look again at
+    /// the latest: `until`, or within 50 ms where the descriptor cannot be had (no
+    /// eventfd: out of descriptors).
+    pub fn look_by(&self, until: Option<Instant>) -> Option<Instant> {
+        match self.wake.works() {
+            true => until,
+            false => {
+                let soon = Instant::now() + Duration::from_millis(50);
+                Some(until.map_or(soon, |u| u.min(soon)))
+            }
+        }
+    }
+}
+
+/// Where a sample goes to a [`Subscription`]: its channel and its wake-up.
+type Subscriber = (mpsc::Sender<Arc<Sample>>, Arc<Wake>);
 
 /// A function every published sample is handed to; it returns whether it wants more.
 type SampleHandler = Box<dyn Fn(&Arc<Sample>) -> bool + Send>;

@@ -16,7 +16,7 @@ pub mod plan;
 
 pub use syscost_engine::{
     cgroup, collector, kernel_btf, locks, map_sizes, privileges, process, process_table, sampler,
-    session, signals, slow, tracer,
+    session, signals, slow, tracer, wake,
 };
 pub use syscost_report::{
     errno_name, latency, profile, report, strace_filter, strace_flags, syscall_names, units,

@@ -219,20 +219,25 @@ fn scrapes_of_a_busy_target_keep_their_invariants() {
     drop(export);
 }
 
-/// Bytes of BPF map memory a process holds, from the memlock lines of its map fds.
+/// Bytes of BPF map memory a process holds, from the memlock lines of its map fds, each
+/// map once (a map may have two descriptors: the exit-record reader waits on a copy of
+/// the ring's).
 fn map_memory(pid: u32) -> u64 {
-    std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
-        .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-        .filter(|info| info.contains("map_type:"))
-        .filter_map(|info| {
-            info.lines()
-                .find_map(|l| l.strip_prefix("memlock:"))?
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
+    let field = |info: &str, name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name))?
+            .trim()
+            .parse::<u64>()
+            .ok()
+    };
+    let maps: std::collections::BTreeMap<u64, u64> =
+        std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+            .filter(|info| info.contains("map_type:"))
+            .filter_map(|info| Some((field(&info, "map_id:")?, field(&info, "memlock:")?)))
+            .collect();
+    maps.values().sum()
 }
 
 #[test]

@@ -85,7 +85,14 @@ fn a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samp
 
     // Both subscribers received the same samples, the clock's and the one taken now,
     // in order: the very same objects (the clock may have published more since).
-    let upto = |rx: &std::sync::mpsc::Receiver<Arc<syscost_user::session::Sample>>| {
+    // `b`'s samples wait unread: its descriptor says so (the live views and top's text
+    // mode sleep on it).
+    assert_eq!(
+        syscost_user::wake::wait(&[b.fd()], Some(std::time::Instant::now() + PATIENCE)),
+        vec![true],
+        "a subscription with samples waiting is readable"
+    );
+    let upto = |rx: &syscost_user::session::Subscription| {
         let mut got = Vec::new();
         while let Ok(s) = rx.recv_timeout(PATIENCE) {
             let last = s.seq == now.seq;

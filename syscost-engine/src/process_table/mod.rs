@@ -348,25 +348,28 @@ impl ProcessTable {
         let Some(old) = self.gone.pop_front() else {
             return;
         };
+        // Nothing allocated for a cgroup folded before: a host starting thousands of
+        // processes a second passes here for each.
         let cgroup = if self.folded.contains_key(&old.cgroup) || self.folded.len() < FOLDED_CGROUPS
         {
-            old.cgroup.clone()
+            old.cgroup
         } else {
             OTHER_CGROUPS.to_string()
         };
-        let (n, row) = self.folded.entry(cgroup.clone()).or_insert_with(|| {
+        let (n, row) = self.folded.entry(cgroup).or_insert_with_key(|cgroup| {
             (
                 0,
                 ProcessRow {
                     pid: 0,
-                    cgroup,
+                    cgroup: cgroup.clone(),
                     exited: true,
                     ..Default::default()
                 },
             )
         });
         *n += 1;
-        row.comm = format!("({n} exited)");
+        row.comm.clear();
+        let _ = std::fmt::Write::write_fmt(&mut row.comm, format_args!("({n} exited)"));
         row.summed = *n;
         for (id, v) in &old.syscalls {
             row.add(*id, v);

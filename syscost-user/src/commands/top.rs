@@ -132,11 +132,9 @@ fn text(
     eprintln!("syscost: watching {scope}; Ctrl-C to stop");
     let deadline = duration.map(|d| started + d);
     loop {
-        let until = Instant::now() + Duration::from_millis(50);
-        if stop.wait_until(deadline.map_or(until, |d| d.min(until))) {
-            break;
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        // Asleep until a sample, a signal or the end.
+        syscost_engine::wake::wait(&[stop.fd(), samples.fd()], samples.look_by(deadline));
+        if stop.stopped() || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
         while let Ok(sample) = samples.try_recv() {
@@ -189,34 +187,50 @@ fn live(
         if screen.terminated() || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        match screen.input.recv_timeout(Duration::from_millis(50)) {
-            Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
-                match view.handle_key(k) {
-                    tui::top::Action::Quit => break,
-                    tui::top::Action::Drill { pid, threads } => {
-                        // No samples wait for this view while it is away.
-                        drop(samples);
-                        let (ended, back) = drill(
-                            &mut screen,
-                            session,
-                            pid,
-                            threads,
-                            every,
-                            deadline,
-                            args.stacks,
-                        )?;
-                        samples = back;
-                        if ended == tui::Ended::Quit {
-                            break;
-                        }
-                    }
-                    tui::top::Action::Continue => {}
+        screen.wait(&samples, deadline);
+        // Every event waiting, then the samples.
+        let mut quit = false;
+        while !quit {
+            let input = match screen.next_input() {
+                Ok(Some(ev)) => ev,
+                Ok(None) => break,
+                // The input thread ended: the terminal is gone.
+                Err(_) => {
+                    quit = true;
+                    break;
                 }
-                dirty = true;
+            };
+            match input {
+                Event::Key(k) if k.kind == KeyEventKind::Press => {
+                    match view.handle_key(k) {
+                        tui::top::Action::Quit => quit = true,
+                        tui::top::Action::Drill { pid, threads } => {
+                            // No samples wait for this view while it is away.
+                            drop(samples);
+                            let (ended, back) = drill(
+                                &mut screen,
+                                session,
+                                pid,
+                                threads,
+                                every,
+                                deadline,
+                                args.stacks,
+                            )?;
+                            samples = back;
+                            if ended == tui::Ended::Quit {
+                                quit = true;
+                            }
+                        }
+                        tui::top::Action::Continue => {}
+                    }
+                    dirty = true;
+                }
+                Event::Resize(..) => dirty = true,
+                _ => {}
             }
-            Ok(Event::Resize(..)) => dirty = true,
-            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if quit {
+            break;
         }
         while let Ok(sample) = samples.try_recv() {
             view.dropped = sample.snapshot(0).dropped();
@@ -244,10 +258,7 @@ fn drill(
     every: Duration,
     deadline: Option<Instant>,
     stacks: bool,
-) -> Result<(
-    tui::Ended,
-    std::sync::mpsc::Receiver<std::sync::Arc<syscost_engine::session::Sample>>,
-)> {
+) -> Result<(tui::Ended, syscost_engine::session::Subscription)> {
     let Ok(target) = process::open(pid) else {
         // Gone since the last refresh: nothing to show.
         return Ok((tui::Ended::Back, session.subscribe()));

@@ -27,7 +27,7 @@ pub(crate) fn fit_parts(parts: &[String], sep: &str, width: usize) -> String {
 }
 
 use std::{
-    sync::mpsc,
+    sync::{Arc, mpsc},
     time::{Duration, Instant},
 };
 
@@ -39,8 +39,9 @@ use syscost_engine::{
     collector::Snapshot,
     process::Process,
     sampler::Series,
-    session::{self, SessionHandle},
+    session::{self, SessionHandle, Subscription},
     signals::Stop,
+    wake::Wake,
 };
 use syscost_report::{
     profile::{Features, Target},
@@ -173,16 +174,23 @@ impl Feed {
 /// Reads terminal events on a thread of its own, so that the loop keeps control when
 /// the input side misbehaves (on a hung-up terminal the reader spins on end-of-file; the
 /// loop notices the hang-up and ends the process).
-fn spawn_input() -> mpsc::Receiver<Event> {
+/// The events are sent with a wake-up the view's loop sleeps on (set again when the
+/// reader ends, which the loop sees as the channel gone).
+fn spawn_input() -> (mpsc::Receiver<Event>, Arc<Wake>) {
     let (tx, rx) = mpsc::channel();
+    let wake = Arc::new(Wake::new());
+    let woken = wake.clone();
     std::thread::spawn(move || {
         while let Ok(ev) = event::read() {
             if tx.send(ev).is_err() {
                 break;
             }
+            woken.set();
         }
+        drop(tx);
+        woken.set();
     });
-    rx
+    (rx, wake)
 }
 
 /// Whether the terminal on stdin has gone away (its pty closed): then there is nobody to
@@ -204,7 +212,8 @@ pub type Term = ratatui::DefaultTerminal;
 /// The terminal set up for a live view, restored however the view ends.
 pub struct Screen {
     pub terminal: Term,
-    pub input: mpsc::Receiver<Event>,
+    input: mpsc::Receiver<Event>,
+    input_wake: Arc<Wake>,
     stop: Stop,
     _guard: TerminalGuard,
 }
@@ -218,9 +227,11 @@ impl Screen {
         // on every other way out).
         syscost_engine::signals::terminal_taken();
         let terminal = ratatui::try_init().context("cannot set up the terminal")?;
+        let (input, input_wake) = spawn_input();
         Ok(Self {
             terminal,
-            input: spawn_input(),
+            input,
+            input_wake,
             stop,
             _guard: TerminalGuard,
         })
@@ -229,6 +240,37 @@ impl Screen {
     /// Whether a signal asked to end, or the terminal went away.
     pub fn terminated(&self) -> bool {
         self.stop.stopped() || terminal_hung_up()
+    }
+
+    /// Sleeps until a key (or another terminal event), a sample of `samples`, a signal,
+    /// the terminal's hang-up, or `until`: a view's loop is woken by what it shows, not
+    /// by a clock of its own.
+    pub fn wait(&self, samples: &Subscription, until: Option<Instant>) {
+        // Without an eventfd for the input, it looks every 50 ms.
+        let until = match self.input_wake.works() {
+            true => samples.look_by(until),
+            false => {
+                let soon = Instant::now() + Duration::from_millis(50);
+                Some(samples.look_by(until).map_or(soon, |u| u.min(soon)))
+            }
+        };
+        syscost_engine::wake::wait_or_hangup(
+            &[self.stop.fd(), self.input_wake.fd(), samples.fd()],
+            &[libc::STDIN_FILENO],
+            until,
+        );
+    }
+
+    /// The next terminal event if one waits (never blocks); `Err` once the input's
+    /// reader has ended (the terminal is gone).
+    pub fn next_input(&self) -> Result<Option<Event>, mpsc::TryRecvError> {
+        // Cleared before the look: an event sent after it sets it again.
+        self.input_wake.clear();
+        match self.input.try_recv() {
+            Ok(ev) => Ok(Some(ev)),
+            Err(mpsc::TryRecvError::Empty) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -260,6 +302,11 @@ impl TestFault {
         if let Some((_, at @ None)) = &mut self.0 {
             *at = Some(Instant::now() + Duration::from_secs(1));
         }
+    }
+
+    /// When the armed fault fires, for the loop's wait.
+    fn due(&self) -> Option<Instant> {
+        self.0.as_ref().and_then(|(_, at)| *at)
     }
 
     fn fire(&mut self) -> Result<()> {
@@ -350,8 +397,6 @@ pub fn live_with(
     app.stacks = options.stacks.then(Default::default);
     app.stacks_of = drilled.then_some(target.pid);
 
-    let terminal = &mut screen.terminal;
-    let input = &screen.input;
     let mut ended = Ended::Quit;
     let interval = options
         .interval
@@ -363,7 +408,7 @@ pub fn live_with(
     let mut fault = TestFault::from_env();
     loop {
         if dirty {
-            terminal.draw(|f| ui::render(f, &app))?;
+            screen.terminal.draw(|f| ui::render(f, &app))?;
             dirty = false;
         }
         fault.fire()?;
@@ -375,26 +420,41 @@ pub fn live_with(
                 std::thread::park();
             }
         }
-        // The screen's fields apart: `terminal` is borrowed for drawing.
-        if screen.stop.stopped() || terminal_hung_up() || deadline.is_some_and(|d| now >= d) {
+        if screen.terminated() || deadline.is_some_and(|d| now >= d) {
             break;
         }
-        match input.recv_timeout(Duration::from_millis(50)) {
-            Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
-                match handler::handle_key(&mut app, k) {
-                    handler::Action::Quit => break,
-                    handler::Action::Back => {
-                        ended = Ended::Back;
-                        break;
+        screen.wait(
+            &samples,
+            [deadline, fault.due()].into_iter().flatten().min(),
+        );
+        let mut quit = false;
+        loop {
+            match screen.next_input() {
+                Ok(Some(Event::Key(k))) if k.kind == KeyEventKind::Press => {
+                    match handler::handle_key(&mut app, k) {
+                        handler::Action::Quit => quit = true,
+                        handler::Action::Back => {
+                            ended = Ended::Back;
+                            quit = true;
+                        }
+                        handler::Action::Continue => {}
                     }
-                    handler::Action::Continue => {}
+                    dirty = true;
                 }
-                dirty = true;
+                Ok(Some(Event::Resize(..))) => dirty = true,
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                // The input thread ended: the terminal is gone.
+                Err(_) => {
+                    quit = true;
+                }
             }
-            Ok(Event::Resize(..)) => dirty = true,
-            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // The input thread ended: the terminal is gone.
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            if quit {
+                break;
+            }
+        }
+        if quit {
+            break;
         }
         // Threads' names are read only while the thread list is shown, the calls by stack
         // only while the callers pane is.

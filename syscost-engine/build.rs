@@ -21,6 +21,10 @@ fn main() -> anyhow::Result<()> {
         root_dir: root_dir.as_str(),
         ..Default::default()
     };
+    // The inner cargo's progress lines ("Compiling ...", "Finished ...") would be
+    // relayed as `warning:` lines of this package; its warnings and errors still are.
+    // SAFETY: the build script has started no thread yet.
+    unsafe { std::env::set_var("CARGO_TERM_QUIET", "true") };
     aya_build::build_ebpf([package], Toolchain::default())?;
     version_facts()
 }

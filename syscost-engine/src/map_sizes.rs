@@ -77,7 +77,7 @@ impl TableSizes {
     /// live processes at 30 syscalls each (an exited process's pairs are freed within a
     /// second of its exit, sooner when the table fills); records of 8,192 live
     /// processes; 1 MB of exit records (about 26,000 processes' exits; userspace reads
-    /// them every 50 ms). A pair that finds no room is counted as dropped.
+    /// them 50 ms after the first of a burst, and every 50 ms while they come). A pair that finds no room is counted as dropped.
     pub fn with_top(self) -> Self {
         Self {
             top_entries: 16_384,

@@ -180,7 +180,8 @@ pub fn now_ticks() -> u64 {
     t.tv_sec as u64 * hz + t.tv_nsec as u64 * hz / 1_000_000_000
 }
 
-/// Number of threads of `pid` (0 if it is gone).
+/// Number of threads of process `pid` (0 if it is gone, is a thread of another process,
+/// or /proc cannot tell).
 pub fn thread_count(pid: u32) -> usize {
     status(pid).1 as usize
 }
@@ -190,10 +191,12 @@ pub fn thread_count(pid: u32) -> usize {
 /// nine reads).
 pub fn read_proc(path: &str) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
+    const MOST: u64 = 64 * 1024;
     let mut buf = Vec::with_capacity(4096);
-    fs::File::open(path)?
-        .take(64 * 1024)
-        .read_to_end(&mut buf)?;
+    fs::File::open(path)?.take(MOST + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > MOST {
+        return Err(std::io::Error::other(format!("{path}: more than 64 KiB")));
+    }
     Ok(buf)
 }
 
@@ -491,6 +494,10 @@ mod tests {
             "a thread of process 42"
         );
         assert_eq!(status_in(b"Name:\tx\n", 42), (Liveness::Unknown, 0));
+        // A name in no UTF-8 (a text reader of the file failed on it: such a process
+        // was never found gone).
+        let text = b"Name:\t\xff\xfe\nTgid:\t42\nThreads:\t1\n";
+        assert_eq!(status_in(text, 42), (Liveness::Alive, 1));
         assert_eq!(liveness(pid_max().unwrap() + 1), Liveness::Gone);
         assert!(!alive(pid_max().unwrap() + 1));
     }

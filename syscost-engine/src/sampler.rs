@@ -405,12 +405,6 @@ impl Sampler {
         shared
     }
 
-    /// When the queued exit records are to be counted at the latest; `None` when none
-    /// waits.
-    fn exits_due(&self) -> Option<Instant> {
-        (!self.exits.queue.is_empty()).then(|| self.exits.oldest + EXITS_WAIT)
-    }
-
     /// Reads the exit records that have come (plain memory reads of the ring, no
     /// syscall) and counts their processes' last figures when [`settle_due`] says so
     /// (see [`Sampler::settle_exits`]). Called by the exit-record reader every
@@ -590,7 +584,7 @@ impl Sampler {
     /// With `--stacks`, once a window has passed: swaps the window the programs count
     /// in (see [`Tracer::swap_stack_window`]). The caller waits on what is returned, with
     /// this sampler unlocked (an RCU grace period), then calls
-    /// [`Sampler::drain_stack_window`]. Call it a few times a second.
+    /// [`Sampler::drain_stack_window`]. Call it when [`Sampler::next_due`] says.
     pub fn swap_stack_window(&mut self) -> Option<std::sync::Arc<crate::tracer::GracePeriod>> {
         if !self.features.on.contains(&"stacks")
             || self.stack_window_closed.is_some()
@@ -831,8 +825,9 @@ impl Sampler {
             .as_ref()
             .is_some_and(Tracer::per_process_loaded)
             .then(|| self.top_read_at + TOP_READ_EVERY);
+        // Windows as short as the tests' swapped 20 times a second at most.
         let stacks = (self.features.on.contains(&"stacks") && self.stack_window_closed.is_none())
-            .then(|| self.stack_window_at + stack_window());
+            .then(|| self.stack_window_at + stack_window().max(EXITS_READ_EVERY));
         [own, top, stacks].into_iter().flatten().min()
     }
 
@@ -857,38 +852,36 @@ impl Sampler {
 /// Reads exit records on a thread of its own while the sampler lives and is loaded: the
 /// ring does not fill while the records are counted, and the exited processes' keys are
 /// freed before the table does (a process-churning machine makes thousands a second).
-/// It sleeps until a record comes (the kernel wakes the ring's reader at the first
-/// record after it caught up), or until the queued ones are due; after each reading it
-/// lets [`EXITS_READ_EVERY`] pass, so a churn is read in batches, not with a wake-up per
-/// process, and an idle machine costs it nothing.
+/// After each reading it lets [`EXITS_READ_EVERY`] pass, so a churn is read in batches,
+/// not with a wake-up per process; while records wait to be counted it reads again then
+/// (whether the table fills is looked at as often as before), and while none does it
+/// sleeps until one comes (the kernel wakes the ring's reader at the first record after
+/// it caught up): an idle machine costs it nothing.
 fn read_exits(sampler: Weak<Mutex<Sampler>>) {
     use std::os::fd::AsFd as _;
     use std::os::fd::AsRawFd as _;
-    let fds = {
+    let (ring, ended) = {
         let Some(shared) = sampler.upgrade() else {
             return;
         };
         let s = crate::locks::lock(&shared);
-        let ring = s
-            .exits
-            .ring
-            .as_ref()
-            .map(|r| r.as_fd().try_clone_to_owned());
-        match ring {
-            Some(Ok(ring)) => (ring, s.exits.ended.clone()),
-            Some(Err(e)) => {
-                log::warn!("cannot start the exit-record reader: {e}");
-                return;
-            }
-            None => return,
-        }
+        let Some(ring) = s.exits.ring.as_ref() else {
+            return;
+        };
+        // A descriptor of its own to sleep on; without one (out of descriptors) it
+        // reads every EXITS_READ_EVERY, as a timer would.
+        let ring = ring
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| log::warn!("the exit-record reader reads on a timer: {e}"))
+            .ok();
+        (ring, s.exits.ended.clone())
     };
     let spawned = std::thread::Builder::new()
         .name("syscost-exits".into())
         .spawn(move || {
-            let (ring, ended) = fds;
             loop {
-                let due = {
+                let waiting = {
                     let Some(shared) = sampler.upgrade() else {
                         return;
                     };
@@ -899,13 +892,15 @@ fn read_exits(sampler: Weak<Mutex<Sampler>>) {
                     if let Err(e) = s.drain_exits() {
                         log::warn!("cannot read exited processes' figures: {e:#}");
                     }
-                    s.exits_due()
+                    !s.exits.queue.is_empty()
                 };
                 std::thread::sleep(EXITS_READ_EVERY);
-                // Without an eventfd for the end, it looks every second.
-                let second = (!ended.works()).then(|| Instant::now() + Duration::from_secs(1));
-                let until = [due, second].into_iter().flatten().min();
-                crate::wake::wait(&[ring.as_raw_fd(), ended.fd()], until);
+                match &ring {
+                    Some(ring) if !waiting && ended.works() => {
+                        crate::wake::wait(&[ring.as_raw_fd(), ended.fd()], None);
+                    }
+                    _ => {}
+                }
             }
         });
     if let Err(e) = spawned {

@@ -174,6 +174,8 @@ struct Shared {
     stop: AtomicBool,
     /// Wakes the clock: the end, or a change of what it watches or measures.
     wake: Wake,
+    /// Counts the changes of `watch` (the clock watches the new process's exit).
+    watch_generation: std::sync::atomic::AtomicU64,
     offcpu: bool,
     features: Features,
 }
@@ -230,6 +232,7 @@ impl Session {
             wants: std::sync::atomic::AtomicU8::new(0),
             stop: AtomicBool::new(false),
             wake,
+            watch_generation: std::sync::atomic::AtomicU64::new(0),
             offcpu,
             features,
         });
@@ -404,6 +407,7 @@ impl SessionHandle {
     /// Samples describe these threads from now on.
     pub fn watch(&self, watch: Watch) {
         *lock(&self.shared.watch) = watch;
+        self.shared.watch_generation.fetch_add(1, Ordering::AcqRel);
         self.shared.wake.set();
     }
 
@@ -442,13 +446,22 @@ impl Shared {
     /// going in between (a sample reads the table itself, so it is not read twice).
     fn run_clock(&self) {
         let mut next = Instant::now() + self.interval;
-        while !self.stop.load(Ordering::Acquire) {
+        // The watch's generation, and whether a sample said its process exited.
+        let mut watched = (u64::MAX, false);
+        loop {
+            // Cleared before the look at `stop`: a stop set after it sets it again.
             self.wake.clear();
+            if self.stop.load(Ordering::Acquire) {
+                break;
+            }
+            let generation = self.watch_generation.load(Ordering::Acquire);
+            if watched.0 != generation {
+                watched = (generation, false);
+            }
             // The watched process's pidfd (a copy: `watch` may replace it meanwhile),
             // while no sample has said it exited: it is readable once it has.
-            let reported = lock(&self.latest).exited;
             let pidfd = match &*lock(&self.watch) {
-                Watch::Process { pidfd, .. } if !reported => pidfd.try_clone().ok(),
+                Watch::Process { pidfd, .. } if !watched.1 => pidfd.try_clone().ok(),
                 _ => None,
             };
             let exiting = pidfd.as_ref().is_some_and(crate::process::has_exited);
@@ -487,27 +500,30 @@ impl Shared {
                 log::warn!("cannot take a sample: {e:#}");
             }
             if now >= next || exiting {
-                if let Err(e) = self.publish() {
-                    log::warn!("cannot take a sample: {e:#}");
+                match self.publish() {
+                    Ok(_) => watched.1 |= exiting,
+                    Err(e) => log::warn!("cannot take a sample: {e:#}"),
                 }
-                next += self.interval;
-                if next <= now {
-                    next = now + self.interval;
+                if now >= next {
+                    next += self.interval;
+                    if next <= now {
+                        next = now + self.interval;
+                    }
                 }
             }
             // Asleep until the next sample or housekeeping is due, the end, a change
             // asked, or the watched process's exit (it is sampled at once).
-            let until = due.map_or(next, |d| d.min(next));
+            let mut until = due.map_or(next, |d| d.min(next));
             let mut fds = vec![self.wake.fd()];
-            fds.extend(pidfd.as_ref().map(std::os::fd::AsRawFd::as_raw_fd));
-            // Without an eventfd for the end, it looks every 50 ms.
-            let until = match self.wake.works() {
-                true => until,
-                false => until.min(Instant::now() + Duration::from_millis(50)),
-            };
             if !exiting {
-                crate::wake::wait(&fds, Some(until));
+                fds.extend(pidfd.as_ref().map(std::os::fd::AsRawFd::as_raw_fd));
             }
+            // An exit whose sample failed is sampled again 50 ms later; without an
+            // eventfd for the end, the clock looks every 50 ms.
+            if exiting || !self.wake.works() {
+                until = until.min(Instant::now() + Duration::from_millis(50));
+            }
+            crate::wake::wait(&fds, Some(until));
         }
     }
 
@@ -638,6 +654,7 @@ impl Subscription {
 
     /// The next sample, waiting for it at most `timeout`.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<Arc<Sample>, mpsc::RecvTimeoutError> {
+        self.wake.clear();
         self.rx.recv_timeout(timeout)
     }
 

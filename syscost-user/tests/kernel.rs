@@ -36,6 +36,53 @@ fn session_of_this_process(interval: Duration) -> Session {
     )
 }
 
+/// A subscription's descriptor is readable exactly while a sample waits (the views
+/// sleep on it: a sample must wake them, nothing else must), and a session whose clock
+/// sleeps for an hour ends at once when it is dropped (its stop wakes the clock).
+#[test]
+fn a_subscription_wakes_its_reader_at_each_sample_and_a_sleeping_clock_ends_at_once() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let session = session_of_this_process(Duration::from_secs(3600));
+    let handle = session.handle();
+    let sub = handle.subscribe();
+    let readable = |until: Option<std::time::Instant>| {
+        syscost_user::wake::wait(&[sub.fd()], until) == vec![true]
+    };
+    // Nothing published since the subscription (the first sample went out before it,
+    // the next is an hour away).
+    assert!(sub.try_recv().is_err());
+    assert!(
+        !readable(Some(std::time::Instant::now())),
+        "no sample waits"
+    );
+    for n in 0..3 {
+        let taken = handle.sample_now().expect("a sample");
+        assert!(
+            readable(Some(std::time::Instant::now() + PATIENCE)),
+            "sample {n} did not wake the subscription"
+        );
+        assert_eq!(sub.try_recv().expect("the sample").seq, taken.seq);
+        assert!(sub.try_recv().is_err());
+        assert!(
+            !readable(Some(std::time::Instant::now())),
+            "sample {n} taken"
+        );
+    }
+    // Dropped on a thread of its own, awaited with a deadline: a stop the clock missed
+    // would leave it asleep for the hour.
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(session);
+        let _ = done.send(());
+    });
+    ended
+        .recv_timeout(PATIENCE)
+        .expect("the session ended when dropped, its clock asleep for an hour");
+    drop(handle);
+}
+
 /// getppid and fchdir(-1) are made by nothing else in this process (the test harness,
 /// the session's clock): their counts are exactly the test's.
 #[test]

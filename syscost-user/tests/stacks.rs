@@ -1018,7 +1018,7 @@ fn calls_by_stack_of_a_process_that_lives_on_are_drained_window_by_window() {
 }
 
 /// Two threads calling without pause while the windows swap as often as the session's
-/// clock can (windows of 10 ms, its wake-ups 50 ms apart at most, plus the wait for the
+/// clock allows (windows of 10 ms, swapped 50 ms apart at the most often, plus the wait for the
 /// programs to leave the closed one): calls at every swap, the closed window drained
 /// while the other fills, a dozen times or more a second. Every getppid is counted under
 /// its stack once: none lost to a drain of the wrong window or between an entry's read

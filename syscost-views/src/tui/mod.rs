@@ -304,9 +304,13 @@ impl TestFault {
         }
     }
 
-    /// When the armed fault fires, for the loop's wait.
+    /// When the armed fault fires, for the loop's wait (`deaf` fires at a signal, not
+    /// at a time).
     fn due(&self) -> Option<Instant> {
-        self.0.as_ref().and_then(|(_, at)| *at)
+        self.0
+            .as_ref()
+            .filter(|(how, _)| how != "deaf")
+            .and_then(|(_, at)| *at)
     }
 
     fn fire(&mut self) -> Result<()> {

@@ -443,25 +443,6 @@ fn a_reused_pid_is_not_counted() {
     }
 }
 
-/// CPU time process `pid` has used, in clock ticks (utime + stime of /proc/PID/stat).
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .unwrap_or_else(|e| panic!("/proc/{pid}/stat: {e}"));
-    // After the comm: state(3) ... utime(14) stime(15), the 12th and 13th fields.
-    let f: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    let field = |i: usize| -> u64 {
-        f.get(i)
-            .and_then(|x| x.parse().ok())
-            .unwrap_or_else(|| panic!("/proc/{pid}/stat: {stat}"))
-    };
-    field(11) + field(12)
-}
-
 /// Reads `lines` up to the next that `wanted` accepts, keeping every line in `kept`.
 fn read_to(lines: &mut Lines, kept: &mut Vec<String>, awaited: &str, wanted: fn(&str) -> bool) {
     loop {

@@ -852,3 +852,22 @@ pub fn assert_interval_tables(out: &str) {
     );
     assert_eq!(out.matches("--- the whole run (").count(), 1, "{out}");
 }
+
+/// CPU time process `pid` has used, in clock ticks (utime + stime of /proc/PID/stat).
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/stat: {e}"));
+    // After the comm: state(3) ... utime(14) stime(15), the 12th and 13th fields.
+    let f: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let field = |i: usize| -> u64 {
+        f.get(i)
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("/proc/{pid}/stat: {stat}"))
+    };
+    field(11) + field(12)
+}

@@ -127,6 +127,9 @@ impl Finished {
     }
 }
 
+/// "No end", where a timer needs a time all the same (one never awaited, a century).
+pub const NO_END: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// The interval between samples unless a command is told otherwise (`-i`).
 pub const INTERVAL: Duration = Duration::from_secs(1);
 /// The shortest interval: a table or a screen more often than that is unreadable, and

@@ -81,7 +81,7 @@ fn install(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int), flags: 
 }
 
 static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// The write end of the pipe a caught signal writes a byte to, waking [`Stop::wait_until`].
+/// The write end of the pipe a caught signal writes a byte to, waking [`Stop::wait`].
 static WAKE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 /// The signals are passed on to a command (`run`): they do not stop syscost itself
 /// until it is [`exiting`].
@@ -175,7 +175,7 @@ extern "C" fn on_stop(sig: libc::c_int) {
 }
 
 /// SIGINT, SIGTERM and SIGHUP caught, the one way syscost learns it is told to stop:
-/// [`Stop::stopped`] for a loop that polls, [`Stop::wait_until`] for one that waits
+/// [`Stop::stopped`] for a loop that polls, [`Stop::wait`] for one that waits
 /// between steps (the wait ends at the signal, not at its next step), and
 /// [`Stop::fd`] with [`Stop::next_signal`] for an event loop, or for `run`, which
 /// passes each signal on to its command.
@@ -238,27 +238,16 @@ impl Stop {
             .then_some(libc::c_int::from(b))
     }
 
-    /// Waits until `until`; true when a signal came first.
-    pub fn wait_until(&self, until: std::time::Instant) -> bool {
+    /// Waits until a signal comes (true) or `until` passes (`None`: no end).
+    pub fn wait(&self, until: Option<std::time::Instant>) -> bool {
         loop {
             if STOP.load(std::sync::atomic::Ordering::Relaxed) {
                 return true;
             }
-            let left = until.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
+            if until.is_some_and(|u| std::time::Instant::now() >= u) {
                 return false;
             }
-            let timeout = libc::timespec {
-                tv_sec: left.as_secs().min(i32::MAX as u64) as libc::time_t,
-                tv_nsec: left.subsec_nanos() as libc::c_long,
-            };
-            let mut p = libc::pollfd {
-                fd: self.read,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one pollfd for the process's pipe; no signal mask.
-            unsafe { libc::ppoll(&mut p, 1, &timeout, std::ptr::null()) };
+            crate::wake::wait(&[self.read], until);
         }
     }
 }

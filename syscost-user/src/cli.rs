@@ -717,8 +717,13 @@ pub fn parse_metrics_addr(s: &str) -> Result<SocketAddr, String> {
         p.parse::<u16>()
             .map_err(|_| format!("{p:?} is not a port number (0-65535)"))
     };
+    // Every interface, IPv6 and IPv4 (the endpoint listens on both where the host has
+    // IPv6, as the exporters' `:PORT` does).
     if let Some(p) = s.strip_prefix(':') {
-        return Ok(SocketAddr::from(([0, 0, 0, 0], port(p)?)));
+        return Ok(SocketAddr::from((
+            std::net::Ipv6Addr::UNSPECIFIED,
+            port(p)?,
+        )));
     }
     if let Some(p) = s.strip_prefix("localhost:") {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port(p)?)));
@@ -808,7 +813,8 @@ mod tests {
         let a = |s: &str| parse_metrics_addr(s).map(|a| a.to_string());
         assert_eq!(a("127.0.0.1:9464").as_deref(), Ok("127.0.0.1:9464"));
         assert_eq!(a("[::1]:9464").as_deref(), Ok("[::1]:9464"));
-        assert_eq!(a(":9999").as_deref(), Ok("0.0.0.0:9999"));
+        assert_eq!(a(":9999").as_deref(), Ok("[::]:9999"));
+        assert_eq!(a("0.0.0.0:9999").as_deref(), Ok("0.0.0.0:9999"));
         assert_eq!(a("localhost:9999").as_deref(), Ok("127.0.0.1:9999"));
         assert!(a(":99999").unwrap_err().contains("not a port number"));
         assert!(

@@ -430,6 +430,42 @@ fn clients_that_stall_or_keep_asking_are_hung_up_on() {
 /// number of samples taken (`syscost_samples_total`) is the same in every answer and
 /// after them, and the answers are the same bytes. The interval is an hour, so no
 /// sample is due while the test runs; a scrape that took one would count it.
+/// `--metrics-addr :PORT` (the exporters' "every interface") answers on IPv6 and IPv4
+/// both, one socket for the two. On a host without IPv6 loopback only IPv4 is asked.
+#[test]
+fn a_port_alone_listens_on_ipv6_and_ipv4() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let (mut work, _out) = waiting(&["getppid", "0"]);
+    let (mut export, addr, _err) = serving(syscost().args([
+        "export",
+        "-p",
+        &work.id().to_string(),
+        "--metrics-addr",
+        ":0",
+    ]));
+    let port = addr
+        .strip_prefix("[::]:")
+        .unwrap_or_else(|| panic!("not every IPv6 address: {addr}"));
+    let mut asked = vec![format!("127.0.0.1:{port}")];
+    if std::net::TcpListener::bind("[::1]:0").is_ok() {
+        asked.push(format!("[::1]:{port}"));
+    } else {
+        eprintln!("no IPv6 loopback here: IPv4 alone asked");
+    }
+    for a in &asked {
+        let text = scrape_text(a);
+        assert!(
+            sample_value(&text, "syscost_samples_total", &[]).is_some_and(|n| n >= 1.0),
+            "{a}: {text}"
+        );
+    }
+    sigint(export.id());
+    wait_child(&mut export, "the export");
+    let _ = work.kill();
+}
+
 #[test]
 fn scrapes_at_once_are_answered_from_one_sample() {
     let Some(_t) = root_test!() else {

@@ -317,9 +317,9 @@ fn text(
         let exited =
             unsafe { AsyncFd::register_with_interest(target.pidfd, tokio::io::Interest::READABLE) }
                 .map_err(|e| anyhow::anyhow!("cannot watch the target's pidfd: {e}"))?;
-        let deadline = sleep(duration.unwrap_or(Duration::MAX / 4));
+        let deadline = sleep(duration.unwrap_or(syscost_engine::session::NO_END));
         tokio::pin!(deadline);
-        let period = every.unwrap_or(Duration::from_secs(3600));
+        let period = every.unwrap_or(syscost_engine::session::NO_END);
         let mut ticks = interval_at(tokio::time::Instant::now() + period, period);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         // From the load, as the final table: the intervals add up to it.

@@ -128,7 +128,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
                 let _ = exits.send(t.pid);
             });
         }
-        let deadline = sleep(duration.unwrap_or(Duration::MAX / 4));
+        let deadline = sleep(duration.unwrap_or(syscost_engine::session::NO_END));
         tokio::pin!(deadline);
         loop {
             tokio::select! {
@@ -238,12 +238,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         server.url()
     );
     super::note_own_cost(&handle);
-    let deadline = duration.map(|d| std::time::Instant::now() + d);
-    stop.wait_until(
-        deadline.unwrap_or_else(|| {
-            std::time::Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
-        }),
-    );
+    stop.wait(duration.map(|d| std::time::Instant::now() + d));
     drop(server);
     let finished = session.finish()?;
     super::write_stacks(

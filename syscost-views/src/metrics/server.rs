@@ -80,14 +80,37 @@ pub struct MetricsServer {
     thread: Option<JoinHandle<()>>,
 }
 
+/// A listening socket on `addr`. `[::]` takes IPv4 as well, whatever the host's
+/// `net.ipv6.bindv6only` (`:PORT`'s meaning); on a host without IPv6 it is `0.0.0.0`.
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    if !(addr.is_ipv6() && addr.ip().is_unspecified()) {
+        return TcpListener::bind(addr);
+    }
+    let socket = match Socket::new(Domain::IPV6, Type::STREAM, None) {
+        Ok(s) => s,
+        Err(e) if e.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
+            eprintln!("syscost: this host has no IPv6: the endpoint listens on IPv4 only");
+            return TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], addr.port())));
+        }
+        Err(e) => return Err(e),
+    };
+    socket.set_only_v6(false)?;
+    // As std's bind does: a restart takes the port back from connections closing.
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(128)?;
+    Ok(socket.into())
+}
+
 impl MetricsServer {
     /// Reads the web configuration file `web` (`--web.config.file`) and binds `addr`:
     /// first, so that a file that does not read or a taken port is an error before
     /// anything is loaded. At most `max_connections` (at least 1) are served at once.
     pub fn bind(addr: SocketAddr, web: Option<&Path>, max_connections: usize) -> Result<Bound> {
         let web = web.map(WebConfig::open).transpose()?.map(Arc::new);
-        let listener = TcpListener::bind(addr)
-            .with_context(|| format!("cannot listen for metrics scrapes on {addr}"))?;
+        let listener =
+            listen(addr).with_context(|| format!("cannot listen for metrics scrapes on {addr}"))?;
         Ok(Bound {
             listener,
             web,

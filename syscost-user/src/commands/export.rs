@@ -7,7 +7,7 @@
 //! on the endpoint; when all have exited (and no children are followed), the programs
 //! are unloaded and the endpoint serves the final figures until stopped.
 
-use std::{collections::BTreeSet, time::Duration};
+use std::collections::BTreeSet;
 
 use anyhow::{Context as _, Result, bail};
 use tokio::{io::unix::AsyncFd, sync::mpsc, time::sleep};

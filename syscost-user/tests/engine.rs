@@ -617,6 +617,33 @@ fn doctor_agrees_with_what_the_commands_manage() {
     assert!(line(&out, "MISSING", "privileges:"), "{out}");
 }
 
+/// `doctor` never names its own programs as another tracer's: it lists the loaded
+/// programs before it loads its probes, which the kernel frees a moment after they are
+/// unloaded (listed after them, 7 runs in 8 named them). Each run starts with none of
+/// syscost's programs loaded, as the test's own start found the kernel.
+#[test]
+fn doctor_never_counts_its_own_programs_as_another_tracer() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    for run in 0..8 {
+        assert_eq!(
+            t.wait_for_unload(),
+            Vec::<String>::new(),
+            "run {run}: syscost's programs still loaded before doctor"
+        );
+        let out = stdout(&output(syscost().arg("doctor")));
+        let line = out
+            .lines()
+            .find(|l| l.contains("other tracers:"))
+            .unwrap_or_else(|| panic!("no other tracers line:\n{out}"));
+        let ours = syscost_user::tracer::PROGRAM_NAME_PREFIXES
+            .iter()
+            .any(|prefix| line.contains(prefix));
+        assert!(!ours, "run {run}: doctor named syscost's programs: {line}");
+    }
+}
+
 /// On whatever kernel it runs (each of the kernel matrix's), `doctor` exits 0 exactly
 /// when `run`, `attach` and `top` work with their defaults, and each measurement it
 /// says this kernel has is on in the profiles those commands save.

@@ -71,8 +71,9 @@ pub(crate) static TOP: PerCpuHashMap<TopKey, TopValue> = PerCpuHashMap::with_max
 pub(crate) static PROC_INFO: HashMap<u32, ProcRecord> = HashMap::with_max_entries(1, 0);
 
 /// Each traced process's `PROC_INFO` record at its exit (`config.per_process_on` only): its `TOP`
-/// keys (those with its tgid) are to be read one last time and freed. Submitted without
-/// a wakeup: userspace reads it every 50 ms.
+/// keys (those with its tgid) are to be read one last time and freed. Submitted with the
+/// kernel's own wakeup: the reader, asleep on the ring, wakes at the first record after
+/// it caught up.
 #[map]
 pub(crate) static EXITS: RingBuf = RingBuf::with_byte_size(4096, 0);
 

@@ -588,7 +588,7 @@ impl Sampler {
     pub fn swap_stack_window(&mut self) -> Option<std::sync::Arc<crate::tracer::GracePeriod>> {
         if !self.features.on.contains(&"stacks")
             || self.stack_window_closed.is_some()
-            || self.stack_window_at.elapsed() < stack_window()
+            || self.stack_window_at.elapsed() < stack_window().max(EXITS_READ_EVERY)
         {
             return None;
         }

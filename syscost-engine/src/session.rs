@@ -521,9 +521,12 @@ impl Shared {
             if !exiting {
                 fds.extend(pidfd.as_ref().map(std::os::fd::AsRawFd::as_raw_fd));
             }
-            // An exit whose sample failed is sampled again 50 ms later; without an
-            // eventfd for the end, the clock looks every 50 ms.
-            if exiting || !self.wake.works() {
+            // An exit whose sample failed is sampled again 50 ms later, not sooner
+            // (housekeeping waits meanwhile); without an eventfd for the end, the clock
+            // looks every 50 ms.
+            if exiting {
+                until = Instant::now() + Duration::from_millis(50);
+            } else if !self.wake.works() {
                 until = until.min(Instant::now() + Duration::from_millis(50));
             }
             crate::wake::wait(&fds, Some(until));
@@ -655,9 +658,9 @@ impl Subscription {
         self.rx.try_recv()
     }
 
-    /// The next sample, waiting for it at most `timeout`.
+    /// The next sample, waiting for it at most `timeout` (for a caller that does not
+    /// wait on [`Subscription::fd`], which this leaves as it is).
     pub fn recv_timeout(&self, timeout: Duration) -> Result<Arc<Sample>, mpsc::RecvTimeoutError> {
-        self.wake.clear();
         self.rx.recv_timeout(timeout)
     }
 

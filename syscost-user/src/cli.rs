@@ -206,7 +206,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub own_cost: OwnCostArgs,
     /// Also serve the counters for Prometheus at http://ADDR/metrics while the command
-    /// runs (`127.0.0.1:9464`, `:9464` for every IPv4 interface, `localhost:9464`).
+    /// runs (`127.0.0.1:9464`, `:9464` for every interface, IPv6 and IPv4,
+    /// `localhost:9464`).
     #[arg(long, value_name = "ADDR", value_parser = parse_metrics_addr)]
     pub metrics_addr: Option<SocketAddr>,
     #[command(flatten)]
@@ -275,7 +276,7 @@ pub struct AttachArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Also serve the counters for Prometheus at http://ADDR/metrics while attached
-    /// (`127.0.0.1:9464`, `:9464` for every IPv4 interface, `localhost:9464`).
+    /// (`127.0.0.1:9464`, `:9464` for every interface, IPv6 and IPv4, `localhost:9464`).
     #[arg(long, value_name = "ADDR", value_parser = parse_metrics_addr)]
     pub metrics_addr: Option<SocketAddr>,
     #[command(flatten)]
@@ -314,8 +315,8 @@ pub struct ExportArgs {
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub top_n: u32,
     /// Where to serve http://ADDR/metrics (loopback unless told otherwise): an address
-    /// and port, `:9464` for every IPv4 interface (`[::]:9464` for IPv6 too), or
-    /// `localhost:9464`.
+    /// and port, `:9464` for every interface, IPv6 and IPv4 (`0.0.0.0:9464` for IPv4
+    /// alone), or `localhost:9464`.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464", value_parser = parse_metrics_addr)]
     pub metrics_addr: SocketAddr,
     #[command(flatten)]
@@ -707,7 +708,7 @@ fn parse_overhead(s: &str) -> Result<String, String> {
 }
 
 /// A metrics endpoint's address in the forms the Prometheus exporters take: `IP:PORT`,
-/// `[IPv6]:PORT`, `:PORT` (every IPv4 interface) and `localhost:PORT` (loopback). Other host
+/// `[IPv6]:PORT`, `:PORT` (every interface, IPv6 and IPv4) and `localhost:PORT` (loopback). Other host
 /// names are refused rather than looked up.
 pub fn parse_metrics_addr(s: &str) -> Result<SocketAddr, String> {
     if let Ok(a) = s.parse::<SocketAddr>() {

@@ -14,7 +14,10 @@ fn main() -> ExitCode {
     // starts; 31 brk calls in the main arena, which grows 128 KiB ahead). syscost's
     // threads seldom allocate at the same moment. Before any thread starts.
     // SAFETY: mallopt only sets a parameter of the allocator.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1)
+    };
     // Before anything catches a signal: a command syscost starts gets back what was
     // ignored.
     syscost_user::signals::note_inherited();

@@ -426,30 +426,44 @@ fn clients_that_stall_or_keep_asking_are_hung_up_on() {
     assert!(export.wait_exit().success());
 }
 
-/// Scrapes that come at once are answered from one sample, the session's latest: the
-/// number of samples taken (`syscost_samples_total`) is the same in every answer and
-/// after them, and the answers are the same bytes. The interval is an hour, so no
-/// sample is due while the test runs; a scrape that took one would count it.
 /// `--metrics-addr :PORT` (the exporters' "every interface") answers on IPv6 and IPv4
-/// both, one socket for the two. On a host without IPv6 loopback only IPv4 is asked.
+/// both, one socket for the two. On a host without IPv6 it says so in one line and
+/// listens on IPv4, which alone is asked then.
 #[test]
 fn a_port_alone_listens_on_ipv6_and_ipv4() {
     let Some(_t) = root_test!() else {
         return;
     };
+    let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
     let (mut work, _out) = waiting(&["getppid", "0"]);
-    let (mut export, addr, _err) = serving(syscost().args([
-        "export",
-        "-p",
-        &work.id().to_string(),
-        "--metrics-addr",
-        ":0",
-    ]));
-    let port = addr
-        .strip_prefix("[::]:")
-        .unwrap_or_else(|| panic!("not every IPv6 address: {addr}"));
+    let (mut export, first, mut err) = started(
+        syscost()
+            .args([
+                "export",
+                "-p",
+                &work.id().to_string(),
+                "--metrics-addr",
+                ":0",
+            ])
+            .stdout(Stdio::null()),
+    );
+    let serving = if first.starts_with("syscost: serving") {
+        first
+    } else {
+        assert!(!ipv6, "with IPv6 here: {first}");
+        assert!(first.contains("no IPv6"), "{first}");
+        err.line().expect("the serving line")
+    };
+    let addr = endpoint_in(&serving);
+    let port = match ipv6 {
+        true => addr.strip_prefix("[::]:"),
+        false => addr
+            .strip_prefix("[::]:")
+            .or_else(|| addr.strip_prefix("0.0.0.0:")),
+    }
+    .unwrap_or_else(|| panic!("not every interface: {addr}"));
     let mut asked = vec![format!("127.0.0.1:{port}")];
-    if std::net::TcpListener::bind("[::1]:0").is_ok() {
+    if ipv6 {
         asked.push(format!("[::1]:{port}"));
     } else {
         eprintln!("no IPv6 loopback here: IPv4 alone asked");
@@ -462,10 +476,14 @@ fn a_port_alone_listens_on_ipv6_and_ipv4() {
         );
     }
     sigint(export.id());
-    wait_child(&mut export, "the export");
+    assert!(export.wait_exit().success());
     let _ = work.kill();
 }
 
+/// Scrapes that come at once are answered from one sample, the session's latest: the
+/// number of samples taken (`syscost_samples_total`) is the same in every answer and
+/// after them, and the answers are the same bytes. The interval is an hour, so no
+/// sample is due while the test runs; a scrape that took one would count it.
 #[test]
 fn scrapes_at_once_are_answered_from_one_sample() {
     let Some(_t) = root_test!() else {

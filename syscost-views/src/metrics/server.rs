@@ -87,20 +87,29 @@ fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
     if !(addr.is_ipv6() && addr.ip().is_unspecified()) {
         return TcpListener::bind(addr);
     }
-    let socket = match Socket::new(Domain::IPV6, Type::STREAM, None) {
-        Ok(s) => s,
-        Err(e) if e.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
-            eprintln!("syscost: this host has no IPv6: the endpoint listens on IPv4 only");
-            return TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], addr.port())));
-        }
-        Err(e) => return Err(e),
+    let dual = || -> std::io::Result<TcpListener> {
+        let socket = Socket::new(Domain::IPV6, Type::STREAM, None)?;
+        socket.set_only_v6(false)?;
+        // As std's bind does: a restart takes the port back from connections closing.
+        socket.set_reuse_address(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(128)?;
+        Ok(socket.into())
     };
-    socket.set_only_v6(false)?;
-    // As std's bind does: a restart takes the port back from connections closing.
-    socket.set_reuse_address(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(128)?;
-    Ok(socket.into())
+    match dual() {
+        // No IPv6 here (or no dual-stack socket): every IPv4 interface, as before. A
+        // port taken or refused is an error as it is.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL | libc::ENOPROTOOPT | libc::EINVAL)
+            ) =>
+        {
+            eprintln!("syscost: no IPv6 socket here ({e}): the endpoint listens on IPv4 only");
+            TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], addr.port())))
+        }
+        r => r,
+    }
 }
 
 impl MetricsServer {
@@ -444,5 +453,25 @@ fn respond(req: &Request<Incoming>, endpoint: &Endpoint) -> Response<Body> {
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("cannot read syscost's counters: {e:#}\n"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[::]` takes IPv4 too whatever `net.ipv6.bindv6only` says: the socket is made
+    /// dual-stack, not left to the sysctl.
+    #[test]
+    fn every_interface_is_ipv6_and_ipv4_on_one_socket() {
+        let Ok(l) = listen(SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))) else {
+            panic!("cannot listen on [::]:0 nor 0.0.0.0:0");
+        };
+        let addr = l.local_addr().unwrap();
+        if addr.is_ipv6() {
+            assert_eq!(socket2::SockRef::from(&l).only_v6().ok(), Some(false));
+        }
+        std::net::TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], addr.port())))
+            .expect("IPv4 reaches the socket of every interface");
     }
 }

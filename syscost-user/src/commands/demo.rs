@@ -2,12 +2,12 @@
 //! live view attached to the server. Everything it starts is stopped when it ends.
 
 use std::{
-    net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream},
+    net::{Ipv4Addr, SocketAddrV4},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 
 use crate::{
     cli::{AttachArgs, ViewArgs},
@@ -40,37 +40,48 @@ impl Drop for Helpers {
 
 const HINT: &str = "per accept4 = per request. Watch close and epoll_ctl; epoll_wait is idle wait";
 
-fn free_port() -> Result<u16> {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("no free port on 127.0.0.1")?;
-    Ok(l.local_addr()?.port())
+/// The port of the echo server's first line on `stderr` ("echo-server: listening on
+/// 127.0.0.1:PORT ..."), awaited for at most 30 s; the rest of its lines are not read.
+fn listening_port(stderr: Option<std::process::ChildStderr>) -> Result<u16> {
+    use std::io::BufRead as _;
+    let stderr = stderr.context("the echo server's stderr")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stderr).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(30))
+        .map_err(|_| anyhow::anyhow!("the echo server did not say it listens within 30 s"))?;
+    line.strip_prefix("echo-server: listening on 127.0.0.1:")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .with_context(|| format!("the echo server did not start: {:?}", line.trim_end()))
 }
 
 pub fn demo(args: &DemoArgs) -> Result<i32> {
     syscost_engine::privileges::check()?;
     let exe = std::env::current_exe().context("cannot find the syscost executable")?;
-    let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, free_port()?);
+    // The server takes a free port itself and says which (a port found free here and
+    // given to it could be taken in between, by another test's server say).
     let mut helpers = Helpers(Vec::new());
     let mut server = Command::new(&exe);
-    server.args(["lab", "echo-server", "--addr", &addr.to_string(), "--mode"]);
+    server.args(["lab", "echo-server", "--addr", "127.0.0.1:0", "--mode"]);
     server.arg(if args.mode == Mode::Et { "et" } else { "lt" });
     if args.stop_on_short_read {
         server.arg("--stop-on-short-read");
     }
-    let server = server
+    let mut server = server
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .context("cannot start the echo server")?;
     let server_pid = server.id();
+    let said = server.stderr.take();
     helpers.0.push(server);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while TcpStream::connect(addr).is_err() {
-        if Instant::now() > deadline {
-            bail!("the echo server did not start listening on {addr}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, listening_port(said)?);
     let load = Command::new(&exe)
         .args(["lab", "echo-load", "--addr", &addr.to_string(), "--quiet"])
         .args(["-n", "1000000000000", "--duration", "86400"])

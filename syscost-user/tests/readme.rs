@@ -1,7 +1,8 @@
 //! README.md and docs/ against the program: the command list (docs/usage.md) names
 //! every option of every command and nothing else, the `run`, JSON, top-file and `diff`
-//! examples print what they show (the README's `run` example is the tested one), and
-//! every test the docs name exists.
+//! examples print what they show (the README's `run` example is the tested one, its
+//! `top` and `doctor` examples have the shape those print), and every test the docs
+//! name exists.
 
 mod common;
 
@@ -413,6 +414,90 @@ fn the_top_file_example_reads() {
         .unwrap_or_else(|e| panic!("the README's top file: {e:#}"));
     assert!(p.totals_only);
     assert_eq!(p.totals(), (1512, 12, 21_111_003));
+}
+
+/// `line` with every run of digits (and a decimal point between them) as `N`: the
+/// shape of a line whose figures differ by machine.
+fn shape(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_number = false;
+    for c in line.chars() {
+        if c.is_ascii_digit() || (in_number && c == '.') {
+            if !in_number {
+                out.push('N');
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The README's `top --no-tui` example has the shape `top` prints: the totals' heading
+/// line, the columns as printed, and the line of processes not shown.
+#[test]
+fn the_readme_top_example_is_what_top_prints() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let readme = doc("README.md");
+    let shown = block_after(&readme, "**`syscost top`**");
+    assert!(
+        shown[0].starts_with("$ sudo syscost top --no-tui"),
+        "{shown:?}"
+    );
+    let o = output(syscost().args(["top", "--no-tui", "-d", "1", "-n", "1"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let printed: Vec<&str> = out.lines().collect();
+    // The totals come last: their heading is the last "syscost top:" line.
+    let at = printed
+        .iter()
+        .rposition(|l| l.starts_with("syscost top:"))
+        .unwrap_or_else(|| panic!("no totals in:\n{out}"));
+    assert_eq!(shape(shown[1]), shape(printed[at]), "the totals' heading");
+    assert_eq!(shown[2], printed[at + 1], "the columns");
+    let more = |lines: &[&str]| {
+        lines
+            .iter()
+            .find(|l| l.starts_with("... "))
+            .map(|l| shape(l))
+    };
+    assert_eq!(
+        more(&shown),
+        more(&printed[at..]),
+        "the processes not shown (this machine runs more than one)"
+    );
+}
+
+/// The README's `doctor` example: each line shown is one `doctor` prints here, with the
+/// same verdict, in the same order (what follows the name differs by host).
+#[test]
+fn the_readme_doctor_example_is_what_doctor_prints() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let readme = doc("README.md");
+    let shown = block_after(&readme, "**`syscost doctor`**");
+    assert_eq!(shown[0], "$ sudo syscost doctor");
+    let out = stdout(&output(syscost().arg("doctor")));
+    let head = |l: &str| -> Option<(String, String)> {
+        let (tag, rest) = l.split_once(' ')?;
+        let (name, _) = rest.trim_start().split_once(':')?;
+        Some((tag.to_string(), name.to_string()))
+    };
+    let printed: Vec<(String, String)> = out.lines().filter_map(head).collect();
+    let mut from = 0;
+    for l in shown[1..].iter().filter(|l| **l != "...") {
+        let want = head(l).unwrap_or_else(|| panic!("not a check: {l:?}"));
+        let found = printed[from..]
+            .iter()
+            .position(|p| *p == want)
+            .unwrap_or_else(|| panic!("{want:?} not printed (in this order) by doctor:\n{out}"));
+        from += found + 1;
+    }
 }
 
 /// The README's tour shows the same `run` table as docs/usage.md (one example, kept in

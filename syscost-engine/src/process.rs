@@ -428,7 +428,7 @@ mod tests {
     #[test]
     fn runs_in_the_initial_pid_namespace() {
         // The tests run on the host; the refusal inside a namespace is tested end to
-        // end (tests/engine.rs, a_pid_namespace_of_its_own_is_refused_in_one_line).
+        // end (tests/commands.rs, a_pid_namespace_of_its_own_is_refused_in_one_line).
         check_pid_namespace().unwrap();
     }
 

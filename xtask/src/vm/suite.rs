@@ -6,7 +6,7 @@
 /// (test binary, tests in it).
 pub const SUITE: &[(&str, &[&str])] = &[
     (
-        "engine",
+        "commands",
         &[
             "run_counts_getppid_exactly",
             "blocking_read_is_off_cpu",
@@ -86,7 +86,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "kernel",
+        "in_process",
         &[
             "a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samples",
             "samples_grow_exactly_and_their_intervals_are_valid_profiles",
@@ -160,7 +160,7 @@ mod tests {
             SUITE.iter().map(|(_, t)| t.len()).sum::<usize>()
         );
         let one = runs(&["blocking_read_is_off_cpu".into()], 3).unwrap();
-        assert_eq!(one, vec![("engine", vec!["blocking_read_is_off_cpu"]); 3]);
+        assert_eq!(one, vec![("commands", vec!["blocking_read_is_off_cpu"]); 3]);
         assert!(runs(&["no_such_test".into()], 1).is_err());
     }
 }

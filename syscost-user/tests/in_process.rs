@@ -1,6 +1,7 @@
 //! The kernel programs driven in-process, as aya's own integration tests drive theirs:
 //! load the tracer, trace this test's own process, make a known number of syscalls and
-//! read them back from a session's samples. (The other root tests drive the binary.)
+//! read them back from a session's samples. (The other root tests drive the binary:
+//! `commands.rs` its commands.)
 
 mod common;
 

@@ -1,5 +1,6 @@
-//! The kernel side tested for real: syscost runs or attaches to a workload with a known
-//! number of syscalls, and the counts must be exact. Needs root.
+//! syscost's commands driven as a user runs them (the binary): it runs or attaches to a
+//! workload with a known number of syscalls, and the counts must be exact. Needs root.
+//! (`in_process.rs` drives the engine in-process.)
 
 mod common;
 

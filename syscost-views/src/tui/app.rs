@@ -128,7 +128,7 @@ pub const STUCK_AFTER: Duration = Duration::from_secs(1);
 
 /// One refresh worth of data, made by the sampler.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
+pub struct Refresh {
     pub cumulative: Profile,
     pub interval: Profile,
     pub interval_secs: f64,
@@ -258,7 +258,7 @@ impl App {
     }
 
     /// Takes a new sample; a paused view keeps showing the old one.
-    pub fn apply(&mut self, sample: Sample) {
+    pub fn apply(&mut self, sample: Refresh) {
         if self.paused {
             return;
         }
@@ -384,8 +384,8 @@ pub mod tests {
     pub use syscost_report::fixtures::{server_profile, syscall};
 
     /// A sample of one second's `interval`, `secs` after attaching, with nothing else.
-    pub fn sample_of(cumulative: Profile, interval: Profile, secs: u64) -> Sample {
-        Sample {
+    pub fn sample_of(cumulative: Profile, interval: Profile, secs: u64) -> Refresh {
+        Refresh {
             cumulative,
             interval,
             interval_secs: 1.0,
@@ -412,7 +412,7 @@ pub mod tests {
             server_profile(0),
         );
         for i in 1..=5 {
-            app.apply(Sample {
+            app.apply(Refresh {
                 threads: vec![ThreadRow {
                     tid: 4242,
                     comm: "echo-server".into(),

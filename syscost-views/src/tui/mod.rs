@@ -34,7 +34,7 @@ use std::{
 use anyhow::{Context as _, Result};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
-use self::app::{App, STUCK_AFTER, Sample, StuckCall, TargetInfo, ThreadRow};
+use self::app::{App, Refresh, STUCK_AFTER, StuckCall, TargetInfo, ThreadRow};
 use syscost_engine::{
     collector::Snapshot,
     process::Process,
@@ -100,7 +100,7 @@ impl Feed {
         s: &session::Sample,
         comm: &str,
         with_threads: bool,
-    ) -> Result<(Snapshot, Sample)> {
+    ) -> Result<(Snapshot, Refresh)> {
         let now = s.snapshot(self.slot);
         let step = self.series.next_at(now.clone(), s.taken);
         let mut stuck: Vec<StuckCall> = s
@@ -143,7 +143,7 @@ impl Feed {
             Err(why) => (None, Some(why.clone())),
         };
         let offcpu = self.offcpu;
-        let sample = Sample {
+        let sample = Refresh {
             cumulative: step
                 .cumulative
                 .to_profile(

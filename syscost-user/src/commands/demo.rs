@@ -40,6 +40,21 @@ impl Drop for Helpers {
 
 const HINT: &str = "per accept4 = per request. Watch close and epoll_ctl; epoll_wait is idle wait";
 
+/// `cmd`'s process gets SIGTERM when the demo's main thread (which starts it) ends, however
+/// it ends: a demo killed before its helpers are stopped leaves none running.
+fn dies_with_the_demo(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec here.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
 /// The port of the echo server's first line on `stderr` ("echo-server: listening on
 /// 127.0.0.1:PORT ..."), awaited for at most 30 s; the rest of its lines are not read.
 fn listening_port(stderr: Option<std::process::ChildStderr>) -> Result<u16> {
@@ -72,7 +87,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
     if args.stop_on_short_read {
         server.arg("--stop-on-short-read");
     }
-    let mut server = server
+    let mut server = dies_with_the_demo(&mut server)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -82,7 +97,7 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
     let said = server.stderr.take();
     helpers.0.push(server);
     let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, listening_port(said)?);
-    let load = Command::new(&exe)
+    let load = dies_with_the_demo(&mut Command::new(&exe))
         .args(["lab", "echo-load", "--addr", &addr.to_string(), "--quiet"])
         .args(["-n", "1000000000000", "--duration", "86400"])
         .args(["-c", &args.concurrency.to_string()])

@@ -561,16 +561,25 @@ fn every_test_the_docs_name_exists() {
             let Some((file, test)) = span.split_once("::") else {
                 continue;
             };
-            let source = format!("{dir}/{file}.rs");
-            let Ok(code) = std::fs::read_to_string(&source) else {
-                continue;
-            };
             if !test
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
             {
                 continue;
             }
+            let source = format!("{dir}/{file}.rs");
+            let Ok(code) = std::fs::read_to_string(&source) else {
+                // A test's name (a sentence: `file::what_it_holds_when_so`) in a file
+                // that is not there: renamed or gone, the docs still name it. A module
+                // path (`report::top`) is no test's name.
+                if test.matches('_').count() >= 3
+                    && !file.is_empty()
+                    && file.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                {
+                    missing.push(format!("{path}: {file}::{test} (no tests/{file}.rs)"));
+                }
+                continue;
+            };
             named += 1;
             if !code.contains(&format!("#[test]\nfn {test}()")) {
                 missing.push(format!("{path}: {file}::{test}"));

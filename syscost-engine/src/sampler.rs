@@ -265,13 +265,14 @@ pub struct Sampler {
 /// How long a `--stacks` window lasts: the kernel's tables hold what one window's calls
 /// made (a second of a busy machine's processes and stacks), not the run's.
 fn stack_window() -> Duration {
-    // The tests' way to make windows short: debug builds only.
+    // The tests' way to make windows short: debug builds only, swapped 20 times a
+    // second at the most however short they ask.
     #[cfg(debug_assertions)]
     if let Some(ms) = std::env::var("SYSCOST_STACKS_WINDOW_MS")
         .ok()
         .and_then(|v| v.parse().ok())
     {
-        return Duration::from_millis(ms);
+        return Duration::from_millis(ms).max(Duration::from_millis(50));
     }
     Duration::from_secs(1)
 }
@@ -588,7 +589,7 @@ impl Sampler {
     pub fn swap_stack_window(&mut self) -> Option<std::sync::Arc<crate::tracer::GracePeriod>> {
         if !self.features.on.contains(&"stacks")
             || self.stack_window_closed.is_some()
-            || self.stack_window_at.elapsed() < stack_window().max(EXITS_READ_EVERY)
+            || self.stack_window_at.elapsed() < stack_window()
         {
             return None;
         }
@@ -721,20 +722,15 @@ impl Sampler {
         };
         let t = &*tracer;
         let names = &mut self.cgroup_names;
-        // One read of /proc/PID/status a process a step, for whether it lives and its
-        // threads.
-        let statuses = std::cell::RefCell::new(HashMap::new());
-        let status = |pid| {
-            *statuses
-                .borrow_mut()
-                .entry(pid)
-                .or_insert_with(|| process::status(pid))
-        };
+        // One read of /proc/PID/status a process a step: whether it lives (a process
+        // /proc cannot tell about counts as alive) and its threads.
         let step = self.table.step(
             &table,
-            |pid| status(pid).0 != process::Liveness::Gone,
+            |pid| match process::status(pid) {
+                (process::Liveness::Gone, _) => None,
+                (_, threads) => Some(threads),
+            },
             |pid| ProcInfo::read(pid, t.process_name(pid), names),
-            |pid| status(pid).1,
         );
         tracer.forget_top(&step.forget)?;
         let in_use = table.len().saturating_sub(step.forget.len());
@@ -818,16 +814,13 @@ impl Sampler {
     /// ([`Sampler::top_tick`]), a `--stacks` window to swap; `None` when nothing is due
     /// but the samples.
     pub fn next_due(&self, own_cost: bool) -> Option<Instant> {
-        self.tracer.as_ref()?;
+        let tracer = self.tracer.as_ref()?;
         let own = own_cost.then(|| self.own_cost.next_due()).flatten();
-        let top = self
-            .tracer
-            .as_ref()
-            .is_some_and(Tracer::per_process_loaded)
+        let top = tracer
+            .per_process_loaded()
             .then(|| self.top_read_at + TOP_READ_EVERY);
-        // Windows as short as the tests' swapped 20 times a second at most.
         let stacks = (self.features.on.contains(&"stacks") && self.stack_window_closed.is_none())
-            .then(|| self.stack_window_at + stack_window().max(EXITS_READ_EVERY));
+            .then(|| self.stack_window_at + stack_window());
         [own, top, stacks].into_iter().flatten().min()
     }
 
@@ -895,8 +888,9 @@ fn read_exits(sampler: Weak<Mutex<Sampler>>) {
                     !s.exits.queue.is_empty()
                 };
                 std::thread::sleep(EXITS_READ_EVERY);
+                // (Without an eventfd for the end, the wait looks again within 50 ms.)
                 match &ring {
-                    Some(ring) if !waiting && ended.works() => {
+                    Some(ring) if !waiting => {
                         crate::wake::wait(&[ring.as_raw_fd(), ended.fd()], None);
                     }
                     _ => {}

@@ -522,12 +522,9 @@ impl Shared {
                 fds.extend(pidfd.as_ref().map(std::os::fd::AsRawFd::as_raw_fd));
             }
             // An exit whose sample failed is sampled again 50 ms later, not sooner
-            // (housekeeping waits meanwhile); without an eventfd for the end, the clock
-            // looks every 50 ms.
+            // (housekeeping waits meanwhile).
             if exiting {
                 until = Instant::now() + Duration::from_millis(50);
-            } else if !self.wake.works() {
-                until = until.min(Instant::now() + Duration::from_millis(50));
             }
             crate::wake::wait(&fds, Some(until));
         }
@@ -668,19 +665,6 @@ impl Subscription {
     /// all with [`Subscription::try_recv`].
     pub fn fd(&self) -> std::os::fd::RawFd {
         self.wake.fd()
-    }
-
-    /// When a loop waiting on [`Subscription::fd`] (and on `until`) must look again at
-    /// the latest: `until`, or within 50 ms where the descriptor cannot be had (no
-    /// eventfd: out of descriptors).
-    pub fn look_by(&self, until: Option<Instant>) -> Option<Instant> {
-        match self.wake.works() {
-            true => until,
-            false => {
-                let soon = Instant::now() + Duration::from_millis(50);
-                Some(until.map_or(soon, |u| u.min(soon)))
-            }
-        }
     }
 }
 

@@ -4,14 +4,18 @@
 //! and another waits on beside other descriptors; [`wait`] is the wait itself.
 
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How soon a wait on a [`Wake`] that has no eventfd ends to let its caller look again.
+const LOOK_AGAIN: Duration = Duration::from_millis(50);
 
 /// An event set by [`Wake::set`] and waited on through [`Wake::fd`] (an eventfd: it
 /// stays readable until [`Wake::clear`], so a set before the wait is not lost).
 #[derive(Debug)]
 pub struct Wake {
     /// `None` when no eventfd could be made (out of descriptors): the event is then
-    /// never seen, and a wait on it ends at its deadline only (see [`Wake::works`]).
+    /// never seen, and a [`wait`] on it ends within [`LOOK_AGAIN`] for its caller to
+    /// look for itself.
     fd: Option<OwnedFd>,
 }
 
@@ -27,7 +31,7 @@ impl Wake {
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
             log::warn!(
-                "eventfd: {}: waits end at their deadlines only",
+                "eventfd: {}: waits look again every 50 ms",
                 std::io::Error::last_os_error()
             );
             return Self { fd: None };
@@ -36,11 +40,6 @@ impl Wake {
         Self {
             fd: Some(unsafe { OwnedFd::from_raw_fd(fd) }),
         }
-    }
-
-    /// Whether a set wakes a wait (else only deadlines do).
-    pub fn works(&self) -> bool {
-        self.fd.is_some()
     }
 
     /// Sets the event (whoever waits on it wakes).
@@ -58,8 +57,8 @@ impl Wake {
         (unsafe { libc::read(self.fd(), (&raw mut n).cast(), 8) }) == 8
     }
 
-    /// The descriptor that is readable while the event is set (-1, which a wait
-    /// ignores, without one).
+    /// The descriptor that is readable while the event is set (-1 without one, which
+    /// [`wait`] takes as "look again soon").
     pub fn fd(&self) -> RawFd {
         self.fd.as_ref().map_or(-1, |fd| fd.as_raw_fd())
     }
@@ -67,7 +66,9 @@ impl Wake {
 
 /// Waits until one of `fds` is readable (or hung up), or `until` passes (`None`: no end).
 /// Returns, for each of `fds` in order, whether it was; all false at the deadline or at
-/// a signal (the caller looks at what it waits for and waits again).
+/// a signal (the caller looks at what it waits for and waits again). A negative
+/// descriptor among `fds` (a [`Wake`] without an eventfd) cannot wake it: the wait then
+/// ends within [`LOOK_AGAIN`], and the caller looks for itself.
 pub fn wait(fds: &[RawFd], until: Option<Instant>) -> Vec<bool> {
     wait_or_hangup(fds, &[], until)
 }
@@ -85,6 +86,13 @@ pub fn wait_or_hangup(fds: &[RawFd], hangup: &[RawFd], until: Option<Instant>) -
             revents: 0,
         })
         .collect();
+    let until = match fds.iter().any(|&fd| fd < 0) {
+        true => {
+            let soon = Instant::now() + LOOK_AGAIN;
+            Some(until.map_or(soon, |u| u.min(soon)))
+        }
+        false => until,
+    };
     let timeout = until.map(|u| {
         let left = u.saturating_duration_since(Instant::now());
         libc::timespec {
@@ -118,7 +126,7 @@ mod tests {
     #[test]
     fn a_wake_set_before_the_wait_is_seen_and_cleared_once() {
         let w = Wake::new();
-        assert!(w.works());
+        assert!(w.fd() >= 0, "an eventfd");
         assert!(!w.clear(), "a new event is clear");
         w.set();
         w.set();
@@ -129,6 +137,16 @@ mod tests {
         assert!(!w.clear(), "two sets clear at once");
         // Clear: the wait ends at its deadline, with nothing readable.
         assert_eq!(wait(&[w.fd()], Some(Instant::now())), vec![false]);
+    }
+
+    #[test]
+    fn a_wake_without_an_eventfd_ends_a_wait_with_no_deadline_to_look_again() {
+        let none = Wake { fd: None };
+        assert_eq!(none.fd(), -1);
+        let w = Wake::new();
+        // No deadline and nothing set: only the descriptor that cannot wake ends it,
+        // and it says nothing is readable.
+        assert_eq!(wait(&[w.fd(), none.fd()], None), vec![false, false]);
     }
 
     #[test]

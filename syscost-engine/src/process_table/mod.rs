@@ -112,10 +112,10 @@ pub struct ProcessTable {
 }
 
 impl ProcessTable {
-    /// The next step from a copy of the kernel's table. `alive(pid)`: whether the
-    /// process still exists; `info(pid)`: its name and cgroup now (asked for each
-    /// process with calls in the step, so an exec or a cgroup move shows);
-    /// `threads(pid)`: its thread count now.
+    /// The next step from a copy of the kernel's table. `status(pid)`: the process's
+    /// thread count now, `None` when it no longer exists (one read of /proc a process);
+    /// `info(pid)`: its name and cgroup now (asked for each process with calls in the
+    /// step, so an exec or a cgroup move shows).
     ///
     /// A process found gone is left as it is for one step: its exit record (with its
     /// name, which /proc no longer has) is on its way and [`Machine::exit`] counts it.
@@ -124,9 +124,8 @@ impl ProcessTable {
     pub fn step(
         &mut self,
         table: &[(TopKey, TopValue)],
-        alive: impl Fn(u32) -> bool,
+        status: impl Fn(u32) -> Option<u32>,
         mut info: impl FnMut(u32) -> ProcInfo,
-        threads: impl Fn(u32) -> u32,
     ) -> TopStep {
         let mut keys_of: BTreeMap<u32, Vec<(TopKey, TopValue)>> = BTreeMap::new();
         for (k, v) in table {
@@ -139,7 +138,8 @@ impl ProcessTable {
         let mut exited = Vec::new();
         let mut dead_now = std::collections::HashSet::new();
         for (pid, keys) in keys_of {
-            let live = alive(pid);
+            let threads = status(pid);
+            let live = threads.is_some();
             if !live && !self.dead.contains(&pid) {
                 dead_now.insert(pid);
                 continue;
@@ -199,8 +199,7 @@ impl ProcessTable {
                     total.add(*id, v);
                 }
             }
-            if live {
-                let n = threads(pid);
+            if let Some(n) = threads {
                 if let Some(r) = rows.get_mut(&pid) {
                     r.threads = n;
                 }
@@ -439,13 +438,13 @@ mod tests {
         let info = |_| ProcInfo::default();
         // Errors written before calls: a copy can show one error too many, and time
         // switched out above the total.
-        m.step(&[(k(1, 3), v(4, 5, 40, 50))], |_| true, info, |_| 1);
+        m.step(&[(k(1, 3), v(4, 5, 40, 50))], |_| Some(1), info);
         let mut later = PendingSteps::default();
-        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| true, info, |_| 1));
+        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| Some(1), info));
         // Gone: left for a step (its exit record may come), then counted and forgotten.
-        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
+        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| None, info));
         assert!(later.take().exited.is_empty());
-        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| false, info, |_| 0));
+        later.absorb(m.step(&[(k(1, 3), v(5, 5, 50, 50))], |_| None, info));
         assert_eq!(later.take().exited, vec![1]);
         let t = &m.totals()[0];
         assert_eq!((t.calls(), t.errors(), t.total_ns()), (5, 5, 50));
@@ -462,18 +461,18 @@ mod tests {
             from_proc: true,
         };
         let t1 = [(k(1, 39), v(10, 0, 1000, 0)), (k(2, 3), v(5, 5, 500, 100))];
-        let s = m.step(&t1, |_| true, info, |_| 1);
+        let s = m.step(&t1, |_| Some(1), info);
         assert_eq!(s.interval.len(), 2);
         assert!(s.forget.is_empty());
         let t2 = [(k(1, 39), v(25, 0, 2500, 0)), (k(2, 3), v(6, 6, 600, 100))];
-        let s = m.step(&t2, |p| p == 1, info, |_| 3);
+        let s = m.step(&t2, |p| (p == 1).then_some(3), info);
         assert_eq!(s.interval[0].calls(), 15);
         assert_eq!(s.interval[0].threads, 3);
         // Process 2 is gone: nothing of it yet, its exit record may be on its way.
         assert_eq!(s.interval.len(), 1);
         assert!(s.forget.is_empty());
         // None came: the next step counts its last difference and forgets it.
-        let s = m.step(&t2, |p| p == 1, info, |_| 3);
+        let s = m.step(&t2, |p| (p == 1).then_some(3), info);
         assert_eq!(s.interval.len(), 1);
         assert_eq!(
             (
@@ -494,7 +493,7 @@ mod tests {
         );
         // A new process with the old pid starts from zero.
         let t3 = [(k(1, 39), v(25, 0, 2500, 0)), (k(2, 3), v(2, 0, 20, 0))];
-        let s = m.step(&t3, |_| true, info, |_| 1);
+        let s = m.step(&t3, |_| Some(1), info);
         assert_eq!(s.interval.len(), 1);
         assert_eq!(s.interval[0].calls(), 2);
         assert_eq!(m.totals().len(), 3);
@@ -556,11 +555,11 @@ mod tests {
         for (seen_alive, step_between) in [(true, false), (true, true), (false, true)] {
             let mut m = ProcessTable::new(true);
             if seen_alive {
-                m.step(&[(k(7, 39), v(10, 1, 100, 0))], |_| true, info, |_| 1);
+                m.step(&[(k(7, 39), v(10, 1, 100, 0))], |_| Some(1), info);
             }
             if step_between {
                 // Gone from /proc, the record not read yet: nothing counted, nothing lost.
-                let s = m.step(&[(k(7, 39), v(30, 2, 300, 0))], |_| false, info, |_| 0);
+                let s = m.step(&[(k(7, 39), v(30, 2, 300, 0))], |_| None, info);
                 assert!(s.interval.is_empty() && s.forget.is_empty());
             }
             let s = m.exit(
@@ -582,7 +581,7 @@ mod tests {
             assert_eq!((t[0].comm.as_str(), t[0].cgroup.as_str()), name);
             assert_eq!((t[0].calls(), t[0].errors(), t[0].total_ns()), (31, 2, 305));
             // The keys are deleted by the caller; a later step does not see them.
-            let s = m.step(&[], |_| false, info, |_| 0);
+            let s = m.step(&[], |_| None, info);
             assert!(s.interval.is_empty() && s.exited.is_empty());
             assert_eq!(m.totals().len(), 1);
         }
@@ -598,7 +597,7 @@ mod tests {
             cgroup: "?".into(),
             from_proc: false,
         };
-        m.step(&[(k(7, 39), v(10, 0, 100, 0))], |_| true, unread, |_| 1);
+        m.step(&[(k(7, 39), v(10, 0, 100, 0))], |_| Some(1), unread);
         let record = ProcInfo {
             comm: "syscost-getppid".into(),
             cgroup: "/b".into(),
@@ -621,10 +620,10 @@ mod tests {
             cgroup: "/a".into(),
             from_proc: true,
         };
-        m.step(&[(k(9, 39), v(5, 0, 50, 0))], |_| true, info, |_| 1);
+        m.step(&[(k(9, 39), v(5, 0, 50, 0))], |_| Some(1), info);
         proc_says.set("?");
-        m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| false, info, |_| 0);
-        let s = m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| false, info, |_| 0);
+        m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| None, info);
+        let s = m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| None, info);
         assert_eq!(s.forget, vec![k(9, 39)]);
         assert_eq!(
             (s.interval[0].comm.as_str(), s.interval[0].calls()),
@@ -677,12 +676,11 @@ mod tests {
             cgroup: "/a".into(),
             from_proc: true,
         };
-        let live = |_| true;
+        let live = |_| Some(1);
         m.step(
             &[(k(1, 39), v(10, 0, 100, 0)), (k(1, 3), v(1, 0, 10, 0))],
             live,
             info,
-            |_| 1,
         );
         for n in 1..=3u64 {
             // getppid (39) keeps changing, close (3) does not.
@@ -693,7 +691,6 @@ mod tests {
                 ],
                 live,
                 info,
-                |_| 1,
             );
         }
         assert_eq!(m.idle_keys(3), vec![k(1, 3)]);
@@ -709,7 +706,6 @@ mod tests {
             &[(k(1, 39), v(13, 0, 103, 0)), (k(1, 3), v(4, 0, 40, 0))],
             live,
             info,
-            |_| 1,
         );
         let close: u64 = s.interval.iter().map(|r| r.calls()).sum();
         assert_eq!(close, 4, "the new key's 4 calls");

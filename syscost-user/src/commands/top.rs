@@ -133,7 +133,7 @@ fn text(
     let deadline = duration.map(|d| started + d);
     loop {
         // Asleep until a sample, a signal or the end.
-        syscost_engine::wake::wait(&[stop.fd(), samples.fd()], samples.look_by(deadline));
+        syscost_engine::wake::wait(&[stop.fd(), samples.fd()], deadline);
         if stop.stopped() || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }

@@ -246,14 +246,6 @@ impl Screen {
     /// the terminal's hang-up, or `until`: a view's loop is woken by what it shows, not
     /// by a clock of its own.
     pub fn wait(&self, samples: &Subscription, until: Option<Instant>) {
-        // Without an eventfd for the input, it looks every 50 ms.
-        let until = match self.input_wake.works() {
-            true => samples.look_by(until),
-            false => {
-                let soon = Instant::now() + Duration::from_millis(50);
-                Some(samples.look_by(until).map_or(soon, |u| u.min(soon)))
-            }
-        };
         syscost_engine::wake::wait_or_hangup(
             &[self.stop.fd(), self.input_wake.fd(), samples.fd()],
             &[libc::STDIN_FILENO],

@@ -62,8 +62,9 @@ fn listening_port(stderr: Option<std::process::ChildStderr>) -> Result<u16> {
     let stderr = stderr.context("the echo server's stderr")?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        // One line of a few dozen bytes; 4 KiB at the most.
         let mut line = String::new();
-        let _ = std::io::BufReader::new(stderr).read_line(&mut line);
+        let _ = std::io::BufReader::new(std::io::Read::take(stderr, 4096)).read_line(&mut line);
         let _ = tx.send(line);
     });
     let line = rx

@@ -5,6 +5,7 @@ use std::{
     os::unix::fs::MetadataExt as _,
     path::{Path, PathBuf},
 };
+use syscost_report::report::top::Name;
 
 use anyhow::{Context as _, Result, bail};
 
@@ -216,12 +217,12 @@ pub const WALK_LIMIT: usize = 100_000;
 /// in a cgroup namespace of its own, every process's.
 #[derive(Debug, Default)]
 pub struct CgroupNames {
-    by_id: std::collections::HashMap<u64, String>,
+    by_id: std::collections::HashMap<u64, Name>,
     walked: Option<std::time::Instant>,
 }
 
 impl CgroupNames {
-    pub fn path_of(&mut self, id: u64) -> Option<String> {
+    pub fn path_of(&mut self, id: u64) -> Option<Name> {
         if let Some(p) = self.by_id.get(&id) {
             return Some(p.clone());
         }
@@ -242,7 +243,7 @@ impl CgroupNames {
 /// The ids and paths of the cgroups below `mount`, at most `limit` of them. Nothing is
 /// followed: a cgroup file system holds no links, and whatever is mounted below it is
 /// another file system's.
-fn walk(mount: &Path, limit: usize) -> std::collections::HashMap<u64, String> {
+fn walk(mount: &Path, limit: usize) -> std::collections::HashMap<u64, Name> {
     let mut by_id = std::collections::HashMap::new();
     let Ok(top) = std::fs::symlink_metadata(mount) else {
         return by_id;
@@ -254,7 +255,7 @@ fn walk(mount: &Path, limit: usize) -> std::collections::HashMap<u64, String> {
     while let Some((dir, ino)) = stack.pop() {
         let rel = dir.strip_prefix(mount).unwrap_or(Path::new(""));
         let rel = syscost_report::untrusted::decode(rel.as_os_str().as_encoded_bytes());
-        by_id.insert(ino, format!("/{rel}"));
+        by_id.insert(ino, format!("/{rel}").into());
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -469,9 +470,9 @@ mod tests {
         let names = walk(&dir, 100);
         let root_ino = std::fs::metadata(&dir).unwrap().ino();
         assert_eq!(names.len(), 4, "{names:?}");
-        assert_eq!(names[&root_ino], "/");
-        assert_eq!(names[&ino("a.slice/b.scope")], "/a.slice/b.scope");
-        assert_eq!(names[&ino("c")], "/c");
+        assert_eq!(names[&root_ino], "/".into());
+        assert_eq!(names[&ino("a.slice/b.scope")], "/a.slice/b.scope".into());
+        assert_eq!(names[&ino("c")], "/c".into());
         assert_eq!(walk(&dir, 2).len(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -6,6 +6,7 @@ use std::{
     fs,
     os::fd::{FromRawFd as _, OwnedFd},
 };
+use syscost_report::report::top::Name;
 
 use anyhow::{Context as _, Result, bail};
 
@@ -237,9 +238,9 @@ pub fn pid_max() -> Result<u32> {
 /// What /proc says about a process, read once when it is first seen.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcInfo {
-    pub comm: String,
+    pub comm: Name,
     /// Its cgroup v2 path ("" when unknown).
-    pub cgroup: String,
+    pub cgroup: Name,
     /// The name was read from /proc (the process was alive then); otherwise it is what
     /// the kernel side kept, or "?".
     pub from_proc: bool,
@@ -248,16 +249,13 @@ pub struct ProcInfo {
 impl ProcInfo {
     /// What the kernel side kept of an exited process (its comm at its last exec, and
     /// its cgroup's id).
-    pub fn of_record(
-        r: &syscost_common::ProcRecord,
-        names: &mut crate::cgroup::CgroupNames,
-    ) -> Self {
-        let end = r.comm.iter().position(|&b| b == 0).unwrap_or(r.comm.len());
+    pub fn of_record(r: &syscost_common::ProcRecord, names: &mut Names) -> Self {
         Self {
-            comm: syscost_report::untrusted::decode(&r.comm[..end]),
+            comm: names.comm(&r.comm),
             cgroup: names
+                .cgroups
                 .path_of(r.cgroup_id)
-                .unwrap_or_else(|| "?".to_string()),
+                .unwrap_or_else(|| "?".into()),
             from_proc: false,
         }
     }
@@ -267,22 +265,57 @@ impl ProcInfo {
     /// gone.
     pub fn read(
         pid: u32,
-        kernel: Option<(String, u64)>,
-        names: &mut crate::cgroup::CgroupNames,
+        kernel: impl FnOnce() -> Option<(String, u64)>,
+        names: &mut Names,
     ) -> Self {
         let comm = crate::process::comm_of(pid);
         let cgroup = crate::cgroup::of_process(pid);
-        let (kcomm, kid) = match kernel {
+        // What the kernel side kept, looked up only when /proc has not said it all.
+        let kept = if comm.is_some() && cgroup.is_some() {
+            None
+        } else {
+            kernel()
+        };
+        let (kcomm, kid) = match kept {
             Some((c, id)) => (Some(c), Some(id)),
             None => (None, None),
         };
         Self {
             from_proc: comm.is_some(),
-            comm: comm.or(kcomm).unwrap_or_else(|| "?".to_string()),
+            comm: comm.or(kcomm).map_or_else(|| "?".into(), Name::from),
             cgroup: cgroup
-                .or_else(|| kid.and_then(|id| names.path_of(id)))
-                .unwrap_or_else(|| "?".to_string()),
+                .map(Name::from)
+                .or_else(|| kid.and_then(|id| names.cgroups.path_of(id)))
+                .unwrap_or_else(|| "?".into()),
         }
+    }
+}
+
+/// Names of processes and cgroups as the exit records give them, shared: a churning
+/// host's thousands of exits a second carry a few names, each made once.
+#[derive(Debug, Default)]
+pub struct Names {
+    pub cgroups: crate::cgroup::CgroupNames,
+    comms: std::collections::HashMap<[u8; 16], Name>,
+}
+
+/// Process names kept at the most (all forgotten when full: a host can start
+/// processes of any number of names).
+const COMMS_KEPT: usize = 4096;
+
+impl Names {
+    /// The name in a kernel-side `comm` field (up to its first NUL), made once.
+    pub fn comm(&mut self, raw: &[u8; 16]) -> Name {
+        if let Some(n) = self.comms.get(raw) {
+            return n.clone();
+        }
+        if self.comms.len() >= COMMS_KEPT {
+            self.comms.clear();
+        }
+        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+        let n: Name = decode(&raw[..end]).into();
+        self.comms.insert(*raw, n.clone());
+        n
     }
 }
 

@@ -250,7 +250,7 @@ pub struct Sampler {
     steps_wanted: bool,
     top_read_at: Instant,
     names_cleaned_at: Instant,
-    cgroup_names: crate::cgroup::CgroupNames,
+    names: crate::process::Names,
     /// Keys of live processes handed over from the per-process table so far.
     reclaimed: u64,
     /// The per-process table's pairs in use at the last refresh, and its capacity.
@@ -329,24 +329,35 @@ fn settle_due(queued: usize, waited: Duration, made: usize, free: usize) -> bool
 /// Takes the pairs of the exited processes `tgids` (in their queue's order) out of
 /// `table`: each one's pairs, by key, in that order. A tgid queued twice (its pid
 /// reused in between) gets its pairs with its first record: the kernel's table summed
-/// both under the same keys.
-fn take_exited(table: &mut Vec<(TopKey, TopValue)>, tgids: &[u32]) -> Vec<Vec<(TopKey, TopValue)>> {
+/// both under the same keys. Returned in one vector, the first tgid's pairs then the
+/// second's, with where each tgid's end (`ends[i]`; the i-th's start at `ends[i - 1]`):
+/// a few allocations for any number of exits.
+fn take_exited(
+    table: &mut Vec<(TopKey, TopValue)>,
+    tgids: &[u32],
+) -> (Vec<(TopKey, TopValue)>, Vec<usize>) {
     let mut first: HashMap<u32, usize> = HashMap::with_capacity(tgids.len());
     for (i, &t) in tgids.iter().enumerate() {
         first.entry(t).or_insert(i);
     }
-    let mut out = vec![Vec::new(); tgids.len()];
+    let mut taken: Vec<(usize, TopKey, TopValue)> = Vec::new();
     table.retain(|(k, v)| match first.get(&k.tgid) {
         Some(&i) => {
-            out[i].push((*k, *v));
+            taken.push((i, *k, *v));
             false
         }
         None => true,
     });
-    for pairs in &mut out {
-        pairs.sort_unstable_by_key(|(k, _)| k.key);
+    taken.sort_unstable_by_key(|(i, k, _)| (*i, k.key));
+    let mut ends = Vec::with_capacity(tgids.len());
+    let mut at = 0;
+    for i in 0..tgids.len() {
+        while taken.get(at).is_some_and(|(j, _, _)| *j == i) {
+            at += 1;
+        }
+        ends.push(at);
     }
-    out
+    (taken.into_iter().map(|(_, k, v)| (k, v)).collect(), ends)
 }
 
 /// Steps a key of the per-process table must have stayed unchanged in before it may be
@@ -386,7 +397,7 @@ impl Sampler {
             steps_wanted: false,
             top_read_at: Instant::now(),
             names_cleaned_at: Instant::now(),
-            cgroup_names: Default::default(),
+            names: Default::default(),
             reclaimed: 0,
             top_pairs: (0, 0),
             drained: Default::default(),
@@ -452,7 +463,7 @@ impl Sampler {
             if self.exits.queue.is_empty() {
                 self.exits.oldest = Instant::now();
             }
-            let info = ProcInfo::of_record(&r.info, &mut self.cgroup_names);
+            let info = ProcInfo::of_record(&r.info, &mut self.names);
             self.exits.queue.push((r.tgid, info));
         }
     }
@@ -467,28 +478,26 @@ impl Sampler {
     /// cannot be deleted the records stay queued for the next copy.
     fn settle_exits(&mut self, table: &mut Vec<(TopKey, TopValue)>, made: u64) -> Result<()> {
         let tgids: Vec<u32> = self.exits.queue.iter().map(|(t, _)| *t).collect();
-        let finals = take_exited(table, &tgids);
+        let (finals, ends) = take_exited(table, &tgids);
         if let Some(tracer) = self.tracer.as_mut() {
-            let keys: Vec<TopKey> = finals.iter().flatten().map(|(k, _)| *k).collect();
+            let keys: Vec<TopKey> = finals.iter().map(|(k, _)| *k).collect();
             if let Err(e) = tracer.delete_top(&keys) {
                 // The copy's pairs go back: the next copy counts them.
-                for pairs in finals {
-                    table.extend(pairs);
-                }
+                table.extend(finals);
                 return Err(e);
             }
         }
         // The table as this copy left it (a refresh lowers it by what it deletes more).
         self.exits.made_at_copy = made;
         self.exits.in_use_at_copy = table.len();
-        for ((tgid, info), mine) in std::mem::take(&mut self.exits.queue)
-            .into_iter()
-            .zip(finals)
-        {
-            let step = self.table.exit(tgid, info, &mine);
-            if self.steps_wanted {
-                self.pending.absorb(step);
-            }
+        let mut step = TopStep::default();
+        let mut start = 0;
+        for ((tgid, info), end) in std::mem::take(&mut self.exits.queue).into_iter().zip(ends) {
+            self.table.exit(tgid, info, &finals[start..end], &mut step);
+            start = end;
+        }
+        if self.steps_wanted {
+            self.pending.absorb(step);
         }
         Ok(())
     }
@@ -721,7 +730,7 @@ impl Sampler {
             return Ok(());
         };
         let t = &*tracer;
-        let names = &mut self.cgroup_names;
+        let names = &mut self.names;
         // One read of /proc/PID/status a process a step: whether it lives (a process
         // /proc cannot tell about counts as alive) and its threads.
         let step = self.table.step(
@@ -730,7 +739,7 @@ impl Sampler {
                 (process::Liveness::Gone, _) => None,
                 (_, threads) => Some(threads),
             },
-            |pid| ProcInfo::read(pid, t.process_name(pid), names),
+            |pid| ProcInfo::read(pid, || t.process_name(pid), names),
         );
         tracer.forget_top(&step.forget)?;
         let in_use = table.len().saturating_sub(step.forget.len());
@@ -1009,12 +1018,11 @@ mod tests {
             (k(9, 2), v(4)),
             (k(5, 4), v(5)),
         ];
-        let out = take_exited(&mut table, &[7, 5, 7, 8]);
-        assert_eq!(out.len(), 4);
-        assert_eq!(out[0], vec![(k(7, 1), v(3)), (k(7, 3), v(1))]);
-        assert_eq!(out[1], vec![(k(5, 1), v(2)), (k(5, 4), v(5))]);
-        assert!(out[2].is_empty(), "the pid's second record: {:?}", out[2]);
-        assert!(out[3].is_empty(), "no pairs: {:?}", out[3]);
+        let (pairs, ends) = take_exited(&mut table, &[7, 5, 7, 8]);
+        assert_eq!(ends, vec![2, 4, 4, 4]);
+        assert_eq!(pairs[..2], [(k(7, 1), v(3)), (k(7, 3), v(1))]);
+        assert_eq!(pairs[2..4], [(k(5, 1), v(2)), (k(5, 4), v(5))]);
+        assert_eq!(pairs.len(), 4, "the pid's second record and 8 have none");
         assert_eq!(table, vec![(k(9, 2), v(4))]);
     }
 

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use syscost_common::{TopKey, TopValue};
 
 use crate::process::ProcInfo;
-pub use syscost_report::report::top::{ProcessRow, add};
+pub use syscost_report::report::top::{Name, ProcessRow, add};
 use syscost_report::syscall_names::SyscallId;
 
 /// `now - before`, never negative, errors never above calls.
@@ -102,7 +102,7 @@ pub struct ProcessTable {
     /// The exited processes beyond those, summed per cgroup (pid 0), in at most
     /// [`FOLDED_CGROUPS`] rows and one for the other cgroups: their calls stay in the
     /// totals.
-    folded: BTreeMap<String, (u64, ProcessRow)>,
+    folded: BTreeMap<Name, (u64, ProcessRow)>,
     /// Processes found gone at the last step, whose exit records have not come.
     dead: std::collections::HashSet<u32>,
     /// The name and cgroup /proc last gave for each process seen alive with calls: the
@@ -233,9 +233,16 @@ impl ProcessTable {
         }
     }
 
-    /// The last step of an exited process from its exit record: `finals`, the final
-    /// figures of its keys (which the caller has deleted from the kernel's table).
-    pub fn exit(&mut self, pid: u32, info: ProcInfo, finals: &[(TopKey, TopValue)]) -> TopStep {
+    /// The last step of an exited process from its exit record, added to `step`:
+    /// `finals`, the final figures of its keys (which the caller has deleted from the
+    /// kernel's table).
+    pub fn exit(
+        &mut self,
+        pid: u32,
+        info: ProcInfo,
+        finals: &[(TopKey, TopValue)],
+        step: &mut TopStep,
+    ) {
         self.dead.remove(&pid);
         // The record's name is the one the process ended with (its main thread's at its
         // exit); /proc's cgroup, when it was seen, is later than the record's.
@@ -277,15 +284,10 @@ impl ProcessTable {
                 self.went(total);
             }
         }
-        TopStep {
-            interval: if row.syscalls.is_empty() {
-                Vec::new()
-            } else {
-                vec![row]
-            },
-            forget: Vec::new(),
-            exited: vec![pid],
+        if !row.syscalls.is_empty() {
+            step.interval.push(row);
         }
+        step.exited.push(pid);
     }
 
     /// Keys of live processes that have not changed for `steps` steps in a row or more,
@@ -353,7 +355,7 @@ impl ProcessTable {
         {
             old.cgroup
         } else {
-            OTHER_CGROUPS.to_string()
+            OTHER_CGROUPS.into()
         };
         let (n, row) = self.folded.entry(cgroup).or_insert_with_key(|cgroup| {
             (
@@ -367,8 +369,7 @@ impl ProcessTable {
             )
         });
         *n += 1;
-        row.comm.clear();
-        let _ = std::fmt::Write::write_fmt(&mut row.comm, format_args!("({n} exited)"));
+        // Its name, "(N exited)", is given when the totals are read.
         row.summed = *n;
         for (id, v) in &old.syscalls {
             row.add(*id, v);
@@ -381,7 +382,10 @@ impl ProcessTable {
         let mut v: Vec<ProcessRow> = self.live.values().cloned().collect();
         v.sort_by_key(|r| r.pid);
         v.extend(self.gone.iter().cloned());
-        v.extend(self.folded.values().map(|(_, r)| r.clone()));
+        v.extend(self.folded.values().map(|(n, r)| ProcessRow {
+            comm: format!("({n} exited)").into(),
+            ..r.clone()
+        }));
         v
     }
 
@@ -422,6 +426,18 @@ pub fn top_id(k: &TopKey) -> SyscallId {
 mod tests {
     use super::*;
 
+    /// The step of one exit record.
+    fn exit(
+        m: &mut ProcessTable,
+        pid: u32,
+        info: ProcInfo,
+        finals: &[(TopKey, TopValue)],
+    ) -> TopStep {
+        let mut step = TopStep::default();
+        m.exit(pid, info, finals, &mut step);
+        step
+    }
+
     use syscost_report::fixtures::{top_key as k, top_value as v};
 
     #[test]
@@ -456,7 +472,7 @@ mod tests {
     fn steps_count_each_call_once_and_forget_the_dead() {
         let mut m = ProcessTable::new(true);
         let info = |pid| ProcInfo {
-            comm: format!("p{pid}"),
+            comm: format!("p{pid}").into(),
             cgroup: "/a".into(),
             from_proc: true,
         };
@@ -529,7 +545,7 @@ mod tests {
         let got: Vec<(u32, u64, bool, &str)> = s
             .interval
             .iter()
-            .map(|r| (r.pid, r.calls(), r.exited, r.comm.as_str()))
+            .map(|r| (r.pid, r.calls(), r.exited, &*r.comm))
             .collect();
         assert_eq!(got, [(3, 1, false, "x"), (5, 6, true, "b")]);
         assert_eq!(s.exited, vec![5]);
@@ -543,12 +559,12 @@ mod tests {
     #[test]
     fn an_exit_record_counts_the_last_calls_once() {
         let info = |pid| ProcInfo {
-            comm: format!("p{pid}"),
+            comm: format!("p{pid}").into(),
             cgroup: "/a".into(),
             from_proc: true,
         };
         let record = |pid| ProcInfo {
-            comm: format!("end{pid}"),
+            comm: format!("end{pid}").into(),
             cgroup: "/b".into(),
             from_proc: false,
         };
@@ -562,7 +578,8 @@ mod tests {
                 let s = m.step(&[(k(7, 39), v(30, 2, 300, 0))], |_| None, info);
                 assert!(s.interval.is_empty() && s.forget.is_empty());
             }
-            let s = m.exit(
+            let s = exit(
+                &mut m,
                 7,
                 record(7),
                 &[(k(7, 39), v(30, 2, 300, 0)), (k(7, 3), v(1, 0, 5, 0))],
@@ -575,10 +592,10 @@ mod tests {
             };
             let r = &s.interval[0];
             let last = if seen_alive { 21 } else { 31 };
-            assert_eq!((r.comm.as_str(), r.calls(), r.exited), (name.0, last, true));
+            assert_eq!((&*r.comm, r.calls(), r.exited), (name.0, last, true));
             let t = m.totals();
             assert_eq!(t.len(), 1);
-            assert_eq!((t[0].comm.as_str(), t[0].cgroup.as_str()), name);
+            assert_eq!((&*t[0].comm, &*t[0].cgroup), name);
             assert_eq!((t[0].calls(), t[0].errors(), t[0].total_ns()), (31, 2, 305));
             // The keys are deleted by the caller; a later step does not see them.
             let s = m.step(&[], |_| None, info);
@@ -603,10 +620,10 @@ mod tests {
             cgroup: "/b".into(),
             from_proc: false,
         };
-        let s = m.exit(7, record, &[(k(7, 39), v(12, 0, 120, 0))]);
-        assert_eq!(s.interval[0].comm, "syscost-getppid");
+        let s = exit(&mut m, 7, record, &[(k(7, 39), v(12, 0, 120, 0))]);
+        assert_eq!(&*s.interval[0].comm, "syscost-getppid");
         let t = m.totals();
-        assert_eq!((t[0].comm.as_str(), t[0].calls()), ("syscost-getppid", 12));
+        assert_eq!((&*t[0].comm, t[0].calls()), ("syscost-getppid", 12));
     }
 
     /// A process gone without a record (none could be sent) is counted at the next step
@@ -625,11 +642,8 @@ mod tests {
         m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| None, info);
         let s = m.step(&[(k(9, 39), v(8, 0, 80, 0))], |_| None, info);
         assert_eq!(s.forget, vec![k(9, 39)]);
-        assert_eq!(
-            (s.interval[0].comm.as_str(), s.interval[0].calls()),
-            ("app", 3)
-        );
-        assert_eq!(m.totals()[0].comm, "app");
+        assert_eq!((&*s.interval[0].comm, s.interval[0].calls()), ("app", 3));
+        assert_eq!(&*m.totals()[0].comm, "app");
     }
 
     /// Processes that come and go without end: the totals keep the latest
@@ -642,11 +656,11 @@ mod tests {
         for pid in 1..=n {
             let cg = format!("/c{}", pid % (FOLDED_CGROUPS as u32 + 50));
             let info = ProcInfo {
-                comm: format!("p{pid}"),
-                cgroup: cg,
+                comm: format!("p{pid}").into(),
+                cgroup: cg.into(),
                 from_proc: true,
             };
-            m.exit(pid, info, &[(k(pid, 39), v(3, 1, 30, 0))]);
+            exit(&mut m, pid, info, &[(k(pid, 39), v(3, 1, 30, 0))]);
         }
         let t = m.totals();
         assert!(
@@ -657,9 +671,15 @@ mod tests {
         let calls: u64 = t.iter().map(ProcessRow::calls).sum();
         assert_eq!(calls, 3 * u64::from(n), "every call counted");
         // The latest are kept whole, under their own pid.
-        assert!(t.iter().any(|r| r.pid == n && r.comm == format!("p{n}")));
+        assert!(t.iter().any(|r| r.pid == n && *r.comm == format!("p{n}")));
         let folded: Vec<_> = t.iter().filter(|r| r.pid == 0).collect();
-        assert!(folded.iter().any(|r| r.cgroup == OTHER_CGROUPS));
+        assert!(folded.iter().any(|r| &*r.cgroup == OTHER_CGROUPS));
+        assert!(
+            folded
+                .iter()
+                .all(|r| *r.comm == format!("({} exited)", r.summed)),
+            "each folded row named by its count"
+        );
         let summed: u64 = folded.iter().map(|r| r.summed).sum();
         assert_eq!(summed, u64::from(n) - GONE_KEPT as u64, "each folded once");
         let processes: u64 = t.iter().map(ProcessRow::processes).sum();
@@ -672,7 +692,7 @@ mod tests {
     fn reclaimed_keys_count_once_and_start_again() {
         let mut m = ProcessTable::new(true);
         let info = |pid| ProcInfo {
-            comm: format!("p{pid}"),
+            comm: format!("p{pid}").into(),
             cgroup: "/a".into(),
             from_proc: true,
         };

@@ -660,7 +660,7 @@ mod tests {
         b.add(
             &[row, other],
             |r| r.pid.to_string(),
-            |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.clone())],
+            |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.to_string())],
             &[],
             Instant::now(),
         );

@@ -89,8 +89,8 @@ pub struct Metrics {
 
 /// The bounded series sets.
 struct TopSeries {
-    processes: BoundedSeries,
-    cgroups: Option<BoundedSeries>,
+    processes: BoundedSeries<u32>,
+    cgroups: Option<BoundedSeries<syscost_report::report::top::Name>>,
     /// The names of the containers the series' cgroups are.
     kube: syscost_engine::kube::Directory,
 }
@@ -263,29 +263,25 @@ fn feed(top: &mut TopSeries, sample: &Sample) {
     let now = sample.taken;
     processes.add(
         &step.interval,
-        |r| r.pid.to_string(),
+        |r| r.pid,
         |r| {
             with_kube(
                 vec![
                     ("pid", r.pid.to_string()),
-                    ("comm", r.comm.clone()),
-                    ("cgroup", r.cgroup.clone()),
+                    ("comm", r.comm.to_string()),
+                    ("cgroup", r.cgroup.to_string()),
                 ],
                 &r.cgroup,
             )
         },
-        &step
-            .exited
-            .iter()
-            .map(|p| p.to_string())
-            .collect::<Vec<_>>(),
+        &step.exited,
         now,
     );
     if let Some(c) = cgroups.as_mut() {
         c.add(
             &syscost_report::report::top::sums::by_cgroup(&step.interval),
             |r| r.cgroup.clone(),
-            |r| with_kube(vec![("cgroup", r.cgroup.clone())], &r.cgroup),
+            |r| with_kube(vec![("cgroup", r.cgroup.to_string())], &r.cgroup),
             &[],
             now,
         );

@@ -24,11 +24,11 @@ pub const IDLE: std::time::Duration = std::time::Duration::from_secs(300);
 /// process changed its name or cgroup (an exec seen after its first interval); a process
 /// that renames itself again keeps the labels its series has, so that no process makes
 /// more than two series (a name set with `prctl` at every step would otherwise make one
-/// each step).
+/// each step). `K` names a row's series: a pid, a cgroup's path.
 #[derive(Debug)]
-pub struct BoundedSeries {
+pub struct BoundedSeries<K> {
     n: usize,
-    own: BTreeMap<String, OwnSeries>,
+    own: BTreeMap<K, OwnSeries>,
     other: BTreeMap<SyscallId, TopValue>,
 }
 
@@ -43,7 +43,7 @@ pub struct OwnSeries {
     relabelled: bool,
 }
 
-impl BoundedSeries {
+impl<K: Ord + Clone + std::hash::Hash> BoundedSeries<K> {
     pub fn new(n: usize) -> Self {
         Self {
             n,
@@ -57,9 +57,9 @@ impl BoundedSeries {
     pub fn add(
         &mut self,
         rows: &[ProcessRow],
-        id: impl Fn(&ProcessRow) -> String,
+        id: impl Fn(&ProcessRow) -> K,
         labels: impl Fn(&ProcessRow) -> Vec<(&'static str, String)>,
-        ended: &[String],
+        ended: &[K],
         now: std::time::Instant,
     ) {
         for key in ended {
@@ -79,10 +79,10 @@ impl BoundedSeries {
                 .then(a.1.pid.cmp(&b.1.pid))
                 .then_with(|| a.1.cgroup.cmp(&b.1.cgroup))
         });
-        let ended: std::collections::HashSet<&str> = ended.iter().map(String::as_str).collect();
+        let ended: std::collections::HashSet<&K> = ended.iter().collect();
         for (_, r) in ranked {
             let key = id(r);
-            let gone = ended.contains(key.as_str());
+            let gone = ended.contains(&key);
             // Labels only for a row that has a series or may get one: the rest go to
             // `other` as they are.
             let has = self.own.contains_key(&key);
@@ -187,8 +187,9 @@ mod tests {
             r
         };
         let id = |r: &ProcessRow| r.pid.to_string();
-        let labels = |r: &ProcessRow| vec![("pid", r.pid.to_string()), ("comm", r.comm.clone())];
-        let series = |b: &BoundedSeries| -> Vec<(String, String, u64)> {
+        let labels =
+            |r: &ProcessRow| vec![("pid", r.pid.to_string()), ("comm", r.comm.to_string())];
+        let series = |b: &BoundedSeries<String>| -> Vec<(String, String, u64)> {
             b.series(vec![("pid", "other".into()), ("comm", String::new())])
                 .iter()
                 .map(|s| {
@@ -255,14 +256,14 @@ mod tests {
         for i in 0..1000u64 {
             let mut r = ProcessRow {
                 pid: 7,
-                comm: format!("name-{i}"),
+                comm: format!("name-{i}").into(),
                 ..Default::default()
             };
             r.add(top_id(&k(7, 39)), &v(1, 0, 100, 0));
             b.add(
                 &[r],
                 |r| r.pid.to_string(),
-                |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.clone())],
+                |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.to_string())],
                 &[],
                 t0 + std::time::Duration::from_secs(i),
             );
@@ -289,7 +290,7 @@ mod tests {
         let row = |pid: u32, calls: u64, exited: bool| {
             let mut r = ProcessRow {
                 pid,
-                comm: format!("p{pid}"),
+                comm: format!("p{pid}").into(),
                 exited,
                 ..Default::default()
             };
@@ -305,7 +306,7 @@ mod tests {
                 .map(|r| r.pid.to_string())
                 .collect()
         };
-        let total = |b: &BoundedSeries| -> u64 {
+        let total = |b: &BoundedSeries<String>| -> u64 {
             b.series(vec![("pid", "other".into())])
                 .iter()
                 .flat_map(|s| s.syscalls.values())

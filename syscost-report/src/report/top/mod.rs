@@ -17,12 +17,16 @@ use crate::{
     untrusted,
 };
 
+/// A process's name or a cgroup's path in a row: shared, as thousands of rows a second
+/// on a churning host carry the same few (a clone counts a reference, allocates nothing).
+pub type Name = std::sync::Arc<str>;
+
 /// One process's figures over some period.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcessRow {
     pub pid: u32,
-    pub comm: String,
-    pub cgroup: String,
+    pub comm: Name,
+    pub cgroup: Name,
     /// Threads now (0 once exited).
     pub threads: u32,
     pub exited: bool,
@@ -91,8 +95,8 @@ impl From<&ProcessRow> for ProcessTotals {
         let offcpu: u64 = syscalls.iter().map(|s| s.offcpu_ns).sum();
         Self {
             pid: r.pid,
-            comm: r.comm.clone(),
-            cgroup: r.cgroup.clone(),
+            comm: r.comm.to_string(),
+            cgroup: r.cgroup.to_string(),
             exited: r.exited,
             threads: r.threads,
             summed: r.summed,
@@ -111,8 +115,8 @@ impl From<&ProcessTotals> for ProcessRow {
     fn from(p: &ProcessTotals) -> Self {
         let mut row = Self {
             pid: p.pid,
-            comm: p.comm.clone(),
-            cgroup: p.cgroup.clone(),
+            comm: p.comm.as_str().into(),
+            cgroup: p.cgroup.as_str().into(),
             threads: p.threads,
             exited: p.exited,
             ..Default::default()

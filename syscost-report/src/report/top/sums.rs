@@ -5,20 +5,20 @@ use std::collections::BTreeMap;
 
 use syscost_common::TopValue;
 
-use super::{ProcessRow, add, short_cgroup};
+use super::{Name, ProcessRow, add, short_cgroup};
 use crate::syscall_names::SyscallId;
 
 /// Rows summed by cgroup (the pid of each is 0, the comm the cgroup's short name).
 pub fn by_cgroup(rows: &[ProcessRow]) -> Vec<ProcessRow> {
-    let mut out: BTreeMap<String, ProcessRow> = BTreeMap::new();
+    let mut out: BTreeMap<Name, ProcessRow> = BTreeMap::new();
     for r in rows {
-        // The cgroup's name copied once, for its first row (an interval of a churning
-        // machine has thousands of rows in a few cgroups).
+        // The cgroup's short name made once, for its first row (an interval of a
+        // churning machine has thousands of rows in a few cgroups).
         if !out.contains_key(&r.cgroup) {
             out.insert(
                 r.cgroup.clone(),
                 ProcessRow {
-                    comm: short_cgroup(&r.cgroup),
+                    comm: short_cgroup(&r.cgroup).into(),
                     cgroup: r.cgroup.clone(),
                     ..Default::default()
                 },
@@ -36,7 +36,7 @@ pub fn by_cgroup(rows: &[ProcessRow]) -> Vec<ProcessRow> {
 }
 
 /// One process's part of a syscall: pid, comm, figures.
-pub type ProcessShare = (u32, String, TopValue);
+pub type ProcessShare = (u32, Name, TopValue);
 /// A syscall summed over processes, with the processes making it.
 pub type SyscallRow = (SyscallId, TopValue, Vec<ProcessShare>);
 
@@ -77,8 +77,8 @@ mod tests {
         let row = |pid, cg: &str, key, calls, ns| {
             let mut r = ProcessRow {
                 pid,
-                comm: format!("p{pid}"),
-                cgroup: cg.to_string(),
+                comm: format!("p{pid}").into(),
+                cgroup: cg.into(),
                 threads: 1,
                 ..Default::default()
             };

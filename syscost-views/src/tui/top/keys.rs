@@ -81,7 +81,7 @@ impl TopView {
                 if self.mode == Mode::Cgroups
                     && let Some(r) = self.process_rows().get(self.selected)
                 {
-                    self.cgroup_filter = Some(r.cgroup.clone());
+                    self.cgroup_filter = Some(r.cgroup.to_string());
                     self.mode = Mode::Processes;
                     self.selected = 0;
                 }

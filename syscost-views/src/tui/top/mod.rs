@@ -105,7 +105,7 @@ impl TopView {
         };
         let f = self.filter.to_lowercase();
         if let (Some(cg), Mode::Processes) = (&self.cgroup_filter, self.mode) {
-            rows.retain(|r| &r.cgroup == cg);
+            rows.retain(|r| *r.cgroup == **cg);
         }
         rows.retain(|r| {
             f.is_empty()

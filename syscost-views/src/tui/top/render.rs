@@ -190,7 +190,7 @@ pub fn render(frame: &mut Frame, v: &TopView) {
             let mut in_cgroup: std::collections::HashMap<&str, usize> = Default::default();
             if cg {
                 for r in &v.rows {
-                    *in_cgroup.entry(r.cgroup.as_str()).or_default() += 1;
+                    *in_cgroup.entry(&*r.cgroup).or_default() += 1;
                 }
             }
             let rows = table_rows
@@ -203,11 +203,7 @@ pub fn render(frame: &mut Frame, v: &TopView) {
                         .unwrap_or_default();
                     vec![
                         (if cg {
-                            in_cgroup
-                                .get(r.cgroup.as_str())
-                                .copied()
-                                .unwrap_or(0)
-                                .to_string()
+                            in_cgroup.get(&*r.cgroup).copied().unwrap_or(0).to_string()
                         } else {
                             r.pid.to_string()
                         }),

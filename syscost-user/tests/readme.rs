@@ -1,8 +1,9 @@
 //! README.md and docs/ against the program: the command list (docs/usage.md) names
 //! every option of every command and nothing else, the `run`, JSON, top-file and `diff`
 //! examples print what they show (the README's `run` example is the tested one, its
-//! `top` and `doctor` examples have the shape those print), and every test the docs
-//! name exists.
+//! `top` and `doctor` examples have the shape those print), docs/usage.md's `top`,
+//! `attach --cgroup`, `--slow` and `--stacks` examples are what those print and write
+//! (the README's slow call is one of them), and every test the docs name exists.
 
 mod common;
 
@@ -443,8 +444,342 @@ fn the_readme_top_example_is_what_top_prints() {
         return;
     };
     let readme = doc("README.md");
-    let shown = block_after(&readme, "**`syscost top`**");
-    // The README's command, its -d made 1 s.
+    top_example_is_what_top_prints(&block_after(&readme, "**`syscost top`**"));
+}
+
+/// docs/usage.md's `top --no-tui` example, the same way, and the line `top` starts with.
+#[test]
+fn the_usage_top_example_is_what_top_prints() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let usage = doc("docs/usage.md");
+    let block = block_after(&usage, "which container spends its time in `futex`");
+    let end = block
+        .iter()
+        .position(|l| l.is_empty())
+        .unwrap_or(block.len());
+    top_example_is_what_top_prints(&block[..end]);
+}
+
+/// docs/usage.md's `attach --cgroup -L -e futex` example, run on a cgroup of the test's
+/// (its path for the example's): the line it starts with, the table's header and rules
+/// as printed, each row's columns and name, and the note on calls in flight when tracing
+/// began with the printed one's shape. The workload in the cgroup has threads blocked
+/// in reads when tracing begins, then joins them (futex); the trace ends with Ctrl-C
+/// once it has exited, where the example's `-d 3` would wait on time.
+#[test]
+fn the_usage_cgroup_example_is_what_attach_prints() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let usage = doc("docs/usage.md");
+    let block = block_after(&usage, "which container spends its time in `futex`");
+    let from = block
+        .iter()
+        .position(|l| l.starts_with("$ sudo syscost attach --cgroup"))
+        .expect("the attach --cgroup example");
+    let shown = &block[from..];
+    let words: Vec<&str> = shown[0]
+        .strip_prefix("$ sudo syscost ")
+        .expect("a command")
+        .split_whitespace()
+        .collect();
+    let path_shown = words[words.iter().position(|w| *w == "--cgroup").unwrap() + 1];
+    let d = words
+        .iter()
+        .position(|w| *w == "-d")
+        .expect("-d in the example");
+    let cg = TestCgroup::new("usage-example");
+    let args: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != d && i != d + 1)
+        .map(|(_, w)| {
+            if *w == path_shown {
+                cg.path.as_str()
+            } else {
+                w
+            }
+        })
+        .collect();
+    let (mut work, _out) = ready(&mut cg.run_inside("threads-waiting 4 1000000"));
+    let (tracer, first, _err) = started(syscost().args(&args).stdout(std::process::Stdio::piped()));
+    assert_eq!(first, shown[1].replace(path_shown, &cg.path));
+    {
+        use std::io::Write as _;
+        writeln!(work.stdin.as_mut().unwrap(), "go").unwrap();
+    }
+    assert!(work.wait_exit().success());
+    // SAFETY: signals a child of this test.
+    unsafe { libc::kill(tracer.id() as i32, libc::SIGINT) };
+    let o = tracer.into_inner().output_within();
+    assert!(o.status.success(), "{}", stdout(&o));
+    // The table and its note on stdout, as shown after the line on stderr.
+    let out = stdout(&o);
+    let printed: Vec<&str> = out.lines().collect();
+    let shown = &shown[2..];
+    assert_eq!(printed.len(), shown.len(), "lines:\n{out}");
+    for (p, s) in printed.iter().zip(shown) {
+        if s.starts_with('%') || s.starts_with('-') {
+            assert_eq!(p, s);
+        } else if s.starts_with("syscost:") {
+            assert_eq!(shape(p), shape(s));
+        } else {
+            let (p, s): (Vec<&str>, Vec<&str>) = (
+                p.split_whitespace().collect(),
+                s.split_whitespace().collect(),
+            );
+            // The name, the same columns after it, and before it the figures (the
+            // errors' column is empty in a row without errors).
+            let name = |row: &[&str]| {
+                row.iter()
+                    .position(|c| c.parse::<f64>().is_err())
+                    .unwrap_or_else(|| panic!("no name in {row:?}"))
+            };
+            let (np, ns) = (name(&p), name(&s));
+            assert_eq!(p[np], s[ns], "{p:?} against {s:?}");
+            assert_eq!(p.len() - np, s.len() - ns, "columns: {p:?} against {s:?}");
+            assert!((4..=5).contains(&np), "columns: {p:?} against {s:?}");
+        }
+    }
+}
+
+/// `line` with every hexadecimal address (`0x...`) as `X` and every other number as
+/// `N`: the shape of a slow call's line, whose addresses and times differ by run.
+fn shape_of_report(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("0x") {
+        out.push_str(&shape(&rest[..i]));
+        out.push('X');
+        rest = rest[i + 2..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    }
+    out.push_str(&shape(rest));
+    out
+}
+
+/// The slow calls reported in `lines`: each `slow:` line with the names of the frames
+/// under it (the address and a `(file:line)` left out), and whether it says where the
+/// call blocked.
+fn slow_reports<'a>(lines: &[&'a str]) -> Vec<(&'a str, Vec<&'a str>, bool)> {
+    let mut out: Vec<(&str, Vec<&str>, bool)> = Vec::new();
+    for l in lines {
+        if l.starts_with("slow: ") {
+            out.push((l, Vec::new(), false));
+        } else if let (Some(frame), Some(last)) = (l.strip_prefix("    "), out.last_mut()) {
+            if frame.starts_with("blocked in: ") {
+                last.2 = true;
+            } else if let Some((_, name)) = frame.trim_start().split_once(' ') {
+                last.1.push(name.split(" (").next().unwrap_or(name));
+            }
+        }
+    }
+    out
+}
+
+/// The syscall of a `slow:` line.
+fn slow_syscall(line: &str) -> &str {
+    line["slow: ".len()..].split('(').next().unwrap_or("")
+}
+
+/// docs/usage.md's `--slow` example: run as shown (the test workload's build for the
+/// release one), each call shown is reported with a line of the same shape, the frames
+/// shown in that order among its frames (a test build keeps frames a release build
+/// inlines) and a kernel stack where one is shown; the last line's counts are the
+/// workload's (its 200 sleeps, its child's 50, its 50 reads of 20 ms), and the execve
+/// shown, at 1.04 ms, is held only when this machine's exec was that slow too.
+#[test]
+fn the_usage_slow_call_example_is_what_run_prints() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let usage = doc("docs/usage.md");
+    let shown = block_after(&usage, "every other call is only counted as before.");
+    let args: Vec<&str> = shown[0]
+        .strip_prefix("$ sudo syscost ")
+        .expect("a command")
+        .split_whitespace()
+        .map(|w| {
+            if w == "syscost-workload" {
+                workload_path()
+            } else {
+                w
+            }
+        })
+        .collect();
+    let o = output(syscost().args(&args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let printed: Vec<&str> = err.lines().collect();
+    let got = slow_reports(&printed);
+    for (line, frames, blocked) in slow_reports(&shown) {
+        let syscall = slow_syscall(line);
+        if syscall == "execve" && !got.iter().any(|g| slow_syscall(g.0) == "execve") {
+            continue;
+        }
+        let found = got.iter().any(|(l, f, b)| {
+            shape_of_report(l) == shape_of_report(line) && *b == blocked && {
+                let mut names = f.iter();
+                frames.iter().all(|want| names.any(|n| n == want))
+            }
+        });
+        assert!(
+            found,
+            "no report like {line:?} with the frames {frames:?} (blocked: {blocked}):\n{err}"
+        );
+    }
+    let summary = |lines: &[&str]| -> Option<String> {
+        lines
+            .iter()
+            .rev()
+            .find(|l| l.starts_with("syscost: ") && l.contains(" slow calls ("))
+            .map(|l| l.to_string())
+    };
+    let shown_summary = summary(&shown).expect("the example's last line");
+    let printed_summary =
+        summary(&printed).unwrap_or_else(|| panic!("no count of the slow calls:\n{err}"));
+    let counts = |l: &str| -> BTreeMap<String, String> {
+        l.split_once("): ")
+            .map(|(_, list)| list)
+            .unwrap_or("")
+            .split(", ")
+            .filter_map(|p| p.split_once(' '))
+            .map(|(n, c)| (n.to_string(), c.to_string()))
+            .collect()
+    };
+    let (want, have) = (counts(&shown_summary), counts(&printed_summary));
+    for name in ["nanosleep", "clock_nanosleep", "read"] {
+        assert_eq!(want.get(name), have.get(name), "{name}: {printed_summary}");
+    }
+    assert_eq!(
+        shape(&shown_summary).split(": ").next(),
+        shape(&printed_summary).split(": ").next(),
+        "{printed_summary}"
+    );
+}
+
+/// The README's slow call is docs/usage.md's read, its frames among those shown there.
+#[test]
+fn the_readme_slow_call_is_the_usage_example() {
+    let readme = doc("README.md");
+    let usage = doc("docs/usage.md");
+    let tour = block_after(&readme, "**`--stacks FILE`**");
+    let example = block_after(&usage, "every other call is only counted as before.");
+    let shown = slow_reports(&tour);
+    assert_eq!(shown.len(), 1, "{tour:?}");
+    let (line, frames, blocked) = &shown[0];
+    let (_, all, b) = slow_reports(&example)
+        .into_iter()
+        .find(|(l, _, _)| l == line)
+        .unwrap_or_else(|| panic!("{line:?} is not in docs/usage.md's example"));
+    assert_eq!(*blocked, b);
+    let mut names = all.iter();
+    assert!(
+        frames.iter().all(|f| names.any(|n| n == f)),
+        "{frames:?} not among {all:?} in order"
+    );
+    let kernel = |lines: &[&str]| {
+        lines
+            .iter()
+            .find(|l| l.trim_start().starts_with("blocked in: "))
+            .map(|l| l.trim().to_string())
+    };
+    let in_usage = example
+        .iter()
+        .skip_while(|l| *l != line)
+        .find(|l| l.trim_start().starts_with("blocked in: "))
+        .map(|l| l.trim().to_string());
+    assert_eq!(kernel(&tour), in_usage);
+}
+
+/// docs/usage.md's `--stacks` example, on the C program it names built as it says
+/// (-O2, no frame pointers): the line `run` prints has the shown one's shape up to the
+/// walk, and what follows it is one of the clauses the docs give; the file's getppid
+/// calls sum to the program's 6,000 exactly, under the stacks shown (their shares are
+/// estimates from samples, as the example says) or, where the program exited before
+/// syscost read its mappings (the race the docs tell of below the example), under
+/// frames that say so.
+#[test]
+fn the_usage_stacks_example_is_what_run_writes() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let usage = doc("docs/usage.md");
+    let shown = block_after(
+        &usage,
+        "(or the nanoseconds in them with `--stacks-value time`):",
+    );
+    let command = shown[0]
+        .strip_prefix("$ sudo syscost ")
+        .expect("a command")
+        .split('#')
+        .next()
+        .unwrap();
+    assert!(shown[0].contains("-O2"), "{}", shown[0]);
+    let folded = t.path("sites.folded");
+    let program = c_programs().join("sites");
+    let args: Vec<std::ffi::OsString> = command
+        .split_whitespace()
+        .map(|w| match w {
+            "sites.folded" => folded.clone().into_os_string(),
+            "./sites" => program.clone().into_os_string(),
+            w => w.into(),
+        })
+        .collect();
+    let o = output(syscost().args(&args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o).replace(folded.to_str().unwrap(), "sites.folded");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("syscost: --stacks:"))
+        .unwrap_or_else(|| panic!("no --stacks line:\n{err}"));
+    const WALK: &str = "the rest by each call's frame-pointer walk";
+    let head = |l: &str| shape(l.split(WALK).next().unwrap());
+    assert_eq!(head(line), head(shown[1]), "{line}");
+    // The clauses after the walk: those of the example, or what a run that lost the
+    // race adds (samples without room in the ring).
+    for clause in line
+        .split(WALK)
+        .nth(1)
+        .expect("the walk")
+        .split("; ")
+        .skip(1)
+    {
+        assert!(
+            shape(shown[1]).contains(&shape(clause))
+                || shape(clause) == "N samples without room in the ring",
+            "{clause:?} in {line}"
+        );
+    }
+    assert_eq!(shown[2], "$ grep getppid sites.folded");
+    let text = std::fs::read_to_string(&folded).expect("the stacks file");
+    let mut calls = 0;
+    let mut named = BTreeSet::new();
+    for l in text.lines().filter(|l| l.contains("getppid")) {
+        let (path, n) = l.rsplit_once(' ').expect("a folded line");
+        calls += n.parse::<u64>().expect("a count");
+        if !path.contains("[unknown: ") {
+            named.insert(path.to_string());
+        }
+    }
+    assert_eq!(calls, 6000, "{text}");
+    let want: BTreeSet<String> = shown[3..]
+        .iter()
+        .map(|l| l.rsplit_once(' ').expect("a folded line").0.to_string())
+        .collect();
+    assert!(
+        named.is_empty() || named == want,
+        "the getppid stacks: {named:?} against {want:?}"
+    );
+}
+
+/// Runs the command of a `top --no-tui` example (its first line, `-d` made 1 s) beside
+/// more processes than its `-n` shows: the totals' heading (the shown line starting
+/// `syscost top:`) has the printed one's shape, the columns after it are the printed
+/// ones, the line of processes not shown has its shape, and a `syscost:` line shown
+/// before the heading is one `top` printed.
+fn top_example_is_what_top_prints(shown: &[&str]) {
     let args: Vec<String> = shown[0]
         .strip_prefix("$ sudo syscost ")
         .unwrap_or_else(|| panic!("not a command: {:?}", shown[0]))
@@ -479,13 +814,31 @@ fn the_readme_top_example_is_what_top_prints() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let printed: Vec<&str> = out.lines().collect();
+    let heading = shown
+        .iter()
+        .position(|l| l.starts_with("syscost top:"))
+        .expect("the totals' heading in the example");
+    for l in shown[1..heading]
+        .iter()
+        .filter(|l| l.starts_with("syscost:"))
+    {
+        assert!(
+            stderr(&o).lines().any(|p| p == *l),
+            "{l:?} not printed:\n{}",
+            stderr(&o)
+        );
+    }
     // The totals come last: their heading is the last "syscost top:" line.
     let at = printed
         .iter()
         .rposition(|l| l.starts_with("syscost top:"))
         .unwrap_or_else(|| panic!("no totals in:\n{out}"));
-    assert_eq!(shape(shown[1]), shape(printed[at]), "the totals' heading");
-    assert_eq!(shown[2], printed[at + 1], "the columns");
+    assert_eq!(
+        shape(shown[heading]),
+        shape(printed[at]),
+        "the totals' heading"
+    );
+    assert_eq!(shown[heading + 1], printed[at + 1], "the columns");
     let more = |lines: &[&str]| {
         lines
             .iter()
@@ -493,7 +846,7 @@ fn the_readme_top_example_is_what_top_prints() {
             .map(|l| shape(l))
     };
     assert_eq!(
-        more(&shown),
+        more(shown),
         more(&printed[at..]),
         "the processes not shown (this machine runs more than one)"
     );

@@ -116,7 +116,13 @@ pub fn open_mapped(pid: u32, l: &MapsLine, mounts: Option<&Mounts>) -> Result<Fi
                     "{name} is on a FUSE filesystem, whose server could stall syscost: not read"
                 ));
             }
-            let root = process_root(pid).map_err(|e| format!("cannot open {name}: {e}"))?;
+            let root = process_root(pid).map_err(|e| match e.raw_os_error() {
+                // /proc/PID is gone: the file may well be there, the process is not.
+                Some(libc::ENOENT | libc::ESRCH) => {
+                    format!("cannot open {name}: the process exited before it was opened")
+                }
+                _ => format!("cannot open {name}: {e}"),
+            })?;
             // A link on the way may lead where a lookup stalls: on a thread of its own.
             let path = path.to_string();
             let mounts = mounts.cloned();
@@ -810,6 +816,27 @@ fn sections<Elf: FileHeader<Endian = Endianness>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file of a process gone before it was opened: the error says the process went,
+    /// not that the file is missing (it is there, as this test's own mapping shows).
+    #[test]
+    fn an_object_of_a_process_gone_says_the_process_went() {
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("true runs");
+        let gone = child.id();
+        child.wait().expect("true ends");
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("this test's maps");
+        let line = crate::slow::maps::parse_maps(&maps)
+            .into_iter()
+            .find(|l| l.live_path().is_some())
+            .expect("a file this test maps");
+        let err = open_mapped(gone, &line, None).expect_err("no process to open it through");
+        assert!(
+            err.ends_with("the process exited before it was opened"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_debug_link_names_one_file() {

@@ -3,7 +3,8 @@
 //! examples print what they show (the README's `run` example is the tested one, its
 //! `top` and `doctor` examples have the shape those print), docs/usage.md's `top`,
 //! `attach --cgroup`, `--slow` and `--stacks` examples are what those print and write
-//! (the README's slow call is one of them), and every test the docs name exists.
+//! (the README's slow call is one of them), the README's `compare` table has the rows
+//! `compare` prints, and every test the docs name exists.
 
 mod common;
 
@@ -850,6 +851,49 @@ fn top_example_is_what_top_prints(shown: &[&str]) {
         more(&printed[at..]),
         "the processes not shown (this machine runs more than one)"
     );
+}
+
+/// The README's `compare` table: the command its paragraph names (run with fewer
+/// repetitions: the table's shape does not depend on them) prints the same heading, the
+/// same rows in the same order, each with as many columns.
+#[test]
+fn the_readme_compare_example_is_what_compare_prints() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let readme = doc("README.md");
+    let shown = block_after(&readme, "**`syscost compare`**");
+    let from = readme.find("**`syscost compare`**").unwrap();
+    let command = readme[from..]
+        .split("(`syscost compare ")
+        .nth(1)
+        .and_then(|r| r.split('`').next())
+        .expect("the command the figures come from");
+    let mut args: Vec<&str> = std::iter::once("compare")
+        .chain(command.split_whitespace())
+        .collect();
+    let reps = args.iter().position(|a| *a == "--reps").expect("--reps") + 1;
+    args[reps] = "100";
+    let o = output(syscost().args(&args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let printed: Vec<&str> = out.lines().collect();
+    let at = printed
+        .iter()
+        .position(|l| *l == shown[0])
+        .unwrap_or_else(|| panic!("no heading {:?} in:\n{out}\n{}", shown[0], stderr(&o)));
+    let label = |l: &str| l[..26.min(l.len())].trim_end().to_string();
+    for (i, s) in shown.iter().enumerate().skip(1) {
+        let p = printed
+            .get(at + i)
+            .unwrap_or_else(|| panic!("no row {s:?} in:\n{out}"));
+        assert_eq!(label(p), label(s), "rows in order:\n{out}");
+        assert_eq!(
+            p[26..].split_whitespace().count(),
+            s[26..].split_whitespace().count(),
+            "{p:?} against {s:?}"
+        );
+    }
 }
 
 /// The README's `doctor` example: each line shown is one `doctor` prints here, with the

@@ -7,7 +7,8 @@
 //!   prometheus (a real scraper for the metrics endpoint's test; the package's service is
 //!   not started here, the test runs its own server on loopback) and libbpf-tools (its
 //!   `syscount`, the peer `cargo xtask bench` measures against), bpftool and bpftrace
-//!   (the bench's programs' run time, and the peer of `--stacks`), from apt;
+//!   (the bench's programs' run time, and the peer of `--stacks`) and linux-perf
+//!   (`syscost compare`'s `perf trace` column), from apt;
 //! - for the kernel matrix (`cargo xtask vm-test`): qemu-system-x86, busybox-static and
 //!   binutils from apt (the kernels themselves are fetched by the task);
 //! - gcc and libc6-dev, for the C programs of the slow-call stack tests.
@@ -28,7 +29,7 @@ const BPF_LINKER: &str = "bpf-linker@0.13.0";
 const BPF_LINKER_LLVM_FEATURE: &str = "llvm-22";
 /// Debian packages the tests and the benchmark use, each with the command it provides
 /// (or, for a library, a file of it).
-const APT_PACKAGES: [(&str, &str); 11] = [
+const APT_PACKAGES: [(&str, &str); 12] = [
     ("strace", "strace"),
     ("tmux", "tmux"),
     ("prometheus", "prometheus"),
@@ -37,6 +38,8 @@ const APT_PACKAGES: [(&str, &str); 11] = [
     // `--stacks` (bpftrace's `@[ustack] = count()`).
     ("bpftool", "bpftool"),
     ("bpftrace", "bpftrace"),
+    // `syscost compare`'s `perf trace -s` column (the README's table has it).
+    ("linux-perf", "perf"),
     // The kernel matrix: qemu boots the kernels, busybox is the VM's shell and tools,
     // objcopy strips the test binaries put in its initramfs.
     ("qemu-system-x86", "qemu-system-x86_64"),

@@ -6,10 +6,6 @@ use std::{
 };
 
 use anyhow::{Context as _, Result};
-use tokio::{
-    io::unix::AsyncFd,
-    time::{MissedTickBehavior, interval_at, sleep},
-};
 
 use crate::{
     cli::{AttachArgs, seconds},
@@ -281,8 +277,8 @@ fn no_call_seen(pid: u32, follow: bool, descendants: usize) -> String {
     }
 }
 
-/// The text mode: a table per `-i` interval if asked, until a signal, `-d` or the
-/// target's exit; the last snapshot.
+/// The text mode: a table per `-i` interval if asked (each a sample the session's
+/// clock published), until a signal, `-d` or the target's exit; the last snapshot.
 #[allow(clippy::too_many_arguments)]
 fn text(
     session: &SessionHandle,
@@ -294,86 +290,77 @@ fn text(
     info: &Target,
     started: Instant,
 ) -> Result<Snapshot> {
-    let snapshot = || session.sample_now().map(|s| s.snapshot(0));
     let offcpu = session.offcpu_tracked();
-
     let target_pid = target.pid;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the event loop")?;
-    let (end, last) = runtime.block_on(async {
-        let signals = super::Signals::catch()?;
-        // Said once the signals are caught: from this line on, Ctrl-C ends the profile.
-        if args.cgroup.is_some() {
-            eprintln!("syscost: tracing {label}; Ctrl-C to stop");
-        } else {
-            eprintln!(
-                "syscost: tracing {label}, {}; Ctrl-C to stop",
-                syscost_report::units::counted(session.latest().thread_count, "thread", "threads")
-            );
+    // Subscribed before the line: every sample after it ends an interval.
+    let samples = session.subscribe();
+    let stop = syscost_engine::signals::Stop::catch()?;
+    // Said once the signals are caught: from this line on, Ctrl-C ends the profile.
+    if args.cgroup.is_some() {
+        eprintln!("syscost: tracing {label}; Ctrl-C to stop");
+    } else {
+        eprintln!(
+            "syscost: tracing {label}, {}; Ctrl-C to stop",
+            syscost_report::units::counted(session.latest().thread_count, "thread", "threads")
+        );
+    }
+    let deadline = duration.map(|d| Instant::now() + d);
+    let period = every.unwrap_or(syscost_engine::session::NO_END);
+    // From the load, as the final table: the intervals add up to it.
+    let mut series = Series::new(Snapshot::empty());
+    // One interval's table, under "--- {what} N s after attach (D s) ---"; a last part
+    // with no call in it and shorter than a tenth of an interval (the run ended on an
+    // interval's end) prints nothing: the intervals still add up to the total.
+    let print_interval = |series: &mut Series, now: Snapshot, what: &str| -> Result<()> {
+        let step = series.next(now);
+        let profile =
+            step.interval
+                .to_profile(info.clone(), (step.interval_secs * 1e9) as u64, offcpu)?;
+        if what.starts_with("last")
+            && profile.totals().0 == 0
+            && step.interval_secs < period.as_secs_f64() / 10.0
+        {
+            return Ok(());
         }
-        // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.
-        let exited =
-            unsafe { AsyncFd::register_with_interest(target.pidfd, tokio::io::Interest::READABLE) }
-                .map_err(|e| anyhow::anyhow!("cannot watch the target's pidfd: {e}"))?;
-        let deadline = sleep(duration.unwrap_or(syscost_engine::session::NO_END));
-        tokio::pin!(deadline);
-        let period = every.unwrap_or(syscost_engine::session::NO_END);
-        let mut ticks = interval_at(tokio::time::Instant::now() + period, period);
-        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        // From the load, as the final table: the intervals add up to it.
-        let mut series = Series::new(Snapshot::empty());
-        // One interval's table, under "--- {what} N s after attach (D s) ---"; a last
-        // part with no call in it and shorter than a tenth of an interval (the run
-        // ended on an interval's end) prints nothing: the intervals still add up to
-        // the total.
-        let print_interval = |series: &mut Series, now: Snapshot, what: &str| -> Result<()> {
-            let step = series.next(now);
-            let profile = step.interval.to_profile(
-                info.clone(),
-                (step.interval_secs * 1e9) as u64,
-                offcpu,
-            )?;
-            if what.starts_with("last")
-                && profile.totals().0 == 0
-                && step.interval_secs < period.as_secs_f64() / 10.0
-            {
-                return Ok(());
-            }
-            // No table (`-e none`): no heading either.
-            let table = super::save_and_render(profile, &args.view, None, None)?;
-            if table.is_empty() {
-                return Ok(());
-            }
-            super::print_out(&format!(
-                "--- {what} {:.1} s after attach ({:.2} s) ---\n",
-                started.elapsed().as_secs_f64(),
-                step.interval_secs
-            ));
-            super::print_out(&table);
-            Ok(())
-        };
-        let end = loop {
-            // In this order: a tick due before `-d` ends is printed before the end, even
-            // when syscost was kept from running past both (a loaded machine).
-            tokio::select! {
-                biased;
-                _ = signals.next() => break End::Interrupted,
-                _ = ticks.tick(), if every.is_some() => {
-                    print_interval(&mut series, snapshot()?, "interval ending")?;
-                }
-                _ = &mut deadline, if duration.is_some() => break End::Duration,
-                _ = exited.readable() => break End::TargetExited,
-            }
-        };
-        let last = snapshot()?;
-        if every.is_some() {
-            // The part after the last full interval: the intervals add up to the total.
-            print_interval(&mut series, last.clone(), "last interval, ending")?;
+        // No table (`-e none`): no heading either.
+        let table = super::save_and_render(profile, &args.view, None, None)?;
+        if table.is_empty() {
+            return Ok(());
         }
-        anyhow::Ok((end, last))
-    })?;
+        super::print_out(&format!(
+            "--- {what} {:.1} s after attach ({:.2} s) ---\n",
+            started.elapsed().as_secs_f64(),
+            step.interval_secs
+        ));
+        super::print_out(&table);
+        Ok(())
+    };
+    let pidfd = std::os::fd::AsRawFd::as_raw_fd(&target.pidfd);
+    let end = loop {
+        // Asleep until a sample, a signal, the target's exit or `-d`.
+        let ready = syscost_engine::wake::wait(&[stop.fd(), samples.fd(), pidfd], deadline);
+        // The samples first: an interval that ended before the end is printed before it,
+        // even when syscost was kept from running past both (a loaded machine).
+        while let Ok(sample) = samples.try_recv() {
+            if every.is_some() {
+                print_interval(&mut series, sample.snapshot(0), "interval ending")?;
+            }
+        }
+        if stop.stopped() {
+            break End::Interrupted;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break End::Duration;
+        }
+        if ready.get(2).copied().unwrap_or(false) {
+            break End::TargetExited;
+        }
+    };
+    let last = session.sample_now()?.snapshot(0);
+    if every.is_some() {
+        // The part after the last full interval: the intervals add up to the total.
+        print_interval(&mut series, last.clone(), "last interval, ending")?;
+    }
 
     if end == End::TargetExited {
         eprintln!("syscost: process {} exited", target_pid);

@@ -339,13 +339,8 @@ fn text(
     let end = loop {
         // Asleep until a sample, a signal, the target's exit or `-d`.
         let ready = syscost_engine::wake::wait(&[stop.fd(), samples.fd(), pidfd], deadline);
-        // The samples first: an interval that ended before the end is printed before it,
-        // even when syscost was kept from running past both (a loaded machine).
-        while let Ok(sample) = samples.try_recv() {
-            if every.is_some() {
-                print_interval(&mut series, sample.snapshot(0), "interval ending")?;
-            }
-        }
+        // The end first: a sample that came with it (the session samples the target's
+        // exit at once) is not an interval's end, and its calls are the last part's.
         if stop.stopped() {
             break End::Interrupted;
         }
@@ -354,6 +349,11 @@ fn text(
         }
         if ready.get(2).copied().unwrap_or(false) {
             break End::TargetExited;
+        }
+        while let Ok(sample) = samples.try_recv() {
+            if every.is_some() {
+                print_interval(&mut series, sample.snapshot(0), "interval ending")?;
+            }
         }
     };
     let last = session.sample_now()?.snapshot(0);

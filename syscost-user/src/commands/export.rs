@@ -10,7 +10,6 @@
 use std::collections::BTreeSet;
 
 use anyhow::{Context as _, Result, bail};
-use tokio::{io::unix::AsyncFd, sync::mpsc, time::sleep};
 
 use crate::{
     cli::{ExportArgs, seconds},
@@ -99,13 +98,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         .map(|t| format!("{} ({})", t.pid, syscost_report::untrusted::shown(&t.comm)))
         .collect();
     // The signals are caught before the line that says Ctrl-C stops.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the event loop")?;
-    let entered = runtime.enter();
-    let signals = super::Signals::catch()?;
-    drop(entered);
+    let stop = syscost_engine::signals::Stop::catch()?;
     eprintln!(
         "syscost: serving the syscalls of process {} at {}; Ctrl-C to stop",
         names.join(", "),
@@ -113,49 +106,47 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     );
     super::note_own_cost(&handle);
 
-    runtime.block_on(async {
-        let (exits, mut exited) = mpsc::unbounded_channel();
-        let mut running = targets.len();
-        for t in targets {
-            // SAFETY: the OwnedFd moves into the AsyncFd and stays open as long as it lives.
-            let fd = unsafe {
-                AsyncFd::register_with_interest(t.pidfd, tokio::io::Interest::READABLE)
-            }
-            .map_err(|e| anyhow::anyhow!("cannot watch process {}: {e}", t.pid))?;
-            let exits = exits.clone();
-            tokio::spawn(async move {
-                let _ = fd.readable().await;
-                let _ = exits.send(t.pid);
-            });
+    let deadline = duration.map(|d| std::time::Instant::now() + d);
+    // The targets still running.
+    let mut running: Vec<process::Process> = targets;
+    loop {
+        let pidfds = running
+            .iter()
+            .map(|t| std::os::fd::AsRawFd::as_raw_fd(&t.pidfd));
+        let fds: Vec<std::os::fd::RawFd> = std::iter::once(stop.fd()).chain(pidfds).collect();
+        // Asleep until a signal, a target's exit or `-d`.
+        let ready = syscost_engine::wake::wait(&fds, deadline);
+        if stop.stopped() || deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            break;
         }
-        let deadline = sleep(duration.unwrap_or(syscost_engine::session::NO_END));
-        tokio::pin!(deadline);
-        loop {
-            tokio::select! {
-                _ = signals.next() => break,
-                _ = &mut deadline, if duration.is_some() => break,
-                Some(pid) = exited.recv() => {
-                    running -= 1;
-                    // The endpoint serves the latest sample: one is taken now, with the
-                    // process's final counts (its threads are gone, each call counted),
-                    // before the line says they are there. With nothing left to trace
-                    // (children may live on under -f) the programs would only cost
-                    // every syscall of the machine: unloaded, with a last sample.
-                    let unloaded = if running == 0 && !args.follow_forks {
-                        handle.unload()?
-                    } else {
-                        handle.sample_now()?;
-                        false
-                    };
-                    eprintln!("syscost: process {pid} exited; its final counts stay on the endpoint");
-                    if unloaded {
-                        eprintln!("syscost: every process exited; programs unloaded, serving the final counts until stopped");
-                    }
-                }
+        let (gone, alive): (Vec<_>, Vec<_>) = running
+            .into_iter()
+            .zip(ready.into_iter().skip(1))
+            .partition(|(_, exited)| *exited);
+        running = alive.into_iter().map(|(t, _)| t).collect();
+        for (t, _) in gone {
+            // The endpoint serves the latest sample: one is taken now, with the process's
+            // final counts (its threads are gone, each call counted), before the line
+            // says they are there. With nothing left to trace (children may live on
+            // under -f) the programs would only cost every syscall of the machine:
+            // unloaded, with a last sample.
+            let unloaded = if running.is_empty() && !args.follow_forks {
+                handle.unload()?
+            } else {
+                handle.sample_now()?;
+                false
+            };
+            eprintln!(
+                "syscost: process {} exited; its final counts stay on the endpoint",
+                t.pid
+            );
+            if unloaded {
+                eprintln!(
+                    "syscost: every process exited; programs unloaded, serving the final counts until stopped"
+                );
             }
         }
-        anyhow::Ok(())
-    })?;
+    }
     drop(server);
     let finished = session.finish()?;
     super::write_stacks(

@@ -1087,6 +1087,37 @@ fn every_dashboard_panel_has_data() {
         "{errors:?}"
     );
 
+    // docs/metrics.md's queries: each is PromQL this Prometheus takes, and each that
+    // reads no native histogram has data here (this Prometheus keeps the classic
+    // buckets; one that keeps native ones drops them, see the docs), asked of the
+    // paced workload's getppid where the docs' asks of close (a rate needs calls in
+    // its window: close-ebadf's have ended).
+    for docs in docs_queries() {
+        let promql = docs.replace("syscall=\"close\"", "syscall=\"getppid\"");
+        let (status, body) = get(
+            &web,
+            &format!("/api/v1/query?query={}", percent_encode(&promql)),
+        )
+        .unwrap();
+        assert_eq!(status, 200, "docs/metrics.md's {docs}: {body}");
+        if promql.contains("histogram_quantile") && !promql.contains("_bucket") {
+            continue;
+        }
+        wait_until(
+            &format!("docs/metrics.md's query to have data: {promql}"),
+            PATIENCE,
+            Duration::from_millis(500),
+            || {
+                let results = query(&web, &promql);
+                if results.iter().any(|r| value(r).is_finite()) {
+                    Ok(())
+                } else {
+                    Err(format!(": {:?}", &results[..results.len().min(3)]))
+                }
+            },
+        );
+    }
+
     for p in [&export, &top, &prometheus] {
         // SAFETY: signals the processes this test started.
         unsafe { libc::kill(p.id() as i32, libc::SIGTERM) };
@@ -1094,4 +1125,24 @@ fn every_dashboard_panel_has_data() {
     assert!(export.wait_exit().success());
     assert!(top.wait_exit().success());
     prometheus.wait_exit();
+}
+
+/// The PromQL blocks of docs/metrics.md, each on one line.
+fn docs_queries() -> Vec<String> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md"))
+        .unwrap();
+    let queries: Vec<String> = text
+        .split("```promql\n")
+        .skip(1)
+        .map(|b| {
+            b.split("```")
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert!(queries.len() >= 5, "{queries:?}");
+    queries
 }

@@ -250,16 +250,10 @@ pub struct AttachArgs {
     /// at the end, and in --json).
     #[arg(long, requires = "cgroup")]
     pub per_process: bool,
-    /// Stop after this many seconds.
-    #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
-    pub duration: Option<f64>,
-    /// Refresh the live view every SECS seconds (default 1); with --no-tui, print a
-    /// table of each interval.
-    #[arg(short = 'i', long = "interval", value_name = "SECS", value_parser = parse_interval)]
-    pub interval: Option<f64>,
-    /// Print text instead of the live view (the default when stdout is not a terminal).
-    #[arg(long)]
-    pub no_tui: bool,
+    #[command(flatten)]
+    pub timing: Timing,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// strace's -C: the table of each interval as text while attached (every second
     /// unless -i says otherwise), and the summary at the end.
     #[arg(short = 'C', long = "summary", conflicts_with = "summary_only")]
@@ -321,13 +315,8 @@ pub struct ExportArgs {
     pub metrics_addr: SocketAddr,
     #[command(flatten)]
     pub web: WebArgs,
-    /// Stop after this many seconds.
-    #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
-    pub duration: Option<f64>,
-    /// Take a sample of the counters every SECS seconds (default 1): a scrape shows the
-    /// latest, however many scrapes come.
-    #[arg(short = 'i', long = "interval", value_name = "SECS", value_parser = parse_interval)]
-    pub interval: Option<f64>,
+    #[command(flatten)]
+    pub timing: Timing,
     /// Also count child processes the targets fork from now on (under the parent's pid).
     #[arg(short = 'f', long = "follow-forks", conflicts_with_all = ["cgroup", "top"])]
     pub follow_forks: bool,
@@ -348,6 +337,28 @@ pub struct ExportArgs {
     pub slow_calls: SlowArgs,
     #[command(flatten)]
     pub stacks: StacksArgs,
+}
+
+/// How long a command traces and how often the session samples, shared by `attach`,
+/// `export`, `top` and `demo` (the session's clock keeps the interval and its floor).
+#[derive(Debug, Clone, Default, Args)]
+pub struct Timing {
+    /// Stop after this many seconds (default: until Ctrl-C, q, or the target's exit).
+    #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+    /// Sample every SECS seconds (default 1): the live view's refresh, `top --no-tui`'s
+    /// table, the counters a scrape of `export` shows; `attach --no-tui` prints a table
+    /// of each interval when it is given.
+    #[arg(short = 'i', long = "interval", value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<f64>,
+}
+
+/// The live view or text, shared by `attach`, `top` and `demo`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LiveArgs {
+    /// Print text instead of the live view (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
 }
 
 /// The metrics endpoint's protection, shared by `run`, `attach` and `export`.
@@ -442,15 +453,10 @@ pub struct TopArgs {
     /// Only the processes of this cgroup v2 and its descendants.
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
-    /// Stop after this many seconds.
-    #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
-    pub duration: Option<f64>,
-    /// Refresh every SECS seconds (default 1); with --no-tui, print a table each time.
-    #[arg(short = 'i', long = "interval", value_name = "SECS", value_parser = parse_interval)]
-    pub interval: Option<f64>,
-    /// Print text instead of the live view (the default when stdout is not a terminal).
-    #[arg(long)]
-    pub no_tui: bool,
+    #[command(flatten)]
+    pub timing: Timing,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Sort rows by this column (largest first).
     #[arg(short = 'S', long = "sort", value_enum, default_value_t = TopSort::Time)]
     pub sort: TopSort,
@@ -616,15 +622,10 @@ pub struct DemoArgs {
     /// Requests per connection (1: short connections).
     #[arg(long, default_value_t = 1)]
     pub keepalive: u64,
-    /// Stop after this many seconds (default: when you quit).
-    #[arg(short = 'd', long, value_name = "SECS", value_parser = parse_seconds)]
-    pub duration: Option<f64>,
-    /// Refresh interval of the live view, seconds.
-    #[arg(short = 'i', long, value_name = "SECS", value_parser = parse_interval)]
-    pub interval: Option<f64>,
-    /// Print text instead of the live view.
-    #[arg(long)]
-    pub no_tui: bool,
+    #[command(flatten)]
+    pub timing: Timing,
+    #[command(flatten)]
+    pub live: LiveArgs,
 }
 
 /// Notification mode.

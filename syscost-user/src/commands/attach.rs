@@ -43,10 +43,10 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         &args.view,
         &[args.json.as_deref(), args.stacks.stacks.as_deref()],
     )?;
-    let duration = seconds(args.duration);
+    let duration = seconds(args.timing.duration);
     // strace's -C: the live text, a table each second unless -i says otherwise.
     let every =
-        seconds(args.interval).or(args.live_text.then_some(syscost_engine::session::INTERVAL));
+        seconds(args.timing.interval).or(args.live_text.then_some(syscost_engine::session::INTERVAL));
     if args.per_process && args.cgroup.is_none() {
         anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
     }
@@ -68,7 +68,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         }
     };
     // strace's -c (the summary only) and -C (intervals as text) print text.
-    let tui = !args.no_tui
+    let tui = !args.live.no_tui
         && !args.live_text
         && !args.view.summary_only
         && std::io::stdout().is_terminal();

@@ -41,7 +41,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     if args.top || args.cgroup.is_some() {
         return export_scope(args);
     }
-    let duration = seconds(args.duration);
+    let duration = seconds(args.timing.duration);
     let mut seen = BTreeSet::new();
     let pids: Vec<u32> = args
         .pids
@@ -77,7 +77,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         &args.web,
     )?
     .own_cost(args.run_stats)
-    .every(seconds(args.interval))
+    .every(seconds(args.timing.interval))
     .service(true);
     let mut tracer = plan.load()?;
     let mut sources = Vec::new();
@@ -162,7 +162,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
 /// `export --cgroup PATH [--per-process]` (one cgroup as one profile, with histograms,
 /// and bounded per-process series if asked): until a signal or `-d`.
 fn export_scope(args: &ExportArgs) -> Result<i32> {
-    let duration = seconds(args.duration);
+    let duration = seconds(args.timing.duration);
     let cgroup = args
         .cgroup
         .as_deref()
@@ -196,7 +196,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         &args.web,
     )?
     .own_cost(args.run_stats)
-    .every(seconds(args.interval))
+    .every(seconds(args.timing.interval))
     .service(false);
     let tracer = plan.load()?;
     let session = plan.start(tracer, Watch::Nothing)?;

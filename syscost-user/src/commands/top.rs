@@ -61,13 +61,13 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         &Default::default(),
     )?
     .own_cost(!args.own_cost.no_run_stats)
-    .every(seconds(args.interval));
+    .every(seconds(args.timing.interval));
     let every = plan.session.interval;
     let session = plan.start(plan.load()?, Watch::Nothing)?;
     let handle = session.handle();
-    let duration = seconds(args.duration);
+    let duration = seconds(args.timing.duration);
     let started = Instant::now();
-    if !args.no_tui && std::io::stdout().is_terminal() {
+    if !args.live.no_tui && std::io::stdout().is_terminal() {
         live(&handle, args, scope, every, duration)?;
     } else {
         text(&handle, args, &scope, duration, started)?;

@@ -202,7 +202,10 @@ impl Plan {
         let reader = if on.contains(&"slow") || on.contains(&"stacks") {
             Some(syscost_engine::slow::reader::Reader::spawn(
                 tracer.take_slow_ring()?,
-                s.echo_slow,
+                s.echo_slow
+                    .then(|| -> syscost_engine::slow::reader::EachCall {
+                        Box::new(|c| eprintln!("{}", syscost_report::report::slow::line(c)))
+                    }),
                 s.keep_slow,
             ))
         } else {

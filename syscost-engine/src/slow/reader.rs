@@ -64,17 +64,21 @@ fn set_nice(nice: i32) {
     }
 }
 
+/// What is done with each slow call as soon as it is named (on the naming thread).
+pub type EachCall = Box<dyn Fn(&SlowCall) + Send>;
+
 /// Calls received and not yet named, at most (then the ring buffer waits, and what it
 /// has no room for is counted as dropped).
 const PENDING: usize = 1024;
 
 impl Reader {
-    /// Starts reading; `echo`: print each call's line to stderr; `keep`: how many calls
-    /// to keep for the end (0 for a service that only prints them). Records that are
+    /// Starts reading; `each`: given each slow call once it is named, in the order they
+    /// come (a command prints it; the engine prints nothing); `keep`: how many calls to
+    /// keep for the end (0 for a service that only prints them). Records that are
     /// samples of `--stacks` are unwound and named the same way and kept apart.
     pub fn spawn(
         mut ring: aya::maps::RingBuf<aya::maps::MapData>,
-        echo: bool,
+        each: Option<EachCall>,
         keep: usize,
     ) -> Self {
         use std::sync::{Arc, Mutex, atomic::AtomicBool, atomic::Ordering};
@@ -163,8 +167,8 @@ impl Reader {
                 if flags & slow_flags::SLOW == 0 {
                     continue;
                 }
-                if echo {
-                    eprintln!("{}", syscost_report::report::slow::line(&c));
+                if let Some(each) = &each {
+                    each(&c);
                 }
                 crate::locks::lock(&l).push(c);
             }

@@ -45,8 +45,8 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     )?;
     let duration = seconds(args.timing.duration);
     // strace's -C: the live text, a table each second unless -i says otherwise.
-    let every =
-        seconds(args.timing.interval).or(args.live_text.then_some(syscost_engine::session::INTERVAL));
+    let every = seconds(args.timing.interval)
+        .or(args.live_text.then_some(syscost_engine::session::INTERVAL));
     if args.per_process && args.cgroup.is_none() {
         anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
     }

@@ -942,13 +942,13 @@ pub fn thread_state(t: &ThreadSlot, now_ns: u64) -> ThreadState {
 /// Successive snapshots of one slot turned into cumulative figures (since the start or
 /// the last reset) and intervals.
 #[derive(Clone, Debug)]
-pub struct Series {
+pub struct Intervals {
     baseline: Option<Snapshot>,
     previous: Snapshot,
     previous_at: Instant,
 }
 
-/// One step of a [`Series`].
+/// One step of an [`Intervals`].
 #[derive(Clone, Debug)]
 pub struct Step {
     pub cumulative: Snapshot,
@@ -956,7 +956,7 @@ pub struct Step {
     pub interval_secs: f64,
 }
 
-impl Series {
+impl Intervals {
     /// Starts at `first`: what it holds counts in the first step's cumulative figures.
     pub fn new(first: Snapshot) -> Self {
         Self::new_at(first, Instant::now())
@@ -1201,7 +1201,7 @@ mod tests {
         let id = SyscallId::native(39);
         let mut snap = Snapshot::empty();
         snap.record(id, 100, None);
-        let mut series = Series::new(snap.clone());
+        let mut series = Intervals::new(snap.clone());
         snap.record(id, 100, None);
         snap.record(id, 100, None);
         let step = series.next(snap.clone());

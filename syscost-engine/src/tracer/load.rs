@@ -168,7 +168,7 @@ pub(super) fn load_and_attach(loader: EbpfLoader<'static>, shape: &Shape<'_>) ->
     Ok(ebpf)
 }
 
-pub(super) const CGROUP_FLOOR: &str = "--cgroup needs Linux 5.14 or later here: this kernel's tracing programs lack bpf_get_current_ancestor_cgroup_id and its cgroups keep no ancestor_ids";
+pub(super) const CGROUP_UNSUPPORTED: &str = "--cgroup needs Linux 5.14 or later here: this kernel's tracing programs lack bpf_get_current_ancestor_cgroup_id and its cgroups keep no ancestor_ids";
 
 /// The verifier refused a program for its call of `bpf_get_current_ancestor_cgroup_id`
 /// (a kernel whose tracing programs lack it, before 5.14).

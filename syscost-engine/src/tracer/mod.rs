@@ -31,7 +31,7 @@ mod load;
 mod maps;
 pub mod probes;
 
-use load::{AncestorHelperRefused, CGROUP_FLOOR, load_and_attach};
+use load::{AncestorHelperRefused, CGROUP_UNSUPPORTED, load_and_attach};
 pub use maps::{GracePeriod, RunTimeStats, possible_cpus};
 use maps::{Mapped, delete_batch, map_data, map_fd, run_totals, sum_cpus};
 pub use probes::offcpu_unavailable;
@@ -182,7 +182,7 @@ impl Tracer {
                         && cgroup_walk.is_none()
                         && matches!(options.auto, Auto::Cgroup { .. }) =>
                 {
-                    cgroup_walk = Some(layout.cgroup_walk.context(CGROUP_FLOOR)?);
+                    cgroup_walk = Some(layout.cgroup_walk.context(CGROUP_UNSUPPORTED)?);
                 }
                 r => break r?,
             }

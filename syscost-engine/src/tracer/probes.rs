@@ -10,7 +10,9 @@ use aya::{
 
 use super::{
     TracerOptions,
-    load::{CGROUP_FLOOR, Shape, attach, explain_program_error, is_permission_error, load_object},
+    load::{
+        CGROUP_UNSUPPORTED, Shape, attach, explain_program_error, is_permission_error, load_object,
+    },
 };
 use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process};
 
@@ -111,7 +113,7 @@ pub(super) fn cgroup_filter(
     }
     match layout.cgroup_walk {
         Some(walk) => Ok(Some(walk)),
-        None => anyhow::bail!("{CGROUP_FLOOR}"),
+        None => anyhow::bail!("{CGROUP_UNSUPPORTED}"),
     }
 }
 

@@ -15,7 +15,7 @@ use syscost_engine::{
     cgroup,
     collector::Snapshot,
     process,
-    sampler::Series,
+    sampler::Intervals,
     session::{SessionHandle, Watch},
     tracer::{Auto, TracerOptions},
 };
@@ -307,12 +307,12 @@ fn text(
     let deadline = duration.map(|d| Instant::now() + d);
     let period = every.unwrap_or(syscost_engine::session::NO_END);
     // From the load, as the final table: the intervals add up to it.
-    let mut series = Series::new(Snapshot::empty());
+    let mut intervals = Intervals::new(Snapshot::empty());
     // One interval's table, under "--- {what} N s after attach (D s) ---"; a last part
     // with no call in it and shorter than a tenth of an interval (the run ended on an
     // interval's end) prints nothing: the intervals still add up to the total.
-    let print_interval = |series: &mut Series, now: Snapshot, what: &str| -> Result<()> {
-        let step = series.next(now);
+    let print_interval = |intervals: &mut Intervals, now: Snapshot, what: &str| -> Result<()> {
+        let step = intervals.next(now);
         let profile =
             step.interval
                 .to_profile(info.clone(), (step.interval_secs * 1e9) as u64, offcpu)?;
@@ -352,14 +352,14 @@ fn text(
         }
         while let Ok(sample) = samples.try_recv() {
             if every.is_some() {
-                print_interval(&mut series, sample.snapshot(0), "interval ending")?;
+                print_interval(&mut intervals, sample.snapshot(0), "interval ending")?;
             }
         }
     };
     let last = session.sample_now()?.snapshot(0);
     if every.is_some() {
         // The part after the last full interval: the intervals add up to the total.
-        print_interval(&mut series, last.clone(), "last interval, ending")?;
+        print_interval(&mut intervals, last.clone(), "last interval, ending")?;
     }
 
     if end == End::TargetExited {

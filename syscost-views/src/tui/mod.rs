@@ -38,7 +38,7 @@ use self::app::{App, Refresh, STUCK_AFTER, StuckCall, TargetInfo, ThreadRow};
 use syscost_engine::{
     collector::Snapshot,
     process::Process,
-    sampler::Series,
+    sampler::Intervals,
     session::{self, SessionHandle, Subscription},
     signals::Stop,
     wake::Wake,
@@ -83,7 +83,7 @@ struct Feed {
     pid: u32,
     slot: u32,
     attached: Instant,
-    series: Series,
+    intervals: Intervals,
     offcpu: bool,
     features: Features,
 }
@@ -102,7 +102,7 @@ impl Feed {
         with_threads: bool,
     ) -> Result<(Snapshot, Refresh)> {
         let now = s.snapshot(self.slot);
-        let step = self.series.next_at(now.clone(), s.taken);
+        let step = self.intervals.next_at(now.clone(), s.taken);
         let mut stuck: Vec<StuckCall> = s
             .threads
             .iter()
@@ -364,12 +364,12 @@ pub fn live_with(
         pid: target.pid,
         slot,
         attached: Instant::now(),
-        series: Series::new_at(first.clone(), latest.taken),
+        intervals: Intervals::new_at(first.clone(), latest.taken),
         offcpu,
         features: session.features().clone(),
     };
     if drilled {
-        feed.series.reset();
+        feed.intervals.reset();
     }
     // The first screen shows nothing yet: what the tracer counted before this point has no
     // interval to be a rate of (it is in the first sample's cumulative figures).
@@ -458,7 +458,7 @@ pub fn live_with(
         session.want_stacks(app.show_callers);
         if app.reset_requested {
             app.reset_requested = false;
-            feed.series.reset();
+            feed.intervals.reset();
             app.clear_history();
         }
         // The newest sample that is due: one per interval, and the one that says the

@@ -65,6 +65,10 @@ pub struct Sample {
     pub thread_count: usize,
     /// The watched process has exited.
     pub exited: bool,
+    /// Taken because an interval ended (the clock's tick); not a sample asked for
+    /// ([`SessionHandle::sample_now`]) or taken at an event (the watched process's exit,
+    /// an own-cost window closed), which a view printing intervals does not print.
+    pub due: bool,
     /// syscost's own cost: the latest figure, or why there is none; and the program run
     /// time measured so far with the wall time it was measured over, ns.
     pub own_cost: Result<Option<OwnCostReading>, String>,
@@ -211,6 +215,7 @@ impl Session {
             threads: Vec::new(),
             thread_count: 0,
             exited: false,
+            due: false,
             own_cost: Ok(None),
             own_cost_totals: None,
             top_reclaimed: 0,
@@ -241,7 +246,7 @@ impl Session {
         });
         // The first sample takes no per-process step: nobody can have subscribed yet,
         // and the first step a subscriber gets counts from the load.
-        if let Err(e) = shared.publish_with(false) {
+        if let Err(e) = shared.publish_with(false, false) {
             log::warn!("cannot take the first sample: {e:#}");
         }
         let clock = {
@@ -503,7 +508,7 @@ impl Shared {
                 log::warn!("cannot take a sample: {e:#}");
             }
             if now >= next || exiting {
-                match self.publish() {
+                match self.publish_with(true, now >= next) {
                     Ok(_) => watched.1 |= exiting,
                     Err(e) => log::warn!("cannot take a sample: {e:#}"),
                 }
@@ -532,11 +537,12 @@ impl Shared {
 
     /// Takes a sample, keeps it as the latest and sends it to every subscriber.
     fn publish(&self) -> Result<Arc<Sample>> {
-        self.publish_with(true)
+        self.publish_with(true, false)
     }
 
-    /// [`Shared::publish`]; `step`: take the per-process step into it.
-    fn publish_with(&self, step: bool) -> Result<Arc<Sample>> {
+    /// [`Shared::publish`]; `step`: take the per-process step into it; `due`: an
+    /// interval ended ([`Sample::due`]).
+    fn publish_with(&self, step: bool, due: bool) -> Result<Arc<Sample>> {
         let mut seq = lock(&self.publishing);
         let wants = self.wants.load(Ordering::Acquire);
         let (tids, exited) = match &*lock(&self.watch) {
@@ -616,6 +622,7 @@ impl Shared {
             threads,
             thread_count: tids.len(),
             exited,
+            due,
             own_cost,
             own_cost_totals,
             top_reclaimed,

@@ -1092,7 +1092,23 @@ fn every_dashboard_panel_has_data() {
     // buckets; one that keeps native ones drops them, see the docs), asked of the
     // paced workload's getppid where the docs' asks of close (a rate needs calls in
     // its window: close-ebadf's have ended).
+    // Every metric a query names is one the endpoints serve (Prometheus takes an unknown
+    // name without a word).
+    let served = [&endpoint, &top_endpoint]
+        .map(|e| get(e, "/metrics").expect("a scrape").1)
+        .join("\n");
     for docs in docs_queries() {
+        for name in docs
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("syscost_"))
+        {
+            assert!(
+                served
+                    .lines()
+                    .any(|l| l.starts_with(name) || l.starts_with(&format!("# TYPE {name} "))),
+                "docs/metrics.md's {docs}: the endpoints serve no {name}"
+            );
+        }
         let promql = docs.replace("syscall=\"close\"", "syscall=\"getppid\"");
         let (status, body) = get(
             &web,

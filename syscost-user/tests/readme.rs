@@ -557,7 +557,11 @@ fn shape_of_report(line: &str) -> String {
         rest = rest[i + 2..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
     }
     out.push_str(&shape(rest));
-    out
+    // A time's unit is the machine's too (30.6us here, 1.2ms there).
+    for unit in ["Nns", "Nus", "Nms"] {
+        out = out.replace(unit, "NU");
+    }
+    out.replace("Ns ", "NU ").replace("Ns)", "NU)")
 }
 
 /// The slow calls reported in `lines`: each `slow:` line with the names of the frames
@@ -619,11 +623,14 @@ fn the_usage_slow_call_example_is_what_run_prints() {
         if syscall == "execve" && !got.iter().any(|g| slow_syscall(g.0) == "execve") {
             continue;
         }
+        // Whether an execve blocked is the machine's to say; sleeps and reads block.
         let found = got.iter().any(|(l, f, b)| {
-            shape_of_report(l) == shape_of_report(line) && *b == blocked && {
-                let mut names = f.iter();
-                frames.iter().all(|want| names.any(|n| n == want))
-            }
+            shape_of_report(l) == shape_of_report(line)
+                && (*b == blocked || syscall == "execve")
+                && {
+                    let mut names = f.iter();
+                    frames.iter().all(|want| names.any(|n| n == want))
+                }
         });
         assert!(
             found,
@@ -650,14 +657,24 @@ fn the_usage_slow_call_example_is_what_run_prints() {
             .collect()
     };
     let (want, have) = (counts(&shown_summary), counts(&printed_summary));
-    for name in ["nanosleep", "clock_nanosleep", "read"] {
-        assert_eq!(want.get(name), have.get(name), "{name}: {printed_summary}");
+    let count = |of: &BTreeMap<String, String>, name: &str| -> u64 {
+        of.get(name)
+            .unwrap_or_else(|| panic!("no {name} in {of:?}"))
+            .parse()
+            .expect("a count")
+    };
+    // Every sleep is slow; the 50 reads blocked 20 ms each are, and a read preempted
+    // for a millisecond on a loaded machine would be one more.
+    for name in ["nanosleep", "clock_nanosleep"] {
+        assert_eq!(count(&want, name), count(&have, name), "{printed_summary}");
     }
-    assert_eq!(
-        shape(&shown_summary).split(": ").next(),
-        shape(&printed_summary).split(": ").next(),
+    assert!(
+        count(&have, "read") >= count(&want, "read"),
         "{printed_summary}"
     );
+    let head = |l: &str| shape(l).split_once("): ").map(|(h, _)| h.to_string());
+    assert_eq!(head(&shown_summary), head(&printed_summary));
+    assert!(head(&shown_summary).is_some(), "{shown_summary}");
 }
 
 /// The README's slow call is docs/usage.md's read, its frames among those shown there.
@@ -695,12 +712,13 @@ fn the_readme_slow_call_is_the_usage_example() {
 }
 
 /// docs/usage.md's `--stacks` example, on the C program it names built as it says
-/// (-O2, no frame pointers): the line `run` prints has the shown one's shape up to the
-/// walk, and what follows it is one of the clauses the docs give; the file's getppid
-/// calls sum to the program's 6,000 exactly, under the stacks shown (their shares are
-/// estimates from samples, as the example says) or, where the program exited before
-/// syscost read its mappings (the race the docs tell of below the example), under
-/// frames that say so.
+/// (-O2, no frame pointers). Run as shown: the line `run` prints has the shown one's
+/// shape up to the walk, what follows it is one of the clauses the docs give, and the
+/// file's getppid calls sum to the program's 6,000 exactly (whether or not the program
+/// exited before syscost read its mappings: the race the docs tell of below the
+/// example). Run again with the program held until syscost has received its samples
+/// (its `stdin` handshake, its mark a slow poll, a ring with room for every sample),
+/// as the docs say the tests do: its getppid stacks are the ones shown, by name.
 #[test]
 fn the_usage_stacks_example_is_what_run_writes() {
     let Some(t) = root_test!() else {
@@ -718,6 +736,7 @@ fn the_usage_stacks_example_is_what_run_writes() {
         .next()
         .unwrap();
     assert!(shown[0].contains("-O2"), "{}", shown[0]);
+    assert_eq!(shown[2], "$ grep getppid sites.folded");
     let folded = t.path("sites.folded");
     let program = c_programs().join("sites");
     let args: Vec<std::ffi::OsString> = command
@@ -728,6 +747,18 @@ fn the_usage_stacks_example_is_what_run_writes() {
             w => w.into(),
         })
         .collect();
+    // The getppid lines of the stacks file: their paths and their calls.
+    let getppid = |text: &str| -> (BTreeSet<String>, u64) {
+        let mut paths = BTreeSet::new();
+        let mut calls = 0;
+        for l in text.lines().filter(|l| l.contains("getppid")) {
+            let (path, n) = l.rsplit_once(' ').expect("a folded line");
+            calls += n.parse::<u64>().expect("a count");
+            paths.insert(path.to_string());
+        }
+        (paths, calls)
+    };
+
     let o = output(syscost().args(&args));
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o).replace(folded.to_str().unwrap(), "sites.folded");
@@ -753,26 +784,36 @@ fn the_usage_stacks_example_is_what_run_writes() {
             "{clause:?} in {line}"
         );
     }
-    assert_eq!(shown[2], "$ grep getppid sites.folded");
     let text = std::fs::read_to_string(&folded).expect("the stacks file");
-    let mut calls = 0;
-    let mut named = BTreeSet::new();
-    for l in text.lines().filter(|l| l.contains("getppid")) {
-        let (path, n) = l.rsplit_once(' ').expect("a folded line");
-        calls += n.parse::<u64>().expect("a count");
-        if !path.contains("[unknown: ") {
-            named.insert(path.to_string());
-        }
-    }
-    assert_eq!(calls, 6000, "{text}");
+    assert_eq!(getppid(&text).1, 6000, "{text}");
+
+    // Held: the names.
+    let dashes = args
+        .iter()
+        .position(|a| a == "--")
+        .expect("-- before the program");
+    let mut held = syscost()
+        .env("SYSCOST_TABLE_SIZES", "slow_ring=67108864")
+        .args(&args[..dashes])
+        .args(["--slow", "1ms", "--"])
+        .arg(&program)
+        .arg("stdin")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn_reaped();
+    let mut lines = Lines::of(held.stderr.take().unwrap(), "syscost's stderr");
+    lines.until("the report of the program's mark (a slow poll)", |l| {
+        (l.starts_with("slow: poll(") || l.starts_with("slow: ppoll(")) && l.ends_with(" sites")
+    });
+    drop(held.stdin.take());
+    assert!(held.wait_exit().success(), "{:?}", lines.rest());
+    let text = std::fs::read_to_string(&folded).expect("the stacks file");
     let want: BTreeSet<String> = shown[3..]
         .iter()
         .map(|l| l.rsplit_once(' ').expect("a folded line").0.to_string())
         .collect();
-    assert!(
-        named.is_empty() || named == want,
-        "the getppid stacks: {named:?} against {want:?}"
-    );
+    assert_eq!(getppid(&text), (want, 6000), "{text}");
 }
 
 /// Runs the command of a `top --no-tui` example (its first line, `-d` made 1 s) beside
@@ -888,11 +929,8 @@ fn the_readme_compare_example_is_what_compare_prints() {
             .get(at + i)
             .unwrap_or_else(|| panic!("no row {s:?} in:\n{out}"));
         assert_eq!(label(p), label(s), "rows in order:\n{out}");
-        assert_eq!(
-            p[26..].split_whitespace().count(),
-            s[26..].split_whitespace().count(),
-            "{p:?} against {s:?}"
-        );
+        let columns = |l: &str| l.get(26..).map(|c| c.split_whitespace().count());
+        assert_eq!(columns(p), columns(s), "{p:?} against {s:?}");
     }
 }
 

@@ -350,8 +350,10 @@ fn text(
         if ready.get(2).copied().unwrap_or(false) {
             break End::TargetExited;
         }
+        // An interval's table for each tick of the clock (not for a sample taken at an
+        // event: an own-cost window closed for the endpoint of --metrics-addr).
         while let Ok(sample) = samples.try_recv() {
-            if every.is_some() {
+            if every.is_some() && sample.due {
                 print_interval(&mut intervals, sample.snapshot(0), "interval ending")?;
             }
         }

@@ -124,13 +124,14 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             .zip(ready.into_iter().skip(1))
             .partition(|(_, exited)| *exited);
         running = alive.into_iter().map(|(t, _)| t).collect();
-        for (t, _) in gone {
+        let ended = gone.len();
+        for (i, (t, _)) in gone.into_iter().enumerate() {
             // The endpoint serves the latest sample: one is taken now, with the process's
             // final counts (its threads are gone, each call counted), before the line
             // says they are there. With nothing left to trace (children may live on
             // under -f) the programs would only cost every syscall of the machine:
             // unloaded, with a last sample.
-            let unloaded = if running.is_empty() && !args.follow_forks {
+            let unloaded = if running.is_empty() && !args.follow_forks && i + 1 == ended {
                 handle.unload()?
             } else {
                 handle.sample_now()?;

@@ -95,15 +95,7 @@ pub(crate) fn fork_at_mode(args: &[String]) {
 /// taken); prints child=<pid> and exits with the child's status.
 pub(crate) fn exec_at_mode(args: &[String]) -> ! {
     let pid = arg(args, 1) as i32;
-    let argv: Vec<std::ffi::CString> = args[2..]
-        .iter()
-        .map(|a| std::ffi::CString::new(a.as_str()).unwrap())
-        .collect();
-    if argv.is_empty() {
-        usage();
-    }
-    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
+    let (_argv, ptrs) = c_argv(args.get(2..).unwrap_or_default());
     unsafe extern "C" {
         static environ: *const *const libc::c_char;
     }

@@ -175,6 +175,22 @@ fn arg(args: &[String], i: usize) -> u64 {
         .unwrap_or_else(|| usage())
 }
 
+/// `args` as a C argv: the strings (which the pointers point into: kept alive beside
+/// them) and their pointers, ended by a null; the usage when there is none or one holds
+/// a NUL.
+fn c_argv(args: &[String]) -> (Vec<std::ffi::CString>, Vec<*const libc::c_char>) {
+    let argv: Vec<std::ffi::CString> = args
+        .iter()
+        .map(|a| std::ffi::CString::new(a.as_str()).unwrap_or_else(|_| usage()))
+        .collect();
+    if argv.is_empty() {
+        usage();
+    }
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    (argv, ptrs)
+}
+
 fn usage() -> ! {
     eprintln!(
         "usage: syscost-workload [--die-with-parent] [--wait-stdin] [--hold] MODE ARGS, MODE one of: getppid close-ebadf threads threads-waiting tree-waiting churn pipe-block pingpong fork nanosleep paced slow-mix per-line seccomp sleep exit mixed-forever numbers numbers-forever leader-exit exec-thread switches program hostile exec spawn threads-at fork-at exec-at getppid-until restore-on-eof (their arguments at the top of its source)"
@@ -352,15 +368,7 @@ fn work(args: &[String]) {
         }
         Some("hostile") => hostile(std::path::Path::new(args.get(1).unwrap_or_else(|| usage()))),
         Some("exec") => {
-            let argv: Vec<std::ffi::CString> = args[1..]
-                .iter()
-                .map(|a| std::ffi::CString::new(a.as_str()).unwrap())
-                .collect();
-            if argv.is_empty() {
-                usage();
-            }
-            let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-            ptrs.push(std::ptr::null());
+            let (_argv, ptrs) = c_argv(&args[1..]);
             // The child gets the dispositions `syscost run` gives a command: SIGPIPE at
             // its default (Rust's runtime ignores it here), the rest as inherited. Set
             // here, before the fork: the child makes no call but its execve.

@@ -4,7 +4,8 @@
 //! `top` and `doctor` examples have the shape those print), docs/usage.md's `top`,
 //! `attach --cgroup`, `--slow` and `--stacks` examples are what those print and write
 //! (the README's slow call is one of them), the README's `compare` table has the rows
-//! `compare` prints, and every test the docs name exists.
+//! `compare` prints, the bench tables they show are in the files they name, and every
+//! test the docs name exists.
 
 mod common;
 
@@ -1133,6 +1134,61 @@ fn every_link_between_the_docs_lands() {
         "links that land nowhere:\n{}",
         broken.join("\n")
     );
+}
+
+/// The bench tables the docs show are the bench's: each text block whose paragraph
+/// names files of `bench/` has every line in one of them (a line may be cut short, as
+/// long as what is shown is the file's), and each file named is there.
+#[test]
+fn every_bench_table_the_docs_show_is_in_its_file() {
+    let mut files = vec!["README.md".to_string()];
+    let docs = format!("{}/../docs", env!("CARGO_MANIFEST_DIR"));
+    for e in std::fs::read_dir(&docs).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") {
+            files.push(format!("docs/{name}"));
+        }
+    }
+    let mut checked = 0;
+    for file in &files {
+        let text = doc(file);
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("```text\n") {
+            let before = rest[..at].trim_end_matches('\n');
+            let paragraph = &before[before.rfind("\n\n").map_or(0, |i| i + 2)..];
+            let body = &rest[at + "```text\n".len()..];
+            let end = body.find("```").expect("the block ends");
+            let block = &body[..end];
+            rest = &body[end + 3..];
+            let named: Vec<&str> = paragraph
+                .split(|c: char| c.is_whitespace() || "`(),;:".contains(c))
+                .filter(|w| w.starts_with("bench/") && w.len() > "bench/".len())
+                .map(|w| w.trim_end_matches('.'))
+                .collect();
+            if named.is_empty() {
+                continue;
+            }
+            let lines: Vec<String> = named
+                .iter()
+                .flat_map(|b| {
+                    let full = format!("{}/../{b}", env!("CARGO_MANIFEST_DIR"));
+                    std::fs::read_to_string(&full)
+                        .unwrap_or_else(|e| panic!("{file} names {b}: {e}"))
+                        .lines()
+                        .map(|l| l.trim().to_string())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for l in block.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                assert!(
+                    lines.iter().any(|b| b.starts_with(l)),
+                    "{file}: {l:?} is in none of {named:?}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "{checked} tables checked");
 }
 
 /// docs/json.md's headings name the schema versions syscost writes.

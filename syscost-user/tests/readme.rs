@@ -1191,6 +1191,121 @@ fn every_bench_table_the_docs_show_is_in_its_file() {
     assert!(checked >= 5, "{checked} tables checked");
 }
 
+/// The numbers written in `text` (`1,161`, `17.0`, `288`), each with its decimals; not
+/// those inside a word, a date, a path or a version (`x86_64`, `2026-12-04`, `5.10.0`).
+fn figures(text: &str) -> Vec<(f64, usize)> {
+    let b = text.as_bytes();
+    let joined = |c: u8| c.is_ascii_alphanumeric() || b"._-/".contains(&c);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() || (i > 0 && joined(b[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        // Thousands: a comma and three digits, no fourth.
+        while j + 3 < b.len()
+            && b[j] == b','
+            && b[j + 1..j + 4].iter().all(u8::is_ascii_digit)
+            && !b.get(j + 4).is_some_and(u8::is_ascii_digit)
+        {
+            j += 4;
+        }
+        let mut decimals = 0;
+        if b.get(j) == Some(&b'.') && b.get(j + 1).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+                decimals += 1;
+            }
+        }
+        let end_ok = !b
+            .get(j)
+            .is_some_and(|&c| c.is_ascii_alphanumeric() || b"-/".contains(&c))
+            && !(b.get(j) == Some(&b'.') && b.get(j + 1).is_some_and(u8::is_ascii_digit));
+        if end_ok {
+            let v: f64 = text[i..j].replace(',', "").parse().expect("digits");
+            out.push((v, decimals));
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// The README's figures are its bench files': in each paragraph that names files of
+/// `bench/`, every number of 100 or more, or with decimals, is one of theirs, as written
+/// or rounded (ns shown as us or ms): a figure left from an older run fails here.
+#[test]
+fn the_readme_figures_are_in_the_bench_files_it_names() {
+    let readme = doc("README.md");
+    let mut checked = 0;
+    let mut fenced = false;
+    let mut prose = String::new();
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            prose.push_str(line);
+            prose.push('\n');
+        }
+    }
+    for paragraph in prose.split("\n\n") {
+        let mut named = Vec::new();
+        let mut words = String::new();
+        // Code spans out (commands, flags), the files they name kept.
+        for (k, part) in paragraph.split('`').enumerate() {
+            if k % 2 == 1 {
+                if let Some(b) = part.strip_prefix("bench/") {
+                    named.push(format!("bench/{b}"));
+                }
+            } else {
+                words.push_str(part);
+                words.push(' ');
+            }
+        }
+        if named.is_empty() {
+            continue;
+        }
+        let theirs: Vec<f64> = named
+            .iter()
+            .flat_map(|b| {
+                let full = format!("{}/../{b}", env!("CARGO_MANIFEST_DIR"));
+                figures(&std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{b}: {e}")))
+            })
+            .map(|(v, _)| v)
+            .collect();
+        for (v, decimals) in figures(&words) {
+            if decimals == 0 && v < 100.0 {
+                continue;
+            }
+            let scale = 10f64.powi(decimals as i32);
+            let found = theirs.iter().any(|&y| {
+                [1.0, 1e3, 1e6]
+                    .iter()
+                    .any(|unit| ((y / unit) * scale).round() == (v * scale).round())
+            });
+            assert!(found, "README's {v} is in none of {named:?}: {paragraph}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked} figures checked");
+}
+
+/// Numbers as the figures test reads them: a ratio written `1/344` is none.
+#[test]
+fn figures_are_read_as_written() {
+    assert_eq!(
+        figures("adds 1,161 ns, 17.0 ms (x86_64, 2026-12-04, 5.10.0, v2) 1/344 of 0.54"),
+        [(1161.0, 0), (17.0, 1), (0.54, 2)]
+    );
+}
+
 /// docs/json.md's headings name the schema versions syscost writes.
 #[test]
 fn the_json_docs_name_the_schema_versions_written() {

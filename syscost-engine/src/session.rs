@@ -65,9 +65,10 @@ pub struct Sample {
     pub thread_count: usize,
     /// The watched process has exited.
     pub exited: bool,
-    /// Taken because an interval ended (the clock's tick); not a sample asked for
-    /// ([`SessionHandle::sample_now`]) or taken at an event (the watched process's exit,
-    /// an own-cost window closed), which a view printing intervals does not print.
+    /// Taken because an interval ended (the clock's tick, which may come with the
+    /// watched process's exit); not a sample asked for ([`SessionHandle::sample_now`]) or
+    /// taken at an event between ticks (the watched process's exit, an own-cost window
+    /// closed), which a view printing intervals does not print.
     pub due: bool,
     /// syscost's own cost: the latest figure, or why there is none; and the program run
     /// time measured so far with the wall time it was measured over, ns.

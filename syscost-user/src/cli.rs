@@ -343,7 +343,7 @@ pub struct ExportArgs {
 /// `export`, `top` and `demo` (the session's clock keeps the interval and its floor).
 #[derive(Debug, Clone, Default, Args)]
 pub struct Timing {
-    /// Stop after this many seconds (default: until Ctrl-C, q, or the target's exit).
+    /// Stop after this many seconds.
     #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Sample every SECS seconds (default 1): the live view's refresh, `top --no-tui`'s

@@ -292,7 +292,8 @@ fn text(
 ) -> Result<Snapshot> {
     let offcpu = session.offcpu_tracked();
     let target_pid = target.pid;
-    // Subscribed before the line: every sample after it ends an interval.
+    // Subscribed before the line: the samples after it that the clock took at an
+    // interval's end (`due`) are the interval tables'.
     let samples = session.subscribe();
     let stop = syscost_engine::signals::Stop::catch()?;
     // Said once the signals are caught: from this line on, Ctrl-C ends the profile.
@@ -311,8 +312,12 @@ fn text(
     // One interval's table, under "--- {what} N s after attach (D s) ---"; a last part
     // with no call in it and shorter than a tenth of an interval (the run ended on an
     // interval's end) prints nothing: the intervals still add up to the total.
-    let print_interval = |intervals: &mut Intervals, now: Snapshot, what: &str| -> Result<()> {
-        let step = intervals.next(now);
+    let print_interval = |intervals: &mut Intervals,
+                          (now, taken): (Snapshot, Instant),
+                          what: &str|
+     -> Result<()> {
+        // Timed when the sample was taken, not when it is printed.
+        let step = intervals.next_at(now, taken);
         let profile =
             step.interval
                 .to_profile(info.clone(), (step.interval_secs * 1e9) as u64, offcpu)?;
@@ -354,14 +359,23 @@ fn text(
         // event: an own-cost window closed for the endpoint of --metrics-addr).
         while let Ok(sample) = samples.try_recv() {
             if every.is_some() && sample.due {
-                print_interval(&mut intervals, sample.snapshot(0), "interval ending")?;
+                print_interval(
+                    &mut intervals,
+                    (sample.snapshot(0), sample.taken),
+                    "interval ending",
+                )?;
             }
         }
     };
-    let last = session.sample_now()?.snapshot(0);
+    let final_sample = session.sample_now()?;
+    let last = final_sample.snapshot(0);
     if every.is_some() {
         // The part after the last full interval: the intervals add up to the total.
-        print_interval(&mut intervals, last.clone(), "last interval, ending")?;
+        print_interval(
+            &mut intervals,
+            (last.clone(), final_sample.taken),
+            "last interval, ending",
+        )?;
     }
 
     if end == End::TargetExited {

@@ -118,7 +118,8 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// The text mode: a table every interval (each sample's step) until a signal or `-d`.
+/// The text mode: a table every interval (each tick's step, with those of the samples
+/// taken between ticks) until a signal or `-d`.
 fn text(
     session: &SessionHandle,
     args: &TopArgs,
@@ -131,6 +132,11 @@ fn text(
     let offcpu = session.offcpu_tracked();
     eprintln!("syscost: watching {scope}; Ctrl-C to stop");
     let deadline = duration.map(|d| started + d);
+    // The steps of samples taken between ticks (an own-cost window closed), and when
+    // the first of them began: their rows go into the next tick's table, so that each
+    // table is an interval's.
+    let mut held = syscost_engine::process_table::PendingSteps::default();
+    let mut held_since: Option<Instant> = None;
     loop {
         // Asleep until a sample, a signal or the end.
         syscost_engine::wake::wait(&[stop.fd(), samples.fd()], deadline);
@@ -138,12 +144,21 @@ fn text(
             break;
         }
         while let Ok(sample) = samples.try_recv() {
-            let secs = sample
-                .taken
-                .duration_since(sample.since)
-                .as_secs_f64()
-                .max(1e-3);
-            let step = &sample.top;
+            if !sample.due {
+                held_since.get_or_insert(sample.since);
+                held.absorb(sample.top.clone());
+                continue;
+            }
+            let merged;
+            let (step, since) = match held_since.take() {
+                None => (&sample.top, sample.since),
+                Some(since) => {
+                    held.absorb(sample.top.clone());
+                    merged = held.take();
+                    (&merged, since)
+                }
+            };
+            let secs = sample.taken.duration_since(since).as_secs_f64().max(1e-3);
             super::print_out(&format!(
                 "--- {:.1} s: {} with syscalls in the last {:.2} s ---\n",
                 started.elapsed().as_secs_f64(),

@@ -290,7 +290,7 @@ pub fn of_process(pid: u32) -> Option<String> {
     let own = in_own_namespace();
     // Bytes: a cgroup's name is whoever made it's to choose.
     let text = syscost_report::untrusted::decode(
-        &crate::process::read_proc(&format!("/proc/{pid}/cgroup")).ok()?,
+        &crate::procfs::read_proc(&format!("/proc/{pid}/cgroup")).ok()?,
     );
     let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
     if !own {

@@ -22,6 +22,7 @@ pub mod map_sizes;
 pub mod privileges;
 pub mod process;
 pub mod process_table;
+pub mod procfs;
 pub mod sampler;
 pub mod session;
 pub mod signals;

@@ -108,7 +108,7 @@ pub fn exec_comm(program: &std::path::Path) -> String {
 
 /// The comm of process or thread `id` now (any bytes, [`decode`]d), if it exists.
 pub fn comm_of(id: u32) -> Option<String> {
-    let bytes = read_proc(&format!("/proc/{id}/comm")).ok()?;
+    let bytes = crate::procfs::read_proc(&format!("/proc/{id}/comm")).ok()?;
     Some(decode(bytes.strip_suffix(b"\n").unwrap_or(&bytes)))
 }
 
@@ -179,20 +179,6 @@ pub fn now_ticks() -> u64 {
     }
     .max(1) as u64;
     t.tv_sec as u64 * hz + t.tv_nsec as u64 * hz / 1_000_000_000
-}
-
-/// Reads a small file of /proc whole, at most 64 KiB: into a page at first, where the
-/// default reader, finding no size, probes with reads of 32 bytes (a status file took
-/// nine reads).
-pub fn read_proc(path: &str) -> std::io::Result<Vec<u8>> {
-    use std::io::Read as _;
-    const MOST: u64 = 64 * 1024;
-    let mut buf = Vec::with_capacity(4096);
-    fs::File::open(path)?.take(MOST + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > MOST {
-        return Err(std::io::Error::other(format!("{path}: more than 64 KiB")));
-    }
-    Ok(buf)
 }
 
 /// Whether the process behind `pidfd` has exited (without blocking).
@@ -339,7 +325,7 @@ pub fn liveness(pid: u32) -> Liveness {
 /// [`liveness`] and the process's threads (0 unless alive), from one read of
 /// /proc/PID/status.
 pub fn status(pid: u32) -> (Liveness, u32) {
-    match read_proc(&format!("/proc/{pid}/status")) {
+    match crate::procfs::read_proc(&format!("/proc/{pid}/status")) {
         Ok(s) => status_in(&s, pid),
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => {
             (Liveness::Gone, 0)

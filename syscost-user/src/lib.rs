@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod lab;
 pub mod plan;
+pub mod program;
 
 pub use syscost_engine::{
     cgroup, collector, kernel_btf, locks, map_sizes, privileges, process, process_table, sampler,

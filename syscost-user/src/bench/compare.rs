@@ -244,7 +244,7 @@ pub fn compare(args: &CompareArgs) -> Result<String> {
         }
         w
     } else {
-        let program = crate::commands::find_program(&args.command[0])?;
+        let program = crate::program::find_program(&args.command[0])?;
         std::iter::once(program.display().to_string())
             .chain(args.command[1..].iter().cloned())
             .collect()

@@ -36,7 +36,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             args.stacks.stacks.as_deref(),
         ],
     )?;
-    let program = super::find_program(&args.command[0])?;
+    let program = crate::program::find_program(&args.command[0])?;
     // Who the command runs as, known before anything is loaded.
     let run_as = args.user.as_deref().map(RunAs::resolve).transpose()?;
     // The files written are the command's user's (-u), else the sudo caller's.

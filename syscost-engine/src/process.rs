@@ -254,8 +254,11 @@ impl ProcInfo {
         kernel: impl FnOnce() -> Option<(String, u64)>,
         names: &mut Names,
     ) -> Self {
-        let comm = crate::process::comm_of(pid);
-        let cgroup = crate::cgroup::of_process(pid);
+        // Each step reads them for every process with calls: made into names once.
+        let comm = crate::procfs::read_proc(&format!("/proc/{pid}/comm"))
+            .ok()
+            .map(|b| names.comm(b.strip_suffix(b"\n").unwrap_or(&b)));
+        let cgroup = crate::cgroup::of_process(pid).map(|p| names.path(p));
         // What the kernel side kept, looked up only when /proc has not said it all.
         let kept = if comm.is_some() && cgroup.is_some() {
             None
@@ -268,39 +271,64 @@ impl ProcInfo {
         };
         Self {
             from_proc: comm.is_some(),
-            comm: comm.or(kcomm).map_or_else(|| "?".into(), Name::from),
+            comm: comm
+                .or_else(|| kcomm.map(Name::from))
+                .unwrap_or_else(|| "?".into()),
             cgroup: cgroup
-                .map(Name::from)
                 .or_else(|| kid.and_then(|id| names.cgroups.path_of(id)))
                 .unwrap_or_else(|| "?".into()),
         }
     }
 }
 
-/// Names of processes and cgroups as the exit records give them, shared: a churning
-/// host's thousands of exits a second carry a few names, each made once.
+/// Names of processes and cgroups as the exit records and /proc give them, shared: a
+/// churning host's thousands of exits a second carry a few names, and every step names
+/// each process with calls again; each name is made once.
 #[derive(Debug, Default)]
 pub struct Names {
     pub cgroups: crate::cgroup::CgroupNames,
     comms: std::collections::HashMap<[u8; 16], Name>,
+    paths: std::collections::HashSet<Name>,
 }
 
-/// Process names kept at the most (all forgotten when full: a host can start
-/// processes of any number of names).
-const COMMS_KEPT: usize = 4096;
+/// Names of each kind kept at the most (all forgotten when full: a host can start
+/// processes of any number of names, in any number of cgroups).
+const NAMES_KEPT: usize = 4096;
 
 impl Names {
-    /// The name in a kernel-side `comm` field (up to its first NUL), made once.
-    pub fn comm(&mut self, raw: &[u8; 16]) -> Name {
-        if let Some(n) = self.comms.get(raw) {
+    /// The name in a `comm` (the kernel side's field, up to its first NUL, or
+    /// /proc/PID/comm's line), made once.
+    pub fn comm(&mut self, raw: &[u8]) -> Name {
+        let raw = &raw[..raw.iter().position(|&b| b == 0).unwrap_or(raw.len())];
+        // A comm is 15 bytes at the most: anything longer is not kept.
+        let Some(key) = (raw.len() <= 16).then(|| {
+            let mut k = [0u8; 16];
+            k[..raw.len()].copy_from_slice(raw);
+            k
+        }) else {
+            return decode(raw).into();
+        };
+        if let Some(n) = self.comms.get(&key) {
             return n.clone();
         }
-        if self.comms.len() >= COMMS_KEPT {
+        if self.comms.len() >= NAMES_KEPT {
             self.comms.clear();
         }
-        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-        let n: Name = decode(&raw[..end]).into();
-        self.comms.insert(*raw, n.clone());
+        let n: Name = decode(raw).into();
+        self.comms.insert(key, n.clone());
+        n
+    }
+
+    /// A cgroup's path as /proc gave it, made once.
+    pub fn path(&mut self, path: String) -> Name {
+        if let Some(n) = self.paths.get(path.as_str()) {
+            return n.clone();
+        }
+        if self.paths.len() >= NAMES_KEPT {
+            self.paths.clear();
+        }
+        let n: Name = path.into();
+        self.paths.insert(n.clone());
         n
     }
 }
@@ -359,6 +387,28 @@ pub fn alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A name made once serves the exit records and /proc alike (the same bytes, NUL
+    /// ended or a line), and a cgroup path the same; what they say is not changed.
+    #[test]
+    fn names_are_made_once_and_say_what_was_read() {
+        let mut names = Names::default();
+        let mut record = [0u8; 16];
+        record[..5].copy_from_slice(b"nginx");
+        let from_record = names.comm(&record);
+        let from_proc = names.comm(b"nginx");
+        assert_eq!(&*from_record, "nginx");
+        assert!(std::sync::Arc::ptr_eq(&from_record, &from_proc));
+        assert_eq!(
+            &*names.comm(b"\x1b[31mEVIL\x07"),
+            &*decode(b"\x1b[31mEVIL\x07")
+        );
+        let a = names.path("/system.slice/a.service".to_string());
+        let b = names.path("/system.slice/a.service".to_string());
+        assert!(std::sync::Arc::ptr_eq(&a, &b));
+        assert_eq!(&*a, "/system.slice/a.service");
+        assert_eq!(&*names.comm(&[b'x'; 20]), "x".repeat(20));
+    }
 
     #[test]
     fn descendants_are_children_and_their_children() {

@@ -20,6 +20,21 @@ fn doc(path: &str) -> String {
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
 }
 
+/// The project's docs by their paths from the top: README.md, CONTRIBUTING.md and
+/// docs/*.md.
+fn doc_files() -> Vec<String> {
+    let docs = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.ends_with(".md").then(|| format!("docs/{name}"))
+        });
+    ["README.md".to_string(), "CONTRIBUTING.md".to_string()]
+        .into_iter()
+        .chain(docs)
+        .collect()
+}
+
 /// The lines of the fenced block that follows `heading`'s line.
 fn block_after<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
     let from = text
@@ -983,17 +998,7 @@ fn every_test_the_docs_name_exists() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
     let mut named = 0;
     let mut missing = Vec::new();
-    let docs = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs"))
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            name.ends_with(".md").then(|| format!("docs/{name}"))
-        });
-    let paths: Vec<String> = ["README.md".to_string(), "CONTRIBUTING.md".to_string()]
-        .into_iter()
-        .chain(docs)
-        .collect();
-    for path in &paths {
+    for path in &doc_files() {
         let text = doc(path);
         for span in text.split('`').skip(1).step_by(2) {
             let Some((file, test)) = span.split_once("::") else {
@@ -1080,14 +1085,7 @@ fn anchors(text: &str) -> BTreeSet<String> {
 /// its `#anchor` a heading there: a renamed heading or a moved file fails here.
 #[test]
 fn every_link_between_the_docs_lands() {
-    let mut files = vec!["README.md".to_string(), "CONTRIBUTING.md".to_string()];
-    let docs = format!("{}/../docs", env!("CARGO_MANIFEST_DIR"));
-    for e in std::fs::read_dir(&docs).unwrap() {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        if name.ends_with(".md") {
-            files.push(format!("docs/{name}"));
-        }
-    }
+    let files = doc_files();
     let mut broken = Vec::new();
     for file in &files {
         let text = doc(file);
@@ -1138,21 +1136,14 @@ fn every_link_between_the_docs_lands() {
     );
 }
 
-/// The bench tables the docs show are the bench's: each text block whose paragraph
-/// names files of `bench/` has every line in one of them (a line may be cut short, as
-/// long as what is shown is the file's), and each file named is there.
+/// The bench tables the docs show (README, CONTRIBUTING, docs/) are the bench's: each
+/// text block whose paragraph names files of `bench/` has every line in one of them (a
+/// line may be cut short, as long as what is shown is the file's), and each file named
+/// is there.
 #[test]
 fn every_bench_table_the_docs_show_is_in_its_file() {
-    let mut files = vec!["README.md".to_string()];
-    let docs = format!("{}/../docs", env!("CARGO_MANIFEST_DIR"));
-    for e in std::fs::read_dir(&docs).unwrap() {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        if name.ends_with(".md") {
-            files.push(format!("docs/{name}"));
-        }
-    }
     let mut checked = 0;
-    for file in &files {
+    for file in &doc_files() {
         let text = doc(file);
         let mut rest = text.as_str();
         while let Some(at) = rest.find("```text\n") {

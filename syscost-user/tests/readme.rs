@@ -355,28 +355,50 @@ fn the_run_example_counts_what_the_readme_shows() {
         .collect();
     let shown = &lines[1..];
     assert_eq!(got.len(), shown.len(), "rows:\n{table}");
-    for (g, s) in got.iter().zip(shown) {
-        let (g, s): (Vec<&str>, Vec<&str>) = (
-            g.split_whitespace().collect(),
-            s.split_whitespace().collect(),
-        );
+    // Header, dashes and total in place; the syscall rows are sorted by time, which is the
+    // machine's (a loaded machine's clone3 can outweigh 80,000 getppid), so each shown row
+    // is found by its name, and the printed rows must be in falling order of time.
+    let words = |l: &str| -> Vec<String> { l.split_whitespace().map(str::to_string).collect() };
+    // The calls, errors (when any) and name: the columns from the fourth to the first that
+    // is not a number.
+    let key = |w: &[String]| -> Vec<String> {
+        let name = 3 + w[3..]
+            .iter()
+            .position(|c| c.parse::<u64>().is_err())
+            .expect("a name");
+        w[3..=name].to_vec()
+    };
+    let is_row = |w: &[String]| !(w[0].starts_with('%') || w[0].starts_with('-'));
+    let (got, shown): (Vec<Vec<String>>, Vec<Vec<String>>) = (
+        got.iter().map(|l| words(l)).collect(),
+        shown.iter().map(|l| words(l)).collect(),
+    );
+    let mut rows = Vec::new();
+    for (g, s) in got.iter().zip(&shown) {
         assert_eq!(g.len(), s.len(), "columns: {g:?} against {s:?}");
-        // Header and dashes whole; in rows the calls, errors (when any) and name: the
-        // columns from the fourth to the first that is not a number.
-        if s[0].starts_with('%') || s[0].starts_with('-') {
+        assert_eq!(is_row(g), is_row(s), "{g:?} against {s:?}");
+        if !is_row(s) {
             assert_eq!(g, s);
+        } else if key(s).last().map(String::as_str) == Some("total") {
+            assert_eq!(key(g), key(s), "the total: {g:?} against {s:?}");
         } else {
-            let name = 3 + s[3..]
-                .iter()
-                .position(|c| c.parse::<u64>().is_err())
-                .expect("a name");
-            assert_eq!(
-                g[3..=name],
-                s[3..=name],
-                "calls, errors, name: {g:?} against {s:?}"
-            );
+            rows.push(g);
         }
     }
+    let mut printed: Vec<Vec<String>> = rows.iter().map(|g| key(g)).collect();
+    let mut wanted: Vec<Vec<String>> = shown
+        .iter()
+        .filter(|s| is_row(s) && key(s).last().map(String::as_str) != Some("total"))
+        .map(|s| key(s))
+        .collect();
+    let share = |g: &Vec<String>| g[0].parse::<f64>().expect("a % time");
+    assert!(
+        rows.windows(2).all(|w| share(w[0]) >= share(w[1])),
+        "rows in falling order of time:\n{table}"
+    );
+    printed.sort();
+    wanted.sort();
+    assert_eq!(printed, wanted, "calls, errors, name:\n{table}");
 }
 
 /// The JSON schema's example: the workload it names makes the counts it shows.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::latency::Bucket;
 
 /// Version of the JSON schema written by this build. Readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// The whole measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -122,7 +122,7 @@ pub struct ProcessSyscall {
 }
 
 /// One frame of a user stack.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Frame {
     pub addr: u64,
@@ -139,6 +139,21 @@ pub struct Frame {
     /// symbol in the module, memory of no file...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown: Option<String>,
+    /// The mapping of the module it is in (what pprof's mappings hold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<FrameMapping>,
+}
+
+/// Where a frame's module was mapped in its process: the range, the file offset at its
+/// start, and the module's build id (GNU build-id note, hex) where it has one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrameMapping {
+    pub start: u64,
+    pub limit: u64,
+    pub offset: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_id: Option<String>,
 }
 
 impl Frame {

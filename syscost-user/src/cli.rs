@@ -425,13 +425,20 @@ pub struct StacksArgs {
     /// Count every traced call, with its time, by the user stack it was made from (in the
     /// kernel: nothing per call leaves it), and write them to FILE at the end as folded
     /// stacks, one line per stack: `comm;outermost;...;innermost;syscall VALUE`
-    /// (`syscost flame FILE -o FILE.svg`, inferno-flamegraph and flamegraph.pl draw it).
-    /// The JSON (--json) keeps the same figures.
+    /// (`syscost flame FILE -o FILE.svg`, inferno-flamegraph and flamegraph.pl draw it),
+    /// or as a pprof profile (FILE.pb.gz, see --stacks-format). The JSON (--json) keeps
+    /// the same figures.
     #[arg(long, value_name = "FILE")]
     pub stacks: Option<PathBuf>,
-    /// What VALUE counts in the stacks file: the calls, or the time in them (ns).
+    /// What VALUE counts in the folded stacks file: the calls, or the time in them (ns).
+    /// A pprof profile holds both.
     #[arg(long, value_enum, requires = "stacks", default_value_t = syscost_report::report::stacks::Weight::Calls)]
     pub stacks_value: syscost_report::report::stacks::Weight,
+    /// How the stacks file is written: folded stacks, or a gzipped pprof profile (what
+    /// go tool pprof, Pyroscope and Parca read) [default: pprof for a FILE ending in
+    /// .pb.gz, .pb or .pprof, folded otherwise].
+    #[arg(long, value_enum, requires = "stacks")]
+    pub stacks_format: Option<syscost_report::report::stacks::Format>,
     /// 1 in N of each stack's calls (per CPU, and its first there) carries a copy of the
     /// stack, unwound with .eh_frame to name the callers a frame-pointer walk skips (code
     /// built without frame pointers, a libc wrapper's caller): a power of two.

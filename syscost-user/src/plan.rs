@@ -38,12 +38,20 @@ pub struct Plan {
     pub programs: TracerOptions,
     /// `--slow` as given, for the profile's slow calls.
     pub slow: Option<SlowSpec>,
-    /// `--stacks`: where the calls by stack go, and what their lines count.
-    pub stacks: Option<(std::path::PathBuf, syscost_report::report::stacks::Weight)>,
+    /// `--stacks`: where the calls by stack go, and how they are written.
+    pub stacks: Option<StacksOut>,
     pub session: SessionPlan,
     /// The metrics endpoint's socket, bound before anything is loaded (a port taken or a
     /// web configuration that does not read is said before any wait).
     pub listener: Option<Bound>,
+}
+
+/// `--stacks FILE`: the file, its format, and what a folded line's value counts.
+#[derive(Clone, Debug)]
+pub struct StacksOut {
+    pub path: std::path::PathBuf,
+    pub format: syscost_report::report::stacks::Format,
+    pub weight: syscost_report::report::stacks::Weight,
 }
 
 /// How the session runs.
@@ -122,7 +130,13 @@ impl Plan {
                 ..programs
             },
             slow: slow.slow.clone(),
-            stacks: stacks.stacks.clone().map(|p| (p, stacks.stacks_value)),
+            stacks: stacks.stacks.clone().map(|path| StacksOut {
+                format: stacks
+                    .stacks_format
+                    .unwrap_or_else(|| syscost_report::report::stacks::Format::of(&path)),
+                weight: stacks.stacks_value,
+                path,
+            }),
             session: SessionPlan {
                 interval: INTERVAL,
                 run_stats: true,

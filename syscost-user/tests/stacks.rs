@@ -533,7 +533,16 @@ fn a_descriptor_is_named_only_while_it_names_the_file_of_its_call() {
 /// stdin`: a sites program, held until syscost has reported its mark (every sample
 /// before it has then been received); the folded stacks and the profile.
 fn run_sites(t: &RootTest, program: &str, extra: &[&str]) -> (String, Profile) {
-    let folded = t.path(&format!("{program}.folded"));
+    let profile = run_sites_to(t, program, &format!("{program}.folded"), extra);
+    let text =
+        std::fs::read_to_string(t.path(&format!("{program}.folded"))).expect("the stacks file");
+    (text, profile)
+}
+
+/// [`run_sites`] with the stacks written to `file` (in the test's directory); the
+/// profile.
+fn run_sites_to(t: &RootTest, program: &str, file: &str, extra: &[&str]) -> Profile {
+    let folded = t.path(file);
     let json = t.path(&format!("{program}.json"));
     held(
         syscost()
@@ -560,8 +569,7 @@ fn run_sites(t: &RootTest, program: &str, extra: &[&str]) -> (String, Profile) {
         &format!("the report of {program}'s mark"),
         nth_report(1, MARK, program),
     );
-    let text = std::fs::read_to_string(&folded).expect("the stacks file");
-    (text, read_profile(&json))
+    read_profile(&json)
 }
 
 /// The folded lines of `text` that end in `syscall VALUE`: (path, value).
@@ -652,6 +660,174 @@ fn calls_by_stack_count_each_call_site_exactly_with_frame_pointers() {
             "{out} draws the three sites"
         );
     }
+}
+
+/// A sample as a pprof reader printed it: calls, nanoseconds, and its frames' functions
+/// outermost first.
+type Read = (u64, u64, Vec<String>);
+
+/// `go tool pprof -raw FILE`'s samples (its "Samples:" and "Locations" sections).
+fn read_by_go_pprof(t: &RootTest, file: &std::path::Path) -> Vec<Read> {
+    let o = std::process::Command::new("go")
+        .args(["tool", "pprof", "-raw"])
+        .arg(file)
+        // pprof keeps nothing for -raw; its home is the test's directory all the same.
+        .env("HOME", t.path(""))
+        .output()
+        .expect("go tool pprof (golang-go: cargo xtask setup installs it)");
+    let out = stdout(&o);
+    assert!(o.status.success(), "go tool pprof: {}", stderr(&o));
+    let (samples, locations) = out
+        .split_once("\nLocations\n")
+        .unwrap_or_else(|| panic!("no Locations in go tool pprof -raw:\n{out}"));
+    // Each location's first function's name (the first word: C names have no space).
+    let locations = locations.split("\nMappings\n").next().unwrap();
+    let names: std::collections::HashMap<&str, &str> = locations
+        .lines()
+        .filter_map(|l| {
+            let (id, rest) = l.trim_start().split_once(": ")?;
+            id.parse::<u64>().ok()?;
+            let mut words = rest.split_whitespace().skip(1);
+            let name = match words.next()? {
+                m if m.starts_with("M=") => words.next()?,
+                name => name,
+            };
+            Some((id, name))
+        })
+        .collect();
+    let samples = samples
+        .split_once("syscalls/count syscall_time/nanoseconds[dflt]\n")
+        .unwrap_or_else(|| panic!("no sample types in go tool pprof -raw:\n{out}"))
+        .1;
+    samples
+        .lines()
+        .filter_map(|l| {
+            let (values, ids) = l.split_once(": ")?;
+            let mut v = values.split_whitespace().map(|n| n.parse::<u64>().ok());
+            let (calls, ns) = (v.next()??, v.next()??);
+            let mut frames: Vec<String> = ids
+                .split_whitespace()
+                .map(|id| {
+                    names
+                        .get(id)
+                        .expect("a location go tool pprof listed")
+                        .to_string()
+                })
+                .collect();
+            frames.reverse();
+            Some((calls, ns, frames))
+        })
+        .collect()
+}
+
+/// The same samples read by Python's protobuf (tests/pprof/read.py over pprof's
+/// profile.proto, compiled by protoc).
+fn read_by_python_protobuf(t: &RootTest, file: &std::path::Path) -> Vec<Read> {
+    let generated = t.path("pb2");
+    std::fs::create_dir_all(&generated).unwrap();
+    let proto = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../syscost-report/proto");
+    let o = output(
+        std::process::Command::new("protoc")
+            .arg("-I")
+            .arg(&proto)
+            .arg(format!("--python_out={}", generated.display()))
+            .arg("profile.proto"),
+    );
+    assert!(o.status.success(), "protoc: {}", stderr(&o));
+    // Debian's python3, whose python3-protobuf the set-up installs.
+    let o = output(
+        std::process::Command::new("/usr/bin/python3")
+            .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pprof/read.py"))
+            .arg(&generated)
+            .arg(file),
+    );
+    assert!(o.status.success(), "read.py: {}", stderr(&o));
+    let out = stdout(&o);
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next(),
+        Some("types syscalls/count syscall_time/nanoseconds"),
+        "{out}"
+    );
+    lines
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(w.len(), 5, "calls, ns, pid, comm, frames: {l}");
+            (
+                w[0].parse().unwrap(),
+                w[1].parse().unwrap(),
+                w[4].split(';').map(str::to_string).collect(),
+            )
+        })
+        .collect()
+}
+
+/// `--stacks FILE.pb.gz`: a pprof profile that pprof's own reader (`go tool pprof`) and
+/// an independent one (Python's protobuf over profile.proto) read alike: each site's
+/// getppid calls exact, innermost the syscall, the calls and time those of the JSON of
+/// the same run; and `flame` draws it as it draws the JSON's stacks.
+#[test]
+fn calls_by_stack_as_pprof_are_read_by_pprofs_readers() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let profile = run_sites_to(&t, "sites-fp", "sites-fp.pb.gz", &[]);
+    let stacks = profile.stacks.as_ref().expect("the profile's stacks");
+    let file = t.path("sites-fp.pb.gz");
+    let json_sums = stacks
+        .stacks
+        .iter()
+        .fold((0, 0), |(c, n), s| (c + s.calls, n + s.total_ns));
+    for (reader, read) in [
+        ("go tool pprof", read_by_go_pprof(&t, &file)),
+        ("python protobuf", read_by_python_protobuf(&t, &file)),
+    ] {
+        assert_eq!(
+            read.len(),
+            stacks.stacks.len(),
+            "{reader}: a sample a stack"
+        );
+        for (site, calls) in SITES {
+            let through: Vec<&Read> = read
+                .iter()
+                .filter(|(_, _, f)| f.iter().any(|f| f == site))
+                .collect();
+            assert_eq!(
+                through
+                    .iter()
+                    .map(|r| (r.0, r.2.last().unwrap().as_str()))
+                    .collect::<Vec<_>>(),
+                [(calls, "getppid")],
+                "{reader}: {site}'s samples: {through:?}"
+            );
+            let f = &through[0].2;
+            let main = f.iter().position(|f| f == "main").expect("main");
+            assert_eq!(f[main + 1], site, "{reader}: {f:?}");
+        }
+        let sums = read.iter().fold((0, 0), |(c, n), r| (c + r.0, n + r.1));
+        assert_eq!(
+            sums, json_sums,
+            "{reader}: calls and ns of the JSON's stacks"
+        );
+    }
+    // flame reads it back to the folded stacks of the same run's JSON.
+    let flame = |args: &[&std::ffi::OsStr]| {
+        let o = output(syscost().arg("flame").args(args));
+        assert!(o.status.success(), "flame: {}", stderr(&o));
+        stdout(&o)
+    };
+    let json = t.path("sites-fp.json");
+    assert_eq!(
+        flame(&[file.as_os_str()]),
+        flame(&["--stacks".as_ref(), json.as_os_str()])
+    );
+    // A JSON reader says what the file is.
+    let o = output(syscost().arg("report").arg(&file));
+    assert!(
+        !o.status.success() && stderr(&o).contains("pprof profile of calls by stack"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -16,13 +16,14 @@ use anyhow::{Context as _, Result, bail};
 use crate::setup;
 
 /// The fuzz targets, one per parser of what hostile inputs reach (`fuzz/fuzz_targets/`).
-pub const TARGETS: [&str; 6] = [
+pub const TARGETS: [&str; 7] = [
     "kernel_btf",
     "maps",
     "slow_record",
     "web_config",
     "authorization",
     "profile",
+    "pprof",
 ];
 
 /// One input running longer than this is a hang.

@@ -8,7 +8,8 @@
 //!   not started here, the test runs its own server on loopback) and libbpf-tools (its
 //!   `syscount`, the peer `cargo xtask bench` measures against), bpftool and bpftrace
 //!   (the bench's programs' run time, and the peer of `--stacks`) and linux-perf
-//!   (`syscost compare`'s `perf trace` column), from apt;
+//!   (`syscost compare`'s `perf trace` column), golang-go, protobuf-compiler and
+//!   python3-protobuf (the two readers of the pprof profiles' test), from apt;
 //! - for the kernel matrix (`cargo xtask vm-test`): qemu-system-x86, busybox-static and
 //!   binutils from apt (the kernels themselves are fetched by the task);
 //! - gcc and libc6-dev, for the C programs of the slow-call stack tests.
@@ -29,7 +30,7 @@ const BPF_LINKER: &str = "bpf-linker@0.13.0";
 const BPF_LINKER_LLVM_FEATURE: &str = "llvm-22";
 /// Debian packages the tests and the benchmark use, each with the command it provides
 /// (or, for a library, a file of it).
-const APT_PACKAGES: [(&str, &str); 12] = [
+const APT_PACKAGES: [(&str, &str); 15] = [
     ("strace", "strace"),
     ("tmux", "tmux"),
     ("prometheus", "prometheus"),
@@ -45,6 +46,14 @@ const APT_PACKAGES: [(&str, &str); 12] = [
     ("qemu-system-x86", "qemu-system-x86_64"),
     ("busybox-static", "busybox"),
     ("binutils", "objcopy"),
+    // The pprof profiles' readers in the stacks tests: `go tool pprof`, and Python's
+    // protobuf over profile.proto compiled by protoc.
+    ("golang-go", "go"),
+    ("protobuf-compiler", "protoc"),
+    (
+        "python3-protobuf",
+        "/usr/lib/python3/dist-packages/google/protobuf/__init__.py",
+    ),
     // The slow-call stack tests build C programs, one of them static.
     ("gcc", "gcc"),
     ("libc6-dev", "/usr/lib/x86_64-linux-gnu/libc.a"),

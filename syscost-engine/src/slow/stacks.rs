@@ -38,7 +38,10 @@ use super::{
     maps::{MapsLine, Mounts, parse_maps},
     objects::{self, DebugFile, DebugLink, SymbolFile},
 };
-use syscost_report::{profile::Frame, untrusted::decode};
+use syscost_report::{
+    profile::{Frame, FrameMapping},
+    untrusted::decode,
+};
 
 /// Frames of an unwound stack, at most.
 pub const MAX_FRAMES: usize = 64;
@@ -99,6 +102,8 @@ struct Object {
     file: File,
     /// Its file name (the frames' module).
     name: String,
+    /// Its GNU build id, hex (the frames' mapping's).
+    build_id: Option<String>,
     /// Read at its first unwind (by the naming thread: the receiving one only opens).
     unwind: OnceLock<Option<UnwindInfo>>,
     /// Its separate debug file, found when it was opened, until it is copied.
@@ -561,6 +566,10 @@ impl Stacks {
             Err(why) => return Holds::Unopened(why),
         };
         let link = DebugLink::of(&file);
+        let build_id = link
+            .build_id
+            .as_ref()
+            .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
         let debug_file = if link == DebugLink::default() {
             None
         } else {
@@ -579,6 +588,7 @@ impl Stacks {
             serial: SERIAL.fetch_add(1, Ordering::Relaxed),
             file,
             name,
+            build_id,
             unwind: OnceLock::new(),
             debug_file: Mutex::new(debug_file),
             symbols: OnceLock::new(),
@@ -725,6 +735,12 @@ impl Names {
                 match &m.holds {
                     Holds::File(o) => {
                         frame.module = Some(o.name.clone());
+                        frame.mapping = Some(FrameMapping {
+                            start: m.range.start,
+                            limit: m.range.end,
+                            offset: m.offset,
+                            build_id: o.build_id.clone(),
+                        });
                         let offset = (lookup - m.range.start).wrapping_add(m.offset);
                         let key = (o.serial, offset);
                         let known = self.named.borrow().get(&key).cloned();
@@ -741,6 +757,12 @@ impl Names {
                     }
                     Holds::Vdso => {
                         frame.module = Some("[vdso]".into());
+                        frame.mapping = Some(FrameMapping {
+                            start: m.range.start,
+                            limit: m.range.end,
+                            offset: m.offset,
+                            build_id: None,
+                        });
                         match self.own_vdso {
                             _ if u.compat => {
                                 frame.unknown = Some("in a 32-bit vDSO".into());

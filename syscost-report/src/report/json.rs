@@ -39,6 +39,11 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         bail!("empty file, not a syscost profile");
     }
+    if super::pprof::looks_like(bytes) {
+        bail!(
+            "a gzipped file (a pprof profile of calls by stack?), not a JSON profile: `syscost flame FILE -o FILE.svg` and `go tool pprof` read those; a profile is saved with --json FILE"
+        );
+    }
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         if e.is_eof() {
             anyhow!("truncated JSON ({e})")
@@ -65,10 +70,10 @@ pub fn parse(bytes: &[u8]) -> Result<Profile> {
             upgrade_from_v2(&mut value);
         }
         2 => upgrade_from_v2(&mut value),
-        // Versions 4 to 8 only added optional fields (target.cgroup, processes,
+        // Versions 4 to 9 only added optional fields (target.cgroup, processes,
         // slow_*; features, unavailable; switch_ins_unseen, switch_in_unseen; stacks;
-        // a process row's summed).
-        3..=7 => {
+        // a process row's summed; a frame's mapping).
+        3..=8 => {
             if let Some(obj) = value.as_object_mut() {
                 obj.insert("version".into(), Value::from(SCHEMA_VERSION));
             }

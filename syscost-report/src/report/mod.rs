@@ -5,6 +5,7 @@ pub mod diff;
 #[cfg(test)]
 mod extremes;
 pub mod json;
+pub mod pprof;
 pub mod slow;
 pub mod stacks;
 pub mod stats;

@@ -20,6 +20,31 @@ pub enum Weight {
     Time,
 }
 
+/// How the stacks file is written (`--stacks-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Folded stacks, one line per stack (`comm;outermost;...;innermost;syscall VALUE`).
+    Folded,
+    /// A gzipped pprof profile (`perftools.profiles.Profile`): both the calls and the
+    /// time, by frame, with mappings and labels.
+    Pprof,
+}
+
+impl Format {
+    /// pprof for a name that ends in `.pb.gz`, `.pb` or `.pprof`; folded otherwise.
+    pub fn of(path: &std::path::Path) -> Self {
+        let name = path.to_string_lossy();
+        if [".pb.gz", ".pb", ".pprof"]
+            .iter()
+            .any(|e| name.ends_with(e))
+        {
+            Format::Pprof
+        } else {
+            Format::Folded
+        }
+    }
+}
+
 /// The folded stacks of `stacks`, weighted by `weight`; identical paths (the same
 /// name, frames and syscall in two processes) are one line. Names are printed as text
 /// outputs print them, `;` (the separator) as `:`.

@@ -96,20 +96,42 @@ fn add_slow(
 }
 
 /// `--stacks`: the calls by stack into the profile (when there is one), their folded
-/// lines into the file (given to `owner`), and a line on stderr saying what it holds.
+/// lines or pprof profile into the file (given to `owner`), and a line on stderr saying
+/// what it holds.
 fn write_stacks(
     profile: Option<&mut Profile>,
-    out: Option<&(std::path::PathBuf, syscost_report::report::stacks::Weight)>,
+    out: Option<&crate::plan::StacksOut>,
     stacks: Option<syscost_report::profile::CallStacks>,
     owner: Option<Owner>,
 ) -> Result<()> {
-    use syscost_report::report::stacks::{folded, summary};
-    let (Some((path, weight)), Some(stacks)) = (out, stacks) else {
+    use syscost_report::report::{
+        pprof,
+        stacks::{Format, folded, summary},
+    };
+    let (Some(out), Some(stacks)) = (out, stacks) else {
         return Ok(());
     };
+    let bytes = match out.format {
+        Format::Folded => folded(&stacks, out.weight).into_bytes(),
+        Format::Pprof => {
+            // The wall clock at the start: now less the profile's duration (a service
+            // writes its stacks without a profile: its end alone is known).
+            let duration_ns = profile.as_ref().map_or(0, |p| p.duration_ns);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            pprof::encode(
+                &stacks,
+                pprof::Window {
+                    start_unix_ns: now.saturating_sub(duration_ns) as i64,
+                    duration_ns: duration_ns as i64,
+                },
+            )
+        }
+    };
     // The table and the JSON are still written when the stacks file cannot be.
-    match output::write(path, folded(&stacks, *weight).as_bytes(), owner) {
-        Ok(()) => eprintln!("{}", summary(&stacks, &path.display().to_string())),
+    match output::write(&out.path, &bytes, owner) {
+        Ok(()) => eprintln!("{}", summary(&stacks, &out.path.display().to_string())),
         Err(e) => eprintln!("syscost: --stacks: {e:#}"),
     }
     if let Some(profile) = profile {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 
 use crate::cli::{DiffArgs, FlameArgs, ReportArgs};
 use syscost_report::{
@@ -257,8 +257,18 @@ fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
 /// `--json`).
 fn flame_input(args: &FlameArgs) -> Result<(String, String)> {
     let name = args.file.file.display();
-    let text =
-        std::fs::read_to_string(&args.file.file).with_context(|| format!("cannot read {name}"))?;
+    let bytes = std::fs::read(&args.file.file).with_context(|| format!("cannot read {name}"))?;
+    if syscost_report::report::pprof::looks_like(&bytes) {
+        let stacks =
+            syscost_report::report::pprof::decode(&bytes).map_err(|e| anyhow!("{name}: {e:#}"))?;
+        return Ok((
+            syscost_report::report::stacks::folded(&stacks, Default::default()),
+            format!("calls by user stack, {name}"),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        anyhow!("{name} is neither a profile (JSON), folded stacks nor a pprof profile (gzipped)")
+    })?;
     if text.trim().is_empty() {
         bail!("{name} is empty: neither a profile (JSON) nor folded stacks");
     }

@@ -88,6 +88,12 @@ pub struct Sample {
     /// With `--stacks`, once a view asked for them ([`Want::STACKS`]): the calls by
     /// stack so far.
     pub stacks: Option<Arc<CallStacks>>,
+    /// With `--stacks`, once a view asked for them ([`Want::STACK_TABLES`]): the
+    /// kernel's tables so far, as read (two of them make a window's calls by stack:
+    /// [`crate::stacks::Raw::since`], [`SessionHandle::assemble_stacks`]).
+    pub stack_tables: Option<Arc<crate::stacks::Raw>>,
+    /// The programs were unloaded before it was taken: its figures are final.
+    pub unloaded: bool,
 }
 
 /// The snapshot of `slot` in `snapshots` (empty when there is no such slot).
@@ -154,6 +160,8 @@ impl Want {
     /// With `--stacks`: the calls by stack so far (the tables read, joined with the
     /// samples received).
     pub const STACKS: Want = Want(4);
+    /// With `--stacks`: the kernel's tables so far, unjoined (for a window's delta).
+    pub const STACK_TABLES: Want = Want(8);
 }
 
 struct Shared {
@@ -224,6 +232,8 @@ impl Session {
             top: TopStep::default(),
             slow: None,
             stacks: None,
+            stack_tables: None,
+            unloaded: false,
         });
         let wake = Wake::new();
         let shared = Arc::new(Shared {
@@ -405,6 +415,32 @@ impl SessionHandle {
         }
     }
 
+    /// Whether the samples carry the kernel's stack tables ([`Want::STACK_TABLES`]): a
+    /// window of the metrics endpoint's stacks is open.
+    pub fn want_stack_tables(&self, on: bool) {
+        if on {
+            self.shared
+                .wants
+                .fetch_or(Want::STACK_TABLES.0, Ordering::AcqRel);
+        } else {
+            self.shared
+                .wants
+                .fetch_and(!Want::STACK_TABLES.0, Ordering::AcqRel);
+        }
+    }
+
+    /// The calls by stack of `raw` (a sample's tables, or the difference of two), named
+    /// with the samples received so far.
+    pub fn assemble_stacks(&self, raw: &crate::stacks::Raw) -> CallStacks {
+        let none = crate::stacks::Samples::default();
+        let samples = self.shared.stack_samples.as_ref().map(|s| lock(s));
+        crate::stacks::assemble(
+            raw,
+            samples.as_deref().unwrap_or(&none),
+            crate::process::comm_of,
+        )
+    }
+
     /// Why there is no own-cost figure and will be none, if so.
     pub fn own_cost_unavailable(&self) -> Option<String> {
         lock(&self.shared.sampler)
@@ -560,10 +596,11 @@ impl Shared {
             raw_stacks,
             top_reclaimed,
             top_pairs,
+            unloaded,
         ) = {
             let mut s = lock(&self.sampler);
             let snapshots = s.snapshots()?;
-            let raw_stacks = if wants & Want::STACKS.0 != 0 {
+            let raw_stacks = if wants & (Want::STACKS.0 | Want::STACK_TABLES.0) != 0 {
                 s.stack_tables()?
             } else {
                 None
@@ -582,6 +619,7 @@ impl Shared {
                 raw_stacks,
                 s.top_reclaimed(),
                 s.top_pairs(),
+                !s.loaded(),
             )
         };
         let names = wants & Want::THREAD_NAMES.0 != 0;
@@ -604,15 +642,21 @@ impl Shared {
                 log.calls.len() as u64 + log.evicted,
             )
         });
-        let stacks = raw_stacks.map(|raw| {
-            let none = crate::stacks::Samples::default();
-            let samples = self.stack_samples.as_ref().map(|s| lock(s));
-            Arc::new(crate::stacks::assemble(
-                &raw,
-                samples.as_deref().unwrap_or(&none),
-                crate::process::comm_of,
-            ))
-        });
+        let stacks = raw_stacks
+            .as_ref()
+            .filter(|_| wants & Want::STACKS.0 != 0)
+            .map(|raw| {
+                let none = crate::stacks::Samples::default();
+                let samples = self.stack_samples.as_ref().map(|s| lock(s));
+                Arc::new(crate::stacks::assemble(
+                    raw,
+                    samples.as_deref().unwrap_or(&none),
+                    crate::process::comm_of,
+                ))
+            });
+        let stack_tables = raw_stacks
+            .filter(|_| wants & Want::STACK_TABLES.0 != 0)
+            .map(Arc::new);
         *seq += 1;
         let since = lock(&self.latest).taken;
         let sample = Arc::new(Sample {
@@ -631,6 +675,8 @@ impl Shared {
             top,
             slow,
             stacks,
+            stack_tables,
+            unloaded,
         });
         // The handlers first: a view that reads the latest sample (the metrics endpoint)
         // then finds what they keep fed with it at least.

@@ -35,6 +35,43 @@ pub struct Raw {
     pub sample_every: u32,
 }
 
+impl Raw {
+    /// What was counted after `earlier` (an earlier read of the same tables): each
+    /// entry's calls and time less what `earlier` had of it, the entries with no call
+    /// since left out; the counters likewise. Figures only grow, so nothing is lost;
+    /// once the entries kept one by one are full, what an entry's later calls are
+    /// summed under may move (see [`Drained`]), and its delta with it.
+    pub fn since(&self, earlier: &Raw) -> Raw {
+        let before: HashMap<StackKey, StackValue> = earlier.calls.iter().copied().collect();
+        let calls: Vec<(StackKey, StackValue)> = self
+            .calls
+            .iter()
+            .filter_map(|&(k, v)| {
+                let b = before.get(&k).copied().unwrap_or_default();
+                let d = StackValue {
+                    calls: v.calls.saturating_sub(b.calls),
+                    total_ns: v.total_ns.saturating_sub(b.total_ns),
+                };
+                (d.calls > 0).then_some((k, d))
+            })
+            .collect();
+        let frames = calls
+            .iter()
+            .filter_map(|(k, _)| Some((k.stack, self.frames.get(&k.stack)?.clone())))
+            .collect();
+        let mut counts = self.counts;
+        for (c, e) in counts.iter_mut().zip(earlier.counts) {
+            *c = c.saturating_sub(e);
+        }
+        Raw {
+            calls,
+            frames,
+            counts,
+            sample_every: self.sample_every,
+        }
+    }
+}
+
 /// The entries of the windows closed, drained from the kernel's tables (see
 /// `Tracer::drain_stack_window`), kept for the end: at most [`DRAINED_KEYS`] entries,
 /// and what comes beyond them summed per syscall under no stack and no process (every
@@ -327,6 +364,47 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A window's tables: each entry's calls since the earlier read, those with none left
+    /// out with their walks; counters likewise.
+    #[test]
+    fn a_window_is_the_later_read_less_the_earlier() {
+        let key = |stack, tgid| StackKey {
+            stack,
+            tgid,
+            key: 39,
+        };
+        let v = |calls, total_ns| StackValue { calls, total_ns };
+        let mut earlier = Raw {
+            calls: vec![(key(1, 7), v(1000, 5000)), (key(2, 7), v(10, 100))],
+            sample_every: 64,
+            ..Raw::default()
+        };
+        earlier.frames.insert(1, vec![0x10]);
+        earlier.frames.insert(2, vec![0x20]);
+        earlier.counts[stack_counter::CALLS_DROPPED as usize] = 3;
+        let mut later = Raw {
+            calls: vec![
+                (key(1, 7), v(3000, 15000)),
+                (key(2, 7), v(10, 100)),
+                (key(3, 8), v(5, 50)),
+            ],
+            ..earlier.clone()
+        };
+        later.frames.insert(3, vec![0x30]);
+        later.counts[stack_counter::CALLS_DROPPED as usize] = 4;
+        let d = later.since(&earlier);
+        assert_eq!(
+            d.calls,
+            vec![(key(1, 7), v(2000, 10000)), (key(3, 8), v(5, 50))]
+        );
+        let mut walks: Vec<_> = d.frames.keys().copied().collect();
+        walks.sort();
+        assert_eq!(walks, [1, 3]);
+        assert_eq!(d.counts[stack_counter::CALLS_DROPPED as usize], 1);
+        assert_eq!(d.sample_every, 64);
+        assert!(earlier.since(&earlier).calls.is_empty());
+    }
 
     fn frame(addr: u64, f: &str) -> Frame {
         Frame {

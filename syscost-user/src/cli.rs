@@ -427,7 +427,8 @@ pub struct StacksArgs {
     /// stacks, one line per stack: `comm;outermost;...;innermost;syscall VALUE`
     /// (`syscost flame FILE -o FILE.svg`, inferno-flamegraph and flamegraph.pl draw it),
     /// or as a pprof profile (FILE.pb.gz, see --stacks-format). The JSON (--json) keeps
-    /// the same figures.
+    /// the same figures. With --metrics-addr, the endpoint also serves a window's calls
+    /// by stack as pprof at /debug/pprof/syscalls?seconds=N (Parca, Pyroscope).
     #[arg(long, value_name = "FILE")]
     pub stacks: Option<PathBuf>,
     /// What VALUE counts in the folded stacks file: the calls, or the time in them (ns).

@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::{io::Write as _, path::PathBuf};
 
 use common::*;
 use syscost_user::profile::{Profile, SlowCall};
@@ -828,6 +828,115 @@ fn calls_by_stack_as_pprof_are_read_by_pprofs_readers() {
         "{}",
         stderr(&o)
     );
+}
+
+/// `GET PATH` of the endpoint at `addr`: the status and the body.
+fn get_bytes(addr: &str, path: &str) -> (u16, Vec<u8>) {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(addr).expect("the endpoint");
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer)
+        .expect("an answer within PATIENCE");
+    let at = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("an HTTP answer");
+    let head = String::from_utf8_lossy(&answer[..at]).to_string();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("a status in {head:?}"));
+    (status, answer[at + 4..].to_vec())
+}
+
+/// The calls to `syscall` a pprof reader read (the samples whose innermost frame it is).
+fn calls_to(read: &[Read], syscall: &str) -> u64 {
+    read.iter()
+        .filter(|r| r.2.last().is_some_and(|f| f == syscall))
+        .map(|r| r.0)
+        .sum()
+}
+
+/// `export --stacks` serves `/debug/pprof/syscalls?seconds=N`: a window's calls by
+/// stack, exactly. A first window after 1,000 getppid holds none of them; a second,
+/// opened (syscost's debug log says so) before 2,000 more and closed by the target's
+/// exit (the programs unloaded: nothing more can come), holds exactly those 2,000, as
+/// `go tool pprof` reads it. Bad windows are refused with why.
+#[test]
+fn export_serves_a_windows_calls_by_stack_as_pprof() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let (mut work, mut done) = waiting(&["per-line", "1000"]);
+    let pid = work.id();
+    let (mut export, first, mut err) = started(
+        syscost()
+            .env("RUST_LOG", "warn,syscost_views::metrics::stacks=debug")
+            .args([
+                "export",
+                "-p",
+                &pid.to_string(),
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ])
+            .arg("--stacks")
+            .arg(t.path("export.pb.gz")),
+    );
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split("/metrics").next())
+        .unwrap_or_else(|| panic!("no endpoint in {first:?}"))
+        .to_string();
+    let mut stdin = work.stdin.take().unwrap();
+    writeln!(stdin, "go").unwrap();
+    let mut round = |stdin: &mut std::process::ChildStdin| {
+        writeln!(stdin).unwrap();
+        done.until("the workload's `done`", |l| l == "done");
+    };
+    round(&mut stdin);
+    for bad in ["seconds=0", "seconds=3601", "seconds=x"] {
+        let (status, body) = get_bytes(&addr, &format!("/debug/pprof/syscalls?{bad}"));
+        let body = String::from_utf8_lossy(&body);
+        assert!(
+            status == 400 && body.contains("1 to 3600"),
+            "{bad}: {status} {body}"
+        );
+    }
+    let window = |name: &str, (status, body): (u16, Vec<u8>)| {
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let file = t.path(name);
+        std::fs::write(&file, body).unwrap();
+        read_by_go_pprof(&t, &file)
+    };
+    let before = window(
+        "a.pb.gz",
+        get_bytes(&addr, "/debug/pprof/syscalls?seconds=1"),
+    );
+    assert_eq!(calls_to(&before, "getppid"), 0, "{before:?}");
+    // The second window, from a thread, until the workload's exit ends it.
+    let second = {
+        let addr = addr.clone();
+        std::thread::spawn(move || get_bytes(&addr, "/debug/pprof/syscalls?seconds=3600"))
+    };
+    err.until("the second window's opening", |l| {
+        l.contains("/debug/pprof/syscalls: a window of 3600 s from sample")
+    });
+    round(&mut stdin);
+    round(&mut stdin);
+    drop(stdin);
+    assert!(work.wait_exit().success());
+    let during = window("b.pb.gz", second.join().unwrap());
+    assert_eq!(calls_to(&during, "getppid"), 2000, "{during:?}");
+    // SAFETY: signals the process this test started.
+    unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
+    assert!(export.wait_exit().success());
+    // The file at the end has every call.
+    let all = read_by_go_pprof(&t, &t.path("export.pb.gz"));
+    assert_eq!(calls_to(&all, "getppid"), 3000, "{all:?}");
 }
 
 #[test]

@@ -90,8 +90,11 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     }
     let session = plan.start(tracer, Watch::Nothing)?;
     let handle = session.handle();
-    let metrics =
-        std::sync::Arc::new(Metrics::new(handle.clone(), sources).with_slow(plan.reports_slow()));
+    let metrics = std::sync::Arc::new(
+        Metrics::new(handle.clone(), sources)
+            .with_slow(plan.reports_slow())
+            .with_stacks(plan.stacks.is_some()),
+    );
     let server = MetricsServer::start(plan.listener.take().context("bound above")?, metrics)?;
     let names: Vec<String> = targets
         .iter()
@@ -206,7 +209,9 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],
         None => Vec::new(),
     };
-    let mut metrics = Metrics::new(handle.clone(), sources).with_slow(plan.reports_slow());
+    let mut metrics = Metrics::new(handle.clone(), sources)
+        .with_slow(plan.reports_slow())
+        .with_stacks(plan.stacks.is_some());
     if per_process {
         metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
     }

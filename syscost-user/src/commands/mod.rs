@@ -64,7 +64,9 @@ fn serve_metrics(
     let Some(listener) = listener else {
         return Ok(None);
     };
-    let metrics = Metrics::new(session.clone(), vec![source]).with_slow(slow);
+    let metrics = Metrics::new(session.clone(), vec![source])
+        .with_slow(slow)
+        .with_stacks(session.features().on.contains(&"stacks"));
     let server = MetricsServer::start(listener, std::sync::Arc::new(metrics))?;
     eprintln!("syscost: metrics at {}", server.url());
     note_own_cost(session);

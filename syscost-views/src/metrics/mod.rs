@@ -16,6 +16,7 @@ pub mod encode;
 pub mod fuzzing;
 pub mod series;
 pub mod server;
+pub mod stacks;
 pub mod web;
 
 use std::time::Instant;
@@ -85,6 +86,8 @@ pub struct Metrics {
     top: Option<std::sync::Arc<std::sync::Mutex<TopSeries>>>,
     /// The latest sample's exposition, encoded once per format.
     bodies: Bodies,
+    /// `--stacks`: the windows of calls by stack served as pprof.
+    stacks: Option<stacks::Windows>,
 }
 
 /// The bounded series sets.
@@ -105,7 +108,20 @@ impl Metrics {
             slow: false,
             top: None,
             bodies: Bodies::default(),
+            stacks: None,
         }
+    }
+
+    /// Also serves the calls by stack of a window as pprof ([`stacks::PATH`]; the
+    /// session counts them: `--stacks`).
+    pub fn with_stacks(mut self, on: bool) -> Self {
+        self.stacks = on.then(|| stacks::Windows::new(self.session.clone()));
+        self
+    }
+
+    /// The windows of calls by stack, with `--stacks`.
+    pub fn stack_windows(&self) -> Option<&stacks::Windows> {
+        self.stacks.as_ref()
     }
 
     /// Also serves `syscost_slow_calls_total` and `syscost_slow_dropped_total`.

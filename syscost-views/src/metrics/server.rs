@@ -313,6 +313,9 @@ where
         async move {
             let mut answer = match authorize(&req, &endpoint).await {
                 Some(refused) => refused,
+                None if req.uri().path() == super::stacks::PATH => {
+                    stacks_window(&req, &endpoint).await
+                }
                 None => respond(&req, &endpoint),
             };
             if nth >= REQUESTS_PER_CONNECTION {
@@ -417,11 +420,57 @@ fn text(status: StatusCode, message: String) -> Response<Body> {
     r
 }
 
-fn respond(req: &Request<Incoming>, endpoint: &Endpoint) -> Response<Body> {
-    if req.uri().path() != "/metrics" {
+/// `GET /debug/pprof/syscalls?seconds=N`: the calls by stack of a window, as pprof.
+async fn stacks_window(req: &Request<Incoming>, endpoint: &Endpoint) -> Response<Body> {
+    let Some(windows) = endpoint.metrics.stack_windows() else {
         return text(
             StatusCode::NOT_FOUND,
-            "syscost serves its metrics at /metrics\n".into(),
+            format!(
+                "{} serves the calls by stack of `syscost export --stacks FILE`; this one counts none\n",
+                super::stacks::PATH
+            ),
+        );
+    };
+    if req.method() != Method::GET {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("GET {}?seconds=N\n", super::stacks::PATH),
+        );
+    }
+    let seconds = match super::stacks::seconds(req.uri().query()) {
+        Ok(s) => s,
+        Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e:#}\n")),
+    };
+    match windows.profile(seconds).await {
+        Ok(profile) => {
+            let mut r = Response::new(body(profile));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("application/octet-stream"),
+            );
+            r.headers_mut().insert(
+                header::CONTENT_DISPOSITION,
+                header::HeaderValue::from_static("attachment; filename=\"syscalls.pb.gz\""),
+            );
+            r
+        }
+        Err(e) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cannot serve the calls by stack: {e:#}\n"),
+        ),
+    }
+}
+
+fn respond(req: &Request<Incoming>, endpoint: &Endpoint) -> Response<Body> {
+    if req.uri().path() != "/metrics" {
+        let stacks = if endpoint.metrics.stack_windows().is_some() {
+            format!(", and calls by stack at {}?seconds=N", super::stacks::PATH)
+        } else {
+            String::new()
+        };
+        return text(
+            StatusCode::NOT_FOUND,
+            format!("syscost serves its metrics at /metrics{stacks}\n"),
         );
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {

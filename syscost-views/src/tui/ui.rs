@@ -905,6 +905,7 @@ mod tests {
             location: None,
             module: Some(module.into()),
             unknown: None,
+            mapping: None,
         };
         let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
         let stack = [

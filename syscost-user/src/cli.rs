@@ -313,6 +313,12 @@ pub struct ExportArgs {
     /// alone), or `localhost:9464`.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464", value_parser = parse_metrics_addr)]
     pub metrics_addr: SocketAddr,
+    /// Also push the same metrics every interval (-i) over OTLP/HTTP (protobuf) to an
+    /// OpenTelemetry Collector or another OTLP receiver: http://HOST[:PORT][/PATH] (port
+    /// 4318 and /v1/metrics unless given). While it is away the newest figures wait,
+    /// retried with a backoff up to 32 s; the older ones are counted as dropped.
+    #[arg(long, value_name = "URL", value_parser = parse_otlp_endpoint)]
+    pub otlp_endpoint: Option<syscost_views::metrics::otlp::Endpoint>,
     #[command(flatten)]
     pub web: WebArgs,
     #[command(flatten)]
@@ -445,6 +451,11 @@ pub struct StacksArgs {
     /// built without frame pointers, a libc wrapper's caller): a power of two.
     #[arg(long, requires = "stacks", value_name = "N", default_value_t = syscost_engine::stacks::SAMPLE_EVERY, value_parser = parse_sample_every)]
     pub stacks_sample: u32,
+}
+
+/// `--otlp-endpoint`: an http:// URL.
+fn parse_otlp_endpoint(s: &str) -> Result<syscost_views::metrics::otlp::Endpoint, String> {
+    syscost_views::metrics::otlp::parse_endpoint(s).map_err(|e| format!("{e:#}"))
 }
 
 /// A power of two from 1 to 2^20 (`--stacks-sample`).

@@ -90,12 +90,18 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     }
     let session = plan.start(tracer, Watch::Nothing)?;
     let handle = session.handle();
-    let metrics = std::sync::Arc::new(
+    let (metrics, counters) = with_otlp(
         Metrics::new(handle.clone(), sources)
             .with_slow(plan.reports_slow())
             .with_stacks(plan.stacks.is_some()),
+        args,
     );
-    let server = MetricsServer::start(plan.listener.take().context("bound above")?, metrics)?;
+    let metrics = std::sync::Arc::new(metrics);
+    let server = MetricsServer::start(
+        plan.listener.take().context("bound above")?,
+        metrics.clone(),
+    )?;
+    let _pusher = push(args, metrics, counters)?;
     let names: Vec<String> = targets
         .iter()
         .map(|t| format!("{} ({})", t.pid, syscost_report::untrusted::shown(&t.comm)))
@@ -108,6 +114,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         server.url()
     );
     super::note_own_cost(&handle);
+    note_push(args);
 
     let deadline = duration.map(|d| std::time::Instant::now() + d);
     // The targets still running.
@@ -215,10 +222,13 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     if per_process {
         metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
     }
+    let (metrics, counters) = with_otlp(metrics, args);
+    let metrics = std::sync::Arc::new(metrics);
     let server = MetricsServer::start(
         plan.listener.take().context("bound above")?,
-        std::sync::Arc::new(metrics),
+        metrics.clone(),
     )?;
+    let pusher = push(args, metrics, counters)?;
     let what = match &cgroup {
         Some(cg) => format!(
             "the syscalls of cgroup {}",
@@ -235,7 +245,9 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         server.url()
     );
     super::note_own_cost(&handle);
+    note_push(args);
     stop.wait(duration.map(|d| std::time::Instant::now() + d));
+    drop(pusher);
     drop(server);
     let finished = session.finish()?;
     super::write_stacks(
@@ -245,4 +257,43 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         syscost_report::output::Owner::invoker(),
     )?;
     Ok(0)
+}
+
+/// `--otlp-endpoint`: the endpoint's state also serves what the pusher does.
+fn with_otlp(
+    metrics: Metrics,
+    args: &ExportArgs,
+) -> (
+    Metrics,
+    Option<std::sync::Arc<syscost_views::metrics::otlp::Counters>>,
+) {
+    match &args.otlp_endpoint {
+        Some(_) => {
+            let counters = std::sync::Arc::new(Default::default());
+            (
+                metrics.with_otlp(std::sync::Arc::clone(&counters)),
+                Some(counters),
+            )
+        }
+        None => (metrics, None),
+    }
+}
+
+/// `--otlp-endpoint`: the pusher, started (and said so).
+fn push(
+    args: &ExportArgs,
+    metrics: std::sync::Arc<Metrics>,
+    counters: Option<std::sync::Arc<syscost_views::metrics::otlp::Counters>>,
+) -> Result<Option<syscost_views::metrics::otlp::Pusher>> {
+    let (Some(endpoint), Some(counters)) = (&args.otlp_endpoint, counters) else {
+        return Ok(None);
+    };
+    syscost_views::metrics::otlp::Pusher::start(endpoint.clone(), metrics, counters).map(Some)
+}
+
+/// Says where the metrics are pushed, after the line that says they are served.
+fn note_push(args: &ExportArgs) {
+    if let Some(endpoint) = &args.otlp_endpoint {
+        eprintln!("syscost: pushing the metrics to {endpoint} over OTLP/HTTP at every sample");
+    }
 }

@@ -64,12 +64,9 @@ pub fn native_index(seconds: f64) -> i32 {
     (seconds.log2() * f64::from(1 << NATIVE_SCHEMA)).ceil() as i32
 }
 
-/// The native buckets of a kernel histogram: each kernel bucket counted whole (so that
-/// no bucket's count ever goes down between scrapes) in the native bucket holding its
-/// middle. The kernel's last bucket also holds every longer call (2^40 ns, about 18
-/// minutes, and more): those are counted at its middle too, the one exception to
-/// [`NATIVE_ERROR_FACTOR`].
-pub fn native_buckets(hist: &[Bucket]) -> NativeBuckets {
+/// The calls of 0 ns, and the count of each native bucket (by index, schema
+/// [`NATIVE_SCHEMA`]) of a kernel histogram, as [`native_buckets`] counts them.
+pub fn native_counts(hist: &[Bucket]) -> (u64, std::collections::BTreeMap<i32, u64>) {
     let mut zero_count = 0;
     let mut by_index = std::collections::BTreeMap::<i32, u64>::new();
     for b in hist.iter().filter(|b| b.count > 0) {
@@ -80,6 +77,16 @@ pub fn native_buckets(hist: &[Bucket]) -> NativeBuckets {
         let middle_ns = (b.lo_ns as f64 + b.hi_ns as f64) / 2.0;
         *by_index.entry(native_index(middle_ns / 1e9)).or_default() += b.count;
     }
+    (zero_count, by_index)
+}
+
+/// The native buckets of a kernel histogram: each kernel bucket counted whole (so that
+/// no bucket's count ever goes down between scrapes) in the native bucket holding its
+/// middle. The kernel's last bucket also holds every longer call (2^40 ns, about 18
+/// minutes, and more): those are counted at its middle too, the one exception to
+/// [`NATIVE_ERROR_FACTOR`].
+pub fn native_buckets(hist: &[Bucket]) -> NativeBuckets {
+    let (zero_count, by_index) = native_counts(hist);
     let mut out = NativeBuckets {
         zero_count,
         ..NativeBuckets::default()

@@ -26,7 +26,7 @@ pub const PROTOBUF_CONTENT_TYPE: &str =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 
 /// What one scrape shows.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Scrape {
     /// A profile per traced process, cumulative since syscost began tracing it.
     pub processes: Vec<Profile>,
@@ -51,6 +51,9 @@ pub struct Scrape {
     /// The number of the session's sample the scrape shows (`syscost_samples_total`:
     /// the samples taken so far), when served from one.
     pub samples: Option<u64>,
+    /// With `--otlp-endpoint`: requests the receiver accepted, requests dropped, tries
+    /// failed (`syscost_otlp_*`).
+    pub otlp: Option<(u64, u64, u64)>,
 }
 
 /// The counters of a whole machine's tracing (`export --top`), every slot's.
@@ -536,6 +539,29 @@ impl Collector for Scrape {
                 )?
                 .encode_counter::<NoLabelSet, u64, u64>(&seq, None)?;
         }
+        if let Some((sent, dropped, failures)) = self.otlp {
+            for (name, help, n) in [
+                (
+                    "syscost_otlp_exports",
+                    "Pushes of the metrics the OTLP receiver accepted (--otlp-endpoint).",
+                    sent,
+                ),
+                (
+                    "syscost_otlp_exports_dropped",
+                    "Pushes never accepted: replaced by newer figures while the receiver was away, or refused for good.",
+                    dropped,
+                ),
+                (
+                    "syscost_otlp_export_failures",
+                    "Tries to push that failed (each retried while its figures are the newest).",
+                    failures,
+                ),
+            ] {
+                encoder
+                    .encode_descriptor(name, help, None, MetricType::Counter)?
+                    .encode_counter::<NoLabelSet, u64, u64>(&n, None)?;
+            }
+        }
         if !self.processes_top.is_empty() {
             encode_top(
                 &mut encoder,
@@ -683,6 +709,7 @@ mod tests {
                 capacity: 128,
             }),
             samples: None,
+            otlp: None,
         };
         let text = exposition(scrape(true)).unwrap();
         for line in [
@@ -719,8 +746,28 @@ mod tests {
             machine: None,
             table: None,
             samples: None,
+            otlp: None,
             processes,
             bpf_run,
+        }
+    }
+
+    /// What the OTLP pusher did is served with `--otlp-endpoint` alone.
+    #[test]
+    fn the_otlp_counters_are_served_when_pushing() {
+        let body = exposition(of_profiles(vec![server_profile()], None)).unwrap();
+        assert!(!body.contains("syscost_otlp"), "{body}");
+        let body = exposition(Scrape {
+            otlp: Some((7, 2, 3)),
+            ..of_profiles(vec![server_profile()], None)
+        })
+        .unwrap();
+        for line in [
+            "syscost_otlp_exports_total 7",
+            "syscost_otlp_exports_dropped_total 2",
+            "syscost_otlp_export_failures_total 3",
+        ] {
+            assert!(body.contains(&format!("\n{line}\n")), "{line}: {body}");
         }
     }
 

@@ -14,6 +14,7 @@ mod deadline;
 pub mod encode;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod otlp;
 pub mod series;
 pub mod server;
 pub mod stacks;
@@ -88,6 +89,8 @@ pub struct Metrics {
     bodies: Bodies,
     /// `--stacks`: the windows of calls by stack served as pprof.
     stacks: Option<stacks::Windows>,
+    /// `--otlp-endpoint`: what the pusher did.
+    otlp: Option<std::sync::Arc<otlp::Counters>>,
 }
 
 /// The bounded series sets.
@@ -109,7 +112,19 @@ impl Metrics {
             top: None,
             bodies: Bodies::default(),
             stacks: None,
+            otlp: None,
         }
+    }
+
+    /// Also serves what the OTLP pusher did (`syscost_otlp_*`).
+    pub fn with_otlp(mut self, counters: std::sync::Arc<otlp::Counters>) -> Self {
+        self.otlp = Some(counters);
+        self
+    }
+
+    /// The session whose samples it serves.
+    pub fn session(&self) -> &SessionHandle {
+        &self.session
     }
 
     /// Also serves the calls by stack of a window as pprof ([`stacks::PATH`]; the
@@ -256,6 +271,14 @@ impl Metrics {
             machine,
             table,
             samples: Some(sample.seq),
+            otlp: self.otlp.as_ref().map(|c| {
+                use std::sync::atomic::Ordering::Relaxed;
+                (
+                    c.sent.load(Relaxed),
+                    c.dropped.load(Relaxed),
+                    c.failures.load(Relaxed),
+                )
+            }),
         })
     }
 }

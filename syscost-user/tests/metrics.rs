@@ -769,6 +769,16 @@ fn tls_files(t: &RootTest) -> [std::path::PathBuf; 3] {
 /// A GET of /metrics over TLS (the server verified against `ca`), with basic
 /// authentication when `user` is given: the status, the headers and the body.
 fn get_tls(addr: &str, ca: &std::path::Path, user: Option<(&str, &str)>) -> (u16, String, String) {
+    get_tls_path(addr, ca, user, "/metrics")
+}
+
+/// [`get_tls`] of `path`.
+fn get_tls_path(
+    addr: &str,
+    ca: &std::path::Path,
+    user: Option<(&str, &str)>,
+    path: &str,
+) -> (u16, String, String) {
     use base64::Engine as _;
     use rustls::pki_types::{CertificateDer, pem::PemObject as _};
     let mut roots = rustls::RootCertStore::empty();
@@ -795,7 +805,7 @@ fn get_tls(addr: &str, ca: &std::path::Path, user: Option<(&str, &str)>) -> (u16
     });
     write!(
         tls,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut raw = Vec::new();
@@ -854,6 +864,8 @@ fn prometheus_scrapes_over_tls_with_basic_auth() {
         ])
         .arg("--web.config.file")
         .arg(&web_config)
+        .arg("--stacks")
+        .arg(t.path("tls.pb.gz"))
         .stderr(Stdio::piped())
         .spawn_reaped();
     let mut err = Lines::of(export.stderr.take().unwrap(), "stderr");
@@ -893,7 +905,23 @@ fn prometheus_scrapes_over_tls_with_basic_auth() {
             "{head}"
         );
         assert!(!body.contains("syscost_syscalls_total"), "{body}");
+        // The calls by stack are behind the same password.
+        let (status, head, _) =
+            get_tls_path(&endpoint, &ca, user, "/debug/pprof/syscalls?seconds=1");
+        assert_eq!(status, 401, "{user:?}: {head}");
     }
+    let (status, head, _) = get_tls_path(
+        &endpoint,
+        &ca,
+        Some(("prometheus", "s3cret")),
+        "/debug/pprof/syscalls?seconds=1",
+    );
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/octet-stream"),
+        "{head}"
+    );
     let line = format!(
         "syscost_syscalls_total{{pid=\"{}\",comm=\"syscost-workloa\",syscall=\"getppid\"}} {calls}\n",
         work.id()

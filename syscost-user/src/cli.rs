@@ -593,7 +593,8 @@ pub struct SlowViewArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub view: ViewArgs,
-    /// A file written with --json (by `run`, `attach` or `top`).
+    /// A file written with --json (by `run`, `attach` or `top`), or a pprof profile of
+    /// calls by stack (--stacks FILE.pb.gz): its syscalls and stacks by time.
     pub file: PathBuf,
     /// Only this process (digits: a pid; else every process of this comm, the first 15
     /// bytes of its name as /proc shows it) of a file with per-process figures: `top

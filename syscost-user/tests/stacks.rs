@@ -821,13 +821,34 @@ fn calls_by_stack_as_pprof_are_read_by_pprofs_readers() {
         flame(&[file.as_os_str()]),
         flame(&["--stacks".as_ref(), json.as_os_str()])
     );
-    // A JSON reader says what the file is.
+    // report lists its syscalls and stacks by time, each site's calls exact.
     let o = output(syscost().arg("report").arg(&file));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = stdout(&o);
+    for (site, calls) in SITES {
+        let line = listed
+            .lines()
+            .find(|l| l.contains(&format!("< {site} <")))
+            .unwrap_or_else(|| panic!("no stack through {site}:\n{listed}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            (words[1], words[4], words[5]),
+            (thousands(calls).as_str(), "getppid", "__GI_getppid"),
+            "{line}"
+        );
+    }
+    // A reader of JSON profiles says what the file is.
+    let o = output(syscost().arg("diff").arg(&file).arg(&file));
     assert!(
         !o.status.success() && stderr(&o).contains("pprof profile of calls by stack"),
         "{}",
         stderr(&o)
     );
+}
+
+/// `n` as the tables print it (`3,000`).
+fn thousands(n: u64) -> String {
+    syscost_user::units::thousands(n)
 }
 
 /// `GET PATH` of the endpoint at `addr`: the status and the body.

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    profile::{CallStacks, FramesFrom},
+    profile::{CallStack, CallStacks, FramesFrom},
     units::thousands,
     untrusted::shown,
 };
@@ -72,6 +72,109 @@ pub fn folded(stacks: &CallStacks, weight: Weight) -> String {
         .filter(|&(_, v)| v > 0)
         .map(|(k, v)| format!("{k} {v}\n"))
         .collect()
+}
+
+/// The innermost `n` frames of a stack, named, innermost first (`a < b < c`), `…` where
+/// more follow.
+pub fn frames_line(s: &CallStack, n: usize) -> String {
+    if s.frames.is_empty() {
+        return "[no user stack]".to_string();
+    }
+    let mut names: Vec<String> = s.frames.iter().take(n).map(|f| f.folded_label()).collect();
+    if s.frames.len() > n {
+        names.push("…".to_string());
+    }
+    names.join(" < ")
+}
+
+/// The stacks shown by `report` of a stacks file.
+pub const REPORT_STACKS: usize = 20;
+
+/// `syscost report` of a stacks file (a pprof profile): the calls and time by syscall,
+/// then the [`REPORT_STACKS`] stacks with the most time, innermost frames first.
+pub fn render(stacks: &CallStacks, name: &str) -> String {
+    use std::fmt::Write as _;
+    let calls: u64 = stacks.stacks.iter().map(|s| s.calls).sum();
+    let mut by_syscall: BTreeMap<&str, (u64, u64, usize)> = BTreeMap::new();
+    for s in &stacks.stacks {
+        let e = by_syscall.entry(&s.syscall).or_default();
+        e.0 += s.calls;
+        e.1 += s.total_ns;
+        e.2 += 1;
+    }
+    let mut rows: Vec<_> = by_syscall.into_iter().collect();
+    rows.sort_by(|a, b| b.1.1.cmp(&a.1.1).then(a.0.cmp(b.0)));
+    let mut out = format!(
+        "calls by user stack of {}: {} {} from {} {}\n\n",
+        shown(name),
+        thousands(calls),
+        if calls == 1 { "call" } else { "calls" },
+        thousands(stacks.stacks.len() as u64),
+        if stacks.stacks.len() == 1 {
+            "stack"
+        } else {
+            "stacks"
+        },
+    );
+    let _ = writeln!(
+        out,
+        "{:<16} {:>12} {:>10} {:>7}",
+        "syscall", "calls", "time", "stacks"
+    );
+    for (syscall, (calls, ns, n)) in &rows {
+        let _ = writeln!(
+            out,
+            "{:<16} {:>12} {:>10} {:>7}",
+            shown(syscall),
+            thousands(*calls),
+            crate::units::human_ns(*ns),
+            n
+        );
+    }
+    let mut by_time: Vec<&CallStack> = stacks.stacks.iter().collect();
+    by_time.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then(b.calls.cmp(&a.calls))
+            .then(a.pid.cmp(&b.pid))
+    });
+    let _ = writeln!(
+        out,
+        "\nthe {} {} with the most time, innermost frames first{}:",
+        by_time.len().min(REPORT_STACKS),
+        if by_time.len().min(REPORT_STACKS) == 1 {
+            "stack"
+        } else {
+            "stacks"
+        },
+        if stacks.stacks.iter().any(|s| s.estimated) {
+            " (~: split from a walk shared by several callers, an estimate)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:>10} {:>12} {:>8} {:<15} {:<16} frames",
+        "time", "calls", "pid", "comm", "syscall"
+    );
+    for s in by_time.iter().take(REPORT_STACKS) {
+        let _ = writeln!(
+            out,
+            "{:>10} {:>12}{}{:>7} {:<15} {:<16} {}",
+            crate::units::human_ns(s.total_ns),
+            thousands(s.calls),
+            if s.estimated { "~" } else { " " },
+            s.pid,
+            shown(&s.comm),
+            shown(&s.syscall),
+            frames_line(s, 6)
+        );
+    }
+    if by_time.len() > REPORT_STACKS {
+        let _ = writeln!(out, "... {} more", by_time.len() - REPORT_STACKS);
+    }
+    out
 }
 
 /// One line on what a stacks file holds: its stacks and calls, which frames come from
@@ -182,6 +285,43 @@ mod tests {
              app;main;site_a;getppid;getppid 5007\n\
              app;main;site_b;getppid;getppid 9000\n"
         );
+    }
+
+    /// `report` of a stacks file: the syscalls by time, then the stacks by time with
+    /// their innermost frames, an estimate marked.
+    #[test]
+    fn a_stacks_report_lists_syscalls_then_stacks_by_time() {
+        let mut split = stack("app", &["getppid", "site_b", "main"], "getppid", 2000, 9000);
+        split.estimated = true;
+        let stacks = CallStacks {
+            stacks: vec![
+                stack("app", &["getppid", "site_a", "main"], "getppid", 1000, 5000),
+                split,
+                stack("b", &[], "read", 1, 20_000),
+            ],
+            ..CallStacks::default()
+        };
+        let text = render(&stacks, "x.pb.gz");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "calls by user stack of x.pb.gz: 3,001 calls from 3 stacks"
+        );
+        let words = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(words(lines[3]), ["read", "1", "20.0us", "1"]);
+        assert_eq!(words(lines[4]), ["getppid", "3,000", "14.0us", "2"]);
+        assert!(lines[6].contains("(~: split from a walk"), "{text}");
+        assert_eq!(
+            words(lines[8]),
+            ["20.0us", "1", "7", "b", "read", "[no", "user", "stack]"]
+        );
+        assert_eq!(
+            words(lines[9]),
+            [
+                "9.00us", "2,000~", "7", "app", "getppid", "getppid", "<", "site_b", "<", "main"
+            ]
+        );
+        assert_eq!(lines.len(), 11, "{text}");
     }
 
     #[test]

@@ -13,6 +13,13 @@ use syscost_report::{
 
 pub fn report(args: &ReportArgs) -> Result<i32> {
     args.view.selection()?;
+    if let Some(stacks) = read_pprof(&args.file)? {
+        super::print_out(&syscost_report::report::stacks::render(
+            &stacks,
+            &args.file.display().to_string(),
+        ));
+        return Ok(0);
+    }
     super::note_overhead(&args.view);
     let profile = read(&args.file, args.process.as_ref())?;
     let mut out = super::save_and_render(profile.clone(), &args.view, None, None)?;
@@ -34,6 +41,27 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     }
     super::print_out(&out);
     Ok(0)
+}
+
+/// The calls by stack of `path` when it is a pprof profile (`--stacks FILE.pb.gz`, the
+/// endpoint's `/debug/pprof/syscalls`), `None` when it is not one (gzipped).
+fn read_pprof(path: &Path) -> Result<Option<syscost_report::profile::CallStacks>> {
+    use std::io::Read as _;
+    let name = path.display();
+    let mut head = [0u8; 2];
+    let mut f = std::fs::File::open(path).with_context(|| format!("cannot read {name}"))?;
+    let n = f
+        .read(&mut head)
+        .with_context(|| format!("cannot read {name}"))?;
+    if !syscost_report::report::pprof::looks_like(&head[..n]) {
+        return Ok(None);
+    }
+    let mut bytes = head[..n].to_vec();
+    f.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {name}"))?;
+    syscost_report::report::pprof::decode(&bytes)
+        .map(Some)
+        .map_err(|e| anyhow!("{name}: {e:#}"))
 }
 
 /// Leaves the syscalls `-e` does not select out of a profile.

@@ -617,18 +617,6 @@ fn render_slow_stack(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 
-/// The innermost `n` frames of a stack, named, innermost first (`a < b < c`).
-fn frames_line(s: &syscost_report::profile::CallStack, n: usize) -> String {
-    if s.frames.is_empty() {
-        return "[no user stack]".to_string();
-    }
-    let mut shown: Vec<String> = s.frames.iter().take(n).map(|f| f.label()).collect();
-    if s.frames.len() > n {
-        shown.push("…".to_string());
-    }
-    shown.join(" < ")
-}
-
 /// The callers pane (`w`): the selected syscall's stacks since the start, by calls on
 /// the left and by time on the right, each with its share of the syscall's.
 fn render_callers(frame: &mut Frame, app: &App, area: Rect) {
@@ -671,7 +659,7 @@ fn render_callers(frame: &mut Frame, app: &App, area: Rect) {
                 share * 100.0
             );
             let room = (width as usize).saturating_sub(head.chars().count());
-            let mut text = frames_line(s, 4);
+            let mut text = syscost_report::report::stacks::frames_line(s, 4);
             if text.chars().count() > room {
                 text = text
                     .chars()

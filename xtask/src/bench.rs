@@ -28,6 +28,10 @@ enum Setup {
     SyscostOther,
     /// `syscost run --stacks`: every call counted by its user stack.
     SyscostStacks,
+    /// `syscost export -p PID --stacks`: the same counted by another process's tracer,
+    /// with no scrape (`false`) or with a `/debug/pprof/syscalls` window open throughout
+    /// (`true`: the stack tables read at every sample).
+    StacksServed(bool),
     /// bpftrace counting the workload's calls by user stack:
     /// `tracepoint:raw_syscalls:sys_exit /pid == P/ { @[ustack] = count(); }`.
     BpftraceUstack,
@@ -69,6 +73,8 @@ impl Setup {
             Setup::SyscostSlow => "syscost --slow 1s",
             Setup::SyscostOther => "syscost, other process",
             Setup::SyscostStacks => "syscost --stacks",
+            Setup::StacksServed(false) => "export --stacks (pid)",
+            Setup::StacksServed(true) => "export --stacks, window",
             Setup::BpftraceUstack => "bpftrace @[ustack] (pid)",
             Setup::Strace => "strace -f -c",
             Setup::Bpftrace => "bpftrace (count by pid)",
@@ -171,6 +177,65 @@ fn start_and_wait(cmd: &mut Command, from_stderr: bool, ready: &str) -> Result<C
     }
     let _ = child.kill();
     bail!("{cmd:?} ended before it was ready")
+}
+
+/// `syscost export -p PID --stacks /dev/null` on a free loopback port, ready; with
+/// `window`, a `/debug/pprof/syscalls?seconds=3600` request whose window syscost says
+/// (its debug log) it has opened, and the connection that holds it.
+fn export_stacks(
+    syscost: &Path,
+    pid: u32,
+    window: bool,
+) -> Result<(Child, Option<std::net::TcpStream>)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let mut child = Command::new(syscost)
+        .env("RUST_LOG", "warn,syscost_views::metrics::stacks=debug")
+        .args(["export", "-p", &pid.to_string(), "--stacks", "/dev/null"])
+        .args(["--metrics-addr", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start syscost export")?;
+    // Read to its end on a thread of its own: syscost never writes to a closed pipe.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().context("piped")?;
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let until = |what: &str| -> Result<()> {
+        loop {
+            let l = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .with_context(|| format!("syscost export: no line with {what:?} within 60 s"))?;
+            if l.contains(what) {
+                return Ok(());
+            }
+        }
+    };
+    let ready = until("Ctrl-C to stop").map(|()| None).and_then(|none| {
+        if !window {
+            return Ok(none);
+        }
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        write!(
+            conn,
+            "GET /debug/pprof/syscalls?seconds=3600 HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
+        )?;
+        until("a window of 3600 s")?;
+        Ok(Some(conn))
+    });
+    match ready {
+        Ok(conn) => Ok((child, conn)),
+        Err(e) => {
+            stop(child);
+            Err(e)
+        }
+    }
 }
 
 fn stop(mut child: Child) {
@@ -314,6 +379,17 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
                 .arg(stacks_program(setup, workload))
                 .args(["getppid", &n]),
         ),
+        Setup::StacksServed(window) => {
+            // The connection holding the window open, kept until the peer stops.
+            let mut held = None;
+            let r = peer_on_pid(workload, &n, |pid| {
+                let (export, conn) = export_stacks(syscost, pid, window)?;
+                held = conn;
+                Ok(export)
+            });
+            drop(held);
+            r
+        }
         Setup::BpftraceUstack | Setup::CBpftraceUstack(_) => {
             peer_on_pid(&stacks_program(setup, workload), &n, |pid| {
                 let script = format!(
@@ -445,6 +521,8 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         Setup::SyscostSlow,
         Setup::SyscostOther,
         Setup::SyscostStacks,
+        Setup::StacksServed(false),
+        Setup::StacksServed(true),
     ];
     // Calls by stack in C built both ways, beside bpftrace's (a compiler is at hand
     // wherever the tests run: they build their C programs).
@@ -564,6 +642,17 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     }
     if let (Some(own), Some(stacks)) = (added(Setup::SyscostOwn), added(Setup::SyscostStacks)) {
         println!("--stacks adds per call: {:.0} ns", stacks - own);
+    }
+    if let (Some(plain), Some(served)) = (
+        added(Setup::StacksServed(false)),
+        added(Setup::StacksServed(true)),
+    ) {
+        println!(
+            "a /debug/pprof/syscalls window open adds {:.0} ns per call to export --stacks ({:.0} against {:.0})",
+            served - plain,
+            served,
+            plain
+        );
     }
     if let (Some(stacks), Some(bt)) = (added(Setup::SyscostStacks), added(Setup::BpftraceUstack)) {
         println!(

@@ -310,8 +310,14 @@ impl Session {
             Some((calls, samples)) => (Some(calls), samples),
             None => (None, Default::default()),
         };
-        let stacks =
-            raw_stacks.map(|raw| crate::stacks::assemble(&raw, &samples, crate::process::comm_of));
+        let stacks = raw_stacks.map(|raw| {
+            crate::stacks::assemble(
+                &raw,
+                &samples,
+                crate::process::comm_of,
+                crate::cgroup::of_process,
+            )
+        });
         Ok(Finished {
             snapshots,
             top_totals,
@@ -438,6 +444,7 @@ impl SessionHandle {
             raw,
             samples.as_deref().unwrap_or(&none),
             crate::process::comm_of,
+            crate::cgroup::of_process,
         )
     }
 
@@ -648,10 +655,12 @@ impl Shared {
             .map(|raw| {
                 let none = crate::stacks::Samples::default();
                 let samples = self.stack_samples.as_ref().map(|s| lock(s));
+                // The live view's pane names no cgroup: no /proc read per sample for it.
                 Arc::new(crate::stacks::assemble(
                     raw,
                     samples.as_deref().unwrap_or(&none),
                     crate::process::comm_of,
+                    |_| None,
                 ))
             });
         let stack_tables = raw_stacks

@@ -241,14 +241,24 @@ fn split(total: u64, weights: &[u64]) -> Vec<u64> {
 
 /// The calls by stack: each (process, stack, syscall) of `raw` with the frames its
 /// samples unwound to (or, with none received, its walk's addresses unnamed); `comm_of`
-/// names a process that no sample named. Most calls first.
+/// names a process that no sample named, `cgroup_of` gives a process's cgroup (asked
+/// once a process). Most calls first.
 pub fn assemble(
     raw: &Raw,
     samples: &Samples,
     comm_of: impl Fn(u32) -> Option<String>,
+    cgroup_of: impl Fn(u32) -> Option<String>,
 ) -> CallStacks {
     let mut stacks = Vec::new();
+    let mut cgroups: HashMap<u32, Option<String>> = HashMap::new();
     for &(key, value) in &raw.calls {
+        let cgroup = match key.tgid {
+            0 => None,
+            tgid => cgroups
+                .entry(tgid)
+                .or_insert_with(|| cgroup_of(tgid))
+                .clone(),
+        };
         let walk = raw.frames.get(&key.stack).map(Vec::as_slice).unwrap_or(&[]);
         let sampled = samples.by_key.get(&key);
         let syscall = sampled.map_or_else(
@@ -274,6 +284,7 @@ pub fn assemble(
             frames_from: from,
             estimated,
             samples,
+            cgroup: cgroup.clone(),
         };
         // A sample that could not be unwound (its process gone before its mappings were
         // read, a copy too short) names the walk alone: beside samples that reached
@@ -471,7 +482,7 @@ mod tests {
         for _ in 0..3 {
             samples.add(key(5), &sample(unwound.clone()));
         }
-        let s = assemble(&raw, &samples, |_| None);
+        let s = assemble(&raw, &samples, |_| None, |_| None);
         assert_eq!(s.stacks.len(), 1);
         let line = &s.stacks[0];
         assert_eq!((line.calls, line.total_ns, line.samples), (1000, 9000, 3));
@@ -503,7 +514,7 @@ mod tests {
             key(5),
             &sample(vec![frame(0x10, "getppid"), frame(0x30, "main")]),
         );
-        let s = assemble(&raw, &samples, |_| None);
+        let s = assemble(&raw, &samples, |_| None, |_| None);
         assert_eq!(s.stacks[0].frames_from, FramesFrom::Walk);
     }
 
@@ -532,7 +543,7 @@ mod tests {
         for s in [unwound(), walk(), unwound()] {
             samples.add(key(5), &s);
         }
-        let s = assemble(&raw, &samples, |_| None);
+        let s = assemble(&raw, &samples, |_| None, |_| None);
         assert_eq!(s.stacks.len(), 1, "{:?}", s.stacks);
         let line = &s.stacks[0];
         assert_eq!(
@@ -544,7 +555,7 @@ mod tests {
         // Samples that all failed keep the walk's frames and figures.
         let mut only_walks = Samples::default();
         only_walks.add(key(5), &walk());
-        let s = assemble(&raw, &only_walks, |_| None);
+        let s = assemble(&raw, &only_walks, |_| None, |_| None);
         assert_eq!(s.stacks[0].frames_from, FramesFrom::Walk);
         assert_eq!(s.stacks[0].calls, 300);
     }
@@ -572,7 +583,7 @@ mod tests {
                 );
             }
         }
-        let s = assemble(&raw, &samples, |_| None);
+        let s = assemble(&raw, &samples, |_| None, |_| None);
         let got: Vec<(String, u64, bool)> = s
             .stacks
             .iter()
@@ -606,7 +617,17 @@ mod tests {
             frames: HashMap::from([(5, vec![0x10, 0x30])]),
             ..Raw::default()
         };
-        let s = assemble(&raw, &Samples::default(), |pid| Some(format!("proc{pid}")));
+        let asked = std::cell::Cell::new(0);
+        let s = assemble(
+            &raw,
+            &Samples::default(),
+            |pid| Some(format!("proc{pid}")),
+            |pid| {
+                asked.set(asked.get() + 1);
+                Some(format!("/cg{pid}"))
+            },
+        );
+        assert_eq!(asked.get(), 1, "a cgroup asked once a process");
         // A walk without room and without a sample says so, not "no user stack".
         let lost = Raw {
             calls: vec![(
@@ -618,11 +639,12 @@ mod tests {
             )],
             ..Raw::default()
         };
-        let l = assemble(&lost, &Samples::default(), |_| None);
+        let l = assemble(&lost, &Samples::default(), |_| None, |_| None);
         assert_eq!(l.stacks[0].frames[0].raw_label(), "[stack not kept]");
         let line = &s.stacks[0];
         let name = SyscallId::of(110, u64::MAX).name();
         assert_eq!((line.calls, line.comm.as_str()), (2, "proc9"));
+        assert_eq!(line.cgroup.as_deref(), Some("/cg9"));
         assert_eq!(line.syscall, name);
         assert_eq!(line.frames.len(), 2);
         assert!(line.frames.iter().all(|f| f.unknown.is_some()));
@@ -725,7 +747,7 @@ mod tests {
             j2.calls.iter().map(|(_, v)| v.calls).sum::<u64>(),
             2 * (DRAINED_KEYS as u64 + 100) + 6
         );
-        let named = assemble(&j, &Samples::default(), |_| None);
+        let named = assemble(&j, &Samples::default(), |_| None, |_| None);
         assert!(
             named
                 .stacks

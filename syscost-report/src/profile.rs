@@ -244,6 +244,9 @@ pub struct CallStack {
     pub estimated: bool,
     /// Samples of these calls unwound.
     pub samples: u64,
+    /// The process's cgroup v2 path, where it was alive when the stacks were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 /// One slow call.

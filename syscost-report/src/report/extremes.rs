@@ -134,6 +134,7 @@ fn call_stacks() -> impl Strategy<Value = Option<CallStacks>> {
                 },
                 estimated,
                 samples: calls,
+                cgroup: None,
             },
         );
         (prop::collection::vec(one, n), any::<u64>(), any::<bool>()).prop_map(

@@ -6,7 +6,8 @@
 //! sample is one (process, user stack, syscall) with its exact calls and time. Its
 //! innermost frame is the syscall (a function of no file, as the folded file's last
 //! frame), since flame graphs draw frames and not labels; it is a `syscall` label too,
-//! for `-tagfocus` and label filters. `pid` (a number) and `comm` are labels. A frame
+//! for `-tagfocus` and label filters. `pid` (a number), `comm` and `cgroup` (where the
+//! process was alive when its stacks were read) are labels. A frame
 //! is a location at its address, in its mapping (range, file offset, build id) where it
 //! is in a file, with its function and file:line where the symbolizer found them; a
 //! frame of no file is a function that says why, as the folded file names it.
@@ -205,6 +206,9 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
             label(&mut strings, "comm", &s.comm),
             label(&mut strings, "syscall", &s.syscall),
         ];
+        if let Some(cg) = &s.cgroup {
+            labels.push(label(&mut strings, "cgroup", cg));
+        }
         if s.estimated {
             labels.push(label(&mut strings, "estimated", "true"));
         }
@@ -350,6 +354,7 @@ fn decode_within(bytes: &[u8], max_unpacked: u64) -> Result<CallStacks> {
             match string(l.key)? {
                 "pid" => stack.pid = u32::try_from(l.num).unwrap_or_default(),
                 "comm" => stack.comm = string(l.str)?.to_string(),
+                "cgroup" => stack.cgroup = Some(string(l.str)?.to_string()),
                 "estimated" => stack.estimated = string(l.str)? == "true",
                 _ => {}
             }
@@ -406,6 +411,7 @@ mod tests {
                     calls: 2000,
                     total_ns: 9000,
                     estimated: true,
+                    cgroup: Some("/system.slice/app.service".into()),
                     frames: vec![
                         frame(0x7f00_0000_1000, "getppid", None),
                         Frame {
@@ -446,6 +452,8 @@ mod tests {
         assert_eq!(first.frames[1].location.as_deref(), Some("src/main.rs:12"));
         assert_eq!((first.pid, first.comm.as_str()), (7, "app"));
         assert!(back.stacks[1].estimated && !first.estimated);
+        assert_eq!(back.stacks[1].cgroup, s.stacks[1].cgroup);
+        assert_eq!(first.cgroup, None);
         assert_eq!(
             back.stacks[1].frames[1].module.as_deref(),
             Some("libc.so.6")

@@ -30,7 +30,55 @@ pub const SAMPLE_TYPES: [(&str, &str); 2] =
     [("syscalls", "count"), ("syscall_time", "nanoseconds")];
 
 /// The most a profile may hold unpacked (a gzip bomb is refused, not unpacked).
-const MAX_UNPACKED: u64 = 256 << 20;
+const MAX_UNPACKED: u64 = 64 << 20;
+/// The most samples, locations, functions, mappings and strings a profile may hold
+/// (counted before it is decoded: each becomes a struct of its own), and frames a sample
+/// may have (syscost's stacks have at most 64, and a syscall).
+const MAX_SAMPLES: u64 = 1 << 20;
+const MAX_ENTRIES: u64 = 2 << 20;
+const MAX_SAMPLE_FRAMES: usize = 256;
+/// The most bytes of names (functions, modules, files) the frames read back may hold:
+/// a name is copied into every frame that has it.
+const MAX_NAME_BYTES: usize = 256 << 20;
+
+/// How many of each field the top level of a `Profile` message holds (by field number,
+/// 1 to 15), read without decoding it; an error where it is not a protobuf message.
+fn top_level_fields(mut raw: &[u8]) -> Result<[u64; 16]> {
+    fn varint(b: &mut &[u8]) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = b.split_first()?;
+            *b = rest;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    let bad = || anyhow!("not a pprof profile: not a protobuf message");
+    let mut counts = [0u64; 16];
+    while !raw.is_empty() {
+        let tag = varint(&mut raw).ok_or_else(bad)?;
+        let field = (tag >> 3) as usize;
+        match tag & 7 {
+            0 => {
+                varint(&mut raw).ok_or_else(bad)?;
+            }
+            1 => raw = raw.get(8..).ok_or_else(bad)?,
+            2 => {
+                let len = usize::try_from(varint(&mut raw).ok_or_else(bad)?).map_err(|_| bad())?;
+                raw = raw.get(len..).ok_or_else(bad)?;
+            }
+            5 => raw = raw.get(4..).ok_or_else(bad)?,
+            _ => return Err(bad()),
+        }
+        if let Some(c) = counts.get_mut(field) {
+            *c += 1;
+        }
+    }
+    Ok(counts)
+}
 
 /// When and for how long the calls were counted.
 #[derive(Clone, Copy, Debug, Default)]
@@ -96,6 +144,8 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
     let mut mappings: HashMap<(u32, FrameMapping, Option<String>), u64> = HashMap::new();
     let mut locations: HashMap<(u32, Frame), u64> = HashMap::new();
     let mut syscalls: HashMap<String, u64> = HashMap::new();
+    // Whether every location of a mapping has its function, and its file and line.
+    let mut named: HashMap<u64, (bool, bool)> = HashMap::new();
     let sample_type = SAMPLE_TYPES
         .iter()
         .map(|(t, u)| proto::ValueType {
@@ -166,9 +216,11 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
                             file_offset: m.offset,
                             filename: strings.get(f.module.as_deref().unwrap_or_default()),
                             build_id: strings.get(m.build_id.as_deref().unwrap_or_default()),
-                            has_functions: true,
-                            has_filenames: true,
-                            has_line_numbers: true,
+                            // Set below, where every location in it has them: a
+                            // reader may symbolize the others by build id.
+                            has_functions: false,
+                            has_filenames: false,
+                            has_line_numbers: false,
                             has_inline_frames: false,
                         });
                     }
@@ -176,6 +228,11 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
                 }
                 None => 0,
             };
+            if mapping_id != 0 {
+                let e = named.entry(mapping_id).or_insert((true, true));
+                e.0 &= f.function.is_some();
+                e.1 &= f.location.is_some();
+            }
             let line = function_of(f).map(|(name, file, line)| proto::Line {
                 function_id: function_id(&mut p, &mut strings, &name, &file),
                 line,
@@ -221,6 +278,12 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
             label: labels,
         });
     }
+    for m in &mut p.mapping {
+        let (functions, lines) = named.get(&m.id).copied().unwrap_or_default();
+        m.has_functions = functions;
+        m.has_filenames = lines;
+        m.has_line_numbers = lines;
+    }
     let comment = crate::report::stacks::summary(stacks, "this profile");
     let comment = comment.trim_start_matches("syscost: ").to_string();
     p.comment = vec![strings.get(&format!("syscost {comment}"))];
@@ -259,6 +322,21 @@ fn decode_within(bytes: &[u8], max_unpacked: u64) -> Result<CallStacks> {
     } else {
         bytes
     };
+    let counts = top_level_fields(raw)?;
+    for (field, what, most) in [
+        (2, "samples", MAX_SAMPLES),
+        (3, "mappings", MAX_ENTRIES),
+        (4, "locations", MAX_ENTRIES),
+        (5, "functions", MAX_ENTRIES),
+        (6, "strings", MAX_ENTRIES),
+    ] {
+        if counts[field] > most {
+            bail!(
+                "{} {what}, more than the {most} syscost reads: not a profile syscost wrote",
+                counts[field]
+            );
+        }
+    }
     let p = proto::Profile::decode(raw).map_err(|e| anyhow!("not a pprof profile: {e}"))?;
     let string = |i: i64| -> Result<&str> {
         usize::try_from(i)
@@ -286,6 +364,18 @@ fn decode_within(bytes: &[u8], max_unpacked: u64) -> Result<CallStacks> {
     let functions: HashMap<u64, &proto::Function> = p.function.iter().map(|f| (f.id, f)).collect();
     let mappings: HashMap<u64, &proto::Mapping> = p.mapping.iter().map(|m| (m.id, m)).collect();
     let locations: HashMap<u64, &proto::Location> = p.location.iter().map(|l| (l.id, l)).collect();
+    // Every name copied into a frame counts, checked before it is copied.
+    let name_bytes = std::cell::Cell::new(0usize);
+    let copy = |s: &str| -> Result<String> {
+        name_bytes.set(name_bytes.get() + s.len());
+        if name_bytes.get() > MAX_NAME_BYTES {
+            bail!(
+                "its frames' names come to more than {} MiB: not a profile syscost wrote",
+                MAX_NAME_BYTES >> 20
+            );
+        }
+        Ok(s.to_string())
+    };
     let frame = |id: u64| -> Result<Frame> {
         let l = locations
             .get(&id)
@@ -301,7 +391,7 @@ fn decode_within(bytes: &[u8], max_unpacked: u64) -> Result<CallStacks> {
                     l.mapping_id
                 )
             })?;
-            f.module = Some(string(m.filename)?.to_string());
+            f.module = Some(copy(string(m.filename)?)?);
             let build_id = string(m.build_id)?;
             f.mapping = Some(FrameMapping {
                 start: m.memory_start,
@@ -318,16 +408,22 @@ fn decode_within(bytes: &[u8], max_unpacked: u64) -> Result<CallStacks> {
                     line.function_id
                 )
             })?;
-            f.function = Some(string(func.name)?.to_string());
+            f.function = Some(copy(string(func.name)?)?);
             let file = string(func.filename)?;
             if !file.is_empty() && line.line > 0 {
-                f.location = Some(format!("{file}:{}", line.line));
+                f.location = Some(copy(&format!("{file}:{}", line.line))?);
             }
         }
         Ok(f)
     };
     let mut out = CallStacks::default();
     for s in &p.sample {
+        if s.location_id.len() > MAX_SAMPLE_FRAMES {
+            bail!(
+                "a sample of {} frames, more than the {MAX_SAMPLE_FRAMES} syscost reads: not a profile syscost wrote",
+                s.location_id.len()
+            );
+        }
         let value = |i: usize| -> Result<u64> {
             let v = *s.value.get(i).ok_or_else(|| {
                 anyhow!(
@@ -343,18 +439,19 @@ fn decode_within(bytes: &[u8], max_unpacked: u64) -> Result<CallStacks> {
         let syscall = frame(innermost)?.function.ok_or_else(|| {
             anyhow!("corrupt pprof profile: a sample's innermost frame is no syscall")
         })?;
+        let frames: Vec<Frame> = outer.iter().map(|&id| frame(id)).collect::<Result<_>>()?;
         let mut stack = CallStack {
             syscall,
             calls: value(calls_at)?,
             total_ns: value(ns_at)?,
-            frames: outer.iter().map(|&id| frame(id)).collect::<Result<_>>()?,
+            frames,
             ..CallStack::default()
         };
         for l in &s.label {
             match string(l.key)? {
                 "pid" => stack.pid = u32::try_from(l.num).unwrap_or_default(),
-                "comm" => stack.comm = string(l.str)?.to_string(),
-                "cgroup" => stack.cgroup = Some(string(l.str)?.to_string()),
+                "comm" => stack.comm = copy(string(l.str)?)?,
+                "cgroup" => stack.cgroup = Some(copy(string(l.str)?)?),
                 "estimated" => stack.estimated = string(l.str)? == "true",
                 _ => {}
             }
@@ -480,8 +577,10 @@ mod tests {
                 assert!(line.function_id >= 1 && line.function_id as usize <= p.function.len());
             }
         }
-        // Two stacks of one process share their libc frame's location and one mapping.
+        // Two stacks of one process share their libc frame's location and one mapping;
+        // one of its frames has no function, so a reader may symbolize it.
         assert_eq!(p.mapping.len(), 1);
+        assert!(!p.mapping[0].has_functions && !p.mapping[0].has_line_numbers);
         assert_eq!(s(p.mapping[0].build_id), "abcdef0123");
         assert_eq!(p.sample[0].location_id[1], p.sample[1].location_id[1]);
         for sample in &p.sample {
@@ -547,6 +646,49 @@ mod tests {
         let mut bad = p;
         bad.sample[0].location_id.clear();
         assert!(decode(&bad.encode_to_vec()).is_err());
+    }
+
+    /// What would take far more memory read back than its bytes is refused: too many
+    /// samples (counted before decoding), too many frames in a sample, names copied
+    /// into too many frames.
+    #[test]
+    fn profiles_that_would_blow_up_are_refused() {
+        let mut p = proto::Profile {
+            string_table: vec!["".into(), "syscalls".into(), "count".into()],
+            ..Default::default()
+        };
+        p.sample = vec![proto::Sample::default(); (MAX_SAMPLES + 1) as usize];
+        let e = decode(&p.encode_to_vec()).unwrap_err().to_string();
+        assert!(e.contains("samples, more than"), "{e}");
+        let good = encode(&stacks(), Window::default());
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&good[..])
+            .read_to_end(&mut raw)
+            .unwrap();
+        let p = proto::Profile::decode(&raw[..]).unwrap();
+        let mut deep = p.clone();
+        deep.sample[0].location_id = vec![2; MAX_SAMPLE_FRAMES + 1];
+        let e = decode(&deep.encode_to_vec()).unwrap_err().to_string();
+        assert!(e.contains("frames, more than"), "{e}");
+        // One long name in every frame of many samples.
+        let mut wide = p;
+        let name = wide.location[1].line[0].function_id as usize - 1;
+        wide.string_table.push("x".repeat(1 << 20));
+        wide.function[name].name = wide.string_table.len() as i64 - 1;
+        let sample = proto::Sample {
+            location_id: vec![wide.sample[0].location_id[0]]
+                .into_iter()
+                .chain(std::iter::repeat_n(wide.location[1].id, 200))
+                .collect(),
+            value: vec![1, 1],
+            label: Vec::new(),
+        };
+        // 400 copies of 1 MiB asked: refused at the 257th, before it is made.
+        wide.sample = vec![sample; 2];
+        let e = decode(&wide.encode_to_vec()).unwrap_err().to_string();
+        assert!(e.contains("names come to more than"), "{e}");
+        assert!(top_level_fields(&[0xff]).is_err());
+        assert!(top_level_fields(&[0x0a, 0x05, 1]).is_err());
     }
 
     /// A gzip bomb is refused before it is unpacked whole.

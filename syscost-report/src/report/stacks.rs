@@ -61,11 +61,13 @@ pub fn folded(stacks: &CallStacks, weight: Weight) -> String {
                 .rev()
                 .map(|f| f.folded_label().replace(';', ":")),
         );
-        path.push(s.syscall.clone());
-        *lines.entry(path.join(";")).or_default() += match weight {
+        // A stacks file read back names its syscall as it chose: printed as any name.
+        path.push(shown(&s.syscall).replace(';', ":"));
+        let e = lines.entry(path.join(";")).or_default();
+        *e = e.saturating_add(match weight {
             Weight::Calls => s.calls,
             Weight::Time => s.total_ns,
-        };
+        });
     }
     lines
         .into_iter()
@@ -94,12 +96,16 @@ pub const REPORT_STACKS: usize = 20;
 /// then the [`REPORT_STACKS`] stacks with the most time, innermost frames first.
 pub fn render(stacks: &CallStacks, name: &str) -> String {
     use std::fmt::Write as _;
-    let calls: u64 = stacks.stacks.iter().map(|s| s.calls).sum();
+    // Saturating: a file read back may hold any figures.
+    let calls = stacks
+        .stacks
+        .iter()
+        .fold(0u64, |n, s| n.saturating_add(s.calls));
     let mut by_syscall: BTreeMap<&str, (u64, u64, usize)> = BTreeMap::new();
     for s in &stacks.stacks {
         let e = by_syscall.entry(&s.syscall).or_default();
-        e.0 += s.calls;
-        e.1 += s.total_ns;
+        e.0 = e.0.saturating_add(s.calls);
+        e.1 = e.1.saturating_add(s.total_ns);
         e.2 += 1;
     }
     let mut rows: Vec<_> = by_syscall.into_iter().collect();
@@ -180,7 +186,10 @@ pub fn render(stacks: &CallStacks, name: &str) -> String {
 /// One line on what a stacks file holds: its stacks and calls, which frames come from
 /// samples, what was estimated or dropped.
 pub fn summary(stacks: &CallStacks, path: &str) -> String {
-    let calls: u64 = stacks.stacks.iter().map(|s| s.calls).sum();
+    let calls = stacks
+        .stacks
+        .iter()
+        .fold(0u64, |n, s| n.saturating_add(s.calls));
     let sampled = stacks
         .stacks
         .iter()
@@ -259,6 +268,25 @@ mod tests {
             folded(&stacks, Weight::Calls),
             "app;0x7f00deadbeef [unknown: in no mapping of the process];main;getppid;clone3 5\n"
         );
+    }
+
+    /// A syscall named by a file read back (a pprof profile) is printed as any name: no
+    /// `;` that would make a frame, no newline that would make a line; huge figures
+    /// saturate.
+    #[test]
+    fn a_syscall_name_read_back_cannot_forge_lines() {
+        let stacks = CallStacks {
+            stacks: vec![
+                stack("app", &["main"], "read;x\nevil 99", u64::MAX, 1),
+                stack("app", &["main"], "read;x\nevil 99", 5, 1),
+            ],
+            ..CallStacks::default()
+        };
+        let text = folded(&stacks, Weight::Calls);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.ends_with(&format!(" {}\n", u64::MAX)), "{text}");
+        assert!(!text.contains("read;x"), "{text}");
+        assert!(render(&stacks, "f").contains(&thousands(u64::MAX)));
     }
 
     #[test]

@@ -38,9 +38,10 @@ pub struct Raw {
 impl Raw {
     /// What was counted after `earlier` (an earlier read of the same tables): each
     /// entry's calls and time less what `earlier` had of it, the entries with no call
-    /// since left out; the counters likewise. Figures only grow, so nothing is lost;
-    /// once the entries kept one by one are full, what an entry's later calls are
-    /// summed under may move (see [`Drained`]), and its delta with it.
+    /// since left out; the counters likewise. Exact while every entry is kept one by
+    /// one; once they are full, an entry's figures may move under the per-syscall sums
+    /// beyond the bound (see [`Drained`]) between the reads, its whole history with it:
+    /// [`Raw::moved_past_the_bound`] tells.
     pub fn since(&self, earlier: &Raw) -> Raw {
         let before: HashMap<StackKey, StackValue> = earlier.calls.iter().copied().collect();
         let calls: Vec<(StackKey, StackValue)> = self
@@ -69,6 +70,25 @@ impl Raw {
             counts,
             sample_every: self.sample_every,
         }
+    }
+}
+
+impl Raw {
+    /// Whether the sums beyond the bound of entries kept one by one (see [`Drained`])
+    /// changed since `earlier`: then [`Raw::since`] of them may hold calls from before
+    /// `earlier` (entries moved there with their history).
+    pub fn moved_past_the_bound(&self, earlier: &Raw) -> bool {
+        let beyond = |r: &Raw| -> Vec<(StackKey, StackValue)> {
+            let mut v: Vec<_> = r
+                .calls
+                .iter()
+                .copied()
+                .filter(|(k, _)| k.tgid == 0)
+                .collect();
+            v.sort_by_key(|(k, _)| (k.key, k.stack));
+            v
+        };
+        beyond(self) != beyond(earlier)
     }
 }
 
@@ -415,6 +435,11 @@ mod tests {
         assert_eq!(d.counts[stack_counter::CALLS_DROPPED as usize], 1);
         assert_eq!(d.sample_every, 64);
         assert!(earlier.since(&earlier).calls.is_empty());
+        assert!(!later.moved_past_the_bound(&earlier));
+        let mut beyond = later.clone();
+        beyond.calls.push((key(0, 0), v(7, 70)));
+        assert!(beyond.moved_past_the_bound(&earlier));
+        assert!(!beyond.moved_past_the_bound(&beyond.clone()));
     }
 
     fn frame(addr: u64, f: &str) -> Frame {

@@ -27,32 +27,37 @@ use syscost_views::metrics::otlp::proto::{
 const CALLS: u64 = 54_321;
 
 /// A receiver on a loopback port: every request's path and decoded body go to a channel.
+/// While `away`, it takes each connection and closes it unanswered (the port stays
+/// its own: nothing else can take it meanwhile).
 struct Receiver {
     port: u16,
     stop: Arc<AtomicBool>,
+    away: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Receiver {
-    /// Listens on `port` (0: any free one).
-    fn start(port: u16, got: mpsc::Sender<(String, ExportMetricsServiceRequest)>) -> Self {
-        let listener = TcpListener::bind(("127.0.0.1", port)).expect("a loopback port");
+    fn start(got: mpsc::Sender<(String, ExportMetricsServiceRequest)>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let port = listener.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
+        let away = Arc::new(AtomicBool::new(false));
+        let (stopping, gone) = (stop.clone(), away.clone());
         let thread = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if stopping.load(Ordering::Acquire) {
                     return;
                 }
-                if let Ok(conn) = conn {
-                    answer(conn, &got);
+                match conn {
+                    Ok(conn) if !gone.load(Ordering::Acquire) => answer(conn, &got),
+                    _ => {}
                 }
             }
         });
         Self {
             port,
             stop,
+            away,
             thread: Some(thread),
         }
     }
@@ -181,7 +186,7 @@ fn otlp_pushes_the_exact_counts_and_waits_out_a_receiver_away() {
         return;
     };
     let (tx, rx) = mpsc::channel();
-    let receiver = Receiver::start(0, tx.clone());
+    let receiver = Receiver::start(tx);
     let port = receiver.port;
     let mut work = Command::new(workload_path())
         .args(["--wait-stdin", "getppid", &CALLS.to_string()])
@@ -217,6 +222,17 @@ fn otlp_pushes_the_exact_counts_and_waits_out_a_receiver_away() {
 
     let (path, metrics) = until_counted(&rx, pid, "from the start");
     assert_eq!(path, "/v1/metrics");
+    // A cumulative series keeps its start from push to push (one that moves is a reset).
+    let start_of = |metrics: &[m::Metric]| match &metrics
+        .iter()
+        .find(|x| x.name == "syscost_syscalls")
+        .and_then(|x| x.data.clone())
+    {
+        Some(m::metric::Data::Sum(s)) => s.data_points[0].start_time_unix_nano,
+        other => panic!("no syscost_syscalls sum: {other:?}"),
+    };
+    let (_, next) = until_counted(&rx, pid, "in the next push");
+    assert_eq!(start_of(&next), start_of(&metrics));
     // The histogram: the same calls, its buckets adding up to them, its sum the time's.
     let hist = metrics
         .iter()
@@ -232,8 +248,29 @@ fn otlp_pushes_the_exact_counts_and_waits_out_a_receiver_away() {
         .expect("getppid's exponential histogram");
     assert_eq!(hist.count, CALLS);
     assert_eq!(hist.scale, 3);
-    let in_buckets: u64 = hist.positive.as_ref().unwrap().bucket_counts.iter().sum();
-    assert_eq!(in_buckets + hist.zero_count, CALLS);
+    let buckets = hist.positive.as_ref().unwrap();
+    assert_eq!(
+        buckets.bucket_counts.iter().sum::<u64>() + hist.zero_count,
+        CALLS
+    );
+    // The first and last buckets hold the fastest and slowest calls (each kernel bucket
+    // is counted at its middle: within 1.16 of its calls' latencies).
+    let base = 2f64.powf(0.125);
+    let bounds = |i: i32| (base.powi(i), base.powi(i + 1));
+    let first = buckets.offset + buckets.bucket_counts.iter().position(|&n| n > 0).unwrap() as i32;
+    let last = buckets.offset + buckets.bucket_counts.iter().rposition(|&n| n > 0).unwrap() as i32;
+    let (min, max) = (hist.min.unwrap(), hist.max.unwrap());
+    let near = |(lo, hi): (f64, f64), x: f64| lo < x * 1.16 && x / 1.16 <= hi;
+    assert!(
+        near(bounds(first), min),
+        "min {min} s, first bucket {:?}",
+        bounds(first)
+    );
+    assert!(
+        near(bounds(last), max),
+        "max {max} s, last bucket {:?}",
+        bounds(last)
+    );
     let time = getppid_point(&metrics, "syscost_syscall").expect("getppid's time");
     assert_eq!(hist.sum, Some(time));
     // The same figures as the endpoint serves.
@@ -246,7 +283,7 @@ fn otlp_pushes_the_exact_counts_and_waits_out_a_receiver_away() {
     assert_eq!(served, Some(time), "the endpoint's time, to the nanosecond");
 
     // The receiver goes away: tries fail, newer figures replace the waiting ones.
-    drop(receiver);
+    receiver.away.store(true, Ordering::Release);
     scrape_until(&endpoint, "failed and dropped pushes counted", |text| {
         let n = |name| sample_value(text, name, &[]).unwrap_or(0.0);
         let (failures, dropped) = (
@@ -261,12 +298,12 @@ fn otlp_pushes_the_exact_counts_and_waits_out_a_receiver_away() {
     });
     err.until("the line that says the receiver is away", |l| {
         l.starts_with(&format!(
-            "syscost: OTLP: cannot push to http://127.0.0.1:{port}/v1/metrics: cannot connect:"
+            "syscost: OTLP: cannot push to http://127.0.0.1:{port}/v1/metrics: "
         ))
     });
-    // Back on the same port: it receives the figures whole (every push carries them all).
+    // Back: it receives the figures whole (every push carries them all).
     while rx.try_recv().is_ok() {}
-    let _back = Receiver::start(port, tx);
+    receiver.away.store(false, Ordering::Release);
     until_counted(&rx, pid, "after the receiver came back");
     err.until("the line that says the receiver is back", |l| {
         l == format!("syscost: OTLP: http://127.0.0.1:{port}/v1/metrics accepts the metrics again")
@@ -278,12 +315,22 @@ fn otlp_pushes_the_exact_counts_and_waits_out_a_receiver_away() {
 
 #[test]
 fn an_otlp_endpoint_syscost_cannot_push_to_is_refused_at_once() {
-    for (url, why) in [
-        ("https://127.0.0.1:4318", "plain HTTP only"),
-        ("127.0.0.1:4318", "no http:// scheme"),
+    for (args, why) in [
+        (["-p", "1", "https://127.0.0.1:4318"], "plain HTTP only"),
+        (["-p", "1", "127.0.0.1:4318"], "no http:// scheme"),
+        // Its series are not pushed: said, not left out in silence.
+        (
+            ["--top", "", "http://127.0.0.1:4318"],
+            "cannot be used with",
+        ),
     ] {
-        let o = output(syscost().args(["export", "--top", "--otlp-endpoint", url]));
-        assert_eq!(o.status.code(), Some(2), "{url}");
-        assert!(stderr(&o).contains(why), "{url}: {}", stderr(&o));
+        let o = output(
+            syscost()
+                .arg("export")
+                .args(args[..2].iter().filter(|a| !a.is_empty()))
+                .args(["--otlp-endpoint", args[2]]),
+        );
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(why), "{args:?}: {}", stderr(&o));
     }
 }

@@ -707,12 +707,8 @@ fn read_by_go_pprof(t: &RootTest, file: &std::path::Path) -> Vec<Read> {
             let (calls, ns) = (v.next()??, v.next()??);
             let mut frames: Vec<String> = ids
                 .split_whitespace()
-                .map(|id| {
-                    names
-                        .get(id)
-                        .expect("a location go tool pprof listed")
-                        .to_string()
-                })
+                // A location -raw lists without a function: its id, marked.
+                .map(|id| names.get(id).map_or(format!("?{id}"), |n| n.to_string()))
                 .collect();
             frames.reverse();
             Some((calls, ns, frames))
@@ -751,7 +747,7 @@ fn read_by_python_protobuf(t: &RootTest, file: &std::path::Path) -> Vec<Read> {
     );
     lines
         .map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
+            let w: Vec<&str> = l.split('\t').collect();
             assert_eq!(w.len(), 5, "calls, ns, pid, comm, frames: {l}");
             (
                 w[0].parse().unwrap(),
@@ -946,12 +942,39 @@ fn export_serves_a_windows_calls_by_stack_as_pprof() {
     err.until("the second window's opening", |l| {
         l.contains("/debug/pprof/syscalls: a window of 3600 s from sample")
     });
+    // Three more make four, the most served at once: a fifth is refused at once.
+    let more: Vec<_> = (0..3)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || get_bytes(&addr, "/debug/pprof/syscalls?seconds=3600"))
+        })
+        .collect();
+    for i in 0..3 {
+        err.until(&format!("window {} of 4 opening", i + 2), |l| {
+            l.contains("/debug/pprof/syscalls: a window of 3600 s from sample")
+        });
+    }
+    let (status, body) = get_bytes(&addr, "/debug/pprof/syscalls?seconds=1");
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        status == 503 && body.contains("4 windows of calls by stack are open"),
+        "{status} {body}"
+    );
     round(&mut stdin);
     round(&mut stdin);
     drop(stdin);
     assert!(work.wait_exit().success());
     let during = window("b.pb.gz", second.join().unwrap());
     assert_eq!(calls_to(&during, "getppid"), 2000, "{during:?}");
+    for (i, w) in more.into_iter().enumerate() {
+        let read = window(&format!("more-{i}.pb.gz"), w.join().unwrap());
+        assert_eq!(
+            calls_to(&read, "getppid"),
+            2000,
+            "window {}: {read:?}",
+            i + 2
+        );
+    }
     // SAFETY: signals the process this test started.
     unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
     assert!(export.wait_exit().success());

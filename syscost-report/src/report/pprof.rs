@@ -80,12 +80,15 @@ fn top_level_fields(mut raw: &[u8]) -> Result<[u64; 16]> {
     Ok(counts)
 }
 
-/// When and for how long the calls were counted.
-#[derive(Clone, Copy, Debug, Default)]
+/// When and for how long the calls were counted, and what a reader should know of
+/// them.
+#[derive(Clone, Debug, Default)]
 pub struct Window {
     /// Wall clock at the start, ns since the epoch.
     pub start_unix_ns: i64,
     pub duration_ns: i64,
+    /// A comment beside the summary's.
+    pub note: Option<String>,
 }
 
 /// Strings, by their index in the table (index 0 is "", as pprof requires).
@@ -286,7 +289,10 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
     }
     let comment = crate::report::stacks::summary(stacks, "this profile");
     let comment = comment.trim_start_matches("syscost: ").to_string();
-    p.comment = vec![strings.get(&format!("syscost {comment}"))];
+    p.comment = std::iter::once(format!("syscost {comment}"))
+        .chain(window.note.clone())
+        .map(|c| strings.get(&c))
+        .collect();
     p.string_table = strings.table;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gz, &p.encode_to_vec()).expect("writing to memory");

@@ -178,6 +178,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
         plan.stacks.as_ref(),
         finished.stacks,
         syscost_report::output::Owner::invoker(),
+        None,
     )?;
     if profile.totals().0 == 0 && cgroup.is_none() {
         eprintln!(

@@ -89,6 +89,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         sources.push(Source::new(t.pid, t.comm.clone(), slot));
     }
     let session = plan.start(tracer, Watch::Nothing)?;
+    let started = std::time::Instant::now();
     let handle = session.handle();
     let (metrics, counters) = with_otlp(
         Metrics::new(handle.clone(), sources)
@@ -101,7 +102,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         plan.listener.take().context("bound above")?,
         metrics.clone(),
     )?;
-    let _pusher = push(args, metrics, counters)?;
+    let pusher = push(args, metrics, counters)?;
     let names: Vec<String> = targets
         .iter()
         .map(|t| format!("{} ({})", t.pid, syscost_report::untrusted::shown(&t.comm)))
@@ -158,6 +159,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             }
         }
     }
+    drop(pusher);
     drop(server);
     let finished = session.finish()?;
     super::write_stacks(
@@ -165,6 +167,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         plan.stacks.as_ref(),
         finished.stacks,
         syscost_report::output::Owner::invoker(),
+        Some(started.elapsed().as_nanos() as u64),
     )?;
     Ok(0)
 }
@@ -211,6 +214,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     .service(false);
     let tracer = plan.load()?;
     let session = plan.start(tracer, Watch::Nothing)?;
+    let started = std::time::Instant::now();
     let handle = session.handle();
     let sources = match &cgroup {
         Some(cg) => vec![Source::cgroup(cg.path.clone(), 0)],
@@ -255,6 +259,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         plan.stacks.as_ref(),
         finished.stacks,
         syscost_report::output::Owner::invoker(),
+        Some(started.elapsed().as_nanos() as u64),
     )?;
     Ok(0)
 }

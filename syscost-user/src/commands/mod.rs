@@ -99,12 +99,13 @@ fn add_slow(
 
 /// `--stacks`: the calls by stack into the profile (when there is one), their folded
 /// lines or pprof profile into the file (given to `owner`), and a line on stderr saying
-/// what it holds.
+/// what it holds. `traced_ns`: how long it traced, where there is no profile to say.
 fn write_stacks(
     profile: Option<&mut Profile>,
     out: Option<&crate::plan::StacksOut>,
     stacks: Option<syscost_report::profile::CallStacks>,
     owner: Option<Owner>,
+    traced_ns: Option<u64>,
 ) -> Result<()> {
     use syscost_report::report::{
         pprof,
@@ -116,9 +117,11 @@ fn write_stacks(
     let bytes = match out.format {
         Format::Folded => folded(&stacks, out.weight).into_bytes(),
         Format::Pprof => {
-            // The wall clock at the start: now less the profile's duration (a service
-            // writes its stacks without a profile: its end alone is known).
-            let duration_ns = profile.as_ref().map_or(0, |p| p.duration_ns);
+            // The wall clock at the start: now less how long it traced (the profile's
+            // duration; a service, without a profile, says).
+            let duration_ns = traced_ns
+                .or(profile.as_ref().map(|p| p.duration_ns))
+                .unwrap_or(0);
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64);
@@ -127,6 +130,7 @@ fn write_stacks(
                 pprof::Window {
                     start_unix_ns: now.saturating_sub(duration_ns) as i64,
                     duration_ns: duration_ns as i64,
+                    note: None,
                 },
             )
         }

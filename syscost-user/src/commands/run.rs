@@ -139,6 +139,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         plan.stacks.as_ref(),
         finished.stacks,
         owner,
+        None,
     )?;
     let table = super::save_and_render(profile, &args.view, args.json.as_deref(), owner)?;
     match &args.output {

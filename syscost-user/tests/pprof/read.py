@@ -3,9 +3,10 @@ protobuf over pprof's profile.proto (compiled by protoc into the directory given
 
     python3 read.py GENERATED_DIR PROFILE.pb.gz
 
-One line per sample: its values (as many as the sample types), its pid and comm labels,
-and its frames' functions outermost first, `;` between them (an address where a frame
-has no function). The first line names the sample types."""
+One line per sample, its fields separated by tabs: its values (as many as the sample
+types), its pid and comm labels, and its frames' functions outermost first, `;` between
+them (an address where a frame has no function). The first line names the sample
+types."""
 
 import gzip
 import sys
@@ -32,5 +33,5 @@ def name(location_id):
 for sample in profile.sample:
     labels = {strings[l.key]: (strings[l.str] if l.str else l.num) for l in sample.label}
     frames = ";".join(reversed([name(i) for i in sample.location_id]))
-    values = " ".join(str(v) for v in sample.value)
-    print(values, labels.get("pid"), labels.get("comm"), frames)
+    fields = [str(v) for v in sample.value] + [str(labels.get("pid")), str(labels.get("comm")), frames]
+    print("\t".join(fields))

@@ -110,9 +110,20 @@ pub struct Endpoint {
     pub path: String,
 }
 
+impl Endpoint {
+    /// `HOST:PORT`, an IPv6 address in brackets (the Host header's form).
+    pub fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
 impl std::fmt::Display for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "http://{}:{}{}", self.host, self.port, self.path)
+        write!(f, "http://{}{}", self.authority(), self.path)
     }
 }
 
@@ -132,9 +143,9 @@ pub fn parse_endpoint(s: &str) -> Result<Endpoint> {
         .host()
         .filter(|h| !h.is_empty())
         .ok_or_else(|| anyhow!("'{s}' names no host: give http://HOST:PORT"))?;
-    let path = match uri.path() {
-        "" | "/" => "/v1/metrics".to_string(),
-        p => p.to_string(),
+    let path = match uri.path_and_query().map(|p| p.as_str()) {
+        None | Some("" | "/") => "/v1/metrics".to_string(),
+        Some(p) => p.to_string(),
     };
     Ok(Endpoint {
         host: host
@@ -211,18 +222,31 @@ pub fn exponential_buckets(hist: &[syscost_report::latency::Bucket]) -> (u64, i3
     (zero, first - 1, counts)
 }
 
-/// The request of `scrape`, its points stamped `now` (ns since the epoch), each process's
-/// series starting `duration_ns` before.
+/// Each series' start (ns since the epoch), by its process or cgroup: set at its first
+/// push and kept, as a cumulative series' start must be (a start that moves reads as a
+/// reset).
+pub type Starts = std::collections::HashMap<String, u64>;
+
+/// The request of `scrape`, its points stamped `now` (the sample's time, ns since the
+/// epoch), each process's series starting where `starts` says (at its first push, `now`
+/// less its duration).
 pub fn request(
     scrape: &Scrape,
     now: u64,
     host: &str,
+    starts: &mut Starts,
 ) -> proto::collector::ExportMetricsServiceRequest {
     let resource_metrics = scrape
         .processes
         .iter()
         .map(|p| {
-            let start = now.saturating_sub(p.duration_ns);
+            let key = match &p.target.cgroup {
+                Some(cg) => format!("cgroup {cg}"),
+                None => format!("pid {}", p.target.pid),
+            };
+            let start = *starts
+                .entry(key)
+                .or_insert_with(|| now.saturating_sub(p.duration_ns));
             let attrs = |s: &syscost_report::profile::SyscallProfile| vec![string("syscall", &s.name)];
             let point = |s, v| m::NumberDataPoint {
                 attributes: attrs(s),
@@ -399,6 +423,9 @@ async fn push_loop(
 ) {
     let host = host_name();
     let mut pending: Option<Vec<u8>> = None;
+    let mut starts = Starts::new();
+    // Said once: a receiver that takes the pushes but rejects some of their points.
+    let mut partial_said = false;
     let mut backoff = Duration::from_secs(1);
     let mut retry_at = Instant::now();
     // Whether the receiver was away (said once, and again when it is back).
@@ -408,18 +435,22 @@ async fn push_loop(
             _ = &mut stopped => return,
             changed = ticks.changed() => if changed.is_err() { return },
         }
-        let scrape = match metrics.scrape() {
+        let sample = metrics.session().latest();
+        let scrape = match metrics.scrape_of(&sample) {
             Ok(s) => s,
             Err(e) => {
                 log::warn!("OTLP: cannot read the figures: {e:#}");
                 continue;
             }
         };
+        // The sample's time on the wall clock.
         let now = SystemTime::now()
+            .checked_sub(sample.taken.elapsed())
+            .unwrap_or(SystemTime::UNIX_EPOCH)
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         if pending
-            .replace(request(&scrape, now, &host).encode_to_vec())
+            .replace(request(&scrape, now, &host, &mut starts).encode_to_vec())
             .is_some()
         {
             counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -428,8 +459,20 @@ async fn push_loop(
             continue;
         }
         let body = pending.take().expect("just set");
-        match tokio::time::timeout(PUSH_TIMEOUT, post(&endpoint, body.clone())).await {
-            Ok(Ok(())) => {
+        // The stop is heard during a push too: a receiver that never answers holds the
+        // end no longer than the others.
+        let pushed = tokio::select! {
+            _ = &mut stopped => return,
+            pushed = tokio::time::timeout(PUSH_TIMEOUT, post(&endpoint, body.clone())) => pushed,
+        };
+        match pushed {
+            Ok(Ok(rejected)) => {
+                if let Some(why) = rejected.filter(|_| !partial_said) {
+                    eprintln!(
+                        "syscost: OTLP: {endpoint} took the metrics but rejected some: {why}"
+                    );
+                    partial_said = true;
+                }
                 counters.sent.fetch_add(1, Ordering::Relaxed);
                 backoff = Duration::from_secs(1);
                 if away {
@@ -468,8 +511,9 @@ enum Push {
     Refused(String),
 }
 
-/// One `POST` of `body` (an `ExportMetricsServiceRequest`) on a new connection.
-async fn post(endpoint: &Endpoint, body: Vec<u8>) -> Result<(), Push> {
+/// One `POST` of `body` (an `ExportMetricsServiceRequest`) on a new connection; taken,
+/// with what the receiver rejected of it, if anything (its partial success).
+async fn post(endpoint: &Endpoint, body: Vec<u8>) -> Result<Option<String>, Push> {
     use http_body_util::{BodyExt as _, Full};
     let stream = tokio::net::TcpStream::connect((endpoint.host.as_str(), endpoint.port))
         .await
@@ -480,10 +524,7 @@ async fn post(endpoint: &Endpoint, body: Vec<u8>) -> Result<(), Push> {
             .map_err(|e| Push::Retry(format!("HTTP: {e}")))?;
     tokio::spawn(connection);
     let req = hyper::Request::post(&endpoint.path)
-        .header(
-            hyper::header::HOST,
-            format!("{}:{}", endpoint.host, endpoint.port),
-        )
+        .header(hyper::header::HOST, endpoint.authority())
         .header(hyper::header::CONTENT_TYPE, "application/x-protobuf")
         .body(Full::new(bytes::Bytes::from(body)))
         .map_err(|e| Push::Refused(format!("cannot make the request: {e}")))?;
@@ -493,13 +534,28 @@ async fn post(endpoint: &Endpoint, body: Vec<u8>) -> Result<(), Push> {
         .map_err(|e| Push::Retry(format!("HTTP: {e}")))?;
     let status = answer.status();
     // The answer's body (an ExportMetricsServiceResponse, or why), 4 KiB of it at most.
-    let text = http_body_util::Limited::new(answer.into_body(), 4096)
+    let bytes = http_body_util::Limited::new(answer.into_body(), 4096)
         .collect()
         .await
-        .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
+        .map(|b| b.to_bytes())
         .unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
     match status.as_u16() {
-        200..=299 => Ok(()),
+        200..=299 => Ok(
+            proto::collector::ExportMetricsServiceResponse::decode(&bytes[..])
+                .ok()
+                .and_then(|r| r.partial_success)
+                .filter(|p| p.rejected_data_points > 0 || !p.error_message.is_empty())
+                .map(|p| {
+                    format!(
+                        "{} points rejected: {}",
+                        p.rejected_data_points,
+                        syscost_report::untrusted::shown(
+                            &p.error_message.chars().take(200).collect::<String>()
+                        )
+                    )
+                }),
+        ),
         429 | 500..=599 => Err(Push::Retry(format!("{status}"))),
         _ => Err(Push::Refused(format!(
             "{status} {}",
@@ -536,14 +592,16 @@ mod tests {
             parse_endpoint("http://127.0.0.1").unwrap().to_string(),
             "http://127.0.0.1:4318/v1/metrics"
         );
+        let v6 = parse_endpoint("http://[::1]:9000/otlp/v1/metrics?tenant=a").unwrap();
         assert_eq!(
-            parse_endpoint("http://[::1]:9000/otlp/v1/metrics").unwrap(),
+            v6,
             Endpoint {
                 host: "::1".into(),
                 port: 9000,
-                path: "/otlp/v1/metrics".into()
+                path: "/otlp/v1/metrics?tenant=a".into()
             }
         );
+        assert_eq!(v6.to_string(), "http://[::1]:9000/otlp/v1/metrics?tenant=a");
         for (bad, why) in [
             ("https://c:4318", "plain HTTP only"),
             ("c:4318", "no http:// scheme"),
@@ -598,7 +656,21 @@ mod tests {
             processes: vec![p.clone()],
             ..Scrape::default()
         };
-        let req = request(&scrape, 2_000_000_000_000, "node-1");
+        let mut starts = Starts::new();
+        let req = request(&scrape, 2_000_000_000_000, "node-1", &mut starts);
+        // A later push keeps each series' start.
+        let later = request(&scrape, 3_000_000_000_000, "node-1", &mut starts);
+        let start_of = |r: &proto::collector::ExportMetricsServiceRequest| match &r.resource_metrics
+            [0]
+        .scope_metrics[0]
+            .metrics[0]
+            .data
+        {
+            Some(m::metric::Data::Sum(s)) => s.data_points[0].start_time_unix_nano,
+            _ => panic!("a sum first"),
+        };
+        assert_eq!(start_of(&later), start_of(&req));
+        assert_eq!(start_of(&req), 2_000_000_000_000 - p.duration_ns);
         assert_eq!(req.resource_metrics.len(), 1);
         let r = req.resource_metrics[0].resource.as_ref().unwrap();
         let attr = |k: &str| r.attributes.iter().find(|a| a.key == k).cloned();

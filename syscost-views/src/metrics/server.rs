@@ -442,6 +442,18 @@ async fn stacks_window(req: &Request<Incoming>, endpoint: &Endpoint) -> Response
         Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e:#}\n")),
     };
     match windows.profile(seconds).await {
+        Err(super::stacks::Refused::Busy) => {
+            let mut r = text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "{} windows of calls by stack are open, the most syscost serves at once: try again\n",
+                    super::stacks::MAX_WINDOWS
+                ),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            r
+        }
         Ok(profile) => {
             let mut r = Response::new(body(profile));
             r.headers_mut().insert(
@@ -454,7 +466,7 @@ async fn stacks_window(req: &Request<Incoming>, endpoint: &Endpoint) -> Response
             );
             r
         }
-        Err(e) => text(
+        Err(super::stacks::Refused::Failed(e)) => text(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("cannot serve the calls by stack: {e:#}\n"),
         ),

@@ -11,10 +11,7 @@
 //! read into samples only while a window is open.
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
+    sync::{Arc, Mutex},
     time::{Duration, SystemTime},
 };
 
@@ -30,11 +27,29 @@ pub const DEFAULT_SECONDS: u64 = 30;
 /// The longest window: a connection is held for as long.
 pub const MAX_SECONDS: u64 = 3600;
 
+/// Windows open at once: each holds a connection and has every sample read the
+/// kernel's stack tables; one more is answered 503 at once (as Go's CPU profile refuses
+/// a second), so that windows never take every connection from the scrapes.
+pub const MAX_WINDOWS: usize = 4;
+
+/// How long past its end a window waits for the sample that closes it before it
+/// answers 503 (a session whose samples stopped carrying the tables).
+pub const GRACE: Duration = Duration::from_secs(60);
+
 /// The windows' source: the session's samples, and how many windows are open.
 pub struct Windows {
     session: SessionHandle,
     samples: tokio::sync::watch::Receiver<Option<Arc<Sample>>>,
-    open: Arc<AtomicUsize>,
+    open: Arc<Mutex<usize>>,
+}
+
+/// Why a window was not served.
+pub enum Refused {
+    /// [`MAX_WINDOWS`] are open.
+    Busy,
+    /// The samples that open or close it did not come, or the profile could not be
+    /// made.
+    Failed(anyhow::Error),
 }
 
 impl Windows {
@@ -49,45 +64,73 @@ impl Windows {
         Self {
             session,
             samples,
-            open: Arc::new(AtomicUsize::new(0)),
+            open: Arc::new(Mutex::new(0)),
         }
     }
 
     /// The calls by stack of a window of `seconds`, gzipped pprof.
-    pub async fn profile(&self, seconds: u64) -> Result<Vec<u8>> {
-        let asked = std::time::Instant::now();
-        let _open = Open::new(self);
+    pub async fn profile(&self, seconds: u64) -> Result<Vec<u8>, Refused> {
+        let asked = tokio::time::Instant::now();
+        let _open = Open::new(self).ok_or(Refused::Busy)?;
         let mut rx = self.samples.clone();
         rx.borrow_and_update();
-        let first = next_with_tables(&mut rx).await?;
-        log::debug!(
-            "{PATH}: a window of {seconds} s from sample {} opened",
-            first.seq
-        );
         let end = asked + Duration::from_secs(seconds);
-        let last = loop {
-            let s = next_with_tables(&mut rx).await?;
-            if s.unloaded || s.taken >= end {
-                break s;
+        let samples = async {
+            let first = next_with_tables(&mut rx).await?;
+            log::debug!(
+                "{PATH}: a window of {seconds} s from sample {} opened",
+                first.seq
+            );
+            loop {
+                let s = next_with_tables(&mut rx).await?;
+                if s.unloaded || s.taken >= end.into_std() {
+                    return Ok::<_, anyhow::Error>((first, s));
+                }
             }
         };
-        let (Some(a), Some(b)) = (&first.stack_tables, &last.stack_tables) else {
-            unreachable!("both samples carry the tables");
-        };
-        let stacks = self.session.assemble_stacks(&b.since(a));
-        let start = SystemTime::now()
-            .checked_sub(first.taken.elapsed())
-            .unwrap_or(SystemTime::UNIX_EPOCH)
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i64);
-        Ok(pprof::encode(
-            &stacks,
-            pprof::Window {
-                start_unix_ns: start,
-                duration_ns: last.taken.saturating_duration_since(first.taken).as_nanos() as i64,
-            },
-        ))
+        let (first, last) = tokio::time::timeout_at(end + GRACE, samples)
+            .await
+            .map_err(|_| {
+                Refused::Failed(anyhow!(
+                    "no sample with the stack tables came within {} s of the window's end",
+                    GRACE.as_secs()
+                ))
+            })?
+            .map_err(Refused::Failed)?;
+        // Off the endpoint's thread: the tables' difference, the naming (a /proc read a
+        // process) and the encoding.
+        let session = self.session.clone();
+        tokio::task::spawn_blocking(move || window_profile(&session, &first, &last))
+            .await
+            .map_err(|e| Refused::Failed(anyhow!("the window's profile failed: {e}")))
     }
+}
+
+/// The profile of the calls between samples `first` and `last`.
+fn window_profile(session: &SessionHandle, first: &Sample, last: &Sample) -> Vec<u8> {
+    let (Some(a), Some(b)) = (&first.stack_tables, &last.stack_tables) else {
+        unreachable!("both samples carry the tables");
+    };
+    let stacks = session.assemble_stacks(&b.since(a));
+    let note = b.moved_past_the_bound(a).then(|| {
+        format!(
+            "syscost: not exact: entries were summed past the {} kept one by one during the window, and the sums beyond that bound may hold calls from before it",
+            syscost_engine::stacks::DRAINED_KEYS
+        )
+    });
+    let start = SystemTime::now()
+        .checked_sub(first.taken.elapsed())
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    pprof::encode(
+        &stacks,
+        pprof::Window {
+            start_unix_ns: start,
+            duration_ns: last.taken.saturating_duration_since(first.taken).as_nanos() as i64,
+            note,
+        },
+    )
 }
 
 /// The next sample published that carries the stack tables.
@@ -109,17 +152,25 @@ async fn next_with_tables(
 struct Open<'a>(&'a Windows);
 
 impl<'a> Open<'a> {
-    fn new(w: &'a Windows) -> Self {
-        if w.open.fetch_add(1, Ordering::AcqRel) == 0 {
+    /// `None` when [`MAX_WINDOWS`] are open.
+    fn new(w: &'a Windows) -> Option<Self> {
+        let mut open = syscost_engine::locks::lock(&w.open);
+        if *open >= MAX_WINDOWS {
+            return None;
+        }
+        *open += 1;
+        if *open == 1 {
             w.session.want_stack_tables(true);
         }
-        Self(w)
+        Some(Self(w))
     }
 }
 
 impl Drop for Open<'_> {
     fn drop(&mut self) {
-        if self.0.open.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let mut open = syscost_engine::locks::lock(&self.0.open);
+        *open -= 1;
+        if *open == 0 {
             self.0.session.want_stack_tables(false);
         }
     }

@@ -438,10 +438,10 @@ pub struct StacksArgs {
     /// by stack as pprof at /debug/pprof/syscalls?seconds=N (Parca, Pyroscope).
     #[arg(long, value_name = "FILE")]
     pub stacks: Option<PathBuf>,
-    /// What VALUE counts in the folded stacks file: the calls, or the time in them (ns).
-    /// A pprof profile holds both.
-    #[arg(long, value_enum, requires = "stacks", default_value_t = syscost_report::report::stacks::Weight::Calls)]
-    pub stacks_value: syscost_report::report::stacks::Weight,
+    /// What VALUE counts in the folded stacks file: the calls, or the time in them (ns)
+    /// [default: calls]. A pprof profile holds both.
+    #[arg(long, value_enum, requires = "stacks")]
+    pub stacks_value: Option<syscost_report::report::stacks::Weight>,
     /// How the stacks file is written: folded stacks, or a gzipped pprof profile (what
     /// go tool pprof, Pyroscope and Parca read) [default: pprof for a FILE ending in
     /// .pb.gz, .pb or .pprof, folded otherwise].

@@ -117,6 +117,18 @@ impl Plan {
                 "--metrics-max-connections bounds the metrics endpoint: give --metrics-addr too"
             );
         }
+        if let Some(path) = &stacks.stacks
+            && stacks.stacks_value.is_some()
+            && stacks
+                .stacks_format
+                .unwrap_or_else(|| syscost_report::report::stacks::Format::of(path))
+                == syscost_report::report::stacks::Format::Pprof
+        {
+            anyhow::bail!(
+                "--stacks-value chooses what a folded stacks file counts: a pprof profile ({}) holds both the calls and the time",
+                path.display()
+            );
+        }
         if slow.stack_size.is_some() && slow.slow.is_none() && stacks.stacks.is_none() {
             anyhow::bail!("--stack-size goes with --slow or --stacks: the stacks it is for");
         }
@@ -134,7 +146,7 @@ impl Plan {
                 format: stacks
                     .stacks_format
                     .unwrap_or_else(|| syscost_report::report::stacks::Format::of(&path)),
-                weight: stacks.stacks_value,
+                weight: stacks.stacks_value.unwrap_or_default(),
                 path,
             }),
             session: SessionPlan {
@@ -281,5 +293,42 @@ mod tests {
                 .stacks,
             None
         );
+    }
+
+    /// The stacks file's format comes from its name unless told; what a folded line
+    /// counts is refused for a pprof profile, which holds both.
+    #[test]
+    fn the_stacks_format_follows_the_name_and_refuses_a_value_it_has_no_use_for() {
+        use syscost_report::report::stacks::{Format, Weight};
+        let plan = |stacks: &StacksArgs| {
+            Plan::new(
+                programs::command(),
+                &TracingArgs::default(),
+                &SlowArgs::default(),
+                stacks,
+                None,
+                &WebArgs::default(),
+            )
+        };
+        let args = |file: &str, format, value| StacksArgs {
+            stacks: Some(file.into()),
+            stacks_format: format,
+            stacks_value: value,
+            stacks_sample: 16,
+        };
+        let format = |a: &StacksArgs| plan(a).expect("a plan").stacks.unwrap().format;
+        assert_eq!(format(&args("x.pb.gz", None, None)), Format::Pprof);
+        assert_eq!(format(&args("x.pprof", None, None)), Format::Pprof);
+        assert_eq!(format(&args("x.folded", None, None)), Format::Folded);
+        assert_eq!(format(&args("x", Some(Format::Pprof), None)), Format::Pprof);
+        assert_eq!(
+            format(&args("x.pb.gz", Some(Format::Folded), Some(Weight::Time))),
+            Format::Folded
+        );
+        let err = plan(&args("x.pb.gz", None, Some(Weight::Time)))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(err.contains("holds both the calls and the time"), "{err}");
     }
 }

@@ -833,6 +833,22 @@ fn calls_by_stack_as_pprof_are_read_by_pprofs_readers() {
             "{line}"
         );
     }
+    // -e picks syscalls; --process and -z do not apply to it, and say so.
+    let o = output(syscost().args(["report", "-e", "getppid"]).arg(&file));
+    let only = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        only.starts_with("calls by user stack of ") && only.contains(": 6,000 calls from 3 stacks"),
+        "{only}"
+    );
+    for extra in [&["--process", "1"][..], &["-z"]] {
+        let o = output(syscost().arg("report").args(extra).arg(&file));
+        assert!(
+            !o.status.success() && stderr(&o).contains("is a pprof profile of calls by stack"),
+            "{extra:?}: {}",
+            stderr(&o)
+        );
+    }
     // A reader of JSON profiles says what the file is.
     let o = output(syscost().arg("diff").arg(&file).arg(&file));
     assert!(

@@ -12,8 +12,22 @@ use syscost_report::{
 };
 
 pub fn report(args: &ReportArgs) -> Result<i32> {
-    args.view.selection()?;
-    if let Some(stacks) = read_pprof(&args.file)? {
+    let sel = args.view.selection()?;
+    if let Some(mut stacks) = read_pprof(&args.file)? {
+        if args.process.is_some() {
+            bail!(
+                "--process narrows a file with per-process figures (top --json, --per-process); {} is a pprof profile of calls by stack",
+                args.file.display()
+            );
+        }
+        // -e picks the syscalls (its status= and -z/-Z cannot: stacks count no errors).
+        if sel.status.is_some() {
+            bail!(
+                "{} is a pprof profile of calls by stack, which counts no errors: -z, -Z and -e status= do not apply",
+                args.file.display()
+            );
+        }
+        stacks.stacks.retain(|s| sel.shows(&s.syscall));
         super::print_out(&syscost_report::report::stacks::render(
             &stacks,
             &args.file.display().to_string(),
@@ -56,9 +70,15 @@ fn read_pprof(path: &Path) -> Result<Option<syscost_report::profile::CallStacks>
     if !syscost_report::report::pprof::looks_like(&head[..n]) {
         return Ok(None);
     }
+    // Within what the reader unpacks at the most (a bigger gzip is no profile of ours).
+    const MAX_FILE: u64 = 64 << 20;
     let mut bytes = head[..n].to_vec();
-    f.read_to_end(&mut bytes)
+    f.take(MAX_FILE)
+        .read_to_end(&mut bytes)
         .with_context(|| format!("cannot read {name}"))?;
+    if bytes.len() as u64 > MAX_FILE {
+        bail!("{name}: more than 64 MiB: not a profile syscost wrote");
+    }
     syscost_report::report::pprof::decode(&bytes)
         .map(Some)
         .map_err(|e| anyhow!("{name}: {e:#}"))

@@ -297,6 +297,16 @@ fn have(cmd: &str) -> bool {
 /// workload waits on its stdin until `start` (given its pid) has the peer ready, then
 /// the peer is interrupted (SIGINT, as a user stops it) and stopped.
 fn peer_on_pid(workload: &Path, n: &str, start: impl FnOnce(u32) -> Result<Child>) -> Result<f64> {
+    peer_on_pid_cpu(workload, n, start).map(|(ns, _)| ns)
+}
+
+/// [`peer_on_pid`], and the peer's own CPU time (every thread's) from the workload's
+/// start to its end, ns.
+fn peer_on_pid_cpu(
+    workload: &Path,
+    n: &str,
+    start: impl FnOnce(u32) -> Result<Child>,
+) -> Result<(f64, u64)> {
     let mut w = Command::new(workload)
         .args(["--wait-stdin", "getppid", n])
         .stdin(Stdio::piped())
@@ -307,9 +317,11 @@ fn peer_on_pid(workload: &Path, n: &str, start: impl FnOnce(u32) -> Result<Child
     out.read_line(&mut line)?;
     let tracefs = Tracefs::mount()?;
     let r = start(w.id()).and_then(|peer| {
+        let cpu_before = cpu_of(peer.id());
         writeln!(w.stdin.as_mut().context("workload stdin")?)?;
         let mut rest = String::new();
         out.read_to_string(&mut rest)?;
+        let cpu = cpu_of(peer.id()).saturating_sub(cpu_before);
         let _ = Command::new("kill")
             .args(["-INT", &peer.id().to_string()])
             .status();
@@ -317,6 +329,7 @@ fn peer_on_pid(workload: &Path, n: &str, start: impl FnOnce(u32) -> Result<Child
         rest.lines()
             .find_map(|l| l.strip_prefix("ns_per_call="))
             .and_then(|v| v.trim().parse().ok())
+            .map(|ns| (ns, cpu))
             .with_context(|| format!("no ns_per_call in {rest:?}"))
     });
     let _ = w.kill();
@@ -324,6 +337,10 @@ fn peer_on_pid(workload: &Path, n: &str, start: impl FnOnce(u32) -> Result<Child
     drop(tracefs);
     r
 }
+
+/// `export --stacks`'s own CPU per call of each round, without a window (`false`) and
+/// with one open (`true`).
+static TRACER_CPU: std::sync::Mutex<Vec<(bool, f64)>> = std::sync::Mutex::new(Vec::new());
 
 fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64> {
     let n = calls.to_string();
@@ -382,13 +399,19 @@ fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> Result<f64>
         Setup::StacksServed(window) => {
             // The connection holding the window open, kept until the peer stops.
             let mut held = None;
-            let r = peer_on_pid(workload, &n, |pid| {
+            let r = peer_on_pid_cpu(workload, &n, |pid| {
                 let (export, conn) = export_stacks(syscost, pid, window)?;
                 held = conn;
                 Ok(export)
             });
             drop(held);
-            r
+            r.map(|(ns, cpu)| {
+                TRACER_CPU
+                    .lock()
+                    .expect("not poisoned")
+                    .push((window, cpu as f64 / calls as f64));
+                ns
+            })
         }
         Setup::BpftraceUstack | Setup::CBpftraceUstack(_) => {
             peer_on_pid(&stacks_program(setup, workload), &n, |pid| {
@@ -652,6 +675,20 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
             served - plain,
             served,
             plain
+        );
+        let cpu = TRACER_CPU.lock().expect("not poisoned").clone();
+        let of = |window: bool| {
+            median(
+                &cpu.iter()
+                    .filter(|(w, _)| *w == window)
+                    .map(|(_, c)| *c)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        println!(
+            "export --stacks's own CPU per call (its threads, over the calls): {:.1} ns without a window, {:.1} with one open (the tables read at every sample)",
+            of(false),
+            of(true)
         );
     }
     if let (Some(stacks), Some(bt)) = (added(Setup::SyscostStacks), added(Setup::BpftraceUstack)) {

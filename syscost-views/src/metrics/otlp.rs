@@ -173,8 +173,20 @@ fn string(key: &str, value: &str) -> common::KeyValue {
 }
 
 /// The resource of a traced process or cgroup.
-fn resource_of(p: &Profile, host: &str) -> resource::Resource {
+fn resource_of(p: &Profile, host: &str, kube: &[(&'static str, String)]) -> resource::Resource {
     let mut attributes = vec![string("host.name", host)];
+    // The Kubernetes pod and container its cgroup is, under OpenTelemetry's names.
+    for (label, value) in kube {
+        let key = match *label {
+            "pod_uid" => "k8s.pod.uid",
+            "pod" => "k8s.pod.name",
+            "namespace" => "k8s.namespace.name",
+            "container" => "k8s.container.name",
+            "container_id" => "container.id",
+            _ => continue,
+        };
+        attributes.push(string(key, value));
+    }
     match &p.target.cgroup {
         Some(cg) => attributes.push(string("syscost.cgroup", cg)),
         None => {
@@ -227,6 +239,18 @@ pub fn exponential_buckets(hist: &[syscost_report::latency::Bucket]) -> (u64, i3
 /// reset).
 pub type Starts = std::collections::HashMap<String, u64>;
 
+/// The Kubernetes labels of each process or cgroup (by [`key_of`]), where its cgroup is
+/// a pod's container.
+pub type Kube = std::collections::HashMap<String, Vec<(&'static str, String)>>;
+
+/// What a process's or a cgroup's series are known by from push to push.
+fn key_of(p: &Profile) -> String {
+    match &p.target.cgroup {
+        Some(cg) => format!("cgroup {cg}"),
+        None => format!("pid {}", p.target.pid),
+    }
+}
+
 /// The request of `scrape`, its points stamped `now` (the sample's time, ns since the
 /// epoch), each process's series starting where `starts` says (at its first push, `now`
 /// less its duration).
@@ -235,15 +259,14 @@ pub fn request(
     now: u64,
     host: &str,
     starts: &mut Starts,
+    kube: &Kube,
 ) -> proto::collector::ExportMetricsServiceRequest {
     let resource_metrics = scrape
         .processes
         .iter()
         .map(|p| {
-            let key = match &p.target.cgroup {
-                Some(cg) => format!("cgroup {cg}"),
-                None => format!("pid {}", p.target.pid),
-            };
+            let key = key_of(p);
+            let labels = kube.get(&key).map(Vec::as_slice).unwrap_or_default();
             let start = *starts
                 .entry(key)
                 .or_insert_with(|| now.saturating_sub(p.duration_ns));
@@ -336,7 +359,7 @@ pub fn request(
                 ..Default::default()
             });
             m::ResourceMetrics {
-                resource: Some(resource_of(p, host)),
+                resource: Some(resource_of(p, host, labels)),
                 scope_metrics: vec![m::ScopeMetrics {
                     scope: Some(common::InstrumentationScope {
                         name: "syscost".into(),
@@ -424,6 +447,10 @@ async fn push_loop(
     let host = host_name();
     let mut pending: Option<Vec<u8>> = None;
     let mut starts = Starts::new();
+    // Each process's or cgroup's pod labels, found at its first push (a process's cgroup
+    // read from /proc then, the runtime's files read as /metrics reads them).
+    let mut kube = Kube::new();
+    let mut directory = syscost_engine::kube::Directory::default();
     // Said once: a receiver that takes the pushes but rejects some of their points.
     let mut partial_said = false;
     let mut backoff = Duration::from_secs(1);
@@ -449,8 +476,17 @@ async fn push_loop(
             .unwrap_or(SystemTime::UNIX_EPOCH)
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
+        for p in &scrape.processes {
+            kube.entry(key_of(p)).or_insert_with(|| {
+                let cgroup = match &p.target.cgroup {
+                    Some(cg) => Some(cg.clone()),
+                    None => syscost_engine::cgroup::of_process(p.target.pid),
+                };
+                cgroup.map(|cg| directory.labels(&cg)).unwrap_or_default()
+            });
+        }
         if pending
-            .replace(request(&scrape, now, &host, &mut starts).encode_to_vec())
+            .replace(request(&scrape, now, &host, &mut starts, &kube).encode_to_vec())
             .is_some()
         {
             counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -657,9 +693,19 @@ mod tests {
             ..Scrape::default()
         };
         let mut starts = Starts::new();
-        let req = request(&scrape, 2_000_000_000_000, "node-1", &mut starts);
+        let kube = Kube::from([(
+            key_of(&p),
+            vec![
+                ("pod_uid", "0f1e".to_string()),
+                ("namespace", "shop".to_string()),
+                ("pod", "cart-1".to_string()),
+                ("container", "cart".to_string()),
+                ("container_id", "3b2e".to_string()),
+            ],
+        )]);
+        let req = request(&scrape, 2_000_000_000_000, "node-1", &mut starts, &kube);
         // A later push keeps each series' start.
-        let later = request(&scrape, 3_000_000_000_000, "node-1", &mut starts);
+        let later = request(&scrape, 3_000_000_000_000, "node-1", &mut starts, &kube);
         let start_of = |r: &proto::collector::ExportMetricsServiceRequest| match &r.resource_metrics
             [0]
         .scope_metrics[0]
@@ -675,6 +721,22 @@ mod tests {
         let r = req.resource_metrics[0].resource.as_ref().unwrap();
         let attr = |k: &str| r.attributes.iter().find(|a| a.key == k).cloned();
         assert!(attr("host.name").is_some() && attr("process.pid").is_some());
+        // The pod under OpenTelemetry's names.
+        let value = |k: &str| match attr(k).and_then(|a| a.value?.value) {
+            Some(common::any_value::Value::StringValue(s)) => s,
+            other => panic!("{k}: {other:?}"),
+        };
+        assert_eq!(
+            [
+                "k8s.pod.uid",
+                "k8s.namespace.name",
+                "k8s.pod.name",
+                "k8s.container.name",
+                "container.id"
+            ]
+            .map(value),
+            ["0f1e", "shop", "cart-1", "cart", "3b2e"]
+        );
         let names = names(&req);
         assert!(names.contains_key("syscost_syscalls"), "{names:?}");
         assert!(names.contains_key("syscost_syscall_duration"), "{names:?}");

@@ -313,12 +313,13 @@ pub struct ExportArgs {
     /// alone), or `localhost:9464`.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464", value_parser = parse_metrics_addr)]
     pub metrics_addr: SocketAddr,
-    /// Also push the traced processes' (or cgroup's) syscall families at every sample
-    /// (-i) over OTLP/HTTP (protobuf) to an OpenTelemetry Collector or another OTLP
-    /// receiver: http://HOST[:PORT][/PATH] (port 4318 and /v1/metrics unless given).
-    /// While it is away the newest figures wait, retried with a backoff up to 32 s; the
-    /// older ones are counted as dropped. Not with --top, whose series are not pushed.
-    #[arg(long, value_name = "URL", value_parser = parse_otlp_endpoint, conflicts_with = "top")]
+    /// Also push the syscall families /metrics serves (the traced processes' or cgroup's,
+    /// --top's and --per-process's series, the machine's counters) at every sample (-i)
+    /// over OTLP/HTTP (protobuf) to an OpenTelemetry Collector or another OTLP receiver:
+    /// http://HOST[:PORT][/PATH] (port 4318 and /v1/metrics unless given). While it is
+    /// away the newest figures wait, retried with a backoff up to 32 s; the older ones
+    /// are counted as dropped.
+    #[arg(long, value_name = "URL", value_parser = parse_otlp_endpoint)]
     pub otlp_endpoint: Option<syscost_views::metrics::otlp::Endpoint>,
     #[command(flatten)]
     pub web: WebArgs,

@@ -318,19 +318,74 @@ fn an_otlp_endpoint_syscost_cannot_push_to_is_refused_at_once() {
     for (args, why) in [
         (["-p", "1", "https://127.0.0.1:4318"], "plain HTTP only"),
         (["-p", "1", "127.0.0.1:4318"], "no http:// scheme"),
-        // Its series are not pushed: said, not left out in silence.
-        (
-            ["--top", "", "http://127.0.0.1:4318"],
-            "cannot be used with",
-        ),
     ] {
         let o = output(
             syscost()
                 .arg("export")
-                .args(args[..2].iter().filter(|a| !a.is_empty()))
+                .args(&args[..2])
                 .args(["--otlp-endpoint", args[2]]),
         );
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert!(stderr(&o).contains(why), "{args:?}: {}", stderr(&o));
     }
+}
+
+/// `export --top --otlp-endpoint`: the bounded per-process series and the machine's
+/// counters under the host's resource, with /metrics's labels.
+#[test]
+fn otlp_pushes_the_machines_series_under_top() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    let (tx, rx) = mpsc::channel();
+    let receiver = Receiver::start(tx);
+    let (mut export, _first, _err) = started(
+        syscost()
+            .args(["export", "--top", "--metrics-addr", "127.0.0.1:0"])
+            .arg("--otlp-endpoint")
+            .arg(format!("http://127.0.0.1:{}", receiver.port)),
+    );
+    // Something on the machine makes syscalls: a push comes with the process series.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let metrics = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let (_, req) = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|e| panic!("no push with syscost_process_syscalls: {e}"));
+        let metrics: Vec<m::Metric> = req
+            .resource_metrics
+            .iter()
+            .flat_map(|r| r.scope_metrics.iter().flat_map(|s| s.metrics.clone()))
+            .collect();
+        if metrics.iter().any(|x| x.name == "syscost_process_syscalls") {
+            assert_eq!(req.resource_metrics.len(), 1, "the host's resource alone");
+            let r = req.resource_metrics[0].resource.as_ref().unwrap();
+            assert!(attr(&r.attributes, "host.name").is_some());
+            break metrics;
+        }
+    };
+    let Some(m::metric::Data::Sum(calls)) = &metrics
+        .iter()
+        .find(|x| x.name == "syscost_process_syscalls")
+        .unwrap()
+        .data
+    else {
+        panic!("syscost_process_syscalls: a sum");
+    };
+    assert!(!calls.data_points.is_empty());
+    for p in &calls.data_points {
+        for key in ["pid", "comm", "cgroup", "syscall"] {
+            assert!(
+                attr(&p.attributes, key).is_some(),
+                "{key} in {:?}",
+                p.attributes
+            );
+        }
+    }
+    for name in ["syscost_events_dropped", "syscost_events_unpaired"] {
+        assert!(metrics.iter().any(|x| x.name == name), "{name}");
+    }
+    // SAFETY: signals the process this test started.
+    unsafe { libc::kill(export.id() as i32, libc::SIGINT) };
+    assert!(export.wait_exit().success());
 }

@@ -5,7 +5,9 @@
 //! The same families under the same names as the exposition (`syscost_syscalls`, unit
 //! `{call}`, a monotonic cumulative sum, becomes `syscost_syscalls_total` in a Prometheus
 //! behind a collector), one resource per traced process (`host.name`, `process.pid`,
-//! `process.executable.name`) or cgroup (`host.name`, `syscost.cgroup`). The latency
+//! `process.executable.name`, the pod's `k8s.*`) or cgroup (`host.name`,
+//! `syscost.cgroup`); `--top`'s bounded series and the machine's counters under the
+//! host's resource, with the exposition's labels. The latency
 //! histograms are exponential histograms of scale 3 (8 buckets per power of two, as the
 //! kernel's and the native histograms'): each kernel bucket counted whole in the bucket
 //! holding its middle, the count and the sum exact.
@@ -261,11 +263,13 @@ pub fn request(
     starts: &mut Starts,
     kube: &Kube,
 ) -> proto::collector::ExportMetricsServiceRequest {
-    let resource_metrics = scrape
+    let mut seen = std::collections::HashSet::new();
+    let mut resource_metrics: Vec<m::ResourceMetrics> = scrape
         .processes
         .iter()
         .map(|p| {
             let key = key_of(p);
+            seen.insert(key.clone());
             let labels = kube.get(&key).map(Vec::as_slice).unwrap_or_default();
             let start = *starts
                 .entry(key)
@@ -373,7 +377,150 @@ pub fn request(
             }
         })
         .collect();
+    if let Some(r) = machine_resource(scrape, now, host, starts, &mut seen) {
+        resource_metrics.push(r);
+    }
+    // A series no longer served starts anew if it comes back (a process folded into
+    // `other`, then busy again): its start is forgotten, and the map stays bounded.
+    starts.retain(|k, _| seen.contains(k));
     proto::collector::ExportMetricsServiceRequest { resource_metrics }
+}
+
+/// `export --top`'s (and `--per-process`'s) bounded series and the machine's counters,
+/// under the host's resource: the exposition's families (`syscost_process_syscalls`,
+/// `syscost_cgroup_syscall`...), each point with the series' labels as /metrics has
+/// them (`pid`, `comm`, `cgroup`, the pod's) and `syscall`.
+fn machine_resource(
+    scrape: &Scrape,
+    now: u64,
+    host: &str,
+    starts: &mut Starts,
+    seen: &mut std::collections::HashSet<String>,
+) -> Option<m::ResourceMetrics> {
+    use m::number_data_point::Value::{AsDouble, AsInt};
+    let mut metrics = Vec::new();
+    let mut start_of = |key: String| {
+        seen.insert(key.clone());
+        *starts.entry(key).or_insert(now)
+    };
+    for (prefix, what, series) in [
+        ("syscost_process", "process", &scrape.processes_top),
+        ("syscost_cgroup", "cgroup", &scrape.cgroups_top),
+    ] {
+        if series.is_empty() {
+            continue;
+        }
+        type Pick = fn(&syscost_common::TopValue) -> m::number_data_point::Value;
+        let families: [(&str, &str, &str, Pick); 4] = [
+            ("syscalls", "Syscalls completed", "{call}", |v| {
+                AsInt(v.calls as i64)
+            }),
+            (
+                "syscall_errors",
+                "Syscalls that returned an error",
+                "{call}",
+                |v| AsInt(v.errors as i64),
+            ),
+            (
+                "syscall",
+                "Time spent in syscalls, entry to exit",
+                "s",
+                |v| AsDouble(v.total_ns as f64 / 1e9),
+            ),
+            (
+                "syscall_offcpu",
+                "Of the time in syscalls, the part switched out",
+                "s",
+                |v| AsDouble(v.offcpu_ns as f64 / 1e9),
+            ),
+        ];
+        for (name, help, unit, pick) in families {
+            if name == "syscall_offcpu" && !scrape.offcpu_tracked {
+                continue;
+            }
+            let mut points = Vec::new();
+            for s in series {
+                let key = format!(
+                    "{prefix} {}",
+                    s.labels
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+                let start = start_of(key);
+                for (id, v) in &s.syscalls {
+                    let mut attributes: Vec<common::KeyValue> =
+                        s.labels.iter().map(|(k, v)| string(k, v)).collect();
+                    attributes.push(string("syscall", &id.name()));
+                    points.push(m::NumberDataPoint {
+                        attributes,
+                        start_time_unix_nano: start,
+                        time_unix_nano: now,
+                        value: Some(pick(v)),
+                        ..Default::default()
+                    });
+                }
+            }
+            metrics.push(sum(
+                &format!("{prefix}_{name}"),
+                &format!("{help}, by {what} and syscall (bounded: the busiest plus other)."),
+                unit,
+                points,
+            ));
+        }
+    }
+    if let Some(c) = &scrape.machine {
+        let start = start_of("machine".into());
+        for (name, help, n) in [
+            (
+                "syscost_events_dropped",
+                "Events the tables had no room for.",
+                c.dropped,
+            ),
+            (
+                "syscost_events_unpaired",
+                "Syscall exits without a seen entry.",
+                c.unpaired,
+            ),
+            (
+                "syscost_switch_ins_unseen",
+                "Calls whose return to a CPU the kernel did not report.",
+                c.switch_ins_unseen,
+            ),
+        ] {
+            metrics.push(sum(
+                name,
+                help,
+                "{event}",
+                vec![m::NumberDataPoint {
+                    start_time_unix_nano: start,
+                    time_unix_nano: now,
+                    value: Some(AsInt(n as i64)),
+                    ..Default::default()
+                }],
+            ));
+        }
+    }
+    if metrics.is_empty() {
+        return None;
+    }
+    Some(m::ResourceMetrics {
+        resource: Some(resource::Resource {
+            attributes: vec![string("host.name", host)],
+            ..Default::default()
+        }),
+        scope_metrics: vec![m::ScopeMetrics {
+            scope: Some(common::InstrumentationScope {
+                name: "syscost".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                ..Default::default()
+            }),
+            metrics,
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
 }
 
 /// This host's name (`host.name`), as uname gives it.
@@ -476,6 +623,8 @@ async fn push_loop(
             .unwrap_or(SystemTime::UNIX_EPOCH)
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
+        // Only the processes served now keep their labels (a map that stays bounded).
+        kube.retain(|k, _| scrape.processes.iter().any(|p| key_of(p) == *k));
         for p in &scrape.processes {
             kube.entry(key_of(p)).or_insert_with(|| {
                 let cgroup = match &p.target.cgroup {
@@ -617,6 +766,95 @@ pub fn names(req: &proto::collector::ExportMetricsServiceRequest) -> BTreeMap<St
 mod tests {
     use super::*;
     use syscost_report::latency::Bucket;
+
+    /// `export --top`'s series go under the host's resource with /metrics's labels, the
+    /// machine's counters beside them; a series gone and back starts anew.
+    #[test]
+    fn a_request_carries_the_bounded_series_and_the_machine_counters() {
+        let mut b = crate::metrics::series::BoundedSeries::new(1);
+        let mut row = syscost_engine::process_table::ProcessRow {
+            pid: 42,
+            comm: "app".into(),
+            cgroup: "/x".into(),
+            ..Default::default()
+        };
+        row.syscalls.insert(
+            syscost_report::syscall_names::SyscallId::native(110),
+            syscost_common::TopValue {
+                calls: 5,
+                errors: 1,
+                total_ns: 2_000_000_000,
+                offcpu_ns: 500_000_000,
+            },
+        );
+        b.add(
+            &[row],
+            |r| r.pid,
+            |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.to_string())],
+            &[],
+            std::time::Instant::now(),
+        );
+        let scrape = Scrape {
+            processes_top: b.series(vec![("pid", "other".into()), ("comm", String::new())]),
+            offcpu_tracked: true,
+            machine: Some(super::super::encode::MachineCounters {
+                dropped: 3,
+                unpaired: 4,
+                switch_ins_unseen: 5,
+            }),
+            ..Scrape::default()
+        };
+        let mut starts = Starts::new();
+        let req = request(&scrape, 1_000, "node-1", &mut starts, &Kube::new());
+        assert_eq!(req.resource_metrics.len(), 1, "the host's resource alone");
+        let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+        let point = |name: &str| {
+            let Some(m::metric::Data::Sum(s)) =
+                &metrics.iter().find(|x| x.name == name).unwrap().data
+            else {
+                panic!("{name}: a sum");
+            };
+            s.data_points
+                .iter()
+                .find(|p| {
+                    p.attributes.iter().any(|a| {
+                        a.key == "pid"
+                            && a.value
+                                == Some(common::AnyValue {
+                                    value: Some(common::any_value::Value::StringValue("42".into())),
+                                })
+                    })
+                })
+                .or(s.data_points.first())
+                .cloned()
+                .unwrap()
+        };
+        let calls = point("syscost_process_syscalls");
+        assert_eq!(calls.value, Some(m::number_data_point::Value::AsInt(5)));
+        let keys: Vec<&str> = calls.attributes.iter().map(|a| a.key.as_str()).collect();
+        assert_eq!(keys, ["pid", "comm", "syscall"]);
+        assert_eq!(
+            point("syscost_process_syscall_offcpu").value,
+            Some(m::number_data_point::Value::AsDouble(0.5))
+        );
+        assert_eq!(
+            point("syscost_events_unpaired").value,
+            Some(m::number_data_point::Value::AsInt(4))
+        );
+        // Kept while served; forgotten when not, so a series back later starts anew.
+        let kept = starts.len();
+        request(&scrape, 2_000, "node-1", &mut starts, &Kube::new());
+        assert_eq!(starts.len(), kept);
+        assert!(starts.values().all(|&t| t == 1_000));
+        request(
+            &Scrape::default(),
+            3_000,
+            "node-1",
+            &mut starts,
+            &Kube::new(),
+        );
+        assert!(starts.is_empty());
+    }
 
     #[test]
     fn endpoints_read_as_otlp_http_gives_them() {

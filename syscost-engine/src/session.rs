@@ -438,14 +438,29 @@ impl SessionHandle {
     /// The calls by stack of `raw` (a sample's tables, or the difference of two), named
     /// with the samples received so far.
     pub fn assemble_stacks(&self, raw: &crate::stacks::Raw) -> CallStacks {
+        // The processes' cgroups read first: the samples' lock is not held over /proc.
+        let cgroups: std::collections::HashMap<u32, Option<String>> = raw
+            .calls
+            .iter()
+            .map(|(k, _)| k.tgid)
+            .filter(|&tgid| tgid != 0)
+            .collect::<std::collections::HashSet<u32>>()
+            .into_iter()
+            .map(|tgid| (tgid, crate::cgroup::of_process(tgid)))
+            .collect();
         let none = crate::stacks::Samples::default();
         let samples = self.shared.stack_samples.as_ref().map(|s| lock(s));
         crate::stacks::assemble(
             raw,
             samples.as_deref().unwrap_or(&none),
             crate::process::comm_of,
-            crate::cgroup::of_process,
+            |tgid| cgroups.get(&tgid).cloned().flatten(),
         )
+    }
+
+    /// The interval between the clock's samples.
+    pub fn interval(&self) -> Duration {
+        self.shared.interval
     }
 
     /// Why there is no own-cost figure and will be none, if so.

@@ -253,24 +253,20 @@ fn otlp_pushes_the_exact_counts_and_waits_out_a_receiver_away() {
         buckets.bucket_counts.iter().sum::<u64>() + hist.zero_count,
         CALLS
     );
-    // The first and last buckets hold the fastest and slowest calls (each kernel bucket
-    // is counted at its middle: within 1.16 of its calls' latencies).
-    let base = 2f64.powf(0.125);
-    let bounds = |i: i32| (base.powi(i), base.powi(i + 1));
+    // The first and last buckets are those of the fastest and slowest calls: the scale-3
+    // bucket holding the middle of the kernel bucket each is in (its native bucket less
+    // one), exactly.
+    let expected = |seconds: f64| {
+        use syscost_common::latency_bucket::{bucket_index, bucket_lower, bucket_upper};
+        let i = bucket_index((seconds * 1e9).round() as u64);
+        let middle = (bucket_lower(i) as f64 + bucket_upper(i) as f64) / 2.0 / 1e9;
+        (middle.log2() * 8.0).ceil() as i32 - 1
+    };
     let first = buckets.offset + buckets.bucket_counts.iter().position(|&n| n > 0).unwrap() as i32;
     let last = buckets.offset + buckets.bucket_counts.iter().rposition(|&n| n > 0).unwrap() as i32;
     let (min, max) = (hist.min.unwrap(), hist.max.unwrap());
-    let near = |(lo, hi): (f64, f64), x: f64| lo < x * 1.16 && x / 1.16 <= hi;
-    assert!(
-        near(bounds(first), min),
-        "min {min} s, first bucket {:?}",
-        bounds(first)
-    );
-    assert!(
-        near(bounds(last), max),
-        "max {max} s, last bucket {:?}",
-        bounds(last)
-    );
+    assert_eq!(first, expected(min), "the first bucket, of min {min} s");
+    assert_eq!(last, expected(max), "the last bucket, of max {max} s");
     let time = getppid_point(&metrics, "syscost_syscall").expect("getppid's time");
     assert_eq!(hist.sum, Some(time));
     // The same figures as the endpoint serves.

@@ -30,13 +30,15 @@ pub const SAMPLE_TYPES: [(&str, &str); 2] =
     [("syscalls", "count"), ("syscall_time", "nanoseconds")];
 
 /// The most a profile may hold unpacked (a gzip bomb is refused, not unpacked).
-const MAX_UNPACKED: u64 = 64 << 20;
+const MAX_UNPACKED: u64 = 32 << 20;
 /// The most samples, locations, functions, mappings and strings a profile may hold
 /// (counted before it is decoded: each becomes a struct of its own), and frames a sample
 /// may have (syscost's stacks have at most 64, and a syscall).
 const MAX_SAMPLES: u64 = 1 << 20;
 const MAX_ENTRIES: u64 = 2 << 20;
 const MAX_SAMPLE_FRAMES: usize = 256;
+/// The most frames all samples may have together (each becomes a frame of its own).
+const MAX_FRAMES: usize = 4 << 20;
 /// The most bytes of names (functions, modules, files) the frames read back may hold:
 /// a name is copied into every frame that has it.
 const MAX_NAME_BYTES: usize = 256 << 20;
@@ -147,7 +149,9 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
     let mut mappings: HashMap<(u32, FrameMapping, Option<String>), u64> = HashMap::new();
     let mut locations: HashMap<(u32, Frame), u64> = HashMap::new();
     let mut syscalls: HashMap<String, u64> = HashMap::new();
-    // Whether every location of a mapping has its function, and its file and line.
+    // Whether syscost named locations of a mapping (functions; files and lines): a
+    // reader then takes the mapping as named (go tool pprof would otherwise name every
+    // location of it again from the binary it finds, over syscost's names).
     let mut named: HashMap<u64, (bool, bool)> = HashMap::new();
     let sample_type = SAMPLE_TYPES
         .iter()
@@ -219,8 +223,7 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
                             file_offset: m.offset,
                             filename: strings.get(f.module.as_deref().unwrap_or_default()),
                             build_id: strings.get(m.build_id.as_deref().unwrap_or_default()),
-                            // Set below, where every location in it has them: a
-                            // reader may symbolize the others by build id.
+                            // Set below, where syscost named its locations.
                             has_functions: false,
                             has_filenames: false,
                             has_line_numbers: false,
@@ -232,9 +235,9 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
                 None => 0,
             };
             if mapping_id != 0 {
-                let e = named.entry(mapping_id).or_insert((true, true));
-                e.0 &= f.function.is_some();
-                e.1 &= f.location.is_some();
+                let e = named.entry(mapping_id).or_insert((false, false));
+                e.0 |= f.function.is_some();
+                e.1 |= f.location.is_some();
             }
             let line = function_of(f).map(|(name, file, line)| proto::Line {
                 function_id: function_id(&mut p, &mut strings, &name, &file),
@@ -403,7 +406,7 @@ fn decode_within(bytes: &[u8], max_unpacked: u64) -> Result<CallStacks> {
                 start: m.memory_start,
                 limit: m.memory_limit,
                 offset: m.file_offset,
-                build_id: (!build_id.is_empty()).then(|| build_id.to_string()),
+                build_id: (!build_id.is_empty()).then(|| copy(build_id)).transpose()?,
             });
         }
         // The outermost line of an inlined chain is the location's function.
@@ -422,6 +425,12 @@ fn decode_within(bytes: &[u8], max_unpacked: u64) -> Result<CallStacks> {
         }
         Ok(f)
     };
+    let frames: usize = p.sample.iter().map(|s| s.location_id.len()).sum();
+    if frames > MAX_FRAMES {
+        bail!(
+            "{frames} frames in all, more than the {MAX_FRAMES} syscost reads: not a profile syscost wrote"
+        );
+    }
     let mut out = CallStacks::default();
     for s in &p.sample {
         if s.location_id.len() > MAX_SAMPLE_FRAMES {
@@ -583,10 +592,10 @@ mod tests {
                 assert!(line.function_id >= 1 && line.function_id as usize <= p.function.len());
             }
         }
-        // Two stacks of one process share their libc frame's location and one mapping;
-        // one of its frames has no function, so a reader may symbolize it.
+        // Two stacks of one process share their libc frame's location and one mapping,
+        // named by syscost (one frame of it unnamed does not unname it).
         assert_eq!(p.mapping.len(), 1);
-        assert!(!p.mapping[0].has_functions && !p.mapping[0].has_line_numbers);
+        assert!(p.mapping[0].has_functions && p.mapping[0].has_line_numbers);
         assert_eq!(s(p.mapping[0].build_id), "abcdef0123");
         assert_eq!(p.sample[0].location_id[1], p.sample[1].location_id[1]);
         for sample in &p.sample {
@@ -676,6 +685,16 @@ mod tests {
         deep.sample[0].location_id = vec![2; MAX_SAMPLE_FRAMES + 1];
         let e = decode(&deep.encode_to_vec()).unwrap_err().to_string();
         assert!(e.contains("frames, more than"), "{e}");
+        // Many samples of one empty frame each, all within a sample's bound.
+        let mut many = p.clone();
+        let one = proto::Sample {
+            location_id: vec![2; MAX_SAMPLE_FRAMES],
+            value: vec![1, 1],
+            label: Vec::new(),
+        };
+        many.sample = vec![one; MAX_FRAMES / MAX_SAMPLE_FRAMES + 1];
+        let e = decode(&many.encode_to_vec()).unwrap_err().to_string();
+        assert!(e.contains("frames in all, more than"), "{e}");
         // One long name in every frame of many samples.
         let mut wide = p;
         let name = wide.location[1].line[0].function_id as usize - 1;

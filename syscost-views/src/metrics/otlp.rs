@@ -145,10 +145,13 @@ pub fn parse_endpoint(s: &str) -> Result<Endpoint> {
         .host()
         .filter(|h| !h.is_empty())
         .ok_or_else(|| anyhow!("'{s}' names no host: give http://HOST:PORT"))?;
-    let path = match uri.path_and_query().map(|p| p.as_str()) {
-        None | Some("" | "/") => "/v1/metrics".to_string(),
-        Some(p) => p.to_string(),
+    let mut path = match uri.path() {
+        "" | "/" => "/v1/metrics".to_string(),
+        p => p.to_string(),
     };
+    if let Some(q) = uri.query() {
+        path = format!("{path}?{q}");
+    }
     Ok(Endpoint {
         host: host
             .trim_start_matches('[')
@@ -597,6 +600,7 @@ async fn push_loop(
     // Each process's or cgroup's pod labels, found at its first push (a process's cgroup
     // read from /proc then, the runtime's files read as /metrics reads them).
     let mut kube = Kube::new();
+    let mut cgroups: std::collections::HashMap<String, Option<String>> = Default::default();
     let mut directory = syscost_engine::kube::Directory::default();
     // Said once: a receiver that takes the pushes but rejects some of their points.
     let mut partial_said = false;
@@ -624,16 +628,28 @@ async fn push_loop(
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         // Only the processes served now keep their labels (a map that stays bounded).
-        kube.retain(|k, _| scrape.processes.iter().any(|p| key_of(p) == *k));
+        cgroups.retain(|k, _| scrape.processes.iter().any(|p| key_of(p) == *k));
         for p in &scrape.processes {
-            kube.entry(key_of(p)).or_insert_with(|| {
-                let cgroup = match &p.target.cgroup {
+            let cgroup = cgroups
+                .entry(key_of(p))
+                .or_insert_with(|| match &p.target.cgroup {
                     Some(cg) => Some(cg.clone()),
                     None => syscost_engine::cgroup::of_process(p.target.pid),
-                };
-                cgroup.map(|cg| directory.labels(&cg)).unwrap_or_default()
-            });
+                });
+            // Asked again while a container's names are missing: the runtime may not
+            // have written them yet (the directory paces its own retries).
+            let known = kube.get(&key_of(p));
+            if known.is_none_or(|l| {
+                l.iter().any(|(k, _)| *k == "container_id") && !l.iter().any(|(k, _)| *k == "pod")
+            }) {
+                let labels = cgroup
+                    .as_deref()
+                    .map(|cg| directory.labels(cg))
+                    .unwrap_or_default();
+                kube.insert(key_of(p), labels);
+            }
         }
+        kube.retain(|k, _| cgroups.contains_key(k));
         if pending
             .replace(request(&scrape, now, &host, &mut starts, &kube).encode_to_vec())
             .is_some()
@@ -865,6 +881,10 @@ mod tests {
         assert_eq!(
             parse_endpoint("http://127.0.0.1").unwrap().to_string(),
             "http://127.0.0.1:4318/v1/metrics"
+        );
+        assert_eq!(
+            parse_endpoint("http://c:4318/?tenant=a").unwrap().path,
+            "/v1/metrics?tenant=a"
         );
         let v6 = parse_endpoint("http://[::1]:9000/otlp/v1/metrics?tenant=a").unwrap();
         assert_eq!(

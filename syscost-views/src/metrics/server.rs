@@ -150,6 +150,7 @@ impl MetricsServer {
                     web,
                     refused_connections: AtomicU64::new(0),
                     refused_checks: AtomicU64::new(0),
+                    max_connections,
                 });
                 runtime.block_on(serve(listener, endpoint, max_connections, stopped))
             })
@@ -193,6 +194,8 @@ struct Endpoint {
     refused_connections: AtomicU64,
     /// Requests answered 503, every password check being busy.
     refused_checks: AtomicU64,
+    /// Connections open at once at the most.
+    max_connections: usize,
 }
 
 impl Endpoint {
@@ -441,13 +444,15 @@ async fn stacks_window(req: &Request<Incoming>, endpoint: &Endpoint) -> Response
         Ok(s) => s,
         Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e:#}\n")),
     };
-    match windows.profile(seconds).await {
+    // A connection is always left for the scrapes.
+    let most = super::stacks::MAX_WINDOWS.min(endpoint.max_connections.saturating_sub(1));
+    match windows.profile(seconds, most).await {
         Err(super::stacks::Refused::Busy) => {
             let mut r = text(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
-                    "{} windows of calls by stack are open, the most syscost serves at once: try again\n",
-                    super::stacks::MAX_WINDOWS
+                    "{most} windows of calls by stack are open, the most syscost serves at once (--metrics-max-connections {} keeps one for the scrapes): try again\n",
+                    endpoint.max_connections
                 ),
             );
             r.headers_mut()

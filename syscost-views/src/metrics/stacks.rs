@@ -33,7 +33,8 @@ pub const MAX_SECONDS: u64 = 3600;
 pub const MAX_WINDOWS: usize = 4;
 
 /// How long past its end a window waits for the sample that closes it before it
-/// answers 503 (a session whose samples stopped carrying the tables).
+/// answers 503 (a session whose samples stopped carrying the tables): this, or two
+/// intervals where they are longer.
 pub const GRACE: Duration = Duration::from_secs(60);
 
 /// The windows' source: the session's samples, and how many windows are open.
@@ -68,10 +69,12 @@ impl Windows {
         }
     }
 
-    /// The calls by stack of a window of `seconds`, gzipped pprof.
-    pub async fn profile(&self, seconds: u64) -> Result<Vec<u8>, Refused> {
+    /// The calls by stack of a window of `seconds`, gzipped pprof; at most `most`
+    /// windows open at once.
+    pub async fn profile(&self, seconds: u64, most: usize) -> Result<Vec<u8>, Refused> {
         let asked = tokio::time::Instant::now();
-        let _open = Open::new(self).ok_or(Refused::Busy)?;
+        let _open = Open::new(self, most).ok_or(Refused::Busy)?;
+        let grace = GRACE.max(2 * self.session.interval());
         let mut rx = self.samples.clone();
         rx.borrow_and_update();
         let end = asked + Duration::from_secs(seconds);
@@ -88,12 +91,12 @@ impl Windows {
                 }
             }
         };
-        let (first, last) = tokio::time::timeout_at(end + GRACE, samples)
+        let (first, last) = tokio::time::timeout_at(end + grace, samples)
             .await
             .map_err(|_| {
                 Refused::Failed(anyhow!(
                     "no sample with the stack tables came within {} s of the window's end",
-                    GRACE.as_secs()
+                    grace.as_secs()
                 ))
             })?
             .map_err(Refused::Failed)?;
@@ -152,10 +155,10 @@ async fn next_with_tables(
 struct Open<'a>(&'a Windows);
 
 impl<'a> Open<'a> {
-    /// `None` when [`MAX_WINDOWS`] are open.
-    fn new(w: &'a Windows) -> Option<Self> {
+    /// `None` when `most` are open.
+    fn new(w: &'a Windows, most: usize) -> Option<Self> {
         let mut open = syscost_engine::locks::lock(&w.open);
-        if *open >= MAX_WINDOWS {
+        if *open >= most {
             return None;
         }
         *open += 1;

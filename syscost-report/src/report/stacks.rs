@@ -111,16 +111,9 @@ pub fn render(stacks: &CallStacks, name: &str) -> String {
     let mut rows: Vec<_> = by_syscall.into_iter().collect();
     rows.sort_by(|a, b| b.1.1.cmp(&a.1.1).then(a.0.cmp(b.0)));
     let mut out = format!(
-        "calls by user stack of {}: {} {} from {} {}\n\n",
+        "calls by user stack of {}: {}\n\n",
         shown(name),
-        thousands(calls),
-        if calls == 1 { "call" } else { "calls" },
-        thousands(stacks.stacks.len() as u64),
-        if stacks.stacks.len() == 1 {
-            "stack"
-        } else {
-            "stacks"
-        },
+        calls_from_stacks(calls, stacks.stacks.len())
     );
     let _ = writeln!(
         out,
@@ -183,6 +176,17 @@ pub fn render(stacks: &CallStacks, name: &str) -> String {
     out
 }
 
+/// `6,029 calls from 26 stacks`.
+fn calls_from_stacks(calls: u64, stacks: usize) -> String {
+    format!(
+        "{} {} from {} {}",
+        thousands(calls),
+        if calls == 1 { "call" } else { "calls" },
+        thousands(stacks as u64),
+        if stacks == 1 { "stack" } else { "stacks" },
+    )
+}
+
 /// One line on what a stacks file holds: its stacks and calls, which frames come from
 /// samples, what was estimated or dropped.
 pub fn summary(stacks: &CallStacks, path: &str) -> String {
@@ -197,15 +201,8 @@ pub fn summary(stacks: &CallStacks, path: &str) -> String {
         .count();
     let estimated = stacks.stacks.iter().filter(|s| s.estimated).count();
     let mut line = format!(
-        "syscost: --stacks: {} {} from {} {} written to {path}; {sampled} named from samples of their calls (1 in {}, unwound with .eh_frame), the rest by each call's frame-pointer walk",
-        thousands(calls),
-        if calls == 1 { "call" } else { "calls" },
-        thousands(stacks.stacks.len() as u64),
-        if stacks.stacks.len() == 1 {
-            "stack"
-        } else {
-            "stacks"
-        },
+        "syscost: --stacks: {} written to {path}; {sampled} named from samples of their calls (1 in {}, unwound with .eh_frame), the rest by each call's frame-pointer walk",
+        calls_from_stacks(calls, stacks.stacks.len()),
         stacks.sample_every,
     );
     if estimated > 0 {

@@ -365,19 +365,7 @@ pub fn request(
                 })),
                 ..Default::default()
             });
-            m::ResourceMetrics {
-                resource: Some(resource_of(p, host, labels)),
-                scope_metrics: vec![m::ScopeMetrics {
-                    scope: Some(common::InstrumentationScope {
-                        name: "syscost".into(),
-                        version: env!("CARGO_PKG_VERSION").into(),
-                        ..Default::default()
-                    }),
-                    metrics,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }
+            resource_metrics_of(resource_of(p, host, labels), metrics)
         })
         .collect();
     if let Some(r) = machine_resource(scrape, now, host, starts, &mut seen) {
@@ -508,11 +496,22 @@ fn machine_resource(
     if metrics.is_empty() {
         return None;
     }
-    Some(m::ResourceMetrics {
-        resource: Some(resource::Resource {
+    Some(resource_metrics_of(
+        resource::Resource {
             attributes: vec![string("host.name", host)],
             ..Default::default()
-        }),
+        },
+        metrics,
+    ))
+}
+
+/// `metrics` of `resource`, in syscost's instrumentation scope.
+fn resource_metrics_of(
+    resource: resource::Resource,
+    metrics: Vec<m::Metric>,
+) -> m::ResourceMetrics {
+    m::ResourceMetrics {
+        resource: Some(resource),
         scope_metrics: vec![m::ScopeMetrics {
             scope: Some(common::InstrumentationScope {
                 name: "syscost".into(),
@@ -523,7 +522,7 @@ fn machine_resource(
             ..Default::default()
         }],
         ..Default::default()
-    })
+    }
 }
 
 /// This host's name (`host.name`), as uname gives it.

@@ -392,47 +392,34 @@ impl SessionHandle {
 
     /// Adds `want` to what the samples carry from now on.
     pub fn want(&self, want: Want) {
-        self.shared.wants.fetch_or(want.0, Ordering::AcqRel);
+        self.set_want(want, true);
     }
 
     /// Whether the samples carry the watched threads' names (the live view's thread
     /// list is shown).
     pub fn want_thread_names(&self, on: bool) {
+        self.set_want(Want::THREAD_NAMES, on);
+    }
+
+    /// Adds `want` to what the samples carry from now on, or takes it away.
+    fn set_want(&self, want: Want, on: bool) {
         if on {
-            self.shared
-                .wants
-                .fetch_or(Want::THREAD_NAMES.0, Ordering::AcqRel);
+            self.shared.wants.fetch_or(want.0, Ordering::AcqRel);
         } else {
-            self.shared
-                .wants
-                .fetch_and(!Want::THREAD_NAMES.0, Ordering::AcqRel);
+            self.shared.wants.fetch_and(!want.0, Ordering::AcqRel);
         }
     }
 
     /// Whether the samples carry the calls by stack (the live view's callers pane is
     /// shown): each costs a read of the kernel's tables.
     pub fn want_stacks(&self, on: bool) {
-        if on {
-            self.shared.wants.fetch_or(Want::STACKS.0, Ordering::AcqRel);
-        } else {
-            self.shared
-                .wants
-                .fetch_and(!Want::STACKS.0, Ordering::AcqRel);
-        }
+        self.set_want(Want::STACKS, on);
     }
 
     /// Whether the samples carry the kernel's stack tables ([`Want::STACK_TABLES`]): a
     /// window of the metrics endpoint's stacks is open.
     pub fn want_stack_tables(&self, on: bool) {
-        if on {
-            self.shared
-                .wants
-                .fetch_or(Want::STACK_TABLES.0, Ordering::AcqRel);
-        } else {
-            self.shared
-                .wants
-                .fetch_and(!Want::STACK_TABLES.0, Ordering::AcqRel);
-        }
+        self.set_want(Want::STACK_TABLES, on);
     }
 
     /// The calls by stack of `raw` (a sample's tables, or the difference of two), named

@@ -91,18 +91,13 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     let session = plan.start(tracer, Watch::Nothing)?;
     let started = std::time::Instant::now();
     let handle = session.handle();
-    let (metrics, counters) = with_otlp(
+    let (server, pusher) = serve(
         Metrics::new(handle.clone(), sources)
             .with_slow(plan.reports_slow())
             .with_stacks(plan.stacks.is_some()),
+        &mut plan,
         args,
-    );
-    let metrics = std::sync::Arc::new(metrics);
-    let server = MetricsServer::start(
-        plan.listener.take().context("bound above")?,
-        metrics.clone(),
     )?;
-    let pusher = push(args, metrics, counters)?;
     let names: Vec<String> = targets
         .iter()
         .map(|t| format!("{} ({})", t.pid, syscost_report::untrusted::shown(&t.comm)))
@@ -226,13 +221,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     if per_process {
         metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
     }
-    let (metrics, counters) = with_otlp(metrics, args);
-    let metrics = std::sync::Arc::new(metrics);
-    let server = MetricsServer::start(
-        plan.listener.take().context("bound above")?,
-        metrics.clone(),
-    )?;
-    let pusher = push(args, metrics, counters)?;
+    let (server, pusher) = serve(metrics, &mut plan, args)?;
     let what = match &cgroup {
         Some(cg) => format!(
             "the syscalls of cgroup {}",
@@ -264,36 +253,33 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `--otlp-endpoint`: the endpoint's state also serves what the pusher does.
-fn with_otlp(
+/// The endpoint serving `metrics` on the plan's socket and, with `--otlp-endpoint`, the
+/// pusher of the same figures (the endpoint then also serves what the pusher does).
+fn serve(
     metrics: Metrics,
+    plan: &mut crate::plan::Plan,
     args: &ExportArgs,
-) -> (
-    Metrics,
-    Option<std::sync::Arc<syscost_views::metrics::otlp::Counters>>,
-) {
-    match &args.otlp_endpoint {
-        Some(_) => {
-            let counters = std::sync::Arc::new(Default::default());
-            (
-                metrics.with_otlp(std::sync::Arc::clone(&counters)),
-                Some(counters),
-            )
+) -> Result<(MetricsServer, Option<syscost_views::metrics::otlp::Pusher>)> {
+    use syscost_views::metrics::otlp::{Counters, Pusher};
+    let counters = args
+        .otlp_endpoint
+        .as_ref()
+        .map(|_| std::sync::Arc::new(Counters::default()));
+    let metrics = std::sync::Arc::new(match &counters {
+        Some(c) => metrics.with_otlp(c.clone()),
+        None => metrics,
+    });
+    let server = MetricsServer::start(
+        plan.listener.take().context("bound above")?,
+        metrics.clone(),
+    )?;
+    let pusher = match (&args.otlp_endpoint, counters) {
+        (Some(endpoint), Some(counters)) => {
+            Some(Pusher::start(endpoint.clone(), metrics, counters)?)
         }
-        None => (metrics, None),
-    }
-}
-
-/// `--otlp-endpoint`: the pusher, started (and said so).
-fn push(
-    args: &ExportArgs,
-    metrics: std::sync::Arc<Metrics>,
-    counters: Option<std::sync::Arc<syscost_views::metrics::otlp::Counters>>,
-) -> Result<Option<syscost_views::metrics::otlp::Pusher>> {
-    let (Some(endpoint), Some(counters)) = (&args.otlp_endpoint, counters) else {
-        return Ok(None);
+        _ => None,
     };
-    syscost_views::metrics::otlp::Pusher::start(endpoint.clone(), metrics, counters).map(Some)
+    Ok((server, pusher))
 }
 
 /// Says where the metrics are pushed, after the line that says they are served.

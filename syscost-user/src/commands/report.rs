@@ -305,15 +305,13 @@ fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
 /// `--json`).
 fn flame_input(args: &FlameArgs) -> Result<(String, String)> {
     let name = args.file.file.display();
-    let bytes = std::fs::read(&args.file.file).with_context(|| format!("cannot read {name}"))?;
-    if syscost_report::report::pprof::looks_like(&bytes) {
-        let stacks =
-            syscost_report::report::pprof::decode(&bytes).map_err(|e| anyhow!("{name}: {e:#}"))?;
+    if let Some(stacks) = read_pprof(&args.file.file)? {
         return Ok((
             syscost_report::report::stacks::folded(&stacks, Default::default()),
             format!("calls by user stack, {name}"),
         ));
     }
+    let bytes = std::fs::read(&args.file.file).with_context(|| format!("cannot read {name}"))?;
     let text = String::from_utf8(bytes).map_err(|_| {
         anyhow!("{name} is neither a profile (JSON), folded stacks nor a pprof profile (gzipped)")
     })?;

@@ -918,12 +918,7 @@ fn export_serves_a_windows_calls_by_stack_as_pprof() {
             .arg("--stacks")
             .arg(t.path("export.pb.gz")),
     );
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split("/metrics").next())
-        .unwrap_or_else(|| panic!("no endpoint in {first:?}"))
-        .to_string();
+    let addr = endpoint_in(&first);
     let mut stdin = work.stdin.take().unwrap();
     writeln!(stdin, "go").unwrap();
     let mut round = |stdin: &mut std::process::ChildStdin| {

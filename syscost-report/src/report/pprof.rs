@@ -549,6 +549,15 @@ mod tests {
         }
     }
 
+    /// The fixture's profile as [`encode`] writes it, unpacked and decoded.
+    fn written() -> proto::Profile {
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&encode(&stacks(), Window::default())[..])
+            .read_to_end(&mut raw)
+            .unwrap();
+        proto::Profile::decode(&raw[..]).unwrap()
+    }
+
     /// What is read back draws the same folded stacks, by calls and by time, with the
     /// same mappings and locations.
     #[test]
@@ -576,11 +585,7 @@ mod tests {
     /// and every reference holds, the syscall is the innermost frame and a label.
     #[test]
     fn the_profile_keeps_pprofs_rules() {
-        let mut raw = Vec::new();
-        flate2::read::GzDecoder::new(&encode(&stacks(), Window::default())[..])
-            .read_to_end(&mut raw)
-            .unwrap();
-        let p = proto::Profile::decode(&raw[..]).unwrap();
+        let p = written();
         assert_eq!(p.string_table[0], "");
         let s = |i: i64| p.string_table[i as usize].as_str();
         assert_eq!(s(p.default_sample_type), "syscall_time");
@@ -628,12 +633,7 @@ mod tests {
     /// panic.
     #[test]
     fn broken_references_are_errors() {
-        let good = encode(&stacks(), Window::default());
-        let mut raw = Vec::new();
-        flate2::read::GzDecoder::new(&good[..])
-            .read_to_end(&mut raw)
-            .unwrap();
-        let p = proto::Profile::decode(&raw[..]).unwrap();
+        let p = written();
         let mut bad = p.clone();
         bad.location[1].mapping_id = 99;
         assert!(
@@ -675,12 +675,7 @@ mod tests {
         p.sample = vec![proto::Sample::default(); (MAX_SAMPLES + 1) as usize];
         let e = decode(&p.encode_to_vec()).unwrap_err().to_string();
         assert!(e.contains("samples, more than"), "{e}");
-        let good = encode(&stacks(), Window::default());
-        let mut raw = Vec::new();
-        flate2::read::GzDecoder::new(&good[..])
-            .read_to_end(&mut raw)
-            .unwrap();
-        let p = proto::Profile::decode(&raw[..]).unwrap();
+        let p = written();
         let mut deep = p.clone();
         deep.sample[0].location_id = vec![2; MAX_SAMPLE_FRAMES + 1];
         let e = decode(&deep.encode_to_vec()).unwrap_err().to_string();

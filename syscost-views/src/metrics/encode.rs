@@ -589,7 +589,6 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use std::time::Instant;
 
     use syscost_report::latency::Bucket;
 
@@ -663,34 +662,7 @@ mod tests {
 
     #[test]
     fn bounded_series_in_the_exposition() {
-        let mut b = crate::metrics::series::BoundedSeries::new(1);
-        let mut row = syscost_engine::process_table::ProcessRow {
-            pid: 42,
-            comm: "app".into(),
-            cgroup: "/x".into(),
-            ..Default::default()
-        };
-        row.syscalls.insert(
-            syscost_report::syscall_names::SyscallId::native(110),
-            syscost_common::TopValue {
-                calls: 5,
-                errors: 1,
-                total_ns: 2_000_000_000,
-                offcpu_ns: 500_000_000,
-            },
-        );
-        let other = syscost_engine::process_table::ProcessRow {
-            pid: 43,
-            ..row.clone()
-        };
-        b.add(
-            &[row, other],
-            |r| r.pid.to_string(),
-            |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.to_string())],
-            &[],
-            Instant::now(),
-        );
-        let series = b.series(vec![("pid", "other".into()), ("comm", String::new())]);
+        let series = crate::metrics::series::two_processes_one_kept();
         let scrape = |offcpu_tracked| Scrape {
             processes: Vec::new(),
             bpf_run: None,

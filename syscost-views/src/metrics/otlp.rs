@@ -786,31 +786,8 @@ mod tests {
     /// machine's counters beside them; a series gone and back starts anew.
     #[test]
     fn a_request_carries_the_bounded_series_and_the_machine_counters() {
-        let mut b = crate::metrics::series::BoundedSeries::new(1);
-        let mut row = syscost_engine::process_table::ProcessRow {
-            pid: 42,
-            comm: "app".into(),
-            cgroup: "/x".into(),
-            ..Default::default()
-        };
-        row.syscalls.insert(
-            syscost_report::syscall_names::SyscallId::native(110),
-            syscost_common::TopValue {
-                calls: 5,
-                errors: 1,
-                total_ns: 2_000_000_000,
-                offcpu_ns: 500_000_000,
-            },
-        );
-        b.add(
-            &[row],
-            |r| r.pid,
-            |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.to_string())],
-            &[],
-            std::time::Instant::now(),
-        );
         let scrape = Scrape {
-            processes_top: b.series(vec![("pid", "other".into()), ("comm", String::new())]),
+            processes_top: crate::metrics::series::two_processes_one_kept(),
             offcpu_tracked: true,
             machine: Some(super::super::encode::MachineCounters {
                 dropped: 3,

@@ -159,6 +159,40 @@ impl<K: Ord + Clone + std::hash::Hash> BoundedSeries<K> {
     }
 }
 
+/// Two processes (pids 42 and 43, comm `app`, 5 getppid each, 1 failed, 2 s of which
+/// 0.5 switched out) in series of at most one of its own: 42's, and 43's in `other`.
+#[cfg(test)]
+pub(crate) fn two_processes_one_kept() -> Vec<OwnSeries> {
+    let mut b = BoundedSeries::new(1);
+    let mut row = syscost_engine::process_table::ProcessRow {
+        pid: 42,
+        comm: "app".into(),
+        cgroup: "/x".into(),
+        ..Default::default()
+    };
+    row.syscalls.insert(
+        syscost_report::syscall_names::SyscallId::native(110),
+        syscost_common::TopValue {
+            calls: 5,
+            errors: 1,
+            total_ns: 2_000_000_000,
+            offcpu_ns: 500_000_000,
+        },
+    );
+    let other = syscost_engine::process_table::ProcessRow {
+        pid: 43,
+        ..row.clone()
+    };
+    b.add(
+        &[row, other],
+        |r| r.pid,
+        |r| vec![("pid", r.pid.to_string()), ("comm", r.comm.to_string())],
+        &[],
+        std::time::Instant::now(),
+    );
+    b.series(vec![("pid", "other".into()), ("comm", String::new())])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

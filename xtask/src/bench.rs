@@ -1018,6 +1018,9 @@ pub fn process_start_cost(
     if syscount {
         ways.extend(["syscount -P", "syscount -L -P"]);
     }
+    // The limit of any latency design on every process (`syscost floor minimal`): what a
+    // process start costs a tracer that keeps nothing but one histogram bucket a call.
+    ways.push(MINIMAL_WAY);
     // (wall ns, workload CPU ns) per process start.
     let starts = || -> Result<(f64, f64)> {
         let o = Command::new(workload)
@@ -1046,6 +1049,14 @@ pub fn process_start_cost(
                     Command::new(bin).args(["top", "--no-tui", "-i", "1"]),
                     true,
                     "watching the machine",
+                )?;
+                (t, None)
+            }
+            MINIMAL_WAY => {
+                let t = start_and_wait(
+                    Command::new(syscost).args(["floor", "minimal"]),
+                    false,
+                    "floor programs attached",
                 )?;
                 (t, None)
             }
@@ -1151,6 +1162,9 @@ pub fn process_start_cost(
     own_cost_per_start(&ways[1..], rounds, STARTS, &starts, &start_tracer)
 }
 
+/// The process-start setup of the minimal latency program on every thread of the machine.
+const MINIMAL_WAY: &str = "minimal latency program";
+
 /// Starts the tracer a process-start setup names, ready, with the tracefs mount it needs.
 type StartTracer<'a> = dyn Fn(&str) -> Result<(Child, Option<Tracefs>)> + 'a;
 
@@ -1158,7 +1172,11 @@ type StartTracer<'a> = dyn Fn(&str) -> Result<(Child, Option<Tracefs>)> + 'a;
 /// statistics add two clock reads to every program run, so they stay off in the rounds
 /// above): its CPU plus its kernel programs' run time (`kernel.bpf_stats_enabled`, the
 /// programs it loaded, read with bpftool), medians of `rounds` rounds; for syscost
-/// top, each program's run time per start and its xlated size.
+/// top, each program's run time per start and its xlated size. Each is given twice: as
+/// read over the starts and the 2.5 s after them, and less the same tracer's cost over
+/// an idle window just before (2.5 s, scaled to the starts' window): over 2,000 starts,
+/// a tracer's ticks and the machine's other syscalls in that time weigh as much as the
+/// starts.
 fn own_cost_per_start(
     ways: &[&str],
     rounds: usize,
@@ -1173,77 +1191,134 @@ fn own_cost_per_start(
         return Ok(());
     }
     let _stats = bpf_run_stats()?;
-    // (tracer CPU, programs' run time) per start, and per program (name, xlated) of the
-    // first way.
-    let mut samples: Vec<Vec<(f64, f64)>> = vec![Vec::new(); ways.len()];
+    // Per round and way: (tracer CPU, programs' run time) per start as read, and the
+    // same less the way's idle cost over as long; per program (name, xlated) of the
+    // first way, its idle-subtracted run time per start.
+    let mut samples: Vec<Vec<[(f64, f64); 2]>> = vec![Vec::new(); ways.len()];
     let mut per_program: std::collections::BTreeMap<String, (u64, Vec<f64>)> = Default::default();
+    let per_start = |ns: f64| ns / starts_n as f64;
     for round in 1..=rounds {
         eprintln!("bench: own cost per process start, round {round}/{rounds}");
         for (i, way) in ways.iter().enumerate() {
             let earlier = programs()?;
             let (tracer, tracefs) = start_tracer(way)?;
-            let ours = |all: std::collections::HashMap<u64, ProgramRun>| {
-                all.into_iter()
+            let ours = || -> Result<std::collections::HashMap<u64, ProgramRun>> {
+                Ok(programs()?
+                    .into_iter()
                     .filter(|(id, _)| !earlier.contains_key(id))
-                    .collect::<std::collections::HashMap<_, _>>()
+                    .collect())
             };
-            let before = ours(programs()?);
+            // The tracer idle first, as long as the starts' wait after them: what it
+            // costs with no process starting (its ticks, the machine's other syscalls).
+            let idle_from = std::time::Instant::now();
+            let idle_programs = ours()?;
+            let idle_cpu = cpu_of(tracer.id());
+            std::thread::sleep(std::time::Duration::from_millis(2500));
+            let before = ours()?;
             let cpu_before = cpu_of(tracer.id());
+            let idle_for = idle_from.elapsed();
+            let busy_from = std::time::Instant::now();
             let r = starts();
             std::thread::sleep(std::time::Duration::from_millis(2500));
             let cpu_after = cpu_of(tracer.id());
-            let after = ours(programs()?);
+            let after = ours()?;
+            let busy_for = busy_from.elapsed();
             stop(tracer);
             drop(tracefs);
             r?;
-            let mut run_ns = 0u64;
+            // The idle window's cost scaled to the busy window's length.
+            let scale = busy_for.as_secs_f64() / idle_for.as_secs_f64();
+            let ran = |from: &std::collections::HashMap<u64, ProgramRun>,
+                       to: &std::collections::HashMap<u64, ProgramRun>,
+                       id: u64| {
+                to.get(&id)
+                    .map_or(0, |p| p.run_ns)
+                    .saturating_sub(from.get(&id).map_or(0, |p| p.run_ns))
+            };
+            let (mut run_ns, mut idle_run_ns) = (0u64, 0u64);
             for (id, p) in &after {
-                let d = p.run_ns - before.get(id).map_or(0, |b| b.run_ns);
-                run_ns += d;
+                let busy = ran(&before, &after, *id);
+                let idle = ran(&idle_programs, &before, *id);
+                run_ns += busy;
+                idle_run_ns += idle;
                 if i == 0 {
                     let e = per_program.entry(p.name.clone()).or_default();
                     e.0 = p.xlated;
-                    e.1.push(d as f64 / starts_n as f64);
+                    e.1.push(per_start(busy as f64 - idle as f64 * scale));
                 }
             }
-            samples[i].push((
-                (cpu_after - cpu_before) as f64 / starts_n as f64,
-                run_ns as f64 / starts_n as f64,
-            ));
+            let cpu = (cpu_after - cpu_before) as f64;
+            let idle_cpu = (cpu_before - idle_cpu) as f64;
+            samples[i].push([
+                (per_start(cpu), per_start(run_ns as f64)),
+                (
+                    per_start(cpu - idle_cpu * scale),
+                    per_start(run_ns as f64 - idle_run_ns as f64 * scale),
+                ),
+            ]);
         }
     }
-    println!();
-    println!(
-        "own cost per process start: the tracer's CPU and its kernel programs' run time (kernel.bpf_stats_enabled), ns, median of {rounds} rounds, {starts_n} processes each"
-    );
-    println!(
-        "(both over the starts and the 2.5 s after them, divided by the starts: the machine's other syscalls in that time count too, alike for every tracer; own cost is the median of the rounds' sums)"
-    );
-    println!(
-        "{:<24} {:>12} {:>12} {:>12}",
-        "tracer", "its CPU", "programs", "own cost"
-    );
     let mut own = Vec::new();
-    for (i, way) in ways.iter().enumerate() {
-        let cpu = median(&samples[i].iter().map(|s| s.0).collect::<Vec<_>>());
-        let run = median(&samples[i].iter().map(|s| s.1).collect::<Vec<_>>());
-        let sum = median(&samples[i].iter().map(|s| s.0 + s.1).collect::<Vec<_>>());
-        own.push(sum);
-        println!("{way:<24} {cpu:>12.0} {run:>12.0} {sum:>12.0}");
-    }
-    for peer in ["syscount -P", "syscount -L -P"] {
-        if let Some(p) = ways.iter().position(|w| *w == peer) {
+    for (k, heading) in [
+        "(both over the starts and the 2.5 s after them, divided by the starts: the machine's other syscalls in that time count too, alike for every tracer; own cost is the median of the rounds' sums)",
+        "less each tracer's idle cost: its CPU and its programs' run time over 2.5 s with no start just before, scaled to the starts' window (its ticks and the machine's other syscalls taken out)",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        println!();
+        println!(
+            "own cost per process start: the tracer's CPU and its kernel programs' run time (kernel.bpf_stats_enabled), ns, median of {rounds} rounds, {starts_n} processes each"
+        );
+        println!("{heading}");
+        println!(
+            "{:<24} {:>12} {:>12} {:>12}",
+            "tracer", "its CPU", "programs", "own cost"
+        );
+        own.clear();
+        for (i, way) in ways.iter().enumerate() {
+            let pick = |f: fn(&(f64, f64)) -> f64| {
+                median(&samples[i].iter().map(|s| f(&s[k])).collect::<Vec<_>>())
+            };
+            let sum = pick(|s| s.0 + s.1);
+            own.push(sum);
             println!(
-                "own cost per process start / {peer}'s: {} {:.2}, {} {:.2}",
+                "{way:<24} {:>12.0} {:>12.0} {sum:>12.0}",
+                pick(|s| s.0),
+                pick(|s| s.1)
+            );
+        }
+        let minimal = ways.iter().position(|w| *w == MINIMAL_WAY);
+        for peer in ["syscount -P", "syscount -L -P"] {
+            if let Some(p) = ways.iter().position(|w| *w == peer) {
+                print!(
+                    "own cost per process start / {peer}'s: {} {:.2}, {} {:.2}",
+                    ways[0],
+                    own[0] / own[p].max(1.0),
+                    ways[1],
+                    own[1] / own[p].max(1.0)
+                );
+                match minimal {
+                    Some(m) => println!(
+                        ", the minimal latency program {:.2}",
+                        own[m] / own[p].max(1.0)
+                    ),
+                    None => println!(),
+                }
+            }
+        }
+        if let Some(m) = minimal {
+            println!(
+                "own cost per process start / the minimal latency program's: {} {:.2}, {} {:.2}",
                 ways[0],
-                own[0] / own[p].max(1.0),
+                own[0] / own[m].max(1.0),
                 ways[1],
-                own[1] / own[p].max(1.0)
+                own[1] / own[m].max(1.0)
             );
         }
     }
     println!(
-        "{}'s programs, run time per process start and xlated bytes:",
+        "{}'s programs, run time per process start less their idle run time, and xlated bytes:",
         ways[0]
     );
     for (name, (xlated, runs)) in &per_program {

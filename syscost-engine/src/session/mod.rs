@@ -1,0 +1,266 @@
+//! A session owns time. It holds the sampler (and through it the tracer) and the
+//! slow-call reader, ticks on a clock of its own (the own-cost windows, the per-process
+//! table's housekeeping), and publishes an immutable [`Sample`] every interval: every
+//! slot's cumulative snapshot, the watched threads, the own cost, the per-process step
+//! since the last sample, the latest slow calls. Views subscribe and render what they
+//! receive; none of them reads a map or /proc for the data it shows, and two
+//! subscribers see the same samples.
+//!
+//! By file: the session and its end here; the samples (`sample`), the views' wants and
+//! subscriptions (`subscription`), the clock's thread (`clock`), the handle the views
+//! hold (`handle`).
+
+use crate::{
+    collector::Snapshot,
+    locks::lock,
+    process_table::{ProcessRow, TopStep},
+    sampler::{OwnCostReading, Sampler, SharedSampler, ThreadState},
+    slow::reader::{Reader, SlowLog},
+    wake::Wake,
+};
+use anyhow::Result;
+use std::{
+    os::fd::OwnedFd,
+    path::PathBuf,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+        mpsc,
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant},
+};
+use syscost_report::profile::{CallStacks, Features, SlowCall};
+
+mod clock;
+mod handle;
+mod sample;
+mod subscription;
+
+pub use self::{sample::*, subscription::*};
+
+/// Whose threads the samples describe.
+#[derive(Debug, Default)]
+pub enum Watch {
+    /// Nobody's (`top`, `export`).
+    #[default]
+    Nothing,
+    /// A process: its threads, and whether it has exited (through its pidfd).
+    Process { pid: u32, pidfd: OwnedFd },
+    /// A cgroup's directory: the threads in it and in its descendants.
+    Cgroup(PathBuf),
+}
+
+/// How a session runs.
+#[derive(Debug, Default)]
+pub struct SessionOptions {
+    /// How often a sample is published.
+    pub interval: Duration,
+    pub watch: Watch,
+}
+
+/// The figures when the session ended: the last snapshots, the per-process totals and
+/// the slow calls.
+#[derive(Debug)]
+pub struct Finished {
+    pub snapshots: Vec<Snapshot>,
+    pub top_totals: Vec<ProcessRow>,
+    /// Slow calls kept, and those received but not kept; `None` without `--slow`.
+    pub slow: Option<(Vec<SlowCall>, u64)>,
+    /// With `--stacks`: every call by the user stack it was made from.
+    pub stacks: Option<CallStacks>,
+}
+
+impl Finished {
+    /// The final snapshot of `slot` (empty when there is no such slot).
+    pub fn snapshot(&self, slot: u32) -> Snapshot {
+        slot_of(&self.snapshots, slot)
+    }
+}
+
+/// "No end", where a timer needs a time all the same (one never awaited, a century).
+pub const NO_END: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// The interval between samples unless a command is told otherwise (`-i`).
+pub const INTERVAL: Duration = Duration::from_secs(1);
+
+/// The shortest interval: a table or a screen more often than that is unreadable, and
+/// each sample reads the maps.
+pub const INTERVAL_FLOOR: Duration = Duration::from_millis(100);
+
+struct Shared {
+    sampler: SharedSampler,
+    slow_log: Option<Arc<Mutex<SlowLog>>>,
+    /// `--stacks`' samples as the reader names them.
+    stack_samples: Option<Arc<Mutex<crate::stacks::Samples>>>,
+    watch: Mutex<Watch>,
+    interval: Duration,
+    latest: Mutex<Arc<Sample>>,
+    subscribers: Mutex<Vec<Subscriber>>,
+    /// Functions every sample is handed to as it is published (see
+    /// [`SessionHandle::on_sample`]).
+    handlers: Mutex<Vec<SampleHandler>>,
+    /// Held while a sample is taken and sent, so samples go out in order.
+    publishing: Mutex<u64>,
+    /// A process drilled into (`top`): no per-process steps meanwhile.
+    drilled: AtomicBool,
+    /// Open the own-cost windows: a view shows the own cost (they cost every traced
+    /// syscall while open, so not for `run` or a text mode).
+    own_cost: AtomicBool,
+    /// [`Want`] bits.
+    wants: std::sync::atomic::AtomicU8,
+    /// Set to end the clock, which waits on `wake` between its steps (so the end does
+    /// not wait for a step).
+    stop: AtomicBool,
+    /// Wakes the clock: the end, or a change of what it watches or measures.
+    wake: Wake,
+    /// Counts the changes of `watch` (the clock watches the new process's exit).
+    watch_generation: std::sync::atomic::AtomicU64,
+    offcpu: bool,
+    features: Features,
+}
+
+/// The owner of the sampler, the slow-call reader and the clock.
+pub struct Session {
+    shared: Arc<Shared>,
+    clock: Option<JoinHandle<()>>,
+    slow: Option<Reader>,
+}
+
+/// What a view holds of a session: samples and requests, nothing that ends it.
+#[derive(Clone)]
+pub struct SessionHandle {
+    shared: Arc<Shared>,
+}
+
+impl Session {
+    /// Starts the clock; the first sample is published at once.
+    pub fn start(sampler: Sampler, slow: Option<Reader>, options: SessionOptions) -> Self {
+        let offcpu = sampler.offcpu_tracked();
+        let features = sampler.features().clone();
+        let sampler = sampler.shared();
+        let now = Instant::now();
+        let empty = Arc::new(Sample {
+            seq: 0,
+            taken: now,
+            since: now,
+            snapshots: Vec::new(),
+            threads: Vec::new(),
+            thread_count: 0,
+            exited: false,
+            due: false,
+            own_cost: Ok(None),
+            own_cost_totals: None,
+            top_reclaimed: 0,
+            top_pairs: (0, 0),
+            top: TopStep::default(),
+            slow: None,
+            stacks: None,
+            stack_tables: None,
+            unloaded: false,
+        });
+        let wake = Wake::new();
+        let shared = Arc::new(Shared {
+            sampler,
+            slow_log: slow.as_ref().map(Reader::log),
+            stack_samples: slow.as_ref().map(Reader::samples),
+            watch: Mutex::new(options.watch),
+            interval: options.interval.max(INTERVAL_FLOOR),
+            latest: Mutex::new(empty),
+            subscribers: Mutex::new(Vec::new()),
+            handlers: Mutex::new(Vec::new()),
+            publishing: Mutex::new(0),
+            drilled: AtomicBool::new(false),
+            own_cost: AtomicBool::new(false),
+            wants: std::sync::atomic::AtomicU8::new(0),
+            stop: AtomicBool::new(false),
+            wake,
+            watch_generation: std::sync::atomic::AtomicU64::new(0),
+            offcpu,
+            features,
+        });
+        // The first sample takes no per-process step: nobody can have subscribed yet,
+        // and the first step a subscriber gets counts from the load.
+        if let Err(e) = shared.publish_with(false, false) {
+            log::warn!("cannot take the first sample: {e:#}");
+        }
+        let clock = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("syscost-session".into())
+                .spawn(move || shared.run_clock())
+                .map_err(|e| log::warn!("cannot start the session's clock: {e}"))
+                .ok()
+        };
+        Self {
+            shared,
+            clock,
+            slow,
+        }
+    }
+
+    /// A handle for views and the metrics endpoint.
+    pub fn handle(&self) -> SessionHandle {
+        SessionHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Stops the clock, takes the last per-process step and the final snapshots, unloads
+    /// the programs, and drains the slow calls still in the ring.
+    pub fn finish(mut self) -> Result<Finished> {
+        // A signal from now on ends syscost at once: nothing here may hold it.
+        crate::signals::exiting();
+        // The tests' way to make the end hang (debug builds only).
+        #[cfg(debug_assertions)]
+        if std::env::var("SYSCOST_TEST_FAULT").is_ok_and(|f| f == "hang-finish") {
+            eprintln!("syscost: test fault: the end hangs");
+            loop {
+                std::thread::park();
+            }
+        }
+        self.stop_clock();
+        let (snapshots, top_totals, raw_stacks) = {
+            let mut s = lock(&self.shared.sampler);
+            s.top_final_step()?;
+            let totals = s.top_totals();
+            s.unload()?;
+            (s.snapshots()?, totals, s.take_stacks())
+        };
+        // A last sample for views still holding a handle (the metrics endpoint serves
+        // the final figures until syscost stops).
+        self.shared.publish()?;
+        let (slow, samples) = match self.slow.take().map(Reader::into_parts) {
+            Some((calls, samples)) => (Some(calls), samples),
+            None => (None, Default::default()),
+        };
+        let stacks = raw_stacks.map(|raw| {
+            crate::stacks::assemble(
+                &raw,
+                &samples,
+                crate::process::comm_of,
+                crate::cgroup::of_process,
+            )
+        });
+        Ok(Finished {
+            snapshots,
+            top_totals,
+            slow: slow.filter(|_| self.shared.features.on.contains(&"slow")),
+            stacks,
+        })
+    }
+
+    fn stop_clock(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake.set();
+        if let Some(c) = self.clock.take() {
+            let _ = c.join();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop_clock();
+    }
+}

@@ -327,7 +327,7 @@ fn tracepoint_args(btf: &Btf, name: &str) -> Result<usize> {
 /// The oldest kernel syscost supports: the oldest the kernel matrix (`cargo xtask
 /// vm-test`) passes. It needs BPF_F_MMAPABLE arrays, `bpf_probe_read_kernel` and the
 /// BPF ring buffer (5.8), and per-CPU hash elements zeroed when reused (5.10).
-pub const KERNEL_FLOOR: (u32, u32) = (5, 10);
+pub const OLDEST_KERNEL: (u32, u32) = (5, 10);
 
 /// The running kernel's release ("6.18.44-fc-v657").
 pub fn release() -> String {
@@ -354,11 +354,11 @@ pub fn check_kernel() -> Result<()> {
     let Some(v) = kernel_version(&rel) else {
         return Ok(());
     };
-    if v < KERNEL_FLOOR {
+    if v < OLDEST_KERNEL {
         bail!(
             "syscost needs Linux {}.{} or later; this kernel is {rel}",
-            KERNEL_FLOOR.0,
-            KERNEL_FLOOR.1
+            OLDEST_KERNEL.0,
+            OLDEST_KERNEL.1
         );
     }
     Ok(())

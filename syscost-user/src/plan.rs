@@ -1,8 +1,8 @@
 //! A tracing command's arguments resolved once into a [`Plan`]: which programs the kernel
 //! side loads and what they trace (`--slow` merged in), how the session runs (its
 //! interval, syscost's own cost, what becomes of slow calls), where the metrics endpoint
-//! listens. Every default and bound of these is written once: the interval and its floor
-//! in the engine's session, the rest below.
+//! listens. Every default and bound of these is written once: the interval and the
+//! shortest one in the engine's session, the rest below.
 //!
 //! `run`, `attach`, `export` and `top` go through the same steps, in this order: check
 //! (their outputs writable, the plan built, the endpoint bound), load ([`Plan::load`]),

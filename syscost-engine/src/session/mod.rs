@@ -86,7 +86,7 @@ pub const INTERVAL: Duration = Duration::from_secs(1);
 
 /// The shortest interval: a table or a screen more often than that is unreadable, and
 /// each sample reads the maps.
-pub const INTERVAL_FLOOR: Duration = Duration::from_millis(100);
+pub const SHORTEST_INTERVAL: Duration = Duration::from_millis(100);
 
 struct Shared {
     sampler: SharedSampler,
@@ -165,7 +165,7 @@ impl Session {
             slow_log: slow.as_ref().map(Reader::log),
             stack_samples: slow.as_ref().map(Reader::samples),
             watch: Mutex::new(options.watch),
-            interval: options.interval.max(INTERVAL_FLOOR),
+            interval: options.interval.max(SHORTEST_INTERVAL),
             latest: Mutex::new(empty),
             subscribers: Mutex::new(Vec::new()),
             handlers: Mutex::new(Vec::new()),

@@ -3,7 +3,7 @@
 use super::*;
 
 /// How long a command traces and how often the session samples, shared by `attach`,
-/// `export`, `top` and `demo` (the session's clock keeps the interval and its floor).
+/// `export`, `top` and `demo` (the session's clock keeps the interval and its shortest one).
 #[derive(Debug, Clone, Default, Args)]
 pub struct Timing {
     /// Stop after this many seconds.

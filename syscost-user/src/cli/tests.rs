@@ -72,7 +72,7 @@ proptest! {
             let _ = std::time::Instant::now() + std::time::Duration::from_secs_f64(v);
         }
         if let Ok(v) = parse_interval(&text) {
-            prop_assert!(seconds(Some(v)).is_some_and(|d| d >= syscost_engine::session::INTERVAL_FLOOR));
+            prop_assert!(seconds(Some(v)).is_some_and(|d| d >= syscost_engine::session::SHORTEST_INTERVAL));
         }
         if let Ok(r) = parse_rate(&text) {
             let _ = std::time::Duration::from_secs_f64(1e6 / r);

@@ -83,11 +83,11 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// A refresh interval: at least the session's floor (a table or a screen more often
+/// A refresh interval: at least the session's shortest interval (a table or a screen more often
 /// than that is unreadable), at most [`MAX_SECONDS`] (clap value parser).
 pub fn parse_interval(s: &str) -> Result<f64, String> {
     let v = parse_seconds(s)?;
-    let floor = syscost_engine::session::INTERVAL_FLOOR.as_secs_f64();
+    let floor = syscost_engine::session::SHORTEST_INTERVAL.as_secs_f64();
     if v < floor {
         return Err(format!(
             "{s} seconds is shorter than the {floor} s an interval takes"

@@ -135,7 +135,6 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     let target_pid = target.pid;
     let last = if tui {
         let options = LiveOptions {
-            interval: plan.session.interval,
             duration,
             per: args.view.per.clone(),
             hint,

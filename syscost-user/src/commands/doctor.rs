@@ -113,7 +113,7 @@ pub fn checks() -> Vec<Check> {
 
     let rel = kernel_btf::release();
     out.push(match kernel_btf::kernel_version(&rel) {
-        Some(v) if v >= kernel_btf::KERNEL_FLOOR => Check::new("kernel", Status::Ok, rel.clone()),
+        Some(v) if v >= kernel_btf::OLDEST_KERNEL => Check::new("kernel", Status::Ok, rel.clone()),
         Some(_) => Check::new("kernel", Status::Missing, format!("{rel}: before 5.10"))
             .fix("Linux 5.10 or later"),
         None => Check::new(

@@ -62,13 +62,12 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     )?
     .own_cost(!args.own_cost.no_run_stats)
     .every(seconds(args.timing.interval));
-    let every = plan.session.interval;
     let session = plan.start(plan.load()?, Watch::Nothing)?;
     let handle = session.handle();
     let duration = seconds(args.timing.duration);
     let started = Instant::now();
     if !args.live.no_tui && std::io::stdout().is_terminal() {
-        live(&handle, args, scope, every, duration)?;
+        live(&handle, args, scope, duration)?;
     } else {
         text(&handle, args, &scope, duration, started)?;
     }
@@ -182,7 +181,6 @@ fn live(
     session: &SessionHandle,
     args: &TopArgs,
     scope: String,
-    every: Duration,
     duration: Option<Duration>,
 ) -> Result<()> {
     let mut screen = tui::Screen::open()?;
@@ -222,15 +220,8 @@ fn live(
                         tui::top::Action::Drill { pid, threads } => {
                             // No samples wait for this view while it is away.
                             drop(samples);
-                            let (ended, back) = drill(
-                                &mut screen,
-                                session,
-                                pid,
-                                threads,
-                                every,
-                                deadline,
-                                args.stacks,
-                            )?;
+                            let (ended, back) =
+                                drill(&mut screen, session, pid, threads, deadline, args.stacks)?;
                             samples = back;
                             if ended == tui::Ended::Quit {
                                 quit = true;
@@ -270,7 +261,6 @@ fn drill(
     session: &SessionHandle,
     pid: u32,
     threads: bool,
-    every: Duration,
     deadline: Option<Instant>,
     stacks: bool,
 ) -> Result<(tui::Ended, syscost_engine::session::Subscription)> {
@@ -286,7 +276,6 @@ fn drill(
     // A sample of the drilled process's threads before the view starts.
     session.sample_now()?;
     let options = LiveOptions {
-        interval: every,
         duration: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         per: None,
         hint: Some(

@@ -51,8 +51,6 @@ use syscost_report::{
 /// Settings of the live view.
 #[derive(Clone, Debug, Default)]
 pub struct LiveOptions {
-    /// Refresh interval.
-    pub interval: Duration,
     /// Stop after this long.
     pub duration: Option<Duration>,
     /// `--per` unit syscall.
@@ -394,11 +392,7 @@ pub fn live_with(
     app.stacks_of = drilled.then_some(target.pid);
 
     let mut ended = Ended::Quit;
-    let interval = options
-        .interval
-        .max(syscost_engine::session::INTERVAL_FLOOR);
     let deadline = options.duration.map(|d| Instant::now() + d);
-    let mut next_tick = Instant::now() + interval;
     let mut latest = first;
     let mut dirty = true;
     let mut fault = TestFault::from_env();
@@ -461,11 +455,12 @@ pub fn live_with(
             feed.intervals.reset();
             app.clear_history();
         }
-        // The newest sample that is due: one per interval, and the one that says the
-        // target exited at once (samples taken for others, a scrape's, wait their turn).
+        // The newest sample that ends one of the session's intervals (its clock is the
+        // view's), and the one that says the target exited at once (samples taken for
+        // others, a scrape's or an own-cost window's, wait their turn).
         let mut due = None;
         while let Ok(s) = samples.try_recv() {
-            if !app.exited && (s.exited || s.taken + interval / 2 >= next_tick) {
+            if !app.exited && (s.exited || s.due) {
                 due = Some(s);
             }
         }
@@ -481,7 +476,6 @@ pub fn live_with(
             app.apply(sample);
             fault.arm();
             app.paused = was_paused && !s.exited;
-            next_tick = s.taken + interval;
             dirty = true;
         }
     }

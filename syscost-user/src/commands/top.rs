@@ -11,7 +11,6 @@ use std::{
 };
 
 use anyhow::Result;
-use ratatui::crossterm::event::{Event, KeyEventKind};
 
 use crate::{
     cli::{TopArgs, seconds},
@@ -204,17 +203,8 @@ fn live(
         // Every event waiting, then the samples.
         let mut quit = false;
         while !quit {
-            let input = match screen.next_input() {
-                Ok(Some(ev)) => ev,
-                Ok(None) => break,
-                // The input thread ended: the terminal is gone.
-                Err(_) => {
-                    quit = true;
-                    break;
-                }
-            };
-            match input {
-                Event::Key(k) if k.kind == KeyEventKind::Press => {
+            match screen.next_input() {
+                tui::keys::Input::Key(k) => {
                     match view.handle_key(k) {
                         tui::top::Action::Quit => quit = true,
                         tui::top::Action::Drill { pid, threads } => {
@@ -231,8 +221,9 @@ fn live(
                     }
                     dirty = true;
                 }
-                Event::Resize(..) => dirty = true,
-                _ => {}
+                tui::keys::Input::Redraw => dirty = true,
+                tui::keys::Input::Nothing => break,
+                tui::keys::Input::Gone => quit = true,
             }
         }
         if quit {

@@ -1,6 +1,6 @@
 //! Keys -> state changes.
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 use super::app::{App, View};
 
@@ -16,23 +16,12 @@ pub enum Action {
 const PAGE: isize = 10;
 
 pub fn handle_key(app: &mut App, key: KeyEvent) -> Action {
-    if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+    if super::keys::is_interrupt(key) {
         return Action::Quit;
     }
     app.notice = None;
     if app.editing_filter {
-        match key.code {
-            KeyCode::Char(c) => app.filter.push(c),
-            KeyCode::Backspace => {
-                app.filter.pop();
-            }
-            KeyCode::Enter => app.editing_filter = false,
-            KeyCode::Esc => {
-                app.filter.clear();
-                app.editing_filter = false;
-            }
-            _ => {}
-        }
+        super::keys::edit_filter(&mut app.filter, &mut app.editing_filter, key);
         app.clamp_selection();
         return Action::Continue;
     }
@@ -104,7 +93,7 @@ pub fn handle_key(app: &mut App, key: KeyEvent) -> Action {
 mod tests {
     use super::*;
     use crate::tui::app::{SortColumn, tests::sample_app};
-    use ratatui::crossterm::event::KeyEvent;
+    use ratatui::crossterm::event::{KeyEvent, KeyModifiers};
 
     fn key(c: KeyCode) -> KeyEvent {
         KeyEvent::new(c, KeyModifiers::NONE)

@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod handler;
+pub mod keys;
 pub mod top;
 pub mod ui;
 
@@ -251,15 +252,21 @@ impl Screen {
         );
     }
 
-    /// The next terminal event if one waits (never blocks); `Err` once the input's
-    /// reader has ended (the terminal is gone).
-    pub fn next_input(&self) -> Result<Option<Event>, mpsc::TryRecvError> {
-        // Cleared before the look: an event sent after it sets it again.
-        self.input_wake.clear();
-        match self.input.try_recv() {
-            Ok(ev) => Ok(Some(ev)),
-            Err(mpsc::TryRecvError::Empty) => Ok(None),
-            Err(e) => Err(e),
+    /// The next thing the terminal said, if anything waits (never blocks): a key
+    /// pressed, a resize, or that it is gone; other events are passed over.
+    pub fn next_input(&self) -> keys::Input {
+        loop {
+            // Cleared before the look: an event sent after it sets it again.
+            self.input_wake.clear();
+            match self.input.try_recv() {
+                Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
+                    return keys::Input::Key(k);
+                }
+                Ok(Event::Resize(..)) => return keys::Input::Redraw,
+                Ok(_) => continue,
+                Err(mpsc::TryRecvError::Empty) => return keys::Input::Nothing,
+                Err(mpsc::TryRecvError::Disconnected) => return keys::Input::Gone,
+            }
         }
     }
 }
@@ -418,9 +425,9 @@ pub fn live_with(
             [deadline, fault.due()].into_iter().flatten().min(),
         );
         let mut quit = false;
-        loop {
+        while !quit {
             match screen.next_input() {
-                Ok(Some(Event::Key(k))) if k.kind == KeyEventKind::Press => {
+                keys::Input::Key(k) => {
                     match handler::handle_key(&mut app, k) {
                         handler::Action::Quit => quit = true,
                         handler::Action::Back => {
@@ -431,16 +438,9 @@ pub fn live_with(
                     }
                     dirty = true;
                 }
-                Ok(Some(Event::Resize(..))) => dirty = true,
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                // The input thread ended: the terminal is gone.
-                Err(_) => {
-                    quit = true;
-                }
-            }
-            if quit {
-                break;
+                keys::Input::Redraw => dirty = true,
+                keys::Input::Nothing => break,
+                keys::Input::Gone => quit = true,
             }
         }
         if quit {

@@ -1,27 +1,16 @@
 //! What each key does to `top`'s view.
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
 use super::{Action, Mode, TopView, next_sort};
 
 impl TopView {
     pub fn handle_key(&mut self, key: KeyEvent) -> Action {
-        if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+        if crate::tui::keys::is_interrupt(key) {
             return Action::Quit;
         }
         if self.editing_filter {
-            match key.code {
-                KeyCode::Char(c) => self.filter.push(c),
-                KeyCode::Backspace => {
-                    self.filter.pop();
-                }
-                KeyCode::Enter => self.editing_filter = false,
-                KeyCode::Esc => {
-                    self.filter.clear();
-                    self.editing_filter = false;
-                }
-                _ => {}
-            }
+            crate::tui::keys::edit_filter(&mut self.filter, &mut self.editing_filter, key);
             self.clamp();
             return Action::Continue;
         }

@@ -342,6 +342,20 @@ impl Directory {
     }
 }
 
+/// The pod and container each cgroup is, for the views of a session: the runtimes'
+/// files are read here, in the engine, once a container (a [`Directory`]), never by a
+/// view. Shared by the threads that ask (the endpoint's, the OTLP pusher's, the clock's
+/// handlers).
+#[derive(Default)]
+pub struct Pods(std::sync::Mutex<Directory>);
+
+impl Pods {
+    /// [`Directory::labels`] of the cgroup at `path`.
+    pub fn labels(&self, path: &str) -> Vec<(&'static str, String)> {
+        crate::locks::lock(&self.0).labels(path)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,18 @@
 use super::*;
 
 impl SessionHandle {
+    /// The pods and containers of cgroups (their Kubernetes names, where a cgroup is a
+    /// container's), resolved and remembered by the engine for every view of the
+    /// session.
+    pub fn pods(&self) -> Arc<crate::kube::Pods> {
+        self.shared.pods.clone()
+    }
+
+    /// The cgroup v2 path of process `pid` now (`None` when it is gone or has none).
+    pub fn cgroup_of(&self, pid: u32) -> Option<String> {
+        crate::cgroup::of_process(pid)
+    }
+
     /// Every sample published from now on, in order.
     pub fn subscribe(&self) -> Subscription {
         let (tx, rx) = mpsc::channel();

@@ -118,6 +118,8 @@ struct Shared {
     watch_generation: std::sync::atomic::AtomicU64,
     offcpu: bool,
     features: Features,
+    /// The pods and containers of cgroups, named for the views (`SessionHandle::pods`).
+    pods: Arc<crate::kube::Pods>,
 }
 
 /// The owner of the sampler, the slow-call reader and the clock.
@@ -178,6 +180,7 @@ impl Session {
             watch_generation: std::sync::atomic::AtomicU64::new(0),
             offcpu,
             features,
+            pods: Arc::default(),
         });
         // The first sample takes no per-process step: nobody can have subscribed yet,
         // and the first step a subscriber gets counts from the load.

@@ -97,8 +97,8 @@ pub struct Metrics {
 struct TopSeries {
     processes: BoundedSeries<u32>,
     cgroups: Option<BoundedSeries<syscost_report::report::top::Name>>,
-    /// The names of the containers the series' cgroups are.
-    kube: syscost_engine::kube::Directory,
+    /// The pods and containers the series' cgroups are, named by the session.
+    pods: std::sync::Arc<syscost_engine::kube::Pods>,
 }
 
 impl Metrics {
@@ -151,7 +151,7 @@ impl Metrics {
         let top = std::sync::Arc::new(std::sync::Mutex::new(TopSeries {
             processes: BoundedSeries::new(n),
             cgroups: cgroups.then(|| BoundedSeries::new(n)),
-            kube: Default::default(),
+            pods: self.session.pods(),
         }));
         // Fed by the session as it publishes (every sample's step counts once, in
         // order), for as long as this endpoint's state lives.
@@ -291,11 +291,10 @@ fn feed(top: &mut TopSeries, sample: &Sample) {
     let TopSeries {
         processes,
         cgroups,
-        kube,
+        pods,
     } = top;
-    let kube = std::cell::RefCell::new(kube);
     let with_kube = |mut labels: Vec<(&'static str, String)>, cgroup: &str| {
-        labels.extend(kube.borrow_mut().labels(cgroup));
+        labels.extend(pods.labels(cgroup));
         labels
     };
     let step = &sample.top;

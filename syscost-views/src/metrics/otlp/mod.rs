@@ -244,7 +244,7 @@ async fn push_loop(
     // read from /proc then, the runtime's files read as /metrics reads them).
     let mut kube = Kube::new();
     let mut cgroups: std::collections::HashMap<String, Option<String>> = Default::default();
-    let mut directory = syscost_engine::kube::Directory::default();
+    let pods = metrics.session().pods();
     // Said once: a receiver that takes the pushes but rejects some of their points.
     let mut partial_said = false;
     let mut backoff = Duration::from_secs(1);
@@ -277,7 +277,7 @@ async fn push_loop(
                 .entry(key_of(p))
                 .or_insert_with(|| match &p.target.cgroup {
                     Some(cg) => Some(cg.clone()),
-                    None => syscost_engine::cgroup::of_process(p.target.pid),
+                    None => metrics.session().cgroup_of(p.target.pid),
                 });
             // Asked again while a container's names are missing: the runtime may not
             // have written them yet (the directory paces its own retries).
@@ -287,7 +287,7 @@ async fn push_loop(
             }) {
                 let labels = cgroup
                     .as_deref()
-                    .map(|cg| directory.labels(cg))
+                    .map(|cg| pods.labels(cg))
                     .unwrap_or_default();
                 kube.insert(key_of(p), labels);
             }

@@ -22,7 +22,9 @@ use syscost_engine::{
 };
 use syscost_views::metrics::server::{Bound, MAX_CONNECTIONS, MetricsServer};
 
-use crate::cli::{SlowArgs, StacksArgs, TracingArgs, WebArgs};
+use crate::cli::{
+    AttachArgs, ExportArgs, RunArgs, SlowArgs, StacksArgs, TopArgs, TracingArgs, WebArgs, seconds,
+};
 
 /// Pages of user stack a slow call or a stack sample carries unless `--stack-size` says
 /// otherwise (16K).
@@ -96,17 +98,131 @@ pub mod programs {
     }
 }
 
+/// The argument groups a tracing command's plan is made of, declared once in `cli` and
+/// flattened into each command: what it leaves out, `--slow`, `--stacks FILE`, the
+/// metrics endpoint and its protection, the own cost, `-i`. A command without a group
+/// (`top` has no `--slow`) leaves it at its default.
+pub trait PlanArgs {
+    fn tracing(&self) -> &TracingArgs;
+    fn slow(&self) -> &SlowArgs {
+        &NO_SLOW
+    }
+    fn stacks(&self) -> &StacksArgs {
+        &NO_STACKS
+    }
+    /// Where the metrics endpoint listens (`--metrics-addr`).
+    fn listen(&self) -> Option<std::net::SocketAddr> {
+        None
+    }
+    fn web(&self) -> &WebArgs {
+        &NO_WEB
+    }
+    /// Whether syscost measures its own cost (see [`Plan::own_cost`]).
+    fn own_cost(&self) -> bool;
+    /// `-i`, when given.
+    fn interval(&self) -> Option<Duration> {
+        None
+    }
+}
+
+static NO_SLOW: std::sync::LazyLock<SlowArgs> = std::sync::LazyLock::new(SlowArgs::default);
+static NO_STACKS: std::sync::LazyLock<StacksArgs> = std::sync::LazyLock::new(StacksArgs::default);
+static NO_WEB: std::sync::LazyLock<WebArgs> = std::sync::LazyLock::new(WebArgs::default);
+
+impl PlanArgs for RunArgs {
+    fn tracing(&self) -> &TracingArgs {
+        &self.tracing
+    }
+    fn slow(&self) -> &SlowArgs {
+        &self.slow_calls
+    }
+    fn stacks(&self) -> &StacksArgs {
+        &self.stacks
+    }
+    fn listen(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_addr
+    }
+    fn web(&self) -> &WebArgs {
+        &self.web
+    }
+    fn own_cost(&self) -> bool {
+        !self.own_cost.no_run_stats
+    }
+}
+
+impl PlanArgs for AttachArgs {
+    fn tracing(&self) -> &TracingArgs {
+        &self.tracing
+    }
+    fn slow(&self) -> &SlowArgs {
+        &self.slow_calls
+    }
+    fn stacks(&self) -> &StacksArgs {
+        &self.stacks
+    }
+    fn listen(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_addr
+    }
+    fn web(&self) -> &WebArgs {
+        &self.web
+    }
+    fn own_cost(&self) -> bool {
+        !self.own_cost.no_run_stats
+    }
+    /// strace's -C: the live text, a table each second unless -i says otherwise.
+    fn interval(&self) -> Option<Duration> {
+        seconds(self.timing.interval).or(self.live_text.then_some(INTERVAL))
+    }
+}
+
+impl PlanArgs for ExportArgs {
+    fn tracing(&self) -> &TracingArgs {
+        &self.tracing
+    }
+    fn slow(&self) -> &SlowArgs {
+        &self.slow_calls
+    }
+    fn stacks(&self) -> &StacksArgs {
+        &self.stacks
+    }
+    fn listen(&self) -> Option<std::net::SocketAddr> {
+        Some(self.metrics_addr)
+    }
+    fn web(&self) -> &WebArgs {
+        &self.web
+    }
+    fn own_cost(&self) -> bool {
+        self.run_stats
+    }
+    fn interval(&self) -> Option<Duration> {
+        seconds(self.timing.interval)
+    }
+}
+
+impl PlanArgs for TopArgs {
+    fn tracing(&self) -> &TracingArgs {
+        &self.tracing
+    }
+    fn own_cost(&self) -> bool {
+        !self.own_cost.no_run_stats
+    }
+    fn interval(&self) -> Option<Duration> {
+        seconds(self.timing.interval)
+    }
+}
+
 impl Plan {
-    /// The plan of `programs` with `tracing`'s, `slow`'s and `stacks`' arguments, a
-    /// sample every [`INTERVAL`], slow calls printed and kept, per-process totals kept.
-    pub fn new(
-        programs: TracerOptions,
-        tracing: &TracingArgs,
-        slow: &SlowArgs,
-        stacks: &StacksArgs,
-        listen: Option<std::net::SocketAddr>,
-        web: &WebArgs,
-    ) -> Result<Self> {
+    /// The plan of `programs` with a command's argument groups: a sample every `-i` (or
+    /// [`INTERVAL`]), its own cost measured as asked, slow calls printed and kept,
+    /// per-process totals kept.
+    pub fn new(programs: TracerOptions, args: &impl PlanArgs) -> Result<Self> {
+        let (tracing, slow, stacks, listen, web) = (
+            args.tracing(),
+            args.slow(),
+            args.stacks(),
+            args.listen(),
+            args.web(),
+        );
         if web.web_config.is_some() && listen.is_none() {
             anyhow::bail!(
                 "--web.config.file protects the metrics endpoint: give --metrics-addr too"
@@ -150,8 +266,8 @@ impl Plan {
                 path,
             }),
             session: SessionPlan {
-                interval: INTERVAL,
-                run_stats: true,
+                interval: args.interval().unwrap_or(INTERVAL),
+                run_stats: args.own_cost(),
                 echo_slow: true,
                 keep_slow: SlowLog::CAP,
                 top_totals: true,
@@ -167,21 +283,6 @@ impl Plan {
                 })
                 .transpose()?,
         })
-    }
-
-    /// Whether syscost measures its own cost (the kernel's BPF run-time statistics, in
-    /// windows): `--no-run-stats` says no, `export` says yes only with `--run-stats`.
-    pub fn own_cost(mut self, measure: bool) -> Self {
-        self.session.run_stats = measure;
-        self
-    }
-
-    /// Samples every `interval` (`-i`) when given.
-    pub fn every(mut self, interval: Option<Duration>) -> Self {
-        if let Some(i) = interval {
-            self.session.interval = i;
-        }
-        self
     }
 
     /// A live view owns the terminal: slow calls are kept for it and the end, not
@@ -258,20 +359,27 @@ impl Plan {
 mod tests {
     use super::*;
 
+    /// A command's groups with `--stacks` alone given.
+    struct Stacks(StacksArgs);
+
+    impl PlanArgs for Stacks {
+        fn tracing(&self) -> &TracingArgs {
+            &TracingArgs { no_offcpu: false }
+        }
+        fn stacks(&self) -> &StacksArgs {
+            &self.0
+        }
+        fn own_cost(&self) -> bool {
+            true
+        }
+    }
+
     /// What the command's programs ask for stays when no argument says otherwise
     /// (`top --stacks` asks through its programs, without a stacks file).
     #[test]
     fn the_programs_stacks_stay_without_a_stacks_file() {
         let plan = |programs: TracerOptions, stacks: &StacksArgs| {
-            Plan::new(
-                programs,
-                &TracingArgs::default(),
-                &SlowArgs::default(),
-                stacks,
-                None,
-                &WebArgs::default(),
-            )
-            .expect("a plan")
+            Plan::new(programs, &Stacks(stacks.clone())).expect("a plan")
         };
         let top = TracerOptions {
             stacks: Some(syscost_engine::stacks::SAMPLE_EVERY),
@@ -300,16 +408,7 @@ mod tests {
     #[test]
     fn the_stacks_format_follows_the_name_and_refuses_a_value_it_has_no_use_for() {
         use syscost_report::report::stacks::{Format, Weight};
-        let plan = |stacks: &StacksArgs| {
-            Plan::new(
-                programs::command(),
-                &TracingArgs::default(),
-                &SlowArgs::default(),
-                stacks,
-                None,
-                &WebArgs::default(),
-            )
-        };
+        let plan = |stacks: &StacksArgs| Plan::new(programs::command(), &Stacks(stacks.clone()));
         let args = |file: &str, format, value| StacksArgs {
             stacks: Some(file.into()),
             stacks_format: format,

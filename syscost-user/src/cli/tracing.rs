@@ -3,7 +3,7 @@
 use super::*;
 
 /// How the table looks; shared by every command that prints one.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct ViewArgs {
     /// Which syscalls the table shows: names (`read,close`, a row of zeros for one
     /// with no call), or strace's expressions: `trace=%file`, `trace=%net,%process`,
@@ -133,7 +133,7 @@ pub struct RunArgs {
     pub stacks: StacksArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub struct AttachArgs {
     #[command(flatten)]
     pub view: ViewArgs,

@@ -45,8 +45,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     )?;
     let duration = seconds(args.timing.duration);
     // strace's -C: the live text, a table each second unless -i says otherwise.
-    let every = seconds(args.timing.interval)
-        .or(args.live_text.then_some(syscost_engine::session::INTERVAL));
+    let every = crate::plan::PlanArgs::interval(args);
     if args.per_process && args.cgroup.is_none() {
         anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
     }
@@ -83,14 +82,8 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             per_process: args.per_process,
             ..Default::default()
         },
-        &args.tracing,
-        &args.slow_calls,
-        &args.stacks,
-        args.metrics_addr,
-        &args.web,
+        args,
     )?
-    .own_cost(!args.own_cost.no_run_stats)
-    .every(every)
     .live(tui);
     let mut tracer = plan.load()?;
     let mut descendants = 0;

@@ -111,33 +111,18 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         .context("cannot start the load generator")?;
     helpers.0.push(load);
 
+    // The server's view: every syscall, with latency, per accepted connection.
     let attach = AttachArgs {
         view: ViewArgs {
-            syscalls: Vec::new(),
-            successful: false,
-            failed: false,
-            summary_only: false,
             sort: SortKey::Time,
-            columns: None,
-            wall_time: false,
-            overhead: None,
             latency: true,
             per: Some("accept4".into()),
+            ..Default::default()
         },
         pid: Some(server_pid),
-        cgroup: None,
-        per_process: false,
         timing: args.timing.clone(),
-        follow_forks: false,
-        json: None,
         live: args.live.clone(),
-        live_text: false,
-        tracing: Default::default(),
-        own_cost: Default::default(),
-        web: Default::default(),
-        stacks: Default::default(),
-        metrics_addr: None,
-        slow_calls: Default::default(),
+        ..Default::default()
     };
     super::attach::attach_with(&attach, Some(HINT.to_string()))
 }

@@ -70,14 +70,8 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             slots: targets.len() as u32,
             ..Default::default()
         },
-        &args.tracing,
-        &args.slow_calls,
-        &args.stacks,
-        Some(args.metrics_addr),
-        &args.web,
+        args,
     )?
-    .own_cost(args.run_stats)
-    .every(seconds(args.timing.interval))
     .service(true);
     let mut tracer = plan.load()?;
     let mut sources = Vec::new();
@@ -198,14 +192,8 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
             pool_from_slot,
             ..Default::default()
         },
-        &args.tracing,
-        &args.slow_calls,
-        &args.stacks,
-        Some(args.metrics_addr),
-        &args.web,
+        args,
     )?
-    .own_cost(args.run_stats)
-    .every(seconds(args.timing.interval))
     .service(false);
     let tracer = plan.load()?;
     let session = plan.start(tracer, Watch::Nothing)?;

@@ -47,15 +47,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             gid: u.gid,
         })
         .or_else(Owner::invoker);
-    let mut plan = Plan::new(
-        programs::command(),
-        &args.tracing,
-        &args.slow_calls,
-        &args.stacks,
-        args.metrics_addr,
-        &args.web,
-    )?
-    .own_cost(!args.own_cost.no_run_stats);
+    let mut plan = Plan::new(programs::command(), args)?;
     let mut tracer = plan.load()?;
 
     // Signal handlers are in place before the command starts, so there is no moment in

@@ -53,14 +53,8 @@ pub fn top(args: &TopArgs) -> Result<i32> {
             stacks: args.stacks.then_some(syscost_engine::stacks::SAMPLE_EVERY),
             ..programs::machine(auto)
         },
-        &args.tracing,
-        &crate::cli::SlowArgs::default(),
-        &crate::cli::StacksArgs::default(),
-        None,
-        &Default::default(),
-    )?
-    .own_cost(!args.own_cost.no_run_stats)
-    .every(seconds(args.timing.interval));
+        args,
+    )?;
     let session = plan.start(plan.load()?, Watch::Nothing)?;
     let handle = session.handle();
     let duration = seconds(args.timing.duration);

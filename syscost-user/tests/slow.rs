@@ -167,7 +167,7 @@ fn exactly_the_slow_calls_with_fd_and_function() {
                     .collect();
                 let at = |n: &str| names.iter().position(|&f| f == n);
                 assert!(
-                    matches!((at("syscost_workload::slow_mix"), at("main")), (Some(a), Some(b)) if a < b),
+                    matches!((at("syscost_workload::slow::slow_mix"), at("main")), (Some(a), Some(b)) if a < b),
                     "{names:?}"
                 );
             }

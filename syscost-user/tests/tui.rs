@@ -963,7 +963,7 @@ fn the_callers_pane_shows_the_selected_syscalls_stacks() {
         s.contains("callers of getppid since the start: ")
             && s.lines().any(|l| l.contains("by calls") && l.contains("by time"))
             // The libc wrapper, innermost, then the workload's function that calls it.
-            && s.contains("syscall < syscost_workload::getppid_n")
+            && s.contains("syscall < syscost_workload::calls::getppid_n")
     });
     assert!(
         !pane.contains(": 0 stacks"),
@@ -977,7 +977,7 @@ fn the_callers_pane_shows_the_selected_syscalls_stacks() {
     let _ = std::fs::remove_file(&folded);
     assert!(
         text.lines()
-            .any(|l| l.contains(";syscost_workload::getppid_n;syscall;getppid ")),
+            .any(|l| l.contains(";syscost_workload::calls::getppid_n;syscall;getppid ")),
         "{text}"
     );
     drop(busy);

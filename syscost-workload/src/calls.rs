@@ -1,7 +1,8 @@
 //! The modes that make known numbers of calls: getppid, close of a bad fd, nanosleep,
 //! mixed and numbered calls, paced calls, calls per line of input, seccomp.
 
-use super::*;
+use crate::support::*;
+use std::{io::Write as _, time::Instant};
 
 /// `getppid`: see the modes at the top of the crate.
 pub(super) fn getppid_mode(args: &[String]) {
@@ -253,5 +254,12 @@ pub(super) fn restore_on_eof_mode(args: &[String]) -> ! {
             );
             std::process::exit(1)
         }
+    }
+}
+
+pub(crate) fn getppid_n(n: u64) {
+    for _ in 0..n {
+        // SAFETY: getppid has no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_getppid) };
     }
 }

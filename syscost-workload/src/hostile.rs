@@ -1,6 +1,6 @@
 //! `hostile`: names chosen to attack a terminal, for the tests of what syscost prints.
 
-use super::*;
+use crate::calls::getppid_n;
 
 /// The comm `hostile` sets, and the name of its FIFO: escape sequences and a byte that
 /// is not UTF-8, for the tests of what syscost prints.

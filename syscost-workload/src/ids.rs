@@ -1,7 +1,8 @@
 //! `fork-at`, `exec-at` and `threads-at`: processes and threads made with the ids asked
 //! for (clone3's `set_tid`), for the tests of ids beyond the old pid_max.
 
-use super::*;
+use crate::{calls::getppid_n, support::*};
+use std::io::Write as _;
 
 /// The arguments of clone3(2) up to `set_tid_size` (`CLONE_ARGS_SIZE_VER1`, Linux 5.5):
 /// the libc crate does not define the struct for every target.

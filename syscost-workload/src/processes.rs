@@ -1,7 +1,8 @@
 //! The modes that start processes: exec, spawn, fork, churn, a leader's exit, an exec from
 //! a thread, a tree of waiting processes.
 
-use super::*;
+use crate::{calls::getppid_n, support::*};
+use std::io::Write as _;
 
 /// `exec`: see the modes at the top of the crate.
 pub(super) fn exec_mode(args: &[String]) {

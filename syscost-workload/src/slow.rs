@@ -1,7 +1,8 @@
 //! `slow-mix`: slow calls from functions of known names, for the slow-call and stack
 //! tests.
 
-use super::*;
+use crate::{calls::getppid_n, support::*};
+use std::time::Instant;
 
 /// nanosleep from a function of a known name: the `syscall` (`svc`) instruction is in it, so it
 /// is the innermost frame of the call's user stack.

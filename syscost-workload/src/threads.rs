@@ -1,7 +1,8 @@
 //! The modes that run threads: threads calling, threads waiting, context switches, a
 //! blocked pipe, ping-pong.
 
-use super::*;
+use crate::{calls::getppid_n, support::*};
+use std::{io::Write as _, time::Instant};
 
 /// `threads`: see the modes at the top of the crate.
 pub(super) fn threads_mode(args: &[String]) {

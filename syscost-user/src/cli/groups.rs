@@ -1,6 +1,9 @@
 //! Argument groups declared once and flattened into the tracing commands.
 
-use super::*;
+use super::values::{parse_interval, parse_sample_every, parse_seconds};
+
+use clap::Args;
+use std::path::PathBuf;
 
 /// How long a command traces and how often the session samples, shared by `attach`,
 /// `export`, `top` and `demo` (the session's clock keeps the interval and its shortest one).

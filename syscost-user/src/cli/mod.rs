@@ -6,15 +6,9 @@
 //! what is left out, slow calls, calls by stack), `tools` (the commands that read files,
 //! compare, the lab and the bench), `values` (the value parsers and their bounds).
 
-use std::{
-    net::{SocketAddr, SocketAddrV4},
-    path::PathBuf,
-};
+use std::path::PathBuf;
 
-use anyhow::Result;
-use clap::{Args, Parser, Subcommand, ValueEnum};
-
-use syscost_report::{profile::SortKey, report::strace_table::TableOptions, syscall_names};
+use clap::{Parser, Subcommand};
 
 mod groups;
 #[cfg(test)]
@@ -23,7 +17,6 @@ mod tools;
 mod tracing;
 mod values;
 
-use self::values::{parse_otlp_endpoint, parse_overhead};
 pub use self::{groups::*, tools::*, tracing::*, values::*};
 
 /// `syscost --version`: the version, the commit it was built from and a build id of the

@@ -1,6 +1,11 @@
 //! The other commands' arguments: the readers of files, compare, the lab, the bench.
 
-use super::*;
+use super::groups::{LiveArgs, Timing};
+use super::tracing::ViewArgs;
+use super::values::{parse_cpu, parse_rate, parse_seconds};
+
+use clap::{Args, ValueEnum};
+use std::{net::SocketAddrV4, path::PathBuf};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {

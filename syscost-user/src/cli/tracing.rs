@@ -1,6 +1,12 @@
 //! The tracing commands' arguments: `run`, `attach`, `export`, `top`, and the table's look.
 
-use super::*;
+use super::groups::{LiveArgs, OwnCostArgs, SlowArgs, StacksArgs, Timing, TracingArgs, WebArgs};
+use super::values::{parse_metrics_addr, parse_otlp_endpoint, parse_overhead};
+
+use anyhow::Result;
+use clap::Args;
+use std::{net::SocketAddr, path::PathBuf};
+use syscost_report::{profile::SortKey, report::strace_table::TableOptions, syscall_names};
 
 /// How the table looks; shared by every command that prints one.
 #[derive(Debug, Clone, Default, Args)]

@@ -1,6 +1,7 @@
 //! The value parsers of the arguments, and their bounds.
 
-use super::*;
+use anyhow::Result;
+use std::net::SocketAddr;
 
 /// `--otlp-endpoint`: an http:// URL.
 pub(super) fn parse_otlp_endpoint(

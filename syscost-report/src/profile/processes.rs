@@ -1,6 +1,6 @@
 //! A profile's processes: their totals per syscall, and how one is picked.
 
-use super::*;
+use serde::{Deserialize, Serialize};
 
 /// One process's share of a `--cgroup` profile (no histograms: those are the cgroup's).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,8 @@
 //! Slow calls (`--slow`): each call with its arguments, stacks and file.
 
-use super::*;
+use super::stacks::Frame;
+
+use serde::{Deserialize, Serialize};
 
 /// One slow call.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

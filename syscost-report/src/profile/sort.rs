@@ -1,6 +1,6 @@
 //! The orders rows are sorted in, and per-unit figures.
 
-use super::*;
+use super::data::{Profile, SyscallProfile};
 
 /// Columns `syscost top` sorts its processes by (the live view and the text alike).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -150,29 +150,4 @@ pub fn per_unit(profile: &Profile, unit: &str) -> Option<PerUnit> {
         ns: total_ns as f64 / units as f64,
         oncpu_ns: oncpu as f64 / units as f64,
     })
-}
-
-/// The syscalls of `processes` summed: calls, errors and time only.
-pub(super) fn summed(processes: &[ProcessTotals]) -> Vec<SyscallProfile> {
-    let mut by: BTreeMap<&str, SyscallProfile> = BTreeMap::new();
-    for ps in processes.iter().flat_map(|p| &p.syscalls) {
-        let e = by.entry(&ps.name).or_insert_with(|| SyscallProfile {
-            name: ps.name.clone(),
-            nr: crate::syscall_names::number(&ps.name).map_or(u64::MAX, |id| id.nr),
-            ..SyscallProfile::empty()
-        });
-        // Figures of a file read and checked (or of a profile syscost made): no
-        // overflow, off-CPU time at most the total.
-        e.calls += ps.calls;
-        e.errors += ps.errors;
-        e.total_ns += ps.total_ns;
-        e.offcpu_ns += ps.offcpu_ns;
-        e.oncpu_ns += ps.total_ns.saturating_sub(ps.offcpu_ns);
-    }
-    by.into_values()
-        .map(|mut s| {
-            s.avg_ns = s.total_ns.checked_div(s.calls).unwrap_or(0);
-            s
-        })
-        .collect()
 }

@@ -1,6 +1,6 @@
 //! Calls by user stack (`--stacks`): the stacks, their frames and the frames' mappings.
 
-use super::*;
+use serde::{Deserialize, Serialize};
 
 /// One frame of a user stack.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -1,6 +1,9 @@
 //! `syscost top --json`: the document of every process's totals.
 
-use super::*;
+use super::data::{Profile, SCHEMA_VERSION, Target, summed};
+use super::processes::ProcessTotals;
+
+use serde::{Deserialize, Serialize};
 
 /// JSON schema of `syscost top --json`: 1 had no `arch` (x86_64) and no `cgroup`, 2 no
 /// `switch_ins_unseen`, 3 no `summed` rows.

@@ -1,6 +1,18 @@
 //! A syscall's detail: its figures and its latency histogram.
 
-use super::*;
+use super::figures::count;
+use super::slow::{render_callers, render_slow_stack};
+use super::threads::render_thread_detail;
+
+use crate::tui::app::App;
+use ratatui::{
+    Frame,
+    layout::{Constraint, Layout, Rect},
+    style::{Color, Stylize as _},
+    text::{Line, Span},
+    widgets::{Block, Paragraph},
+};
+use syscost_report::{latency, units::human_ns};
 
 /// Merges the non-empty buckets into at most `rows` bars: (label, count).
 pub fn histogram_bars(

@@ -8,13 +8,14 @@ use super::app::{App, View};
 use ratatui::{
     Frame,
     layout::{Constraint, Layout, Rect},
-    style::{Color, Modifier, Style, Stylize as _},
+    style::{Color, Style, Stylize as _},
     text::{Line, Span},
-    widgets::{Block, Cell, Clear, Paragraph, Row, Table, TableState},
+    widgets::{Block, Clear, Paragraph},
 };
-use syscost_report::{latency, profile::per_unit, units::human_ns, untrusted::shown};
+use syscost_report::{profile::per_unit, units::human_ns, untrusted::shown};
 
 mod detail;
+mod figures;
 mod slow;
 mod table;
 #[cfg(test)]
@@ -22,7 +23,12 @@ mod tests;
 mod threads;
 
 pub use self::detail::*;
-use self::{slow::*, table::*, threads::*};
+use self::{
+    figures::{clock, count},
+    slow::*,
+    table::*,
+    threads::*,
+};
 
 /// Draws the whole screen.
 pub fn render(frame: &mut Frame, app: &App) {
@@ -50,21 +56,6 @@ pub fn render(frame: &mut Frame, app: &App) {
     render_footer(frame, app, footer);
     if app.show_help {
         render_help(frame, frame.area());
-    }
-}
-
-fn clock(d: std::time::Duration) -> String {
-    let s = d.as_secs();
-    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-}
-
-fn count(n: f64) -> String {
-    if n >= 10_000_000.0 {
-        format!("{:.1}M", n / 1e6)
-    } else if n >= 100_000.0 {
-        format!("{:.0}k", n / 1e3)
-    } else {
-        format!("{n:.0}")
     }
 }
 
@@ -177,19 +168,6 @@ fn render_header(frame: &mut Frame, app: &App, area: Rect) {
         lines.push(Line::from(format!(" {hint}")).fg(Color::Cyan));
     }
     frame.render_widget(Paragraph::new(lines), area);
-}
-
-/// A sparkline as text, one character per sample, scaled to the largest.
-pub fn spark(history: &[u64], width: usize) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let tail = &history[history.len().saturating_sub(width)..];
-    let max = tail.iter().copied().max().unwrap_or(0);
-    tail.iter()
-        .map(|&v| match (v * 7 + max / 2).checked_div(max) {
-            Some(level) => BARS[level as usize],
-            None => ' ',
-        })
-        .collect()
 }
 
 fn render_footer(frame: &mut Frame, app: &App, area: Rect) {

@@ -1,6 +1,16 @@
 //! The slow calls' pane, a slow call's stack, and the callers by stack.
 
-use super::*;
+use super::figures::count;
+
+use crate::tui::app::App;
+use ratatui::{
+    Frame,
+    layout::{Constraint, Layout, Rect},
+    style::{Color, Modifier, Style, Stylize as _},
+    text::{Line, Span},
+    widgets::{Block, Paragraph, Row, Table, TableState},
+};
+use syscost_report::{units::human_ns, untrusted::shown};
 
 /// Whether a frame's module is the C library or its loader, whose syscall wrappers
 /// (`__GI___clock_nanosleep`) are the innermost frames of nearly every call.

@@ -1,6 +1,16 @@
 //! The syscalls' table, the main pane.
 
-use super::*;
+use super::figures::{count, spark};
+
+use crate::tui::app::App;
+use ratatui::{
+    Frame,
+    layout::{Constraint, Rect},
+    style::{Modifier, Style},
+    text::Line,
+    widgets::{Block, Cell, Row, Table, TableState},
+};
+use syscost_report::{profile::per_unit, units::human_ns};
 
 pub(super) fn render_table(frame: &mut Frame, app: &App, area: Rect) {
     let wide = area.width >= 100;

@@ -8,7 +8,7 @@ fn long_names_keep_their_end() {
     assert_eq!(super::tail("\u{1b}\u{1b}\u{1b}\u{1b}", 10), "…\\33\\33\\33");
 }
 
-use super::*;
+use super::{figures::spark, *};
 use crate::tui::app::tests::{sample_app, syscall};
 use crate::tui::handler::handle_key;
 use ratatui::{

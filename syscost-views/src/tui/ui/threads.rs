@@ -1,6 +1,16 @@
 //! The threads' pane and a thread's detail.
 
-use super::*;
+use super::figures::count;
+
+use crate::tui::app::App;
+use ratatui::{
+    Frame,
+    layout::{Constraint, Rect},
+    style::{Modifier, Style},
+    text::Line,
+    widgets::{Block, Paragraph, Row, Table, TableState},
+};
+use syscost_report::{units::human_ns, untrusted::shown};
 
 /// The threads' view's detail: the selected thread's share of the process's calls and
 /// time, and what it is in now (the table is sorted by time, as here).

@@ -1,6 +1,7 @@
 //! Basic authentication: the credentials of a request, and the bcrypt hashes' cost.
 
-use super::*;
+use anyhow::Result;
+use base64::Engine as _;
 
 /// The highest bcrypt cost taken: a check at 14 takes about a second here.
 pub(super) const MAX_COST: u32 = 14;

@@ -22,14 +22,8 @@
 //! By file: the configuration as loaded and reloaded here; the file's YAML (`spec`), the
 //! TLS configuration (`tls`), basic authentication (`auth`).
 
-use anyhow::{Context as _, Result, bail};
-use base64::Engine as _;
-use rustls::{
-    RootCertStore, ServerConfig,
-    pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _},
-    server::WebPkiClientVerifier,
-};
-use serde::Deserialize;
+use anyhow::{Context as _, Result};
+use rustls::ServerConfig;
 use std::{
     collections::{BTreeMap, HashSet},
     fs,
@@ -46,7 +40,7 @@ mod tls;
 
 pub use self::auth::*;
 pub(crate) use self::spec::parse;
-use self::{spec::*, tls::*};
+use self::tls::*;
 
 /// One reading of the configuration: TLS (when on) and the users.
 pub struct Loaded {

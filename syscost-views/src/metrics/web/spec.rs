@@ -1,6 +1,13 @@
 //! The web configuration file as written: its YAML, read and checked key by key.
 
-use super::*;
+use super::auth::{MAX_COST, bcrypt_cost};
+
+use anyhow::{Context as _, Result, bail};
+use serde::Deserialize;
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
 
 /// The file as written: the exporter toolkit's names.
 #[derive(Debug, Default, Deserialize)]

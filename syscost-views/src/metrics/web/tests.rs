@@ -1,4 +1,9 @@
-use super::*;
+use super::{spec::*, *};
+use base64::Engine as _;
+use rustls::{
+    RootCertStore,
+    pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _},
+};
 
 fn spec(text: &str) -> Result<Spec> {
     parse(text, Path::new("/etc/syscost"))

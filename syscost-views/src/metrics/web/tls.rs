@@ -1,6 +1,14 @@
 //! The TLS side: rustls' server configuration from the files the configuration names.
 
-use super::*;
+use super::spec::{ClientAuth, TlsSpec};
+
+use anyhow::{Context as _, Result, bail};
+use rustls::{
+    RootCertStore, ServerConfig,
+    pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _},
+    server::WebPkiClientVerifier,
+};
+use std::sync::Arc;
 
 /// The TLS configuration of `spec`, its certificate, key and client CA read now.
 pub(super) fn server_config(spec: &TlsSpec) -> Result<Arc<ServerConfig>> {

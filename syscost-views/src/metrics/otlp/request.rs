@@ -1,6 +1,12 @@
 //! A sample as an OTLP request: its resources, sums and exponential histograms.
 
-use super::*;
+use super::proto::{self, common, metrics as m, resource};
+use crate::metrics::{
+    buckets::{NATIVE_SCHEMA, native_counts},
+    encode::Scrape,
+};
+use std::collections::BTreeMap;
+use syscost_report::profile::Profile;
 
 pub(super) fn kv(key: &str, value: common::any_value::Value) -> common::KeyValue {
     common::KeyValue {

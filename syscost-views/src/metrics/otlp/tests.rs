@@ -1,4 +1,8 @@
-use super::*;
+use super::{
+    proto::{common, metrics as m},
+    *,
+};
+use crate::metrics::{buckets::NATIVE_SCHEMA, encode::Scrape};
 use syscost_report::latency::Bucket;
 
 /// `export --top`'s series go under the host's resource with /metrics's labels, the

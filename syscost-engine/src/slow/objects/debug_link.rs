@@ -1,7 +1,14 @@
 //! An object's separate debug file: its GNU debuglink or build id, looked for where
 //! debuggers look, within bounds.
 
-use super::*;
+use super::limits::{MAX_OBJECT, SEARCH_DEADLINE, STUCK, STUCK_MAX};
+use super::open::in_root;
+use crate::slow::{
+    bounded::{Bounded, READ_BUDGET},
+    maps::Mounts,
+};
+
+use std::{fs::File, os::fd::OwnedFd, sync::atomic::Ordering, time::Duration};
 
 /// An object's pointers to separate debug information.
 #[derive(Debug, Default, PartialEq, Eq)]

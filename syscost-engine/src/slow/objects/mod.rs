@@ -33,66 +33,32 @@
 //!   budget an object is named from its symbols alone, or not at all.
 //!
 //! By file: opening a traced process's mapped objects here; debug files (`debug_link`),
-//! the symbol files kept (`symbols`), the bounded copy of their sections (`copy`).
+//! the symbol files kept and the bounded copy of their sections (`symbols`), the bounds
+//! (`limits`), opening a file under a process's root (`open`).
 
-use super::{
-    bounded::{Bounded, READ_BUDGET},
-    maps::{MapsLine, Mounts},
-};
-use object::{
-    Endianness, FileKind,
-    elf::{self, FileHeader32, FileHeader64},
-    read::elf::{ElfFile, FileHeader, SectionHeader as _},
-};
+use super::maps::{MapsLine, Mounts};
 use std::{
     fs::File,
-    io::Read as _,
-    os::{
-        fd::{AsFd as _, OwnedFd},
-        unix::fs::{FileExt as _, OpenOptionsExt as _},
-    },
-    path::PathBuf,
-    sync::atomic::{AtomicU32, AtomicU64, Ordering},
-    time::Duration,
+    os::{fd::OwnedFd, unix::fs::OpenOptionsExt as _},
 };
 
-mod copy;
 mod debug_link;
+mod limits;
+mod open;
 mod symbols;
 #[cfg(test)]
 mod tests;
 
-use self::copy::*;
-pub use self::{debug_link::*, symbols::*};
-
-/// Objects larger than this are not read.
-const MAX_OBJECT: u64 = 4 << 30;
-
-/// The copies for the symbolizer alive at once, bytes: beyond, an object is copied
-/// without its DWARF (named by its symbols, without lines).
-pub const SYMBOL_BUDGET: u64 = 512 << 20;
-
-/// An object's DWARF larger than this is not copied (named by its symbols alone).
-const MAX_DWARF: u64 = 256 << 20;
-
-/// How long syscost waits for the search of a debug file (opens inside a traced
-/// process's root: a path there may lead to a filesystem that stalls).
-pub const SEARCH_DEADLINE: Duration = Duration::from_millis(500);
-
-/// Searches that did not end in time: past this many, no more are made.
-const STUCK_MAX: u32 = 4;
-
-/// Bytes of the copies alive (those closed included until the symbolizer, which may
-/// still map them, is made anew).
-static SYMBOL_BYTES: AtomicU64 = AtomicU64::new(0);
-
-/// Bytes of the copies closed since the symbolizer was last made anew.
-static FREED: AtomicU64 = AtomicU64::new(0);
-
-/// Searches abandoned at their deadline.
-static STUCK: AtomicU32 = AtomicU32::new(0);
-
-const READ_FLAGS: libc::c_int = libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+pub use self::{
+    debug_link::*,
+    limits::{SEARCH_DEADLINE, SYMBOL_BUDGET},
+    open::process_root,
+    symbols::*,
+};
+use self::{
+    limits::MAX_OBJECT,
+    open::{in_root, reopened},
+};
 
 /// Opens the file mapping `l` of process `pid` holds (see the module's documentation).
 pub fn open_mapped(pid: u32, l: &MapsLine, mounts: Option<&Mounts>) -> Result<File, String> {
@@ -166,76 +132,4 @@ pub fn open_mapped(pid: u32, l: &MapsLine, mounts: Option<&Mounts>) -> Result<Fi
         ));
     }
     Ok(file)
-}
-
-/// The mount of `file`, which must be one of the process's (`mounts`) and not FUSE.
-fn mount_checked(
-    file: &impl std::os::fd::AsRawFd,
-    mounts: Option<&Mounts>,
-) -> Result<u32, &'static str> {
-    let mount = super::maps::mount_of(file).ok_or("its mount does not read")?;
-    match mounts {
-        None => Err("the process's mounts do not read"),
-        Some(m) if m.fuse_mount(mount) => {
-            Err("on a FUSE filesystem, whose server could stall syscost: not read")
-        }
-        Some(m) if m.device_of(mount).is_none() => Err("on a mount the process does not see"),
-        Some(_) => Ok(mount),
-    }
-}
-
-/// Process `pid`'s root directory, for paths as the process sees them.
-pub fn process_root(pid: u32) -> std::io::Result<OwnedFd> {
-    Ok(std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(format!("/proc/{pid}/root"))?
-        .into())
-}
-
-/// Opens `path` (absolute, as the process sees it) inside `root`: symbolic links are
-/// resolved inside it, never a magic link, never the last component; then as
-/// [`reopened`] says.
-fn in_root(
-    root: &OwnedFd,
-    path: &str,
-    mounts: Option<&Mounts>,
-) -> Result<(File, u32, rustix::fs::Stat), String> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
-    let fd = rustix::fs::openat2(
-        root.as_fd(),
-        path,
-        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
-    )
-    .map_err(|e| std::io::Error::from(e).to_string())?;
-    reopened(fd, mounts)
-}
-
-/// The file `path` names (a descriptor opened `O_PATH`: the file itself not opened, so
-/// no device's driver, FIFO's partner or FUSE server was asked anything), opened for
-/// reading, never blocking, once `fstat` says it is a regular file and procfs that it
-/// lies on one of the process's mounts (`mounts`), not a FUSE one: a link met on the
-/// way (a folder of the path replaced by one) may have led anywhere its path does not
-/// show. The file, its mount and its stat.
-fn reopened(
-    path: OwnedFd,
-    mounts: Option<&Mounts>,
-) -> Result<(File, u32, rustix::fs::Stat), String> {
-    use std::os::fd::AsRawFd as _;
-    // The mount first: procfs's fdinfo asks the filesystem nothing, where a stat on a
-    // FUSE file asks its server.
-    let mount = mount_checked(&path, mounts)?;
-    let st = rustix::fs::fstat(&path).map_err(|e| std::io::Error::from(e).to_string())?;
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-        return Err("not a regular file: not read".into());
-    }
-    // The descriptor's own link: the same inode, not the path again.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(READ_FLAGS)
-        .open(format!("/proc/self/fd/{}", path.as_raw_fd()))
-        .map_err(|e| e.to_string())?;
-    Ok((file, mount, st))
 }

@@ -1,4 +1,14 @@
+use crate::slow::bounded::Bounded;
+use crate::slow::bounded::READ_BUDGET;
+use crate::slow::objects::open::in_root;
+use crate::slow::objects::open::process_root;
+
 use super::*;
+use object::{
+    Endianness,
+    elf::{self, FileHeader64},
+};
+use std::{io::Read as _, os::unix::fs::FileExt as _};
 
 /// A file of a process gone before it was opened: the error says the process went,
 /// not that the file is missing (it is there, as this test's own mapping shows).

@@ -18,31 +18,17 @@
 
 use super::{
     maps::{MapsLine, Mounts, parse_maps},
-    objects::{self, DebugFile, DebugLink, SymbolFile},
+    objects::{self, DebugLink},
 };
-use blazesym::symbolize::{Input, Symbolized, Symbolizer, source};
-#[cfg(target_arch = "aarch64")]
-use framehop::aarch64::{
-    CacheAarch64 as Cache, PtrAuthMask, UnwindRegsAarch64, UnwinderAarch64 as ArchUnwinder,
-};
-#[cfg(target_arch = "x86_64")]
-use framehop::x86_64::{CacheX86_64 as Cache, UnwindRegsX86_64, UnwinderX86_64 as ArchUnwinder};
-use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
-use object::{Object as _, ObjectSection as _, ObjectSegment as _};
 use std::{
     collections::{HashMap, VecDeque},
-    fs::File,
-    ops::{Deref, Range},
     sync::{
         Arc, Mutex, OnceLock, Weak,
         atomic::{AtomicU64, Ordering},
     },
 };
-use syscost_report::{
-    profile::{Frame, FrameMapping},
-    untrusted::decode,
-};
 
+mod limits;
 mod names;
 #[cfg(test)]
 mod tests;
@@ -50,26 +36,11 @@ mod unwind;
 
 pub use self::{names::*, unwind::*};
 
-/// Frames of an unwound stack, at most.
-pub const MAX_FRAMES: usize = 64;
-
 /// Processes whose mappings are kept (the oldest forgotten first).
 const PROCESSES: usize = 4096;
 
 /// Objects open at once: beyond them a new object's frames are not named (and say so).
 const OBJECTS: usize = 1024;
-
-/// A section of unwind information larger than this is not read.
-const MAX_UNWIND_SECTION: u64 = 64 << 20;
-
-/// Unwind information held at once, bytes: beyond, a new object is not unwound.
-const UNWIND_BUDGET: u64 = 512 << 20;
-
-/// Bytes of unwind information held now.
-static UNWIND_BYTES: AtomicU64 = AtomicU64::new(0);
-
-/// Objects closed so far (the symbolizer's caches are made anew after enough of them).
-static CLOSED: AtomicU64 = AtomicU64::new(0);
 
 /// Objects opened so far: each one's serial, which no later object shares.
 static SERIAL: AtomicU64 = AtomicU64::new(0);
@@ -84,17 +55,6 @@ struct Known {
     /// Found exited at the last prune: forgotten at the next, once the calls it made
     /// before its exit, still in the ring then, have been received.
     gone: bool,
-}
-
-/// What was kept of a process as its call arrived, for its stack to be unwound and
-/// named later (see [`Names`]).
-pub struct Captured {
-    /// The process's mappings (none: it was gone before its first slow call was read).
-    process: Option<Arc<Process>>,
-    /// Whether it still lived when its call arrived.
-    alive: bool,
-    /// A 32-bit call: its vDSO is not syscost's (64-bit) one.
-    compat: bool,
 }
 
 /// Keeps what slow calls' stacks need of their processes as the calls arrive (see the

@@ -1,6 +1,22 @@
 //! Frames named: the symbolizer, its cache of objects, and what a frame is named.
 
-use super::*;
+use super::limits::CLOSED;
+use super::unwind::{Captured, Holds, Object, StackCopy, mapping_of, unwind};
+
+use crate::slow::{
+    maps::parse_maps,
+    objects::{self},
+};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer, source};
+#[cfg(target_arch = "aarch64")]
+use framehop::aarch64::CacheAarch64 as Cache;
+#[cfg(target_arch = "x86_64")]
+use framehop::x86_64::CacheX86_64 as Cache;
+use std::{collections::HashMap, sync::atomic::Ordering};
+use syscost_report::{
+    profile::{Frame, FrameMapping},
+    untrusted::decode,
+};
 
 /// Unwinds (framehop) and names (blazesym) captured stacks, from the objects' copies: the
 /// slow part, done after.

@@ -1,4 +1,5 @@
 use super::*;
+use framehop::ExplicitModuleSectionInfo;
 
 #[test]
 fn the_stack_copy_reads_only_what_it_holds() {

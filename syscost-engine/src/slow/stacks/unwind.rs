@@ -1,7 +1,22 @@
 //! A user stack unwound: the copied stack, the mapped objects and their unwind
 //! information, a process's mappings.
 
-use super::*;
+use super::limits::{CLOSED, MAX_FRAMES, MAX_UNWIND_SECTION, UNWIND_BUDGET, UNWIND_BYTES};
+
+use crate::slow::objects::{self, DebugFile, SymbolFile};
+#[cfg(target_arch = "aarch64")]
+use framehop::aarch64::{
+    CacheAarch64 as Cache, PtrAuthMask, UnwindRegsAarch64, UnwinderAarch64 as ArchUnwinder,
+};
+#[cfg(target_arch = "x86_64")]
+use framehop::x86_64::{CacheX86_64 as Cache, UnwindRegsX86_64, UnwinderX86_64 as ArchUnwinder};
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use object::{Object as _, ObjectSection as _, ObjectSegment as _};
+use std::{
+    fs::File,
+    ops::{Deref, Range},
+    sync::{Arc, Mutex, OnceLock, atomic::Ordering},
+};
 
 /// What the kernel side sent for unwinding: the registers at the exit and the stack copy.
 pub struct StackCopy {
@@ -292,4 +307,15 @@ pub(super) fn raise_open_files_limit() {
             libc::setrlimit(libc::RLIMIT_NOFILE, &l);
         }
     }
+}
+
+/// What was kept of a process as its call arrived, for its stack to be unwound and
+/// named later (see [`Names`]).
+pub struct Captured {
+    /// The process's mappings (none: it was gone before its first slow call was read).
+    pub(super) process: Option<Arc<Process>>,
+    /// Whether it still lived when its call arrived.
+    pub(super) alive: bool,
+    /// A 32-bit call: its vDSO is not syscost's (64-bit) one.
+    pub(super) compat: bool,
 }

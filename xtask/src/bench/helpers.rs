@@ -1,7 +1,12 @@
 //! What every part of the bench uses: tracers started and stopped, workloads timed,
 //! peers found, medians.
 
-use super::*;
+use anyhow::{Context as _, Result, bail};
+use std::{
+    io::{BufRead as _, BufReader, Read as _, Write as _},
+    path::Path,
+    process::{Child, Command, Stdio},
+};
 
 pub(super) fn ns_per_call(cmd: &mut Command) -> Result<f64> {
     let o = cmd
@@ -25,15 +30,6 @@ pub(super) fn c_loop(workload: &Path, fp: bool) -> std::path::PathBuf {
     } else {
         "getppid-loop-nofp"
     })
-}
-
-/// The program a calls-by-stack setup traces: the C loop for its rows, the workload
-/// otherwise.
-pub(super) fn stacks_program(setup: Setup, workload: &Path) -> std::path::PathBuf {
-    match setup {
-        Setup::CStacks(fp) | Setup::CBpftraceUstack(fp) => c_loop(workload, fp),
-        _ => workload.to_path_buf(),
-    }
 }
 
 /// Builds the C loop both ways (`cc -O2`).

@@ -1,7 +1,14 @@
 //! The per-call rows (`cargo xtask bench`): every setup's rounds interleaved, the table
 //! of ns per call, and the ratios against the floor, the minimal program and the peers.
 
-use super::*;
+use super::helpers::{build_c_loops, have, median};
+use super::process_starts::process_start_cost;
+use super::setups::{Setup, TRACER_CPU, one};
+use super::start_up::{refresh_cost, start_up_cost};
+use super::switches::switch_cost;
+
+use anyhow::Result;
+use std::path::Path;
 
 pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bool) -> Result<()> {
     let syscost = root.join("target/release/syscost");

@@ -1,7 +1,13 @@
 //! Process starts (`--process-starts`): the CPU a tracer adds per process started, and
 //! its own cost per start with its kernel programs' run time.
 
-use super::*;
+use super::helpers::{Tracefs, cpu_of, have, median, start_and_wait, stop};
+
+use anyhow::{Context as _, Result, bail};
+use std::{
+    path::Path,
+    process::{Child, Command},
+};
 
 /// What the whole-machine modes add to a process start: fork, exec of a static program
 /// that only exits, exit, and the parent's wait (fork, execve, exit_group and wait4;

@@ -1,6 +1,13 @@
 //! Slow calls (`--slow-calls`): what reporting a slow call costs in the kernel.
 
-use super::*;
+use super::helpers::{cpu_of, have, median};
+use super::process_starts::bpf_run_stats;
+
+use anyhow::{Context as _, Result, bail};
+use std::{
+    path::Path,
+    process::{Child, Command, Stdio},
+};
 
 /// What a slow call costs in the kernel: the exit program's own run time (the kernel's
 /// BPF statistics, exact to the ns, read with bpftool over 2 s of a run) per call, with

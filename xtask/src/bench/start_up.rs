@@ -1,6 +1,13 @@
 //! Start-up (`--start-up`): the wall time to the first traced call, and a refresh's CPU.
 
-use super::*;
+use super::helpers::{Tracefs, have, median, start_and_wait, stop};
+
+use anyhow::{Context as _, Result, bail};
+use std::{
+    io::{BufRead as _, BufReader, Write as _},
+    path::Path,
+    process::{Command, Stdio},
+};
 
 /// How long a start takes, wall time, medians of `rounds` interleaved rounds:
 /// `syscost run -- /bin/true` against `/bin/true` bare and under `strace -c`, and from

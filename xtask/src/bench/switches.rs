@@ -1,6 +1,9 @@
 //! Context switches: what off-CPU accounting and kernel stacks add per switch.
 
-use super::*;
+use super::helpers::{median, ns_per_call};
+
+use anyhow::Result;
+use std::{path::Path, process::Command};
 
 /// The off-CPU program runs on every context switch of the machine: its cost on a
 /// workload that does little else (two threads passing a byte over pipes).

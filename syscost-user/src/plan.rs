@@ -117,7 +117,9 @@ pub trait PlanArgs {
     fn web(&self) -> &WebArgs {
         &NO_WEB
     }
-    /// Whether syscost measures its own cost (see [`Plan::own_cost`]).
+    /// Whether syscost measures its own cost (the kernel's BPF run-time statistics, in
+    /// windows): `--no-run-stats` says no; `export`, a service, says yes only with
+    /// `--run-stats`.
     fn own_cost(&self) -> bool;
     /// `-i`, when given.
     fn interval(&self) -> Option<Duration> {

@@ -200,3 +200,42 @@ pub(super) fn cpu_of(pid: u32) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// A tracer the bench started, stopped (then its tracefs mount dropped) however the
+/// round ends: an error on the way returns early, and a `Child` dropped is not killed.
+pub(super) struct Running {
+    child: Option<Child>,
+    tracefs: Option<Tracefs>,
+}
+
+impl Running {
+    pub(super) fn new((child, tracefs): (Child, Option<Tracefs>)) -> Self {
+        Self {
+            child: Some(child),
+            tracefs,
+        }
+    }
+
+    pub(super) fn id(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            stop(child);
+        }
+        self.tracefs.take();
+    }
+}
+
+/// `a / b` to two places, or `n/a` where either is no cost (a figure less its idle cost
+/// can come out at or below zero on a noisy host).
+pub(super) fn ratio(a: f64, b: f64) -> String {
+    if a > 0.0 && b > 0.0 {
+        format!("{:.2}", a / b)
+    } else {
+        "n/a".to_string()
+    }
+}

@@ -1,7 +1,7 @@
 //! Process starts (`--process-starts`): the CPU a tracer adds per process started, and
 //! its own cost per start with its kernel programs' run time.
 
-use super::helpers::{Tracefs, cpu_of, have, median, start_and_wait, stop};
+use super::helpers::{Running, Tracefs, cpu_of, have, median, ratio, start_and_wait};
 
 use anyhow::{Context as _, Result, bail};
 use std::{
@@ -107,16 +107,19 @@ pub fn process_start_cost(
     };
     // (wall, workload CPU, tracer CPU) per process start.
     let traced = |way: &str| -> Result<(f64, f64, f64)> {
-        let (tracer, tracefs) = start_tracer(way)?;
+        let tracer = Running::new(start_tracer(way)?);
         let before = cpu_of(tracer.id());
         let r = starts();
         // The tracer's work for these processes, however deferred (a refresh a second).
         std::thread::sleep(std::time::Duration::from_millis(2500));
         let after = cpu_of(tracer.id());
-        stop(tracer);
-        drop(tracefs);
+        drop(tracer);
         let (wall, cpu) = r?;
-        Ok((wall, cpu, (after - before) as f64 / STARTS as f64))
+        Ok((
+            wall,
+            cpu,
+            after.saturating_sub(before) as f64 / STARTS as f64,
+        ))
     };
     let mut samples: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); ways.len()];
     for round in 1..=rounds {
@@ -217,7 +220,7 @@ pub(super) fn own_cost_per_start(
         eprintln!("bench: own cost per process start, round {round}/{rounds}");
         for (i, way) in ways.iter().enumerate() {
             let earlier = programs()?;
-            let (tracer, tracefs) = start_tracer(way)?;
+            let tracer = Running::new(start_tracer(way)?);
             let ours = || -> Result<std::collections::HashMap<u64, ProgramRun>> {
                 Ok(programs()?
                     .into_iter()
@@ -225,10 +228,12 @@ pub(super) fn own_cost_per_start(
                     .collect())
             };
             // The tracer idle first, as long as the starts' wait after them: what it
-            // costs with no process starting (its ticks, the machine's other syscalls).
-            let idle_from = std::time::Instant::now();
+            // costs with no process starting (its ticks, the machine's other syscalls),
+            // once what it does after it is ready (its first samples) has passed.
+            std::thread::sleep(std::time::Duration::from_secs(1));
             let idle_programs = ours()?;
             let idle_cpu = cpu_of(tracer.id());
+            let idle_from = std::time::Instant::now();
             std::thread::sleep(std::time::Duration::from_millis(2500));
             let before = ours()?;
             let cpu_before = cpu_of(tracer.id());
@@ -239,8 +244,7 @@ pub(super) fn own_cost_per_start(
             let cpu_after = cpu_of(tracer.id());
             let after = ours()?;
             let busy_for = busy_from.elapsed();
-            stop(tracer);
-            drop(tracefs);
+            drop(tracer);
             r?;
             // The idle window's cost scaled to the busy window's length.
             let scale = busy_for.as_secs_f64() / idle_for.as_secs_f64();
@@ -263,8 +267,8 @@ pub(super) fn own_cost_per_start(
                     e.1.push(per_start(busy as f64 - idle as f64 * scale));
                 }
             }
-            let cpu = (cpu_after - cpu_before) as f64;
-            let idle_cpu = (cpu_before - idle_cpu) as f64;
+            let cpu = cpu_after.saturating_sub(cpu_before) as f64;
+            let idle_cpu = cpu_before.saturating_sub(idle_cpu) as f64;
             samples[i].push([
                 (per_start(cpu), per_start(run_ns as f64)),
                 (
@@ -308,16 +312,16 @@ pub(super) fn own_cost_per_start(
         for peer in ["syscount -P", "syscount -L -P"] {
             if let Some(p) = ways.iter().position(|w| *w == peer) {
                 print!(
-                    "own cost per process start / {peer}'s: {} {:.2}, {} {:.2}",
+                    "own cost per process start / {peer}'s: {} {}, {} {}",
                     ways[0],
-                    own[0] / own[p].max(1.0),
+                    ratio(own[0], own[p]),
                     ways[1],
-                    own[1] / own[p].max(1.0)
+                    ratio(own[1], own[p])
                 );
                 match minimal {
                     Some(m) => println!(
-                        ", the minimal latency program {:.2}",
-                        own[m] / own[p].max(1.0)
+                        ", the minimal latency program {}",
+                        ratio(own[m], own[p])
                     ),
                     None => println!(),
                 }
@@ -325,11 +329,11 @@ pub(super) fn own_cost_per_start(
         }
         if let Some(m) = minimal {
             println!(
-                "own cost per process start / the minimal latency program's: {} {:.2}, {} {:.2}",
+                "own cost per process start / the minimal latency program's: {} {}, {} {}",
                 ways[0],
-                own[0] / own[m].max(1.0),
+                ratio(own[0], own[m]),
                 ways[1],
-                own[1] / own[m].max(1.0)
+                ratio(own[1], own[m])
             );
         }
     }

@@ -26,7 +26,6 @@ use std::{
 };
 
 use anyhow::Result;
-use syscost_common::StatsEntry;
 
 use crate::{
     collector::Snapshot,
@@ -39,59 +38,21 @@ mod intervals;
 mod own_cost;
 mod per_process;
 mod stack_window;
+mod state;
 #[cfg(test)]
 mod tests;
 
 use self::{
     consistent::copy_or_last,
-    per_process::{ExitQueue, TOP_READ_EVERY, read_exits},
+    per_process::{TOP_READ_EVERY, read_exits},
     stack_window::stack_window,
+    state::ExitQueue,
 };
 pub use self::{
     intervals::{Intervals, Step, ThreadState, monotonic_ns, thread_state},
     own_cost::{NEEDS_SYS_ADMIN, OwnCost, OwnCostReading},
+    state::{Sampler, SharedSampler},
 };
-
-/// A sampler shared by the views of one run (the metrics endpoint's thread and the
-/// main loop).
-pub type SharedSampler = Arc<Mutex<Sampler>>;
-
-/// Reads the tracer's statistics. Owns the tracer: [`Sampler::unload`] drops the
-/// programs and keeps the final figures.
-pub struct Sampler {
-    tracer: Option<Tracer>,
-    /// The exit records (with the per-process table), and those read but not counted.
-    exits: ExitQueue,
-    slots: u32,
-    offcpu: bool,
-    features: syscost_report::profile::Features,
-    /// The last consistent copy of each entry (cpu, position), for an entry that could
-    /// not be copied consistently within `COPY_TRIES` (then its figures trail).
-    last: HashMap<(u32, u32), Box<StatsEntry>>,
-    /// The snapshots taken when the programs were unloaded.
-    frozen: Option<Vec<Snapshot>>,
-    /// `--stacks`' tables, read when the programs were unloaded.
-    stacks: Option<crate::stacks::Raw>,
-    own_cost: OwnCost,
-    /// The per-process figures (`syscost top`, `export --top`, `--per-process`).
-    table: ProcessTable,
-    /// Steps read by [`Sampler::top_tick`] and not yet handed out (only when a view
-    /// takes steps: `top`).
-    pending: PendingSteps,
-    steps_wanted: bool,
-    top_read_at: Instant,
-    names_cleaned_at: Instant,
-    names: crate::process::Names,
-    /// Keys of live processes handed over from the per-process table so far.
-    reclaimed: u64,
-    /// The per-process table's pairs in use at the last refresh, and its capacity.
-    top_pairs: (usize, usize),
-    /// `--stacks`' entries of the windows closed, drained from the kernel's tables.
-    drained: crate::stacks::Drained,
-    stack_window_at: Instant,
-    /// A window swapped and not drained yet.
-    stack_window_closed: Option<u32>,
-}
 
 impl Sampler {
     /// A sampler of `tracer`; `run_stats`: measure syscost's own cost.

@@ -4,44 +4,19 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, Weak},
+    sync::{Mutex, Weak},
     time::{Duration, Instant},
 };
 
 use anyhow::Result;
 use syscost_common::{ExitRecord, TopKey, TopValue};
 
-use super::Sampler;
+use super::state::Sampler;
 use crate::{
     process::{self, ProcInfo},
     process_table::{PendingSteps, ProcessRow, ProcessTable, TopStep},
     tracer::Tracer,
 };
-
-/// Exit records read and not yet counted: counting them takes a copy of the per-process
-/// table (one syscall per 512 pairs, however many processes exited), so they wait for
-/// the next refresh, or until [`settle_due`] says the table would fill meanwhile.
-pub(super) struct ExitQueue {
-    pub(super) ring: Option<aya::maps::RingBuf<aya::maps::MapData>>,
-    /// Each queued process's tgid and its name and cgroup, named as its record was read
-    /// (a short-lived container's cgroup may be gone a second later).
-    pub(super) queue: Vec<(u32, ProcInfo)>,
-    /// When the oldest queued record was read.
-    pub(super) oldest: Instant,
-    /// At the last copy of the table: the pairs the kernel side had made so far
-    /// (`counter::TOP_MADE`), and the pairs left in the table once it was counted.
-    pub(super) made_at_copy: u64,
-    pub(super) in_use_at_copy: usize,
-    /// Set when the programs are unloaded or the sampler dropped: the reader's thread,
-    /// which waits on the ring with no deadline while no record waits, then ends.
-    pub(super) ended: Arc<crate::wake::Wake>,
-}
-
-impl Drop for ExitQueue {
-    fn drop(&mut self) {
-        self.ended.set();
-    }
-}
 
 /// Exit records queued at most: past them the reader leaves the rest in the kernel's
 /// ring until they are counted (a full ring counts its records as unsent; their

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::Sampler;
+use super::state::Sampler;
 
 /// How long a `--stacks` window lasts: the kernel's tables hold what one window's calls
 /// made (a second of a busy machine's processes and stacks), not the run's.

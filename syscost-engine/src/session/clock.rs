@@ -1,7 +1,16 @@
 //! The session's clock: the samples taken and published on its thread, its housekeeping
 //! (own-cost windows, the per-process table, `--stacks` windows), the watched threads.
 
-use super::*;
+use super::sample::{Sample, ThreadInfo};
+use super::state::{Shared, Watch};
+use super::subscription::Want;
+
+use crate::{locks::lock, process_table::TopStep};
+use anyhow::Result;
+use std::{
+    sync::{Arc, atomic::Ordering},
+    time::{Duration, Instant},
+};
 
 impl Shared {
     /// Publishes at a fixed rate (every `interval` from the start, one sample for

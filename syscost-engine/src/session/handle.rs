@@ -1,6 +1,16 @@
 //! [`SessionHandle`]: what the views and the commands ask of a running session.
 
-use super::*;
+use super::sample::Sample;
+use super::state::{SessionHandle, Watch};
+use super::subscription::{Subscription, Want};
+
+use crate::{locks::lock, wake::Wake};
+use anyhow::Result;
+use std::{
+    sync::{Arc, atomic::Ordering, mpsc},
+    time::Duration,
+};
+use syscost_report::profile::{CallStacks, Features};
 
 impl SessionHandle {
     /// The pods and containers of cgroups (their Kubernetes names, where a cgroup is a

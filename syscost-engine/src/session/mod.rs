@@ -14,42 +14,27 @@ use crate::{
     collector::Snapshot,
     locks::lock,
     process_table::{ProcessRow, TopStep},
-    sampler::{OwnCostReading, Sampler, SharedSampler, ThreadState},
-    slow::reader::{Reader, SlowLog},
+    sampler::Sampler,
+    slow::reader::Reader,
     wake::Wake,
 };
 use anyhow::Result;
 use std::{
-    os::fd::OwnedFd,
-    path::PathBuf,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
-        mpsc,
     },
-    thread::JoinHandle,
     time::{Duration, Instant},
 };
-use syscost_report::profile::{CallStacks, Features, SlowCall};
+use syscost_report::profile::{CallStacks, SlowCall};
 
 mod clock;
 mod handle;
 mod sample;
+mod state;
 mod subscription;
 
-pub use self::{sample::*, subscription::*};
-
-/// Whose threads the samples describe.
-#[derive(Debug, Default)]
-pub enum Watch {
-    /// Nobody's (`top`, `export`).
-    #[default]
-    Nothing,
-    /// A process: its threads, and whether it has exited (through its pidfd).
-    Process { pid: u32, pidfd: OwnedFd },
-    /// A cgroup's directory: the threads in it and in its descendants.
-    Cgroup(PathBuf),
-}
+pub use self::{sample::*, state::*, subscription::*};
 
 /// How a session runs.
 #[derive(Debug, Default)]
@@ -76,63 +61,6 @@ impl Finished {
     pub fn snapshot(&self, slot: u32) -> Snapshot {
         slot_of(&self.snapshots, slot)
     }
-}
-
-/// "No end", where a timer needs a time all the same (one never awaited, a century).
-pub const NO_END: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-/// The interval between samples unless a command is told otherwise (`-i`).
-pub const INTERVAL: Duration = Duration::from_secs(1);
-
-/// The shortest interval: a table or a screen more often than that is unreadable, and
-/// each sample reads the maps.
-pub const SHORTEST_INTERVAL: Duration = Duration::from_millis(100);
-
-struct Shared {
-    sampler: SharedSampler,
-    slow_log: Option<Arc<Mutex<SlowLog>>>,
-    /// `--stacks`' samples as the reader names them.
-    stack_samples: Option<Arc<Mutex<crate::stacks::Samples>>>,
-    watch: Mutex<Watch>,
-    interval: Duration,
-    latest: Mutex<Arc<Sample>>,
-    subscribers: Mutex<Vec<Subscriber>>,
-    /// Functions every sample is handed to as it is published (see
-    /// [`SessionHandle::on_sample`]).
-    handlers: Mutex<Vec<SampleHandler>>,
-    /// Held while a sample is taken and sent, so samples go out in order.
-    publishing: Mutex<u64>,
-    /// A process drilled into (`top`): no per-process steps meanwhile.
-    drilled: AtomicBool,
-    /// Open the own-cost windows: a view shows the own cost (they cost every traced
-    /// syscall while open, so not for `run` or a text mode).
-    own_cost: AtomicBool,
-    /// [`Want`] bits.
-    wants: std::sync::atomic::AtomicU8,
-    /// Set to end the clock, which waits on `wake` between its steps (so the end does
-    /// not wait for a step).
-    stop: AtomicBool,
-    /// Wakes the clock: the end, or a change of what it watches or measures.
-    wake: Wake,
-    /// Counts the changes of `watch` (the clock watches the new process's exit).
-    watch_generation: std::sync::atomic::AtomicU64,
-    offcpu: bool,
-    features: Features,
-    /// The pods and containers of cgroups, named for the views (`SessionHandle::pods`).
-    pods: Arc<crate::kube::Pods>,
-}
-
-/// The owner of the sampler, the slow-call reader and the clock.
-pub struct Session {
-    shared: Arc<Shared>,
-    clock: Option<JoinHandle<()>>,
-    slow: Option<Reader>,
-}
-
-/// What a view holds of a session: samples and requests, nothing that ends it.
-#[derive(Clone)]
-pub struct SessionHandle {
-    shared: Arc<Shared>,
 }
 
 impl Session {

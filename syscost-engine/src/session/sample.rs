@@ -1,6 +1,13 @@
 //! What a session publishes: a [`Sample`] of every slot, thread and step.
 
-use super::*;
+use crate::{
+    collector::Snapshot,
+    process_table::TopStep,
+    sampler::{OwnCostReading, ThreadState},
+};
+use anyhow::Result;
+use std::{sync::Arc, time::Instant};
+use syscost_report::profile::{CallStacks, SlowCall};
 
 /// A thread of the watched process (or cgroup) as the kernel keeps it, with its name.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,14 @@
 //! The views' side of a session: what they want from the samples ([`Want`]) and how they
 //! receive them ([`Subscription`]).
 
-use super::*;
+use super::sample::Sample;
+
+use crate::wake::Wake;
+use anyhow::Result;
+use std::{
+    sync::{Arc, mpsc},
+    time::Duration,
+};
 
 /// What the views want in the samples beyond the figures (each costs a read or a copy
 /// per sample, so none is there unless asked).

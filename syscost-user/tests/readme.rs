@@ -1374,8 +1374,9 @@ fn anchors_are_githubs() {
 /// 80x24 snapshot), trailing blanks cut.
 #[test]
 fn the_live_view_picture_is_the_snapshot() {
-    let snap =
-        doc("syscost-views/src/tui/snapshots/syscost_views__tui__ui__tests__main_table_80x24.snap");
+    let snap = doc(
+        "syscost-views/src/tui/ui/snapshots/syscost_views__tui__ui__tests__main_table_80x24.snap",
+    );
     let frame: Vec<String> = snap
         .lines()
         .filter_map(|l| l.strip_prefix('"')?.strip_suffix('"'))

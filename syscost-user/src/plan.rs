@@ -102,114 +102,79 @@ pub mod programs {
 /// flattened into each command: what it leaves out, `--slow`, `--stacks FILE`, the
 /// metrics endpoint and its protection, the own cost, `-i`. A command without a group
 /// (`top` has no `--slow`) leaves it at its default.
-pub trait PlanArgs {
-    fn tracing(&self) -> &TracingArgs;
-    fn slow(&self) -> &SlowArgs {
-        &NO_SLOW
-    }
-    fn stacks(&self) -> &StacksArgs {
-        &NO_STACKS
-    }
+pub struct Groups<'a> {
+    pub tracing: &'a TracingArgs,
+    pub slow: &'a SlowArgs,
+    pub stacks: &'a StacksArgs,
     /// Where the metrics endpoint listens (`--metrics-addr`).
-    fn listen(&self) -> Option<std::net::SocketAddr> {
-        None
-    }
-    fn web(&self) -> &WebArgs {
-        &NO_WEB
-    }
+    pub listen: Option<std::net::SocketAddr>,
+    pub web: &'a WebArgs,
     /// Whether syscost measures its own cost (the kernel's BPF run-time statistics, in
     /// windows): `--no-run-stats` says no; `export`, a service, says yes only with
     /// `--run-stats`.
-    fn own_cost(&self) -> bool;
+    pub own_cost: bool,
     /// `-i`, when given.
-    fn interval(&self) -> Option<Duration> {
-        None
-    }
+    pub interval: Option<Duration>,
 }
 
 static NO_SLOW: std::sync::LazyLock<SlowArgs> = std::sync::LazyLock::new(SlowArgs::default);
 static NO_STACKS: std::sync::LazyLock<StacksArgs> = std::sync::LazyLock::new(StacksArgs::default);
 static NO_WEB: std::sync::LazyLock<WebArgs> = std::sync::LazyLock::new(WebArgs::default);
 
-impl PlanArgs for RunArgs {
-    fn tracing(&self) -> &TracingArgs {
-        &self.tracing
-    }
-    fn slow(&self) -> &SlowArgs {
-        &self.slow_calls
-    }
-    fn stacks(&self) -> &StacksArgs {
-        &self.stacks
-    }
-    fn listen(&self) -> Option<std::net::SocketAddr> {
-        self.metrics_addr
-    }
-    fn web(&self) -> &WebArgs {
-        &self.web
-    }
-    fn own_cost(&self) -> bool {
-        !self.own_cost.no_run_stats
+impl RunArgs {
+    pub fn groups(&self) -> Groups<'_> {
+        Groups {
+            tracing: &self.tracing,
+            slow: &self.slow_calls,
+            stacks: &self.stacks,
+            listen: self.metrics_addr,
+            web: &self.web,
+            own_cost: !self.own_cost.no_run_stats,
+            interval: None,
+        }
     }
 }
 
-impl PlanArgs for AttachArgs {
-    fn tracing(&self) -> &TracingArgs {
-        &self.tracing
-    }
-    fn slow(&self) -> &SlowArgs {
-        &self.slow_calls
-    }
-    fn stacks(&self) -> &StacksArgs {
-        &self.stacks
-    }
-    fn listen(&self) -> Option<std::net::SocketAddr> {
-        self.metrics_addr
-    }
-    fn web(&self) -> &WebArgs {
-        &self.web
-    }
-    fn own_cost(&self) -> bool {
-        !self.own_cost.no_run_stats
-    }
-    /// strace's -C: the live text, a table each second unless -i says otherwise.
-    fn interval(&self) -> Option<Duration> {
-        seconds(self.timing.interval).or(self.live_text.then_some(INTERVAL))
+impl AttachArgs {
+    pub fn groups(&self) -> Groups<'_> {
+        Groups {
+            tracing: &self.tracing,
+            slow: &self.slow_calls,
+            stacks: &self.stacks,
+            listen: self.metrics_addr,
+            web: &self.web,
+            own_cost: !self.own_cost.no_run_stats,
+            // strace's -C: the live text, a table each second unless -i says otherwise.
+            interval: seconds(self.timing.interval).or(self.live_text.then_some(INTERVAL)),
+        }
     }
 }
 
-impl PlanArgs for ExportArgs {
-    fn tracing(&self) -> &TracingArgs {
-        &self.tracing
-    }
-    fn slow(&self) -> &SlowArgs {
-        &self.slow_calls
-    }
-    fn stacks(&self) -> &StacksArgs {
-        &self.stacks
-    }
-    fn listen(&self) -> Option<std::net::SocketAddr> {
-        Some(self.metrics_addr)
-    }
-    fn web(&self) -> &WebArgs {
-        &self.web
-    }
-    fn own_cost(&self) -> bool {
-        self.run_stats
-    }
-    fn interval(&self) -> Option<Duration> {
-        seconds(self.timing.interval)
+impl ExportArgs {
+    pub fn groups(&self) -> Groups<'_> {
+        Groups {
+            tracing: &self.tracing,
+            slow: &self.slow_calls,
+            stacks: &self.stacks,
+            listen: Some(self.metrics_addr),
+            web: &self.web,
+            own_cost: self.run_stats,
+            interval: seconds(self.timing.interval),
+        }
     }
 }
 
-impl PlanArgs for TopArgs {
-    fn tracing(&self) -> &TracingArgs {
-        &self.tracing
-    }
-    fn own_cost(&self) -> bool {
-        !self.own_cost.no_run_stats
-    }
-    fn interval(&self) -> Option<Duration> {
-        seconds(self.timing.interval)
+impl TopArgs {
+    pub fn groups(&self) -> Groups<'_> {
+        Groups {
+            tracing: &self.tracing,
+            slow: &NO_SLOW,
+            stacks: &NO_STACKS,
+            listen: None,
+            web: &NO_WEB,
+            own_cost: !self.own_cost.no_run_stats,
+            interval: seconds(self.timing.interval),
+        }
     }
 }
 
@@ -217,14 +182,16 @@ impl Plan {
     /// The plan of `programs` with a command's argument groups: a sample every `-i` (or
     /// [`INTERVAL`]), its own cost measured as asked, slow calls printed and kept,
     /// per-process totals kept.
-    pub fn new(programs: TracerOptions, args: &impl PlanArgs) -> Result<Self> {
-        let (tracing, slow, stacks, listen, web) = (
-            args.tracing(),
-            args.slow(),
-            args.stacks(),
-            args.listen(),
-            args.web(),
-        );
+    pub fn new(programs: TracerOptions, args: Groups) -> Result<Self> {
+        let Groups {
+            tracing,
+            slow,
+            stacks,
+            listen,
+            web,
+            own_cost,
+            interval,
+        } = args;
         if web.web_config.is_some() && listen.is_none() {
             anyhow::bail!(
                 "--web.config.file protects the metrics endpoint: give --metrics-addr too"
@@ -268,8 +235,8 @@ impl Plan {
                 path,
             }),
             session: SessionPlan {
-                interval: args.interval().unwrap_or(INTERVAL),
-                run_stats: args.own_cost(),
+                interval: interval.unwrap_or(INTERVAL),
+                run_stats: own_cost,
                 echo_slow: true,
                 keep_slow: SlowLog::CAP,
                 top_totals: true,
@@ -362,17 +329,15 @@ mod tests {
     use super::*;
 
     /// A command's groups with `--stacks` alone given.
-    struct Stacks(StacksArgs);
-
-    impl PlanArgs for Stacks {
-        fn tracing(&self) -> &TracingArgs {
-            &TracingArgs { no_offcpu: false }
-        }
-        fn stacks(&self) -> &StacksArgs {
-            &self.0
-        }
-        fn own_cost(&self) -> bool {
-            true
+    fn with_stacks(stacks: &StacksArgs) -> Groups<'_> {
+        Groups {
+            tracing: &TracingArgs { no_offcpu: false },
+            slow: &NO_SLOW,
+            stacks,
+            listen: None,
+            web: &NO_WEB,
+            own_cost: true,
+            interval: None,
         }
     }
 
@@ -381,7 +346,7 @@ mod tests {
     #[test]
     fn the_programs_stacks_stay_without_a_stacks_file() {
         let plan = |programs: TracerOptions, stacks: &StacksArgs| {
-            Plan::new(programs, &Stacks(stacks.clone())).expect("a plan")
+            Plan::new(programs, with_stacks(stacks)).expect("a plan")
         };
         let top = TracerOptions {
             stacks: Some(syscost_engine::stacks::SAMPLE_EVERY),
@@ -410,7 +375,7 @@ mod tests {
     #[test]
     fn the_stacks_format_follows_the_name_and_refuses_a_value_it_has_no_use_for() {
         use syscost_report::report::stacks::{Format, Weight};
-        let plan = |stacks: &StacksArgs| Plan::new(programs::command(), &Stacks(stacks.clone()));
+        let plan = |stacks: &StacksArgs| Plan::new(programs::command(), with_stacks(stacks));
         let args = |file: &str, format, value| StacksArgs {
             stacks: Some(file.into()),
             stacks_format: format,

@@ -45,7 +45,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
     )?;
     let duration = seconds(args.timing.duration);
     // strace's -C: the live text, a table each second unless -i says otherwise.
-    let every = crate::plan::PlanArgs::interval(args);
+    let every = args.groups().interval;
     if args.per_process && args.cgroup.is_none() {
         anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
     }
@@ -82,7 +82,7 @@ pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
             per_process: args.per_process,
             ..Default::default()
         },
-        args,
+        args.groups(),
     )?
     .live(tui);
     let mut tracer = plan.load()?;

@@ -70,7 +70,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             slots: targets.len() as u32,
             ..Default::default()
         },
-        args,
+        args.groups(),
     )?
     .service(true);
     let mut tracer = plan.load()?;
@@ -192,7 +192,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
             pool_from_slot,
             ..Default::default()
         },
-        args,
+        args.groups(),
     )?
     .service(false);
     let tracer = plan.load()?;

@@ -47,7 +47,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             gid: u.gid,
         })
         .or_else(Owner::invoker);
-    let mut plan = Plan::new(programs::command(), args)?;
+    let mut plan = Plan::new(programs::command(), args.groups())?;
     let mut tracer = plan.load()?;
 
     // Signal handlers are in place before the command starts, so there is no moment in

@@ -53,7 +53,7 @@ pub fn top(args: &TopArgs) -> Result<i32> {
             stacks: args.stacks.then_some(syscost_engine::stacks::SAMPLE_EVERY),
             ..programs::machine(auto)
         },
-        args,
+        args.groups(),
     )?;
     let session = plan.start(plan.load()?, Watch::Nothing)?;
     let handle = session.handle();

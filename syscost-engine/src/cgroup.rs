@@ -212,30 +212,74 @@ fn is_cgroup2(dir: &Path) -> bool {
 pub const WALK_LIMIT: usize = 100_000;
 
 /// Paths of cgroup ids, from a walk of the v2 hierarchy (the id is the directory's inode
-/// number), walked again at most once a second when an id is unknown. They name the
-/// cgroups of processes gone before their /proc entry was read, and, where syscost runs
-/// in a cgroup namespace of its own, every process's.
+/// number). They name the cgroups of processes gone before their /proc entry was read,
+/// and, where syscost runs in a cgroup namespace of its own, every process's.
+///
+/// An unknown id walks the hierarchy again at most once a second, but an id above every
+/// id the last walk saw is a cgroup made since (the kernel gives cgroup ids in rising
+/// order), so it walks again at once, up to [`QUICK_WALKS`] times a second: a process
+/// that runs and exits in a cgroup made a moment after a walk is still named.
 #[derive(Debug, Default)]
 pub struct CgroupNames {
     by_id: std::collections::HashMap<u64, Name>,
     walked: Option<std::time::Instant>,
+    /// The largest id the last walk saw.
+    newest: u64,
+    /// Walks for new cgroups in the second from `quick.0`: how many.
+    quick: Option<(std::time::Instant, u32)>,
 }
+
+/// Walks for cgroups made since the last walk, at most, in a second (beside the one any
+/// unknown id may cause): a host that makes cgroups without end costs a bounded walking.
+pub const QUICK_WALKS: u32 = 4;
 
 impl CgroupNames {
     pub fn path_of(&mut self, id: u64) -> Option<Name> {
+        self.path_of_at(id, std::time::Instant::now(), || {
+            // A namespace's root alone would name its own sub-tree as if it were the host's.
+            hierarchy()
+                .ok()
+                .filter(|h| h.is_root)
+                .map(|h| walk(&h.mount, WALK_LIMIT))
+        })
+    }
+
+    /// [`CgroupNames::path_of`] at `now`, walking with `walk` (`None`: no hierarchy).
+    fn path_of_at(
+        &mut self,
+        id: u64,
+        now: std::time::Instant,
+        walk: impl FnOnce() -> Option<std::collections::HashMap<u64, Name>>,
+    ) -> Option<Name> {
+        const SECOND: std::time::Duration = std::time::Duration::from_secs(1);
         if let Some(p) = self.by_id.get(&id) {
             return Some(p.clone());
         }
-        if self
-            .walked
-            .is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1))
-        {
+        let due = match self.walked {
+            None => true,
+            Some(t) if now.saturating_duration_since(t) >= SECOND => true,
+            Some(_) if id > self.newest => {
+                let (since, n) = match self.quick {
+                    Some((since, n)) if now.saturating_duration_since(since) < SECOND => (since, n),
+                    _ => (now, 0),
+                };
+                self.quick = Some((since, n + 1));
+                n < QUICK_WALKS
+            }
+            Some(_) => false,
+        };
+        if !due {
             return None;
         }
-        self.walked = Some(std::time::Instant::now());
-        // A namespace's root alone would name its own sub-tree as if it were the host's.
-        let h = hierarchy().ok().filter(|h| h.is_root)?;
-        self.by_id = walk(&h.mount, WALK_LIMIT);
+        self.walked = Some(now);
+        self.by_id = walk()?;
+        self.newest = self
+            .by_id
+            .keys()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(self.newest);
         self.by_id.get(&id).cloned()
     }
 }
@@ -475,6 +519,56 @@ mod tests {
         assert_eq!(names[&ino("c")], "/c".into());
         assert_eq!(walk(&dir, 2).len(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_cgroup_made_since_the_last_walk_is_walked_for_at_once_a_few_times_a_second() {
+        use std::{
+            collections::HashMap,
+            time::{Duration, Instant},
+        };
+        let tree = |ids: &[u64]| Some(ids.iter().map(|i| (*i, format!("/c{i}").into())).collect());
+        let never = || -> Option<HashMap<u64, Name>> { panic!("walked") };
+        let t0 = Instant::now();
+        let mut names = CgroupNames::default();
+        assert_eq!(
+            names.path_of_at(10, t0, || tree(&[1, 10])),
+            Some("/c10".into())
+        );
+        // Known: no walk.
+        assert_eq!(names.path_of_at(1, t0, never), Some("/c1".into()));
+        // An id below the newest seen, unknown (gone before the walk): once a second.
+        assert_eq!(names.path_of_at(5, t0, never), None);
+        // Ids made since, a moment after the walk: walked for at once.
+        let at = |ms| t0 + Duration::from_millis(ms);
+        assert_eq!(
+            names.path_of_at(11, at(1), || tree(&[1, 10, 11])),
+            Some("/c11".into())
+        );
+        assert_eq!(names.path_of_at(5, at(2), never), None);
+        // Up to QUICK_WALKS in a second, a new cgroup gone before its walk among them.
+        assert_eq!(names.path_of_at(13, at(3), || tree(&[1, 10, 11, 12])), None);
+        assert_eq!(
+            names.path_of_at(14, at(4), || tree(&[14])),
+            Some("/c14".into())
+        );
+        assert_eq!(
+            names.path_of_at(15, at(5), || tree(&[14, 15])),
+            Some("/c15".into())
+        );
+        assert_eq!(names.path_of_at(16, at(6), never), None);
+        // A second on, any unknown id walks again, and new ids have their walks again.
+        assert_eq!(
+            names.path_of_at(16, at(1006), || tree(&[16])),
+            Some("/c16".into())
+        );
+        assert_eq!(
+            names.path_of_at(17, at(1007), || tree(&[17])),
+            Some("/c17".into())
+        );
+        // No hierarchy now: nothing new named, the names from before kept.
+        assert_eq!(names.path_of_at(18, at(2008), || None), None);
+        assert_eq!(names.path_of_at(17, at(2009), never), Some("/c17".into()));
     }
 
     #[test]

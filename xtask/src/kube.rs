@@ -957,7 +957,18 @@ fn wait_for_series(
             }
         }
         if Instant::now() > deadline {
-            bail!("the pod's endpoint never counted them within {PATIENCE:?}; last: {last}");
+            // What the family holds for getppid otherwise (labelled another way?).
+            let others: Vec<&str> = text
+                .lines()
+                .filter(|l| {
+                    l.strip_prefix(family).is_some_and(|r| r.starts_with('{'))
+                        && label(l, "syscall") == Some("getppid")
+                })
+                .take(8)
+                .collect();
+            bail!(
+                "the pod's endpoint never counted them within {PATIENCE:?}; last: {last}; the family's getppid series: {others:#?}"
+            );
         }
         std::thread::sleep(Duration::from_millis(250));
     }

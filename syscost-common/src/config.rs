@@ -155,6 +155,7 @@ pub mod map_names {
     pub const COUNTERS: &str = "COUNTERS";
     pub const TOP: &str = "TOP";
     pub const PROC_INFO: &str = "PROC_INFO";
+    pub const PROC_NAMES: &str = "PROC_NAMES";
     pub const EXITS: &str = "EXITS";
     pub const SLOW: &str = "SLOW";
     pub const SLOW_NS: &str = "SLOW_NS";
@@ -167,7 +168,7 @@ pub mod map_names {
     pub const STACK_SIDE: &str = "STACK_SIDE";
 
     /// Every map of the tracer's programs.
-    pub const ALL: [&str; 21] = [
+    pub const ALL: [&str; 22] = [
         PROCS,
         PROCS_OVERFLOW,
         THREADS,
@@ -179,6 +180,7 @@ pub mod map_names {
         COUNTERS,
         TOP,
         PROC_INFO,
+        PROC_NAMES,
         EXITS,
         SLOW,
         SLOW_NS,

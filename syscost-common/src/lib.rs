@@ -408,10 +408,16 @@ impl Default for ProcRecord {
     }
 }
 
+/// Slots of `PROC_NAMES` (a power of two) with the per-process table: the names of
+/// live traced processes, direct-mapped by `tgid & (NAME_SLOTS - 1)`; a process whose
+/// slot another holds is named in `PROC_INFO`. Without the table the map has one slot.
+pub const NAME_SLOTS: u32 = 8192;
+
 /// A traced process's last record, sent through the `EXITS` ring buffer by the exit
 /// hook when its last thread exits (automatic modes with `TOP` only): userspace reads
 /// its `TOP` keys' final figures (those with its tgid) from its next copy of the table
-/// and frees them.
+/// and frees them. Also a `PROC_NAMES` slot, tagged by `tgid` (0: free), while the
+/// process lives.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExitRecord {

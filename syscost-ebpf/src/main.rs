@@ -26,12 +26,12 @@
 //!
 //! | hook (raw tracepoint) | program | maps | attached |
 //! |---|---|---|---|
-//! | `sys_enter` | `syscost_sys_enter` | PROCS(+_OVERFLOW) read, written on a process's first call; THREADS(+_OVERFLOW); PROC_INFO (`config.per_process_on`) | always |
-//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, SLOW, KSTACK_OF (`config.slow_on`); STACK_SIDE, STACK_CALLS, STACK_FRAMES, STACK_SCRATCH, STACK_COUNTS, SLOW (`config.stacks_on`); TOP, and PROC_INFO on a process's first event (`config.per_process_on`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
+//! | `sys_enter` | `syscost_sys_enter` | PROCS(+_OVERFLOW) read, written on a process's first call; THREADS(+_OVERFLOW); PROC_NAMES(+PROC_INFO) (`config.per_process_on`) | always |
+//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, SLOW, KSTACK_OF (`config.slow_on`); STACK_SIDE, STACK_CALLS, STACK_FRAMES, STACK_SCRATCH, STACK_COUNTS, SLOW (`config.stacks_on`); TOP, and PROC_NAMES(+PROC_INFO) on a process's first event (`config.per_process_on`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
 //! | `sched_switch` | `syscost_sched_switch` | PROCS read; THREADS; KSTACK_OF (`config.kstacks_on`) | unless `--no-offcpu` |
 //! | `sched_process_fork` | `syscost_fork` | PROCS (children, `config.follow_forks`); THREADS | always |
-//! | `sched_process_exec` | `syscost_exec` | PROCS (ABI); PROC_INFO (`config.per_process_on`); THREADS | always |
-//! | `sched_process_exit` | `syscost_exit` | THREADS; PROCS; PROC_INFO, EXITS (`config.per_process_on`) | always |
+//! | `sched_process_exec` | `syscost_exec` | PROCS (ABI); PROC_NAMES(+PROC_INFO) (`config.per_process_on`); THREADS | always |
+//! | `sched_process_exit` | `syscost_exit` | THREADS; PROCS; PROC_NAMES(+PROC_INFO), EXITS (`config.per_process_on`) | always |
 //! | `cgroup_attach_task` | `syscost_cgroup_move` | PROCS | `--cgroup` |
 //!
 //! The hooks follow in the order a traced call meets them; the helpers are grouped by
@@ -62,13 +62,13 @@ use self::{
     maps::{DRILL, SLOW_NS, config},
     per_process::{count_top, hand_over},
     procs::{
-        auto_add, group_dead, insert_proc, name_process, proc_of, proc_value_ptr, process_abi,
-        remove_proc, rename_process, traced,
+        auto_add, forget_name, group_dead, insert_proc, name_held, name_process, proc_of,
+        proc_value_ptr, process_abi, remove_proc, rename_process, traced,
     },
     slow::{report_slow, take_kernel_stack},
     stacks::count_stack,
     stats::{count, record},
-    threads::{claim_thread, release_thread, thread_slot},
+    threads::{claim_thread, release_thread, start_thread, thread_slot},
 };
 
 mod maps;
@@ -389,15 +389,11 @@ pub fn syscost_fork(ctx: RawTracePointContext) -> i32 {
     }
     // A new thread has no state: whatever a slot with its id held is forgotten. Without
     // room now, the thread tries again at its first syscall.
-    if let Some(slot) = thread_slot(pid).or_else(|| claim_thread(pid)) {
-        unsafe {
-            *slot = ThreadSlot {
-                tid: pid,
-                key: KEY_FORK_CHILD,
-                ..ThreadSlot::EMPTY
-            }
-        };
-    }
+    start_thread(ThreadSlot {
+        tid: pid,
+        key: KEY_FORK_CHILD,
+        ..ThreadSlot::EMPTY
+    });
     0
 }
 
@@ -450,8 +446,8 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
     // Whether or not the process is still traced: when threads exit together, another
     // one may have taken the process out already, and its slot must not outlive it.
     release_thread(pid_tgid as u32);
+    let top = config!(per_process_on) != 0;
     if proc_value_ptr(tgid).is_some() {
-        let top = config!(per_process_on) != 0;
         let main_thread = pid_tgid as u32 == tgid;
         if group_dead() {
             if top {
@@ -461,6 +457,10 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
         } else if top && main_thread {
             rename_process(tgid);
         }
+    } else if top && name_held(tgid) && group_dead() {
+        // Taken out of the traced set (moved out of the cgroup) and gone before another
+        // call: its name is freed all the same.
+        forget_name(tgid);
     }
     0
 }

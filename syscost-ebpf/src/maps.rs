@@ -10,8 +10,8 @@ use aya_ebpf::{
     maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
 };
 use syscost_common::{
-    BigKey, BlockedStack, ProcRecord, ProcSlot, StackKey, StackValue, StatsEntry, ThreadSlot,
-    TopKey, TopValue, UserStack, counter, stack_counter,
+    BigKey, BlockedStack, ExitRecord, ProcRecord, ProcSlot, StackKey, StackValue, StatsEntry,
+    ThreadSlot, TopKey, TopValue, UserStack, counter, stack_counter,
 };
 
 use syscost_common::config::LoadConfig;
@@ -65,8 +65,16 @@ pub(crate) static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(cou
 #[map]
 pub(crate) static TOP: PerCpuHashMap<TopKey, TopValue> = PerCpuHashMap::with_max_entries(1, 0);
 
-/// The processes the automatic modes trace, while they live (`config.per_process_on` only): name
-/// and cgroup. Sent through `EXITS` and deleted at their exit.
+/// The processes the automatic modes trace, while they live (`config.per_process_on`
+/// only): name and cgroup, direct-mapped (index `tgid & (NAME_SLOTS - 1)`, tagged with
+/// the tgid), written in place at a process's first event and exec, and sent through
+/// `EXITS` at its exit, which frees the slot: no hash insert or delete per process.
+#[map]
+pub(crate) static PROC_NAMES: Array<ExitRecord> = Array::with_max_entries(1, 0);
+
+/// The names of traced processes whose `PROC_NAMES` slot another one holds, and of those
+/// whose exit record found no room in `EXITS` (for userspace to find once they are
+/// gone): tgid -> name and cgroup.
 #[map]
 pub(crate) static PROC_INFO: HashMap<u32, ProcRecord> = HashMap::with_max_entries(1, 0);
 

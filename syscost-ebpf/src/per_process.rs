@@ -1,13 +1,17 @@
-//! The per-process figures of the automatic modes (`TOP`, `PROC_INFO`, `EXITS`): calls,
+//! The per-process figures of the automatic modes (`TOP`, `EXITS`): calls,
 //! errors and time per (process, syscall), and each process's record at exit.
 
 use crate::{
     Call,
     maps::{EXITS, PROC_INFO, TOP},
+    procs::{Name, name_of},
     stats::add,
     stats::count,
 };
-use aya_ebpf::{bindings::BPF_NOEXIST, helpers::bpf_get_current_comm};
+use aya_ebpf::{
+    bindings::{BPF_ANY, BPF_NOEXIST},
+    helpers::bpf_get_current_comm,
+};
 use syscost_common::{ExitRecord, TopKey, TopValue, counter, is_error_return};
 
 /// Adds a call to this CPU's `TOP` figures of (process, syscall).
@@ -15,17 +19,23 @@ use syscost_common::{ExitRecord, TopKey, TopValue, counter, is_error_return};
 pub(crate) fn count_top(tgid: u32, stats_slot: u32, call: &Call, ret: i64) {
     let (key, ns, off_ns) = (call.key, call.ns, call.off_ns);
     let k = TopKey { tgid, key };
+    let error = is_error_return(ret);
     let v = match TOP.get_ptr_mut(k) {
         Some(v) => v,
         None => {
+            // A new pair is made with its first call in it: no lookup after the insert.
             // Another thread of the process may add the key on another CPU at the same
-            // moment: whichever insert comes first makes it (and counts it made), both
-            // count their calls in it.
-            if TOP
-                .insert(k, TopValue::default(), u64::from(BPF_NOEXIST))
-                .is_ok()
-            {
+            // moment: whichever insert comes first makes it (and counts it made), the
+            // other adds its call to it.
+            let first = TopValue {
+                calls: 1,
+                errors: u64::from(error),
+                total_ns: ns,
+                offcpu_ns: off_ns,
+            };
+            if TOP.insert(k, first, u64::from(BPF_NOEXIST)).is_ok() {
                 count(0, counter::TOP_MADE);
+                return;
             }
             match TOP.get_ptr_mut(k) {
                 Some(v) => v,
@@ -39,7 +49,7 @@ pub(crate) fn count_top(tgid: u32, stats_slot: u32, call: &Call, ret: i64) {
     let v = unsafe { &mut *v };
     // Errors before calls: a reader copying this while it changes sees errors <= calls
     // at worst one call late.
-    if is_error_return(ret) {
+    if error {
         add(&mut v.errors, 1);
     }
     add(&mut v.total_ns, ns);
@@ -47,22 +57,27 @@ pub(crate) fn count_top(tgid: u32, stats_slot: u32, call: &Call, ret: i64) {
     add(&mut v.calls, 1);
 }
 
-/// Sends an exited process's `PROC_INFO` record through `EXITS` and deletes it: its
-/// `TOP` keys hold their final figures (every thread has made its last call), and
-/// userspace frees them as soon as it has read them. Without room in the ring buffer the
-/// record stays (counted), for userspace to find when /proc says the process is gone.
-/// `main_thread`: the exiting thread is the main one, whose name the record takes (the
-/// name the process ended with).
+/// Sends an exited process's name record (its `PROC_NAMES` slot, or its `PROC_INFO`
+/// entry) through `EXITS` and frees it: its `TOP` keys hold their final figures (every
+/// thread has made its last call), and userspace frees them as soon as it has read them.
+/// Without room in the ring buffer the record is kept in `PROC_INFO` (counted), for
+/// userspace to find when /proc says the process is gone. `main_thread`: the exiting
+/// thread is the main one, whose name the record takes (the name the process ended with).
 #[inline(always)]
 pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
-    let Some(r) = PROC_INFO.get_ptr_mut(tgid) else {
+    let Some(name) = name_of(tgid) else {
         return;
     };
+    let r = name.record();
     if main_thread && let Ok(comm) = bpf_get_current_comm() {
         unsafe { (*r).comm = comm };
     }
     let Some(mut entry) = EXITS.reserve::<ExitRecord>(0) else {
         count(0, counter::EXIT_UNSENT);
+        if let Name::Slot(slot) = name {
+            let _ = PROC_INFO.insert(tgid, unsafe { *r }, u64::from(BPF_ANY));
+            unsafe { (*slot).tgid = 0 };
+        }
         return;
     };
     let e = entry.as_mut_ptr();
@@ -76,5 +91,5 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
     // waits again, so a churn of exits costs at most 20 wakeups a second, and an idle
     // reader sleeps until an exit instead of looking at the ring on a timer.
     entry.submit(0);
-    let _ = PROC_INFO.remove(tgid);
+    name.free(tgid);
 }

@@ -3,11 +3,11 @@
 //! whether an exiting thread was its group's last.
 
 use crate::{
-    maps::{PROC_INFO, PROCS, PROCS_OVERFLOW, config},
+    maps::{PROC_INFO, PROC_NAMES, PROCS, PROCS_OVERFLOW, config},
     stats::count,
 };
 use aya_ebpf::{
-    bindings::BPF_NOEXIST,
+    bindings::{BPF_ANY, BPF_NOEXIST},
     helpers::{
         bpf_get_current_comm, bpf_get_current_task, bpf_probe_read_kernel,
         generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id},
@@ -18,7 +18,9 @@ use core::{
     hint::black_box,
     ptr::{read_volatile, write_volatile},
 };
-use syscost_common::{ProcRecord, ProcSlot, abi, auto_mode, counter, proc_value};
+use syscost_common::{
+    ExitRecord, NAME_SLOTS, ProcRecord, ProcSlot, abi, auto_mode, counter, proc_value,
+};
 
 /// The direct `PROCS` slot of a tgid, read as one word: (tag, value).
 #[inline(always)]
@@ -159,7 +161,7 @@ pub(crate) fn auto_add(tgid: u32) -> bool {
     // call on another CPU, and its key's bit must find the record there.
     let top = wanted && config!(per_process_on) != 0;
     if top {
-        name_process(tgid);
+        name_new_process(tgid);
     }
     if !insert_proc(tgid, value) {
         // Another thread of the process may have added it on another CPU just now.
@@ -167,7 +169,7 @@ pub(crate) fn auto_add(tgid: u32) -> bool {
         if !traced && wanted {
             count(0, counter::DROPPED_PROCESS);
             if top {
-                let _ = PROC_INFO.remove(tgid);
+                forget_name(tgid);
             }
         }
         return wanted && traced;
@@ -207,41 +209,129 @@ pub(crate) fn current_ancestor_cgroup_id(level: u32) -> u64 {
     unsafe { bpf_probe_read_kernel(cgrp.add(at as usize) as *const u64) }.unwrap_or(0)
 }
 
-/// The comm of the current thread (the process's main thread, at its exit) in the
-/// process's `PROC_INFO` record, if it has one (an excluded process has none).
-#[inline(always)]
-pub(crate) fn rename_process(tgid: u32) {
-    if let Some(r) = PROC_INFO.get_ptr_mut(tgid)
-        && let Ok(comm) = bpf_get_current_comm()
-    {
-        unsafe { (*r).comm = comm };
+/// Where a traced process's name is kept while it lives: its `PROC_NAMES` slot, or its
+/// `PROC_INFO` entry when another process held that slot.
+#[derive(Clone, Copy)]
+pub(crate) enum Name {
+    Slot(*mut ExitRecord),
+    Info(*mut ProcRecord),
+}
+
+impl Name {
+    #[inline(always)]
+    pub(crate) fn record(self) -> *mut ProcRecord {
+        match self {
+            Name::Slot(s) => unsafe { &raw mut (*s).info },
+            Name::Info(r) => r,
+        }
+    }
+
+    /// Frees it: the slot's tag cleared, or the entry deleted.
+    #[inline(always)]
+    pub(crate) fn free(self, tgid: u32) {
+        match self {
+            Name::Slot(s) => unsafe { (*s).tgid = 0 },
+            Name::Info(_) => {
+                let _ = PROC_INFO.remove(tgid);
+            }
+        }
     }
 }
 
-/// Keeps the process's name (its comm now) and cgroup for userspace, in its
-/// `PROC_INFO` record (made at its first syscall, renamed at exec and at its main
-/// thread's exit).
+/// The `PROC_NAMES` slot of a tgid, whoever holds it.
+#[inline(always)]
+fn name_slot(tgid: u32) -> Option<*mut ExitRecord> {
+    PROC_NAMES.get_ptr_mut(tgid & (NAME_SLOTS - 1))
+}
+
+/// The name kept of a process, if any (an excluded process has none).
+#[inline(always)]
+pub(crate) fn name_of(tgid: u32) -> Option<Name> {
+    if let Some(s) = name_slot(tgid)
+        && unsafe { (*s).tgid } == tgid
+    {
+        return Some(Name::Slot(s));
+    }
+    PROC_INFO.get_ptr_mut(tgid).map(Name::Info)
+}
+
+/// Whether a process holds its `PROC_NAMES` slot (one array read, no hash lookup).
+#[inline(always)]
+pub(crate) fn name_held(tgid: u32) -> bool {
+    name_slot(tgid).is_some_and(|s| unsafe { (*s).tgid } == tgid)
+}
+
+/// The comm of the current thread (the process's main thread, at its exit) in the
+/// process's kept name, if it has one.
+#[inline(always)]
+pub(crate) fn rename_process(tgid: u32) {
+    if let Some(name) = name_of(tgid)
+        && let Ok(comm) = bpf_get_current_comm()
+    {
+        unsafe { (*name.record()).comm = comm };
+    }
+}
+
+/// The current task's comm and cgroup id.
+#[inline(always)]
+fn current_name() -> Option<ProcRecord> {
+    let comm = bpf_get_current_comm().ok()?;
+    Some(ProcRecord {
+        comm,
+        cgroup_id: unsafe { bpf_get_current_cgroup_id() },
+    })
+}
+
+/// Names a process at its first event: its comm and cgroup now, kept for userspace in
+/// its `PROC_NAMES` slot (a tag and 24 bytes written in place), or in `PROC_INFO` when
+/// another process holds the slot. A name left by an earlier process with this tgid is
+/// replaced.
+#[inline(always)]
+pub(crate) fn name_new_process(tgid: u32) {
+    if let Some(record) = current_name() {
+        keep_name(tgid, record);
+    }
+}
+
+/// Names a process again at exec (where its name is kept, or as a new one).
 #[inline(always)]
 pub(crate) fn name_process(tgid: u32) {
-    let Ok(comm) = bpf_get_current_comm() else {
+    let Some(record) = current_name() else {
         return;
     };
-    let cgroup_id = unsafe { bpf_get_current_cgroup_id() };
-    if let Some(r) = PROC_INFO.get_ptr_mut(tgid) {
-        unsafe {
-            (*r).comm = comm;
-            (*r).cgroup_id = cgroup_id;
-        }
-        return;
+    match name_of(tgid) {
+        Some(name) => unsafe { *name.record() = record },
+        None => keep_name(tgid, record),
     }
-    let record = ProcRecord {
-        comm,
-        cgroup_id,
-        ..ProcRecord::EMPTY
-    };
-    // No room: the process's figures are still counted, and read when userspace finds it
-    // gone instead of at its exit.
-    let _ = PROC_INFO.insert(tgid, record, u64::from(BPF_NOEXIST));
+}
+
+/// Two processes whose tgids share the low bits could both find the slot free only by
+/// making their first traced event at one moment: pids are given in sequence, so new
+/// processes do not (the same rule as `PROCS`'s).
+#[inline(always)]
+fn keep_name(tgid: u32, record: ProcRecord) {
+    if let Some(s) = name_slot(tgid) {
+        let s = unsafe { &mut *s };
+        if s.tgid == 0 || s.tgid == tgid {
+            // The record before the tag: a reader that finds the tag finds the record.
+            s.info = record;
+            unsafe { write_volatile(&raw mut s.tgid, tgid) };
+            return;
+        }
+    }
+    // Another process holds the slot. Without room in the overflow map either, the
+    // process's figures are still counted, and read when userspace finds it gone
+    // instead of at its exit.
+    let _ = PROC_INFO.insert(tgid, record, u64::from(BPF_ANY));
+}
+
+/// Forgets the kept name of a process that was not added after all, or that left the
+/// traced set unseen (moved out of the cgroup) and exited.
+#[inline(always)]
+pub(crate) fn forget_name(tgid: u32) {
+    if let Some(name) = name_of(tgid) {
+        name.free(tgid);
+    }
 }
 
 /// Whether the thread group of the current (exiting) task has no live thread left:

@@ -2,7 +2,7 @@
 //! the thread's totals.
 
 use crate::maps::{KSTACK_OF, THREADS, THREADS_OVERFLOW, config};
-use aya_ebpf::bindings::BPF_NOEXIST;
+use aya_ebpf::bindings::{BPF_ANY, BPF_NOEXIST};
 use syscost_common::ThreadSlot;
 
 /// The slot of thread `tid`, if it has one.
@@ -34,6 +34,26 @@ pub(crate) fn claim_thread(tid: u32) -> Option<*mut ThreadSlot> {
         .insert(tid, fresh, u64::from(BPF_NOEXIST))
         .ok()?;
     THREADS_OVERFLOW.get_ptr_mut(tid)
+}
+
+/// Gives a new thread (`state.tid`, just forked) a slot holding `state`, without looking
+/// for one it has: its direct slot when free or stale with its id, else its overflow
+/// entry, made or replaced. A tid is given to one thread at a time and every exit frees
+/// its slot, so a new thread has no entry elsewhere to find. False without room.
+#[inline(always)]
+pub(crate) fn start_thread(state: ThreadSlot) -> bool {
+    let tid = state.tid;
+    let Some(p) = THREADS.get_ptr_mut(tid & config!(thread_mask)) else {
+        return false;
+    };
+    let held = unsafe { (*p).tid };
+    if held == 0 || held == tid {
+        unsafe { *p = state };
+        return true;
+    }
+    THREADS_OVERFLOW
+        .insert(tid, state, u64::from(BPF_ANY))
+        .is_ok()
 }
 
 /// Frees the slot of an exiting thread: a reused tid must not inherit a stale enter

@@ -6,8 +6,8 @@ use std::mem::size_of;
 
 use anyhow::{Result, bail};
 use syscost_common::{
-    INDEX_WORDS_PER_SLOT, ProcRecord, ProcSlot, StackKey, StackValue, StatsEntry, ThreadSlot,
-    TopKey, TopValue, UserStack, counter,
+    ExitRecord, INDEX_WORDS_PER_SLOT, ProcRecord, ProcSlot, StackKey, StackValue, StatsEntry,
+    ThreadSlot, TopKey, TopValue, UserStack, counter,
 };
 
 /// Table sizes for one load of the programs.
@@ -28,8 +28,11 @@ pub struct TableSizes {
     /// (process, syscall) pairs of the per-process table (`syscost top`, `export --top`,
     /// `--per-process`); 1 when it is not used.
     pub top_entries: u32,
-    /// Records (name, cgroup, keys in use) of the processes those modes trace while they
-    /// live; 1 when not used.
+    /// Names (comm, cgroup) of the processes those modes trace while they live, direct-
+    /// mapped: `NAME_SLOTS` (the programs' mask), 1 when not used.
+    pub name_slots: u32,
+    /// Names of those whose direct slot another holds, or kept past their exit for want
+    /// of room in the exit ring; 1 when not used.
     pub names: u32,
     /// Bytes of the exit records' ring buffer (with the per-process table).
     pub exit_ring: u32,
@@ -55,6 +58,7 @@ impl TableSizes {
             pool_per_cpu: 128 + 64 * slots,
             big_numbers: 256,
             top_entries: 1,
+            name_slots: 1,
             names: 1,
             exit_ring: 4096,
             slow_ring: 4 << 20,
@@ -75,13 +79,14 @@ impl TableSizes {
 
     /// With the per-process table: 16,384 (process, syscall) pairs, room for about 500
     /// live processes at 30 syscalls each (an exited process's pairs are freed within a
-    /// second of its exit, sooner when the table fills); records of 8,192 live
-    /// processes; 1 MB of exit records (about 26,000 processes' exits; userspace reads
+    /// second of its exit, sooner when the table fills); names of 8,192 live
+    /// processes in place (4,096 more whose slot another holds); 1 MB of exit records (about 26,000 processes' exits; userspace reads
     /// them 50 ms after the first of a burst, and every 50 ms while they come). A pair that finds no room is counted as dropped.
     pub fn with_top(self) -> Self {
         Self {
             top_entries: 16_384,
-            names: 8192,
+            name_slots: syscost_common::NAME_SLOTS,
+            names: 4096,
             exit_ring: 1 << 20,
             ..self
         }
@@ -158,7 +163,8 @@ impl TableSizes {
         let counters = 8 * cpus * (1 + slots * u64::from(counter::COUNT));
         let top = hash(self.top_entries, size_of::<TopKey>(), 8)
             + u64::from(self.top_entries) * size_of::<TopValue>() as u64 * cpus;
-        let names = hash(self.names, 4, size_of::<ProcRecord>() as u64);
+        let names = u64::from(self.name_slots) * size_of::<ExitRecord>() as u64
+            + hash(self.names, 4, size_of::<ProcRecord>() as u64);
         let exits = u64::from(self.exit_ring);
         let stacks = hash(self.stack_calls, size_of::<StackKey>(), 8)
             + u64::from(self.stack_calls) * size_of::<StackValue>() as u64 * cpus

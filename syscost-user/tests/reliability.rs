@@ -371,23 +371,6 @@ fn missing_btf_is_one_clear_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
-/// A pid no task has, far behind the last one the kernel gave (ns_last_pid, only read):
-/// it hands pids out upwards from there, so it comes to this one last. `skip`: another
-/// one for each retry.
-fn free_pid(skip: u32) -> u32 {
-    let read = |path: &str| -> i64 {
-        let v = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        v.trim().parse().unwrap_or_else(|_| panic!("{path}: {v:?}"))
-    };
-    let (last, max) = (read("/proc/sys/kernel/ns_last_pid"), read(PID_MAX));
-    // Pids up to 300 are left to the kernel's own threads after a wrap.
-    let span = max - 301;
-    (0..span)
-        .map(|i| 301 + (last - 301 - 1000 - 100 * i64::from(skip) - i).rem_euclid(span))
-        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
-        .expect("a free pid") as u32
-}
-
 #[test]
 fn a_reused_pid_is_not_counted() {
     let Some(t) = root_test!() else {
@@ -404,7 +387,7 @@ fn a_reused_pid_is_not_counted() {
             .args(["run", "-o", "/dev/null", "--json"])
             .arg(&json)
             .args(["--", workload_path(), "fork-at"])
-            .arg(free_pid(attempt).to_string())
+            .arg(free_pid(attempt, &[0]).to_string())
             .arg("1000")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -535,6 +535,132 @@ fn top_names_a_gone_process_by_the_name_it_ended_with() {
     assert!(syscall_calls(row, "execve") >= 1, "{row}");
 }
 
+/// Two processes whose pids share the low 13 bits (`NAME_SLOTS`, 8,192: the kernel
+/// side's table of names in place) live at once: the first holds the name slot, the
+/// second's name goes to the overflow map. Each renames itself and is gone before `top`
+/// reads a table with it: each row has its own name and its calls, from its exit record.
+#[test]
+fn top_names_two_live_processes_whose_name_slots_collide() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    const SLOTS: u32 = 8192;
+    let json = t.path("top.json");
+    let (top, _first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "-i", "86400", "--json"])
+            .arg(&json)
+            .stdout(Stdio::null()),
+    );
+    let at = |pid: u32, script: &str| {
+        let mut c = Command::new(workload_path());
+        c.args(["exec-at", &pid.to_string(), "/bin/sh", "-c", script]);
+        c
+    };
+    // Should another process take either pid first (exec-at exits 3), the round is made
+    // again at others.
+    let mut pids = None;
+    for attempt in 0..5 {
+        let p = free_pid(attempt, &[0, SLOTS]);
+        let mut first = at(
+            p,
+            "printf syscost-first > /proc/$$/comm && echo named && read x && exit 0",
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_reaped();
+        let mut out = Lines::of(first.stdout.take().unwrap(), "the first process's stdout");
+        // exec-at says child=PID, then the process says it renamed itself; nothing
+        // when the pid was taken.
+        if !std::iter::from_fn(|| out.line()).any(|l| l == "named") {
+            let status = first.wait_exit();
+            assert!(
+                status.code() == Some(3) && attempt < 4,
+                "the first process never said it renamed itself: {status}"
+            );
+            continue;
+        }
+        let second = output(&mut at(
+            p + SLOTS,
+            "printf syscost-second > /proc/$$/comm && exit 0",
+        ));
+        writeln!(first.stdin.as_mut().unwrap(), "end").unwrap();
+        assert!(first.wait_exit().success());
+        if second.status.code() == Some(3) && attempt < 4 {
+            continue;
+        }
+        assert!(second.status.success(), "{}", stderr(&second));
+        pids = Some(p);
+        break;
+    }
+    let p = pids.expect("two free pids 8,192 apart");
+    sigint(top.id());
+    let o = top.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = top_json(&json);
+    for (pid, comm) in [(p, "syscost-first"), (p + SLOTS, "syscost-second")] {
+        let row = rows
+            .get(&pid)
+            .unwrap_or_else(|| panic!("no row of pid {pid} in top's JSON ({} rows)", rows.len()));
+        assert_eq!(row["comm"], comm, "{row}");
+        assert_eq!(row["exited"], true, "{row}");
+        assert!(syscall_calls(row, "execve") >= 1, "{row}");
+    }
+}
+
+/// With an exit ring of one page (about 100 records; the reader lets 50 ms pass after
+/// the first of a burst, in which some 300 processes start here), most of 1,000 short
+/// processes' exit records find no room: each is kept in the overflow map instead, and
+/// named from it once the process is found gone. Every one is listed with its name and
+/// its calls.
+#[test]
+fn top_names_processes_whose_exit_records_find_no_room() {
+    let Some(t) = root_test!() else {
+        return;
+    };
+    let json = t.path("top.json");
+    let (top, _first, _err) = started(
+        syscost()
+            .args(["top", "--no-tui", "-i", "86400", "--json"])
+            .arg(&json)
+            .env("SYSCOST_TABLE_SIZES", "exit_ring=4096")
+            .stdout(Stdio::null()),
+    );
+    run_ok(
+        Command::new(workload_path())
+            .args(["spawn", "1000", "100"])
+            .stdout(Stdio::null()),
+    );
+    sigint(top.id());
+    let o = top.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let hundred: Vec<&serde_json::Value> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| syscall_calls(p, "getppid") == 100)
+        .collect();
+    let named = hundred
+        .iter()
+        .filter(|p| p["comm"] == "syscost-getppid" && p["exited"] == true)
+        .count();
+    let others: Vec<String> = hundred
+        .iter()
+        .filter(|p| p["comm"] != "syscost-getppid")
+        .map(|p| format!("{} {} {}", p["pid"], p["comm"], p["cgroup"]))
+        .collect();
+    assert_eq!(
+        named,
+        1000,
+        "{} under other names, the first: {:?}",
+        others.len(),
+        &others[..others.len().min(10)]
+    );
+    assert_eq!(v["dropped"], 0);
+}
+
 /// The churn of a build or a CI runner: 3,000 processes one after the other (about as
 /// fast as this machine starts them), each exec'ing a static program that makes exactly
 /// 100 getppid and ten distinct syscalls in all (30,000 process-syscall pairs, more

@@ -933,6 +933,7 @@ mod bpf {
 
     pub const HASH: u32 = 1;
     pub const PERCPU_HASH: u32 = 5;
+    pub const ARRAY: u32 = 2;
     pub const PERCPU_ARRAY: u32 = 6;
     pub const LRU_HASH: u32 = 9;
     pub const LRU_PERCPU_HASH: u32 = 10;
@@ -1055,6 +1056,27 @@ mod bpf {
             Ok(seen.len() as u64)
         }
 
+        /// An array's elements whose first 4 bytes (a tag) are not 0: the slots in use.
+        pub fn tagged(&self) -> std::io::Result<u64> {
+            let mut value = vec![0u8; (self.value_size as usize).max(4)];
+            let mut n = 0;
+            for i in 0..self.max_entries {
+                let mut key = i;
+                let mut a = ElemAttr {
+                    map_fd: self.fd.as_raw_fd() as u32,
+                    _pad: 0,
+                    key: &mut key as *mut u32 as u64,
+                    value: value.as_mut_ptr() as u64,
+                    flags: 0,
+                };
+                bpf(MAP_LOOKUP_ELEM, &mut a)?;
+                if value[..4] != [0; 4] {
+                    n += 1;
+                }
+            }
+            Ok(n)
+        }
+
         /// A per-CPU array's element `i`: one u64 per possible CPU (the value's first 8
         /// bytes, or its first 4 for a u32).
         pub fn per_cpu(&self, i: u32, cpus: usize) -> std::io::Result<Vec<u64>> {
@@ -1086,7 +1108,8 @@ mod bpf {
 /// What a syscost process's maps hold.
 #[derive(Default)]
 struct Maps {
-    /// Entries of TOP and PROC_INFO.
+    /// Entries of TOP, and names kept (PROC_NAMES's slots in use plus PROC_INFO's
+    /// entries): one per live traced process.
     top: Option<u64>,
     proc_info: Option<u64>,
     /// Entries of the other hash maps (the overflow tables, BIG_INDEX, ...).
@@ -1172,7 +1195,7 @@ fn read_maps(pid: u32) -> Result<Maps> {
             if name == kernel_name(map_names::TOP) {
                 m.top = Some(n);
             } else if name == kernel_name(map_names::PROC_INFO) {
-                m.proc_info = Some(n);
+                *m.proc_info.get_or_insert(0) += n;
             } else {
                 m.other_hash += n;
             }
@@ -1181,6 +1204,9 @@ fn read_maps(pid: u32) -> Result<Maps> {
                 let sum: u64 = map.per_cpu(i, cpus)?.iter().sum();
                 m.counters[(i % counter::COUNT) as usize] += sum;
             }
+        } else if name == kernel_name(map_names::PROC_NAMES) && map.kind == bpf::ARRAY {
+            legend.push(format!("{name} {}", map.max_entries));
+            *m.proc_info.get_or_insert(0) += map.tagged()?;
         } else if name == kernel_name(map_names::POOL) {
             pool_size = Some(map.max_entries);
             legend.push(format!("{name} {}", map.max_entries));
@@ -1352,7 +1378,7 @@ impl Row {
             "fds",
             "thr",
             "TOP",
-            "PROC_INFO",
+            "names",
             "hash+",
             "pool",
             "dropped",
@@ -1537,7 +1563,7 @@ fn render(
         };
         let _ = writeln!(
             r,
-            "  {process}: RSS {} -> {} KiB, slope {} KiB/h (its own memory {} -> {} KiB, slope {} KiB/h); fds {} -> {} ({}/h); TOP {} -> {} entries ({}/h); PROC_INFO {} -> {}; dropped (kernel) {} -> {}",
+            "  {process}: RSS {} -> {} KiB, slope {} KiB/h (its own memory {} -> {} KiB, slope {} KiB/h); fds {} -> {} ({}/h); TOP {} -> {} entries ({}/h); names {} -> {}; dropped (kernel) {} -> {}",
             first.rss_kib,
             end.rss_kib,
             per_hour(|r| r.rss_kib as f64),

@@ -123,6 +123,7 @@ pub(super) fn load_object(loader: EbpfLoader<'static>, shape: &Shape<'_>) -> Res
         .map_max_entries(map_names::POOL, cpus * sizes.pool_per_cpu)
         .map_max_entries(map_names::COUNTERS, slots * counter::COUNT)
         .map_max_entries(map_names::TOP, sizes.top_entries)
+        .map_max_entries(map_names::PROC_NAMES, sizes.name_slots)
         .map_max_entries(map_names::PROC_INFO, sizes.names)
         .map_max_entries(
             map_names::EXITS,

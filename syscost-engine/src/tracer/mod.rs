@@ -20,8 +20,8 @@ use aya::{
 };
 use aya_log::EbpfLogger;
 use syscost_common::{
-    ProcRecord, ProcSlot, STACK_SIDE_BIT, StackKey, StackValue, StatsEntry, ThreadSlot, TopKey,
-    TopValue, UserStack, abi, config::map_names, counter, counter_index, proc_value,
+    ExitRecord, ProcRecord, ProcSlot, STACK_SIDE_BIT, StackKey, StackValue, StatsEntry, ThreadSlot,
+    TopKey, TopValue, UserStack, abi, config::map_names, counter, counter_index, proc_value,
     stack_identity,
 };
 
@@ -698,10 +698,18 @@ impl Tracer {
     }
 
     /// The name and cgroup id the kernel side kept for a process it traced by itself.
+    /// Its `PROC_NAMES` slot when it holds it, else its `PROC_INFO` entry.
     pub fn process_name(&self, tgid: u32) -> Option<(String, u64)> {
-        let names: HashMap<&MapData, u32, ProcRecord> =
-            HashMap::try_from(self.map(map_names::PROC_INFO).ok()?).ok()?;
-        let n = names.get(&tgid, 0).ok()?;
+        let slots: Array<&MapData, ExitRecord> =
+            Array::try_from(self.map(map_names::PROC_NAMES).ok()?).ok()?;
+        let n = match slots.get(&(tgid & (syscost_common::NAME_SLOTS - 1)), 0) {
+            Ok(slot) if slot.tgid == tgid => slot.info,
+            _ => {
+                let names: HashMap<&MapData, u32, ProcRecord> =
+                    HashMap::try_from(self.map(map_names::PROC_INFO).ok()?).ok()?;
+                names.get(&tgid, 0).ok()?
+            }
+        };
         let end = n.comm.iter().position(|&b| b == 0).unwrap_or(n.comm.len());
         Some((
             syscost_report::untrusted::decode(&n.comm[..end]),

@@ -768,6 +768,28 @@ impl Drop for TestCgroup {
 
 pub const PID_MAX: &str = "/proc/sys/kernel/pid_max";
 
+/// A pid `p` such that no task has `p + o` for any of `offsets`, far behind the last pid
+/// the kernel gave (ns_last_pid, only read): it hands pids out upwards from there, so it
+/// comes to these last. `skip`: another one for each retry.
+pub fn free_pid(skip: u32, offsets: &[u32]) -> u32 {
+    let read = |path: &str| -> i64 {
+        let v = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        v.trim().parse().unwrap_or_else(|_| panic!("{path}: {v:?}"))
+    };
+    let (last, max) = (read("/proc/sys/kernel/ns_last_pid"), read(PID_MAX));
+    let reach = i64::from(offsets.iter().copied().max().unwrap_or(0));
+    // Pids up to 300 are left to the kernel's own threads after a wrap.
+    let span = max - 301 - reach;
+    (0..span)
+        .map(|i| 301 + (last - 301 - 1000 - 100 * i64::from(skip) - i).rem_euclid(span))
+        .find(|p| {
+            offsets
+                .iter()
+                .all(|o| !std::path::Path::new(&format!("/proc/{}", p + i64::from(*o))).exists())
+        })
+        .expect("a free pid") as u32
+}
+
 /// pid_max changed while this lives. The value it had is written back when this is
 /// dropped and, should the test be killed first, by a restorer: a workload in a session
 /// of its own (`restore-on-eof`) that holds the old value and writes it back once its

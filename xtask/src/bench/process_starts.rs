@@ -9,6 +9,9 @@ use std::{
     process::{Child, Command},
 };
 
+/// The baseline build's row (`SYSCOST_BENCH_BASELINE`).
+const BASELINE_WAY: &str = "baseline build's top";
+
 /// What the whole-machine modes add to a process start: fork, exec of a static program
 /// that only exits, exit, and the parent's wait (fork, execve, exit_group and wait4;
 /// the fork, exec and exit hooks; one per-process pair and the exit record), beside no
@@ -29,7 +32,7 @@ pub fn process_start_cost(
     let baseline = std::env::var_os("SYSCOST_BENCH_BASELINE");
     let mut ways: Vec<&str> = vec!["untraced", "syscost top", "syscost export --top"];
     if baseline.is_some() {
-        ways.push("baseline build's top");
+        ways.push(BASELINE_WAY);
     }
     if syscount {
         ways.extend(["syscount -P", "syscount -L -P"]);
@@ -55,7 +58,7 @@ pub fn process_start_cost(
     // The tracer of a way, started and ready; the tracefs mount syscount needs.
     let start_tracer = |way: &str| -> Result<(Child, Option<Tracefs>)> {
         Ok(match way {
-            "syscost top" | "baseline build's top" => {
+            "syscost top" | BASELINE_WAY => {
                 let bin = if way == "syscost top" {
                     syscost.as_os_str().to_owned()
                 } else {
@@ -152,7 +155,7 @@ pub fn process_start_cost(
         println!("{way:<24} {wall:>10.0} {cpu:>14.0} {tracer:>12.0} {add:>12.0}");
     }
     let at = |name: &str| ways.iter().position(|w| *w == name);
-    if let Some(b) = at("baseline build's top") {
+    if let Some(b) = at(BASELINE_WAY) {
         println!(
             "syscost-top CPU added / baseline's per process start: {:.2}",
             added[1] / added[b].max(1.0)
@@ -214,7 +217,11 @@ pub(super) fn own_cost_per_start(
     // same less the way's idle cost over as long; per program (name, xlated) of the
     // first way, its idle-subtracted run time per start.
     let mut samples: Vec<Vec<[(f64, f64); 2]>> = vec![Vec::new(); ways.len()];
-    let mut per_program: std::collections::BTreeMap<String, (u64, Vec<f64>)> = Default::default();
+    // Per program of the first way (syscost top) and of the baseline build's top: its
+    // xlated size and run time per start less idle, by round.
+    let baseline = ways.iter().position(|w| *w == BASELINE_WAY);
+    let mut per_program: [std::collections::BTreeMap<String, (u64, Vec<f64>)>; 2] =
+        Default::default();
     let per_start = |ns: f64| ns / starts_n as f64;
     for round in 1..=rounds {
         eprintln!("bench: own cost per process start, round {round}/{rounds}");
@@ -261,8 +268,15 @@ pub(super) fn own_cost_per_start(
                 let idle = ran(&idle_programs, &before, *id);
                 run_ns += busy;
                 idle_run_ns += idle;
-                if i == 0 {
-                    let e = per_program.entry(p.name.clone()).or_default();
+                let side = if i == 0 {
+                    Some(0)
+                } else if Some(i) == baseline {
+                    Some(1)
+                } else {
+                    None
+                };
+                if let Some(side) = side {
+                    let e = per_program[side].entry(p.name.clone()).or_default();
                     e.0 = p.xlated;
                     e.1.push(per_start(busy as f64 - idle as f64 * scale));
                 }
@@ -338,11 +352,35 @@ pub(super) fn own_cost_per_start(
         }
     }
     println!(
-        "{}'s programs, run time per process start less their idle run time, and xlated bytes:",
-        ways[0]
+        "{}'s programs, run time per process start less their idle run time, and xlated bytes{}:",
+        ways[0],
+        if baseline.is_some() {
+            ", beside the baseline build's"
+        } else {
+            ""
+        }
     );
-    for (name, (xlated, runs)) in &per_program {
-        println!("  {name:<22} {:>8.0} ns {xlated:>8} bytes", median(runs));
+    for (name, (xlated, runs)) in &per_program[0] {
+        print!("  {name:<22} {:>8.0} ns {xlated:>8} bytes", median(runs));
+        match per_program[1].get(name) {
+            Some((b_xlated, b_runs)) => println!(
+                "   baseline {:>8.0} ns {b_xlated:>8} bytes",
+                median(b_runs)
+            ),
+            None => println!(),
+        }
+    }
+    let sum = |side: &std::collections::BTreeMap<String, (u64, Vec<f64>)>| -> f64 {
+        side.values().map(|(_, runs)| median(runs)).sum()
+    };
+    if baseline.is_some() {
+        println!(
+            "  {:<22} {:>8.0} ns {:>8}         baseline {:>8.0} ns",
+            "sum of the medians",
+            sum(&per_program[0]),
+            "",
+            sum(&per_program[1])
+        );
     }
     Ok(())
 }

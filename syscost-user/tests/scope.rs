@@ -618,24 +618,7 @@ fn top_names_processes_whose_exit_records_find_no_room() {
     let Some(t) = root_test!() else {
         return;
     };
-    let json = t.path("top.json");
-    let (top, _first, _err) = started(
-        syscost()
-            .args(["top", "--no-tui", "-i", "86400", "--json"])
-            .arg(&json)
-            .env("SYSCOST_TABLE_SIZES", "exit_ring=4096")
-            .stdout(Stdio::null()),
-    );
-    run_ok(
-        Command::new(workload_path())
-            .args(["spawn", "1000", "100"])
-            .stdout(Stdio::null()),
-    );
-    sigint(top.id());
-    let o = top.into_inner().output_within();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (v, _) = top_over_spawned(&t, 1000, &["-i", "86400"], Some("exit_ring=4096"));
     let hundred: Vec<&serde_json::Value> = v["processes"]
         .as_array()
         .unwrap()
@@ -661,6 +644,42 @@ fn top_names_processes_whose_exit_records_find_no_room() {
     assert_eq!(v["dropped"], 0);
 }
 
+/// `top --no-tui --json` with `args` (and `sizes` as `SYSCOST_TABLE_SIZES`) over `n`
+/// processes started one after the other by the workload's `spawn` (each a static
+/// program making 100 getppid and 109 calls in all), ended by SIGINT: its JSON and what
+/// it printed.
+fn top_over_spawned(
+    t: &RootTest,
+    n: u32,
+    args: &[&str],
+    sizes: Option<&str>,
+) -> (serde_json::Value, String) {
+    let json = t.path("top.json");
+    let mut cmd = syscost();
+    cmd.args(["top", "--no-tui", "--json"])
+        .arg(&json)
+        .args(args)
+        .stdout(Stdio::piped());
+    if let Some(sizes) = sizes {
+        cmd.env("SYSCOST_TABLE_SIZES", sizes);
+    }
+    let (top, first, _err) = started(&mut cmd);
+    assert!(
+        first.starts_with("syscost: watching the machine"),
+        "{first}"
+    );
+    run_ok(
+        Command::new(workload_path())
+            .args(["spawn", &n.to_string(), "100"])
+            .stdout(Stdio::null()),
+    );
+    sigint(top.id());
+    let o = top.into_inner().output_within();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (v, stdout(&o))
+}
+
 /// The churn of a build or a CI runner: 3,000 processes one after the other (about as
 /// fast as this machine starts them), each exec'ing a static program that makes exactly
 /// 100 getppid and ten distinct syscalls in all (30,000 process-syscall pairs, more
@@ -671,27 +690,7 @@ fn top_keeps_every_call_of_3000_short_lived_processes() {
     let Some(t) = root_test!() else {
         return;
     };
-    let json = t.path("top.json");
-    let (top, first, _err) = started(
-        syscost()
-            .args(["top", "--no-tui", "--json"])
-            .arg(&json)
-            .stdout(Stdio::piped()),
-    );
-    assert!(
-        first.starts_with("syscost: watching the machine"),
-        "{first}"
-    );
-    run_ok(
-        Command::new(workload_path())
-            .args(["spawn", "3000", "100"])
-            .stdout(Stdio::null()),
-    );
-    sigint(top.id());
-    let o = top.into_inner().output_within();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (v, printed) = top_over_spawned(&t, 3000, &[], None);
     let rows: Vec<&serde_json::Value> = v["processes"]
         .as_array()
         .unwrap()
@@ -724,7 +723,6 @@ fn top_keeps_every_call_of_3000_short_lived_processes() {
     assert_eq!(v["dropped"], 0);
     // The machine's calls in flight when top began are unpaired (a few dozen); none of
     // the 3,000 children's returns from their fork is one.
-    let printed = stdout(&o);
     let unpaired: u64 = printed
         .lines()
         .find_map(|l| l.strip_prefix("unpaired ")?.split(':').next()?.parse().ok())

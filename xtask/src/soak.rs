@@ -1056,20 +1056,26 @@ mod bpf {
             Ok(seen.len() as u64)
         }
 
+        /// Array element `i` read into `value` (the element's size, or every possible
+        /// CPU's for a per-CPU array).
+        fn lookup(&self, i: u32, value: &mut [u8]) -> std::io::Result<()> {
+            let mut key = i;
+            let mut a = ElemAttr {
+                map_fd: self.fd.as_raw_fd() as u32,
+                _pad: 0,
+                key: &mut key as *mut u32 as u64,
+                value: value.as_mut_ptr() as u64,
+                flags: 0,
+            };
+            bpf(MAP_LOOKUP_ELEM, &mut a).map(|_| ())
+        }
+
         /// An array's elements whose first 4 bytes (a tag) are not 0: the slots in use.
         pub fn tagged(&self) -> std::io::Result<u64> {
             let mut value = vec![0u8; (self.value_size as usize).max(4)];
             let mut n = 0;
             for i in 0..self.max_entries {
-                let mut key = i;
-                let mut a = ElemAttr {
-                    map_fd: self.fd.as_raw_fd() as u32,
-                    _pad: 0,
-                    key: &mut key as *mut u32 as u64,
-                    value: value.as_mut_ptr() as u64,
-                    flags: 0,
-                };
-                bpf(MAP_LOOKUP_ELEM, &mut a)?;
+                self.lookup(i, &mut value)?;
                 if value[..4] != [0; 4] {
                     n += 1;
                 }
@@ -1082,15 +1088,7 @@ mod bpf {
         pub fn per_cpu(&self, i: u32, cpus: usize) -> std::io::Result<Vec<u64>> {
             let stride = (self.value_size as usize).div_ceil(8) * 8;
             let mut buf = vec![0u8; stride * cpus];
-            let mut key = i;
-            let mut a = ElemAttr {
-                map_fd: self.fd.as_raw_fd() as u32,
-                _pad: 0,
-                key: &mut key as *mut u32 as u64,
-                value: buf.as_mut_ptr() as u64,
-                flags: 0,
-            };
-            bpf(MAP_LOOKUP_ELEM, &mut a)?;
+            self.lookup(i, &mut buf)?;
             Ok(buf
                 .chunks(stride)
                 .map(|c| {

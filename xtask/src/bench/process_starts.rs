@@ -363,10 +363,9 @@ pub(super) fn own_cost_per_start(
     for (name, (xlated, runs)) in &per_program[0] {
         print!("  {name:<22} {:>8.0} ns {xlated:>8} bytes", median(runs));
         match per_program[1].get(name) {
-            Some((b_xlated, b_runs)) => println!(
-                "   baseline {:>8.0} ns {b_xlated:>8} bytes",
-                median(b_runs)
-            ),
+            Some((b_xlated, b_runs)) => {
+                println!("   baseline {:>8.0} ns {b_xlated:>8} bytes", median(b_runs))
+            }
             None => println!(),
         }
     }

@@ -426,6 +426,15 @@ pub struct ExitRecord {
     pub info: ProcRecord,
 }
 
+impl ExitRecord {
+    /// A free `PROC_NAMES` slot.
+    pub const FREE: Self = Self {
+        tgid: 0,
+        _pad: 0,
+        info: ProcRecord::EMPTY,
+    };
+}
+
 /// User stack frames a slow call carries.
 pub const SLOW_STACK_FRAMES: usize = 32;
 

@@ -62,8 +62,8 @@ use self::{
     maps::{DRILL, SLOW_NS, config},
     per_process::{count_top, hand_over},
     procs::{
-        auto_add, forget_name, group_dead, insert_proc, name_held, name_process, proc_of,
-        proc_value_ptr, process_abi, remove_proc, rename_process, traced,
+        auto_add, group_dead, insert_proc, name_held, name_process, proc_of, proc_value_ptr,
+        process_abi, remove_proc, rename_process, traced,
     },
     slow::{report_slow, take_kernel_stack},
     stacks::count_stack,
@@ -131,9 +131,12 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             // The automatic modes meet a process at an exit when its call was in flight
             // as tracing began: it is added here, and that call counted as unpaired (as
             // for a process given by pid).
-            if config!(auto_mode) != auto_mode::OFF && auto_add(tgid) {
-                let tid = pid_tgid as u32;
-                match thread_slot(tid) {
+            let tid = pid_tgid as u32;
+            let slot = thread_slot(tid);
+            // A child's return from the fork that made it (marked by the fork hook).
+            let forked = slot.is_some_and(|s| unsafe { (*s).key } == KEY_FORK_CHILD);
+            if config!(auto_mode) != auto_mode::OFF && auto_add(tgid, forked) {
+                match slot {
                     // A child's return from the fork that made it (marked by the fork
                     // hook): not a call.
                     Some(s) if unsafe { (*s).key } == KEY_FORK_CHILD => unsafe {
@@ -459,8 +462,8 @@ pub fn syscost_exit(_ctx: RawTracePointContext) -> i32 {
         }
     } else if top && name_held(tgid) && group_dead() {
         // Taken out of the traced set (moved out of the cgroup) and gone before another
-        // call: its name is freed all the same.
-        forget_name(tgid);
+        // call: its record is sent all the same, for the pairs it made while traced.
+        hand_over(tgid, pid_tgid as u32 == tgid);
     }
     0
 }

@@ -69,14 +69,32 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
         return;
     };
     let r = name.record();
-    if main_thread && let Ok(comm) = bpf_get_current_comm() {
-        unsafe { (*r).comm = comm };
-    }
+    let comm = if main_thread {
+        bpf_get_current_comm().ok()
+    } else {
+        None
+    };
     let Some(mut entry) = EXITS.reserve::<ExitRecord>(0) else {
         count(0, counter::EXIT_UNSENT);
-        if let Name::Slot(slot) = name {
-            let _ = PROC_INFO.insert(tgid, unsafe { *r }, u64::from(BPF_ANY));
-            unsafe { (*slot).tgid = 0 };
+        match name {
+            // Kept in PROC_INFO for userspace, and the slot freed once it is there (left
+            // as it is, for userspace to read, when the map has no room either).
+            Name::Slot(slot) => {
+                let mut kept = unsafe { *r };
+                if let Some(c) = comm {
+                    kept.comm = c;
+                }
+                if unsafe { (*slot).tgid } == tgid
+                    && PROC_INFO.insert(tgid, kept, u64::from(BPF_ANY)).is_ok()
+                {
+                    name.free(tgid);
+                }
+            }
+            Name::Info(r) => {
+                if let Some(c) = comm {
+                    unsafe { (*r).comm = c };
+                }
+            }
         }
         return;
     };
@@ -85,6 +103,18 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
         (*e).tgid = tgid;
         (*e)._pad = 0;
         (*e).info = *r;
+        if let Some(c) = comm {
+            (*e).info.comm = c;
+        }
+    }
+    // Two of the process's threads may hand it over at once: once the other has freed the
+    // slot, a new process may write its own name there. Copied and still this process's:
+    // the copy is its name.
+    if let Name::Slot(slot) = name
+        && unsafe { (*slot).tgid } != tgid
+    {
+        entry.discard(0);
+        return;
     }
     // The kernel's own choice of wakeup: only the first record after the reader caught
     // up wakes it (an irq_work). The reader then lets 50 ms pass before it reads and

@@ -73,6 +73,11 @@ pub(crate) fn insert_proc(tgid: u32, value: u32) -> bool {
         return false;
     };
     let s = unsafe { &mut *p };
+    if s.tgid == tgid {
+        // Another thread of the process added it on another CPU a moment ago (both
+        // missed it): its value is this one.
+        return true;
+    }
     if s.tgid == 0 {
         // Tag and value in one store. No other CPU races for this slot: pids are
         // allocated in sequence, so processes created at the same moment do not share
@@ -118,7 +123,9 @@ pub(crate) fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
     let v = match proc_value_ptr(tgid) {
         Some(v) => v,
         None => {
-            if config!(auto_mode) == auto_mode::OFF || !auto_add(tgid) {
+            // A first event at an enter: a process that was there before tracing began
+            // (or moved into the cgroup), not one just forked.
+            if config!(auto_mode) == auto_mode::OFF || !auto_add(tgid, false) {
                 return 0;
             }
             let Some(v) = proc_value_ptr(tgid) else {
@@ -146,9 +153,10 @@ pub(crate) fn process_abi(ctx: &RawTracePointContext, tgid: u32) -> u32 {
 }
 
 /// A process not seen before by an automatic mode: adds it to PROCS, traced (slot 0) or
-/// excluded (syscost itself, or outside the cgroup). Whether it is traced.
+/// excluded (syscost itself, or outside the cgroup). Whether it is traced. `forked`: its
+/// first event is its return from the fork that made it (see [`name_new_process`]).
 #[inline(always)]
-pub(crate) fn auto_add(tgid: u32) -> bool {
+pub(crate) fn auto_add(tgid: u32, forked: bool) -> bool {
     let wanted = tgid != config!(own_tgid)
         && (config!(auto_mode) != auto_mode::CGROUP
             || current_ancestor_cgroup_id(config!(cgroup_level)) == config!(cgroup_id));
@@ -161,7 +169,7 @@ pub(crate) fn auto_add(tgid: u32) -> bool {
     // call on another CPU, and its key's bit must find the record there.
     let top = wanted && config!(per_process_on) != 0;
     if top {
-        name_new_process(tgid);
+        name_new_process(tgid, forked);
     }
     if !insert_proc(tgid, value) {
         // Another thread of the process may have added it on another CPU just now.
@@ -230,7 +238,12 @@ impl Name {
     #[inline(always)]
     pub(crate) fn free(self, tgid: u32) {
         match self {
-            Name::Slot(s) => unsafe { (*s).tgid = 0 },
+            Name::Slot(s) => {
+                // Still this process's: two of its threads may both hand it over.
+                if unsafe { (*s).tgid } == tgid {
+                    unsafe { (*s).tgid = 0 };
+                }
+            }
             Name::Info(_) => {
                 let _ = PROC_INFO.remove(tgid);
             }
@@ -282,14 +295,23 @@ fn current_name() -> Option<ProcRecord> {
     })
 }
 
-/// Names a process at its first event: its comm and cgroup now, kept for userspace in
-/// its `PROC_NAMES` slot (a tag and 24 bytes written in place), or in `PROC_INFO` when
-/// another process holds the slot. A name left by an earlier process with this tgid is
-/// replaced.
+/// Names a process at its first event: its comm and cgroup now, kept for userspace. A
+/// process just forked (`forked`) gets its `PROC_NAMES` slot (a tag and 24 bytes written
+/// in place) when no other holds it: new processes are given pids in sequence, so two
+/// whose pids share the slot's low bits never make their first event at one moment and
+/// race for it. Any other (there before tracing began, moved into the cgroup, its fork
+/// unseen) is named in `PROC_INFO`: at tracing start many make their first events at
+/// once, and two claims of one slot could cross (the programs have no compare-and-swap
+/// on the oldest kernels). A name left by an earlier process with this tgid is replaced.
 #[inline(always)]
-pub(crate) fn name_new_process(tgid: u32) {
-    if let Some(record) = current_name() {
+pub(crate) fn name_new_process(tgid: u32, forked: bool) {
+    let Some(record) = current_name() else {
+        return;
+    };
+    if forked {
         keep_name(tgid, record);
+    } else {
+        let _ = PROC_INFO.insert(tgid, record, u64::from(BPF_ANY));
     }
 }
 
@@ -301,13 +323,16 @@ pub(crate) fn name_process(tgid: u32) {
     };
     match name_of(tgid) {
         Some(name) => unsafe { *name.record() = record },
-        None => keep_name(tgid, record),
+        // Not named at its first event (no room then): not a new process, so not in a
+        // slot (see `name_new_process`).
+        None => {
+            let _ = PROC_INFO.insert(tgid, record, u64::from(BPF_ANY));
+        }
     }
 }
 
-/// Two processes whose tgids share the low bits could both find the slot free only by
-/// making their first traced event at one moment: pids are given in sequence, so new
-/// processes do not (the same rule as `PROCS`'s).
+/// Keeps a name in the process's `PROC_NAMES` slot when it holds it or it is free, else
+/// in `PROC_INFO`.
 #[inline(always)]
 fn keep_name(tgid: u32, record: ProcRecord) {
     if let Some(s) = name_slot(tgid) {

@@ -273,13 +273,16 @@ impl CgroupNames {
         }
         self.walked = Some(now);
         self.by_id = walk()?;
+        // An id the walk did not find is of a cgroup gone already: it is no reason for
+        // another walk at once.
         self.newest = self
             .by_id
             .keys()
             .copied()
             .max()
             .unwrap_or(0)
-            .max(self.newest);
+            .max(self.newest)
+            .max(id);
         self.by_id.get(&id).cloned()
     }
 }
@@ -546,8 +549,10 @@ mod tests {
             Some("/c11".into())
         );
         assert_eq!(names.path_of_at(5, at(2), never), None);
-        // Up to QUICK_WALKS in a second, a new cgroup gone before its walk among them.
+        // Up to QUICK_WALKS in a second, a new cgroup gone before its walk among them,
+        // which walks no more.
         assert_eq!(names.path_of_at(13, at(3), || tree(&[1, 10, 11, 12])), None);
+        assert_eq!(names.path_of_at(13, at(3), never), None);
         assert_eq!(
             names.path_of_at(14, at(4), || tree(&[14])),
             Some("/c14".into())

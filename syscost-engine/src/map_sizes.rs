@@ -79,14 +79,16 @@ impl TableSizes {
 
     /// With the per-process table: 16,384 (process, syscall) pairs, room for about 500
     /// live processes at 30 syscalls each (an exited process's pairs are freed within a
-    /// second of its exit, sooner when the table fills); names of 8,192 live
-    /// processes in place (4,096 more whose slot another holds); 1 MB of exit records (about 26,000 processes' exits; userspace reads
+    /// second of its exit, sooner when the table fills); 8,192 slots of names kept in
+    /// place for processes started while tracing (a direct-mapped table: two whose pids
+    /// share the low 13 bits share a slot), and 8,192 names in a hash map for the rest
+    /// (processes there before, or whose slot another holds); 1 MB of exit records (about 26,000 processes' exits; userspace reads
     /// them 50 ms after the first of a burst, and every 50 ms while they come). A pair that finds no room is counted as dropped.
     pub fn with_top(self) -> Self {
         Self {
             top_entries: 16_384,
             name_slots: syscost_common::NAME_SLOTS,
-            names: 4096,
+            names: 8192,
             exit_ring: 1 << 20,
             ..self
         }

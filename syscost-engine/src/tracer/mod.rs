@@ -676,6 +676,19 @@ impl Tracer {
         tgids.sort_unstable();
         tgids.dedup();
         maps::delete_all(map_fd(self.map(map_names::PROC_INFO)?)?, &tgids);
+        // A name left in its slot (no room in the exit ring nor in PROC_INFO at its exit):
+        // freed, unless the slot is another's by now.
+        let mut slots: Array<&mut MapData, ExitRecord> = Array::try_from(
+            self.ebpf
+                .map_mut(map_names::PROC_NAMES)
+                .context("PROC_NAMES map missing")?,
+        )?;
+        for tgid in tgids {
+            let i = tgid & (syscost_common::NAME_SLOTS - 1);
+            if slots.get(&i, 0).is_ok_and(|s| s.tgid == tgid) {
+                let _ = slots.set(i, ExitRecord::FREE, 0);
+            }
+        }
         Ok(())
     }
 
@@ -703,7 +716,7 @@ impl Tracer {
         let slots: Array<&MapData, ExitRecord> =
             Array::try_from(self.map(map_names::PROC_NAMES).ok()?).ok()?;
         let n = match slots.get(&(tgid & (syscost_common::NAME_SLOTS - 1)), 0) {
-            Ok(slot) if slot.tgid == tgid => slot.info,
+            Ok(slot) if slot.tgid == tgid && tgid != 0 => slot.info,
             _ => {
                 let names: HashMap<&MapData, u32, ProcRecord> =
                     HashMap::try_from(self.map(map_names::PROC_INFO).ok()?).ok()?;

@@ -781,7 +781,7 @@ pub fn free_pid(skip: u32, offsets: &[u32]) -> u32 {
     // Pids up to 300 are left to the kernel's own threads after a wrap.
     let span = max - 301 - reach;
     (0..span)
-        .map(|i| 301 + (last - 301 - 1000 - 100 * i64::from(skip) - i).rem_euclid(span))
+        .map(|i| 301 + (last - 301 - 1000 - reach - 100 * i64::from(skip) - i).rem_euclid(span))
         .find(|p| {
             offsets
                 .iter()

@@ -69,11 +69,9 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
         return;
     };
     let r = name.record();
-    let comm = if main_thread {
-        bpf_get_current_comm().ok()
-    } else {
-        None
-    };
+    // The comm is read where it is written: with an Option of it held on the stack
+    // across the reserve, 5.10's and 6.1's verifiers refused this program (likely for
+    // the None's uninitialised bytes, which they let no program read).
     let Some(mut entry) = EXITS.reserve::<ExitRecord>(0) else {
         count(0, counter::EXIT_UNSENT);
         match name {
@@ -81,7 +79,7 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
             // as it is, for userspace to read, when the map has no room either).
             Name::Slot(slot) => {
                 let mut kept = unsafe { *r };
-                if let Some(c) = comm {
+                if main_thread && let Ok(c) = bpf_get_current_comm() {
                     kept.comm = c;
                 }
                 if unsafe { (*slot).tgid } == tgid
@@ -91,7 +89,7 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
                 }
             }
             Name::Info(r) => {
-                if let Some(c) = comm {
+                if main_thread && let Ok(c) = bpf_get_current_comm() {
                     unsafe { (*r).comm = c };
                 }
             }
@@ -103,9 +101,9 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
         (*e).tgid = tgid;
         (*e)._pad = 0;
         (*e).info = *r;
-        if let Some(c) = comm {
-            (*e).info.comm = c;
-        }
+    }
+    if main_thread && let Ok(c) = bpf_get_current_comm() {
+        unsafe { (*e).info.comm = c };
     }
     // Two of the process's threads may hand it over at once: once the other has freed the
     // slot, a new process may write its own name there. Copied and still this process's:

@@ -131,11 +131,15 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             // The automatic modes meet a process at an exit when its call was in flight
             // as tracing began: it is added here, and that call counted as unpaired (as
             // for a process given by pid).
+            // Given by pid, every other process of the machine ends here: nothing more.
+            if config!(auto_mode) == auto_mode::OFF {
+                return 0;
+            }
             let tid = pid_tgid as u32;
             let slot = thread_slot(tid);
             // A child's return from the fork that made it (marked by the fork hook).
             let forked = slot.is_some_and(|s| unsafe { (*s).key } == KEY_FORK_CHILD);
-            if config!(auto_mode) != auto_mode::OFF && auto_add(tgid, forked) {
+            if auto_add(tgid, forked) {
                 match slot {
                     // A child's return from the fork that made it (marked by the fork
                     // hook): not a call.

@@ -300,9 +300,10 @@ fn current_name() -> Option<ProcRecord> {
 /// in place) when no other holds it: new processes are given pids in sequence, so two
 /// whose pids share the slot's low bits never make their first event at one moment and
 /// race for it. Any other (there before tracing began, moved into the cgroup, its fork
-/// unseen) is named in `PROC_INFO`: at tracing start many make their first events at
-/// once, and two claims of one slot could cross (the programs have no compare-and-swap
-/// on the oldest kernels). A name left by an earlier process with this tgid is replaced.
+/// unseen) is named in `PROC_INFO`, or renamed in the slot it holds: at tracing start
+/// many make their first events at once, and two claims of one slot could cross (the
+/// programs have no compare-and-swap on the oldest kernels). A name left by an earlier
+/// process with this tgid is replaced.
 #[inline(always)]
 pub(crate) fn name_new_process(tgid: u32, forked: bool) {
     let Some(record) = current_name() else {
@@ -310,9 +311,17 @@ pub(crate) fn name_new_process(tgid: u32, forked: bool) {
     };
     if forked {
         keep_name(tgid, record);
-    } else {
-        let _ = PROC_INFO.insert(tgid, record, u64::from(BPF_ANY));
+        return;
     }
+    // Added again (moved within or into the cgroup) while it holds its slot: renamed
+    // there, the slot being its own already.
+    if let Some(s) = name_slot(tgid)
+        && unsafe { (*s).tgid } == tgid
+    {
+        unsafe { (*s).info = record };
+        return;
+    }
+    let _ = PROC_INFO.insert(tgid, record, u64::from(BPF_ANY));
 }
 
 /// Names a process again at exec (where its name is kept, or as a new one).

@@ -413,6 +413,11 @@ impl Default for ProcRecord {
 /// slot another holds is named in `PROC_INFO`. Without the table the map has one slot.
 pub const NAME_SLOTS: u32 = 8192;
 
+/// The `PROC_NAMES` slot of a tgid (whoever holds it: its tag says).
+pub const fn name_slot(tgid: u32) -> u32 {
+    tgid & (NAME_SLOTS - 1)
+}
+
 /// A traced process's last record, sent through the `EXITS` ring buffer by the exit
 /// hook when its last thread exits (automatic modes with `TOP` only): userspace reads
 /// its `TOP` keys' final figures (those with its tgid) from its next copy of the table

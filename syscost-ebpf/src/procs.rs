@@ -18,9 +18,7 @@ use core::{
     hint::black_box,
     ptr::{read_volatile, write_volatile},
 };
-use syscost_common::{
-    ExitRecord, NAME_SLOTS, ProcRecord, ProcSlot, abi, auto_mode, counter, proc_value,
-};
+use syscost_common::{ExitRecord, ProcRecord, ProcSlot, abi, auto_mode, counter, proc_value};
 
 /// The direct `PROCS` slot of a tgid, read as one word: (tag, value).
 #[inline(always)]
@@ -254,7 +252,7 @@ impl Name {
 /// The `PROC_NAMES` slot of a tgid, whoever holds it.
 #[inline(always)]
 fn name_slot(tgid: u32) -> Option<*mut ExitRecord> {
-    PROC_NAMES.get_ptr_mut(tgid & (NAME_SLOTS - 1))
+    PROC_NAMES.get_ptr_mut(syscost_common::name_slot(tgid))
 }
 
 /// The name kept of a process, if any (an excluded process has none).

@@ -684,7 +684,7 @@ impl Tracer {
                 .context("PROC_NAMES map missing")?,
         )?;
         for tgid in tgids {
-            let i = tgid & (syscost_common::NAME_SLOTS - 1);
+            let i = syscost_common::name_slot(tgid);
             if slots.get(&i, 0).is_ok_and(|s| s.tgid == tgid) {
                 let _ = slots.set(i, ExitRecord::FREE, 0);
             }
@@ -715,7 +715,7 @@ impl Tracer {
     pub fn process_name(&self, tgid: u32) -> Option<(String, u64)> {
         let slots: Array<&MapData, ExitRecord> =
             Array::try_from(self.map(map_names::PROC_NAMES).ok()?).ok()?;
-        let n = match slots.get(&(tgid & (syscost_common::NAME_SLOTS - 1)), 0) {
+        let n = match slots.get(&syscost_common::name_slot(tgid), 0) {
             Ok(slot) if slot.tgid == tgid && tgid != 0 => slot.info,
             _ => {
                 let names: HashMap<&MapData, u32, ProcRecord> =

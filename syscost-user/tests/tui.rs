@@ -378,40 +378,51 @@ fn signals_restore_the_terminal_and_print_the_table() {
     }
 }
 
-/// An error and a panic after the view opened (`SYSCOST_TEST_FAULT`, 1 s after its first figures): the
-/// terminal is restored before the message is printed, and the status says what
-/// happened.
+/// An error and a panic after a view opened (`SYSCOST_TEST_FAULT`, 1 s after its first
+/// figures), in attach's view and in top's (one loop runs both): the terminal is
+/// restored before the message is printed, and the status says what happened.
 #[test]
 fn an_error_or_a_panic_in_the_view_restores_the_terminal() {
     let Some(_t) = root_test!() else {
         return;
     };
-    for (fault, status, message) in [
-        ("error", "EXIT=1", "syscost: SYSCOST_TEST_FAULT=error"),
-        ("panic", "EXIT=101", "SYSCOST_TEST_FAULT=panic"),
-    ] {
-        let busy = Command::new(workload_path())
-            .args(["--die-with-parent", "getppid", "100000000000"])
-            .stdout(Stdio::null())
-            .spawn_reaped();
-        let Some(tmux) = session_with(
-            fault,
-            100,
-            30,
-            &format!("SYSCOST_TEST_FAULT={fault}"),
-            &format!("attach -p {}", busy.id()),
-        ) else {
-            return;
-        };
-        tmux.wait_for("the live view", |s| row_calls(s, "getppid").is_some());
-        let done = tmux.wait_for("syscost to fail", |s| s.contains(status));
-        assert!(done.contains(message), "{fault}: {}", compact(&done));
-        assert!(
-            !done.contains("own cost"),
-            "{fault}: the view is still shown: {}",
-            lines_with(&done, "own cost")
-        );
-        tmux.assert_restored(fault);
+    for view in ["attach", "top"] {
+        for (fault, status, message) in [
+            ("error", "EXIT=1", "syscost: SYSCOST_TEST_FAULT=error"),
+            ("panic", "EXIT=101", "SYSCOST_TEST_FAULT=panic"),
+        ] {
+            let busy = Command::new(workload_path())
+                .args(["--die-with-parent", "getppid", "100000000000"])
+                .stdout(Stdio::null())
+                .spawn_reaped();
+            let pid = busy.id();
+            let args = match view {
+                "attach" => format!("attach -p {pid}"),
+                _ => "top".to_string(),
+            };
+            let name = format!("{view}-{fault}");
+            let Some(tmux) = session_with(
+                &name,
+                100,
+                30,
+                &format!("SYSCOST_TEST_FAULT={fault}"),
+                &args,
+            ) else {
+                return;
+            };
+            tmux.wait_for(&format!("{view}'s live view"), |s| match view {
+                "attach" => row_calls(s, "getppid").is_some(),
+                _ => top_rate(s, pid).is_some(),
+            });
+            let done = tmux.wait_for("syscost to fail", |s| s.contains(status));
+            assert!(done.contains(message), "{name}: {}", compact(&done));
+            assert!(
+                !done.contains("own cost"),
+                "{name}: the view is still shown: {}",
+                lines_with(&done, "own cost")
+            );
+            tmux.assert_restored(&name);
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use crate::{
     plan::{DRILL_SLOT, Plan, programs},
 };
 use syscost_engine::{
-    cgroup, process,
+    cgroup,
     session::{SessionHandle, Watch},
     tracer::{Auto, TracerOptions},
 };
@@ -25,7 +25,10 @@ use syscost_report::{
     report::top::{render_rates, render_totals, to_json, unpaired_line},
     untrusted,
 };
-use syscost_views::tui::{self, LiveOptions, top::TopView};
+use syscost_views::tui::{
+    self,
+    top::{TopLive, TopView},
+};
 
 pub fn top(args: &TopArgs) -> Result<i32> {
     if let Some(p) = &args.json {
@@ -60,7 +63,12 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     let duration = seconds(args.timing.duration);
     let started = Instant::now();
     if !args.live.no_tui && std::io::stdout().is_terminal() {
-        live(&handle, args, scope, duration)?;
+        let live = TopLive {
+            duration,
+            drill_slot: DRILL_SLOT,
+            stacks: args.stacks,
+        };
+        tui::top::run(&handle, TopView::new(scope, args.sort), &live)?;
     } else {
         text(&handle, args, &scope, duration, started)?;
     }
@@ -167,116 +175,4 @@ fn text(
         }
     }
     Ok(())
-}
-
-/// The live view: the process table, and the per-syscall view of a process on Enter.
-fn live(
-    session: &SessionHandle,
-    args: &TopArgs,
-    scope: String,
-    duration: Option<Duration>,
-) -> Result<()> {
-    let mut screen = tui::Screen::open()?;
-    session.measure_own_cost();
-    let mut view = TopView::new(scope, args.sort);
-    view.offcpu = session.offcpu_tracked();
-    let mut samples = session.subscribe();
-    let started = Instant::now();
-    let deadline = duration.map(|d| started + d);
-    let mut dirty = true;
-    loop {
-        if dirty {
-            view.elapsed = started.elapsed();
-            screen.terminal.draw(|f| tui::top::render(f, &view))?;
-            dirty = false;
-        }
-        if screen.terminated() || deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        screen.wait(&samples, deadline);
-        // Every event waiting, then the samples.
-        let mut quit = false;
-        while !quit {
-            match screen.next_input() {
-                tui::keys::Input::Key(k) => {
-                    match view.handle_key(k) {
-                        tui::top::Action::Quit => quit = true,
-                        tui::top::Action::Drill { pid, threads } => {
-                            // No samples wait for this view while it is away.
-                            drop(samples);
-                            let (ended, back) =
-                                drill(&mut screen, session, pid, threads, deadline, args.stacks)?;
-                            samples = back;
-                            if ended == tui::Ended::Quit {
-                                quit = true;
-                            }
-                        }
-                        tui::top::Action::Continue => {}
-                    }
-                    dirty = true;
-                }
-                tui::keys::Input::Redraw => dirty = true,
-                tui::keys::Input::Nothing => break,
-                tui::keys::Input::Gone => quit = true,
-            }
-        }
-        if quit {
-            break;
-        }
-        while let Ok(sample) = samples.try_recv() {
-            view.dropped = sample.snapshot(0).dropped();
-            view.own_cost = match &sample.own_cost {
-                Ok(Some(r)) => r.to_string(),
-                Ok(None) => "measuring".to_string(),
-                Err(why) => why.clone(),
-            };
-            let secs = sample.taken.duration_since(sample.since).as_secs_f64();
-            view.apply(sample.top.interval.clone(), secs);
-            dirty = true;
-        }
-    }
-    Ok(())
-}
-
-/// Shows process `pid`'s syscalls (its statistics moved to the drill-down slot while
-/// shown) until Esc or quit; and the samples for the process table from the moment the
-/// per-process steps start again.
-fn drill(
-    screen: &mut tui::Screen,
-    session: &SessionHandle,
-    pid: u32,
-    threads: bool,
-    deadline: Option<Instant>,
-    stacks: bool,
-) -> Result<(tui::Ended, syscost_engine::session::Subscription)> {
-    let Ok(target) = process::open(pid) else {
-        // Gone since the last refresh: nothing to show.
-        return Ok((tui::Ended::Back, session.subscribe()));
-    };
-    session.watch(Watch::Process {
-        pid,
-        pidfd: target.pidfd.try_clone()?,
-    });
-    session.drill(pid)?;
-    // A sample of the drilled process's threads before the view starts.
-    session.sample_now()?;
-    let options = LiveOptions {
-        duration: deadline.map(|d| d.saturating_duration_since(Instant::now())),
-        per: None,
-        hint: Some(
-            "from syscost top: syscalls since Enter, threads since first seen · Esc goes back"
-                .to_string(),
-        ),
-        stacks,
-        ..Default::default()
-    };
-    let result = tui::live_with(
-        screen, session, &target, DRILL_SLOT, true, threads, &options,
-    );
-    // Back to the per-process figures only, whatever happened; subscribed first, so
-    // the first step after it reaches the table.
-    let samples = session.subscribe();
-    session.drill(0)?;
-    session.watch(Watch::Nothing);
-    Ok((result?.1, samples))
 }

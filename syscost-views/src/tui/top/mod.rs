@@ -6,10 +6,12 @@
 
 mod keys;
 mod render;
+mod run;
 
 use std::time::Duration;
 
 pub use self::render::render;
+pub use self::run::{TopLive, run};
 use syscost_report::profile::TopSort;
 use syscost_report::report::top::{ProcessRow, sort_rows, sums};
 use syscost_report::syscall_names::SyscallId;

@@ -66,7 +66,7 @@ use self::{
         process_abi, remove_proc, rename_process, traced,
     },
     slow::{report_slow, take_kernel_stack},
-    stacks::count_stack,
+    stacks::{Sample, count_stack},
     stats::{count, record},
     threads::{claim_thread, release_thread, start_thread, thread_slot},
 };
@@ -176,15 +176,25 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     if config!(stacks_on) != 0 && stats_slot >= pool_from {
         let (stack_hash, sample) = count_stack(&ctx, tgid, call.key, call.ns);
         let mut flags = 0;
-        if sample {
+        if sample != Sample::No {
             flags |= slow_flags::STACK_SAMPLE;
         }
+        // A slow call and a stack's first sample wake the reader; a later sample waits.
+        let mut wake = sample == Sample::First;
         if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
             flags |= slow_flags::SLOW;
+            wake = true;
         }
         if flags != 0 {
             report_slow(
-                &ctx, pid_tgid, stats_slot, &call, ret, now, flags, stack_hash,
+                &ctx,
+                pid_tgid,
+                stats_slot,
+                &call,
+                ret,
+                now,
+                (flags, wake),
+                stack_hash,
             );
         }
     } else if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
@@ -195,7 +205,7 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             &call,
             ret,
             now,
-            slow_flags::SLOW,
+            (slow_flags::SLOW, true),
             0,
         );
     }

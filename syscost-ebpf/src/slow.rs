@@ -9,7 +9,7 @@ use crate::{
 };
 use aya_ebpf::{
     EbpfContext as _,
-    bindings::BPF_F_USER_STACK,
+    bindings::{BPF_F_USER_STACK, BPF_RB_NO_WAKEUP},
     helpers::{
         bpf_get_current_comm, bpf_get_current_task, bpf_probe_read_kernel, bpf_probe_read_user_buf,
         generated::bpf_get_stack,
@@ -34,7 +34,7 @@ pub(crate) fn report_slow(
     call: &Call,
     ret: i64,
     now: u64,
-    flags: u32,
+    (flags, wake): (u32, bool),
     stack_hash: u64,
 ) {
     // 32-bit tasks' stacks are not unwound from a copy: their frame-pointer walk only.
@@ -45,7 +45,7 @@ pub(crate) fn report_slow(
     };
     // The ring buffer's records have a size known when the program is verified: one
     // function per size.
-    let sent = (flags, stack_hash);
+    let sent = (flags, stack_hash, wake);
     match pages {
         1 => report::<1>(ctx, pid_tgid, stats_slot, call, ret, now, sent),
         2 => report::<2>(ctx, pid_tgid, stats_slot, call, ret, now, sent),
@@ -63,7 +63,7 @@ fn report<const P: usize>(
     call: &Call,
     ret: i64,
     now: u64,
-    (flags, stack_hash): (u32, u64),
+    (flags, stack_hash, wake): (u32, u64, bool),
 ) {
     let Call {
         key,
@@ -163,7 +163,7 @@ fn report<const P: usize>(
         };
         (*e).stack_hash = stack_hash;
     }
-    entry.submit(0);
+    entry.submit(if wake { 0 } else { u64::from(BPF_RB_NO_WAKEUP) });
     if flags & slow_flags::SLOW != 0 {
         count(stats_slot, counter::SLOW);
     }

@@ -24,11 +24,29 @@ use syscost_common::{
 /// `-EEXIST`: another CPU inserted the same key first.
 const EEXIST: i32 = -17;
 
+/// Whether a call is one of its stack's samples, and which.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sample {
+    No,
+    /// The first of its entry in the window: it names the stack, and is sent at once
+    /// (the reader is woken), while the process still lives to have its objects read.
+    First,
+    /// A later one: it waits for the reader's next look (within its 10 ms poll), not
+    /// worth a wake-up (on a virtual machine an interrupt to another CPU costs the
+    /// traced call tens of microseconds).
+    Later,
+}
+
 /// Adds the call to its stack's figures in the current window; returns the stack's key
 /// (`syscost_common::stack_in_window`: with no user stack walked, 0 or the side bit)
 /// and whether this call is one of the stack's samples.
 #[inline(always)]
-pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u64) -> (u64, bool) {
+pub(crate) fn count_stack(
+    ctx: &RawTracePointContext,
+    tgid: u32,
+    key: u32,
+    ns: u64,
+) -> (u64, Sample) {
     let side = STACK_SIDE.get(0).copied().unwrap_or(0);
     let mut hash = stack_in_window(0, side);
     // The walk, when one was made: its frames are kept with the first call of each
@@ -84,7 +102,7 @@ pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u
                 Some(v) => v,
                 None => {
                     count(stack_counter::CALLS_DROPPED);
-                    return (hash, false);
+                    return (hash, Sample::No);
                 }
             }
         }
@@ -95,15 +113,22 @@ pub(crate) fn count_stack(ctx: &RawTracePointContext, tgid: u32, key: u32, ns: u
         (*value).calls
     };
     if !walked || (calls - 1) & u64::from(config!(stacks_sample_mask)) != 0 {
-        return (hash, false);
+        return (hash, Sample::No);
     }
     // Samples take at most half of the ring: the slow calls' reports keep the rest, and a
     // sample without room is counted as one the ring had no room for.
     if SLOW.query(u64::from(BPF_RB_AVAIL_DATA)) >= u64::from(config!(stacks_ring_limit)) {
         count(stack_counter::SAMPLES_DROPPED);
-        return (hash, false);
+        return (hash, Sample::No);
     }
-    (hash, true)
+    (
+        hash,
+        if calls == 1 {
+            Sample::First
+        } else {
+            Sample::Later
+        },
+    )
 }
 
 /// One more of `STACK_COUNTS`' counter `c` on this CPU.

@@ -9,7 +9,7 @@ pub fn kernel_btf(bytes: &[u8]) -> bool {
 
 /// The executable mappings of a `/proc/PID/maps` text: how many.
 pub fn maps(text: &[u8]) -> usize {
-    crate::slow::maps::parse_maps(&String::from_utf8_lossy(text)).len()
+    crate::unwind::maps::parse_maps(&String::from_utf8_lossy(text)).len()
 }
 
 /// A slow-call record as the ring buffer delivers it (a `SlowEvent`, then the stack

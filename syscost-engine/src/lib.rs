@@ -29,6 +29,7 @@ pub mod signals;
 pub mod slow;
 pub mod stacks;
 pub mod tracer;
+pub mod unwind;
 pub mod wake;
 
 /// `syscost --version`: the version, the commit it was built from and a build id of the

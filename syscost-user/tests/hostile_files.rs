@@ -199,7 +199,7 @@ fn objects_of_processes_gone_are_closed() {
         ])
         .arg(&json)
         .args(["--", "sh", "-c", &script])
-        .env("RUST_LOG", "syscost_engine::slow::stacks=debug")
+        .env("RUST_LOG", "syscost_engine::unwind=debug")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -64,7 +64,7 @@ const FD_FIRST: &[&str] = &[
 /// mappings), [`Namer::name`] after (the stack unwound, symbols).
 #[derive(Default)]
 pub struct Decoder {
-    stacks: super::stacks::Stacks,
+    stacks: crate::unwind::Stacks,
 }
 
 /// `SYSCOST_TEST_FAULT=late-fd` (debug builds only: the tests'): each call's descriptor
@@ -102,23 +102,23 @@ fn late_fd(_: u32, _: u64, _: u64) {}
 /// A slow call received, its stacks not unwound nor named yet.
 pub struct Received {
     call: SlowCall,
-    process: super::stacks::Captured,
+    process: crate::unwind::Captured,
     fp: Vec<u64>,
-    copy: Option<super::stacks::StackCopy>,
+    copy: Option<crate::unwind::StackCopy>,
     kernel: Vec<u64>,
 }
 
 /// Unwinds and names received calls' stacks.
 pub struct Namer {
     symbolizer: blazesym::symbolize::Symbolizer,
-    names: super::stacks::Names,
+    names: crate::unwind::Names,
 }
 
 impl Default for Namer {
     fn default() -> Self {
         Self {
             symbolizer: blazesym::symbolize::Symbolizer::new(),
-            names: super::stacks::Names::default(),
+            names: crate::unwind::Names::default(),
         }
     }
 }
@@ -196,7 +196,7 @@ impl Decoder {
             Vec::new()
         };
         let copied = (e.user_stack_bytes as usize).min(stack_copy.len());
-        let copy = (copied > 0 && !compat).then(|| super::stacks::StackCopy {
+        let copy = (copied > 0 && !compat).then(|| crate::unwind::StackCopy {
             ip: e.user_regs[0],
             sp: e.user_regs[1],
             bp: e.user_regs[2],
@@ -314,7 +314,7 @@ fn fd_name(pid: u32, fd: u64, (ino, mnt_id): (u64, u32)) -> Result<String, &'sta
     let now = match fdinfo_ino(&info) {
         Some(i) => i,
         None => {
-            if super::maps::Mounts::of(pid).is_none_or(|m| m.fuse_mount(mnt_id)) {
+            if crate::unwind::maps::Mounts::of(pid).is_none_or(|m| m.fuse_mount(mnt_id)) {
                 return Err("on a FUSE filesystem: not checked");
             }
             fd_inode(pid, fd).ok_or_else(gone)?
@@ -347,7 +347,7 @@ fn fdinfo_ino(info: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-use super::maps::fdinfo_mnt_id;
+use crate::unwind::maps::fdinfo_mnt_id;
 
 #[cfg(test)]
 mod tests {

@@ -5,10 +5,6 @@
 //! they come. The records ([`syscost_report::profile::SlowCall`]) are printed by
 //! [`syscost_report::report::slow`].
 
-mod bounded;
 pub mod decode;
-pub(crate) mod maps;
-pub(crate) mod objects;
 pub mod reader;
 pub mod spec;
-pub mod stacks;

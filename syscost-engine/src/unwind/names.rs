@@ -1,12 +1,9 @@
 //! Frames named: the symbolizer, its cache of objects, and what a frame is named.
 
 use super::limits::CLOSED;
-use super::unwind::{Captured, Holds, Object, StackCopy, mapping_of, unwind};
+use super::walk::{Captured, Holds, Object, StackCopy, mapping_of, unwind};
 
-use crate::slow::{
-    maps::parse_maps,
-    objects::{self},
-};
+use super::{maps::parse_maps, objects};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer, source};
 #[cfg(target_arch = "aarch64")]
 use framehop::aarch64::CacheAarch64 as Cache;

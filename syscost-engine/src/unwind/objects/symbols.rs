@@ -3,7 +3,7 @@
 
 use super::debug_link::Check;
 use super::limits::{FREED, MAX_DWARF, MAX_OBJECT, SYMBOL_BUDGET, SYMBOL_BYTES};
-use crate::slow::bounded::{Bounded, READ_BUDGET};
+use crate::unwind::bounded::{Bounded, READ_BUDGET};
 use object::{
     Endianness, FileKind,
     elf::{self, FileHeader32, FileHeader64},

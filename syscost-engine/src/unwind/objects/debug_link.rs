@@ -3,7 +3,7 @@
 
 use super::limits::{MAX_OBJECT, SEARCH_DEADLINE, STUCK, STUCK_MAX};
 use super::open::in_root;
-use crate::slow::{
+use crate::unwind::{
     bounded::{Bounded, READ_BUDGET},
     maps::Mounts,
 };

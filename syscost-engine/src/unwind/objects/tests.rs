@@ -1,7 +1,7 @@
-use crate::slow::bounded::Bounded;
-use crate::slow::bounded::READ_BUDGET;
-use crate::slow::objects::open::in_root;
-use crate::slow::objects::open::process_root;
+use crate::unwind::bounded::Bounded;
+use crate::unwind::bounded::READ_BUDGET;
+use crate::unwind::objects::open::in_root;
+use crate::unwind::objects::open::process_root;
 
 use super::*;
 use object::{
@@ -17,7 +17,7 @@ fn an_object_of_a_process_gone_says_the_process_went() {
     // Above any pid_max (4,194,304 at most): no process has it, or ever will.
     let gone = 0x7fff_fff0;
     let maps = std::fs::read_to_string("/proc/self/maps").expect("this test's maps");
-    let line = crate::slow::maps::parse_maps(&maps)
+    let line = crate::unwind::maps::parse_maps(&maps)
         .into_iter()
         .find(|l| l.live_path().is_some())
         .expect("a file this test maps");

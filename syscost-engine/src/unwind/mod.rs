@@ -1,11 +1,13 @@
-//! A slow call's user stack, unwound and named independently of its process's lifetime.
+//! A call's user stack, unwound and named independently of its process's lifetime: a
+//! library of the ring buffer's decoder (`slow::decode`), for slow calls (`--slow`) and
+//! the samples of calls by stack (`--stacks`) alike.
 //!
-//! The kernel side sends each slow call with its frame-pointer walk, the registers at
+//! The kernel side sends each slow call (and sample) with its frame-pointer walk, the registers at
 //! its exit and a copy of the top of its stack. Here the copy is unwound with the call
 //! frame information (`.eh_frame`) of the objects the process has mapped (framehop),
 //! which reaches the callers of code built without frame pointers (glibc, every
 //! distribution's C and C++); the longer of the two stacks is kept. Frames are named
-//! (blazesym) by file offset, from sealed copies of the objects (see [`super::objects`]:
+//! (blazesym) by file offset, from sealed copies of the objects (see [`objects`]:
 //! every file a traced process chooses is hostile). The mappings are read from
 //! `/proc/PID/maps` at a process's first slow call and each object is opened then
 //! (its debug file looked for too), so a process that exits before its later calls are
@@ -14,11 +16,13 @@
 //! then it is closed (its copy freed). A frame that cannot be named says why
 //! ([`Frame::unknown`]).
 //!
-//! By file: the stacks' state here; unwinding (`unwind`), naming (`names`).
+//! By file: the stacks' state here; unwinding (`walk`), naming (`names`); the traced
+//! process's mappings and mounts read (`maps`), its objects opened and copied
+//! (`objects`) within bounds (`bounded`).
 
-use super::{
+use self::{
     maps::{MapsLine, Mounts, parse_maps},
-    objects::{self, DebugLink},
+    objects::DebugLink,
 };
 use std::{
     collections::{HashMap, VecDeque},
@@ -28,13 +32,16 @@ use std::{
     },
 };
 
+mod bounded;
 mod limits;
+pub(crate) mod maps;
 mod names;
+pub(crate) mod objects;
 #[cfg(test)]
 mod tests;
-mod unwind;
+mod walk;
 
-pub use self::{names::*, unwind::*};
+pub use self::{names::*, walk::*};
 
 /// Processes whose mappings are kept (the oldest forgotten first).
 const PROCESSES: usize = 4096;

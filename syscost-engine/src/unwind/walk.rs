@@ -3,7 +3,7 @@
 
 use super::limits::{CLOSED, MAX_FRAMES, MAX_UNWIND_SECTION, UNWIND_BUDGET, UNWIND_BYTES};
 
-use crate::slow::objects::{self, DebugFile, SymbolFile};
+use crate::unwind::objects::{self, DebugFile, SymbolFile};
 #[cfg(target_arch = "aarch64")]
 use framehop::aarch64::{
     CacheAarch64 as Cache, PtrAuthMask, UnwindRegsAarch64, UnwinderAarch64 as ArchUnwinder,
@@ -123,9 +123,9 @@ impl UnwindInfo {
     pub(super) fn read(file: &File) -> Option<Self> {
         // Read where needed (headers, the unwind sections), not the whole file; a section
         // is read only when its size is within bounds and the budget has room for it.
-        let cache = crate::slow::bounded::Bounded::new(
+        let cache = crate::unwind::bounded::Bounded::new(
             file.try_clone().ok()?,
-            crate::slow::bounded::READ_BUDGET + 2 * MAX_UNWIND_SECTION,
+            crate::unwind::bounded::READ_BUDGET + 2 * MAX_UNWIND_SECTION,
         )
         .ok()?;
         let elf = object::File::parse(&cache).ok()?;

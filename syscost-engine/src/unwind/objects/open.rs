@@ -1,7 +1,7 @@
 //! A file under a traced process's root opened without following a link or blocking, and
 //! checked to be the regular file its mount says.
 
-use crate::slow::maps::Mounts;
+use crate::unwind::maps::Mounts;
 use std::{
     fs::File,
     os::{
@@ -17,7 +17,7 @@ pub(super) fn mount_checked(
     file: &impl std::os::fd::AsRawFd,
     mounts: Option<&Mounts>,
 ) -> Result<u32, &'static str> {
-    let mount = crate::slow::maps::mount_of(file).ok_or("its mount does not read")?;
+    let mount = crate::unwind::maps::mount_of(file).ok_or("its mount does not read")?;
     match mounts {
         None => Err("the process's mounts do not read"),
         Some(m) if m.fuse_mount(mount) => {

@@ -1,6 +1,6 @@
 //! syscost's commands driven as a user runs them (the binary): it runs or attaches to a
 //! workload with a known number of syscalls, and the counts must be exact. Needs root.
-//! (`in_process.rs` drives the engine in-process.)
+//! (`syscost-engine/tests/in_process.rs` drives the engine in-process.)
 
 mod common;
 

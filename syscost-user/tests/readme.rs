@@ -1014,10 +1014,13 @@ fn the_readme_tour_shows_the_tested_run_example() {
 }
 
 /// Every test the README and docs name (`file::test`, as a guarantee's "Held by") is a
-/// test of that file.
+/// test of that file (the binary's tests, or the engine's).
 #[test]
 fn every_test_the_docs_name_exists() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+    let dirs = [
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests"),
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../syscost-engine/tests"),
+    ];
     let mut named = 0;
     let mut missing = Vec::new();
     for path in &doc_files() {
@@ -1032,8 +1035,10 @@ fn every_test_the_docs_name_exists() {
             {
                 continue;
             }
-            let source = format!("{dir}/{file}.rs");
-            let Ok(code) = std::fs::read_to_string(&source) else {
+            let Some(code) = dirs
+                .iter()
+                .find_map(|dir| std::fs::read_to_string(format!("{dir}/{file}.rs")).ok())
+            else {
                 // A test's name (a sentence: `file::what_it_holds_when_so`) in a file
                 // that is not there: renamed or gone, the docs still name it. A module
                 // path (`report::top`) is no test's name.

@@ -157,6 +157,8 @@ pub fn test_build(root: &Path, arch: Arch) -> Command {
         "--no-run",
         "-p",
         "syscost-user",
+        "-p",
+        "syscost-engine",
         "--message-format",
         "json-render-diagnostics",
     ];
@@ -181,7 +183,8 @@ pub fn test_build(root: &Path, arch: Arch) -> Command {
     crate::arch::cargo(root, arch, &args)
 }
 
-/// The test binaries of syscost-user by name, and the binaries they start.
+/// The test binaries of syscost-user and syscost-engine by name, and the binaries they
+/// start.
 struct Built {
     arch: Arch,
     tests: BTreeMap<String, PathBuf>,

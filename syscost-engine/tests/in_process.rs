@@ -1,20 +1,18 @@
-//! The kernel programs driven in-process, as aya's own integration tests drive theirs:
-//! load the tracer, trace this test's own process, make a known number of syscalls and
-//! read them back from a session's samples. (The other root tests drive the binary:
-//! `commands.rs` its commands.)
-
-mod common;
+//! The kernel programs driven in-process by the engine, as aya's own integration tests
+//! drive theirs: load the tracer, trace this test's own process, make a known number of
+//! syscalls and read them back from a session's samples. (The binary's root tests, in
+//! syscost-user/tests, drive the `syscost` command.)
 
 use std::{sync::Arc, time::Duration};
 
-use common::*;
 use syscost_common::ThreadSlot;
-use syscost_user::{
-    profile::Target,
+use syscost_engine::{
     sampler::Sampler,
     session::{Session, SessionOptions, Watch},
     tracer::{Tracer, TracerOptions},
 };
+use syscost_report::profile::Target;
+use syscost_test_support::{PATIENCE, root_test, wait_until};
 
 /// A session over this process, sampling every `interval`.
 fn session_of_this_process(interval: Duration) -> Session {
@@ -49,7 +47,7 @@ fn a_subscription_wakes_its_reader_at_each_sample_and_a_sleeping_clock_ends_at_o
     let handle = session.handle();
     let sub = handle.subscribe();
     let readable = |until: Option<std::time::Instant>| {
-        syscost_user::wake::wait(&[sub.fd()], until) == vec![true]
+        syscost_engine::wake::wait(&[sub.fd()], until) == vec![true]
     };
     // Nothing published since the subscription (the first sample went out before it,
     // the next is an hour away).
@@ -136,11 +134,11 @@ fn a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samp
     // `b`'s samples wait unread: its descriptor says so (the live views and top's text
     // mode sleep on it).
     assert_eq!(
-        syscost_user::wake::wait(&[b.fd()], Some(std::time::Instant::now() + PATIENCE)),
+        syscost_engine::wake::wait(&[b.fd()], Some(std::time::Instant::now() + PATIENCE)),
         vec![true],
         "a subscription with samples waiting is readable"
     );
-    let upto = |rx: &syscost_user::session::Subscription| {
+    let upto = |rx: &syscost_engine::session::Subscription| {
         let mut got = Vec::new();
         while let Ok(s) = rx.recv_timeout(PATIENCE) {
             let last = s.seq == now.seq;
@@ -284,7 +282,7 @@ fn a_return_to_the_cpu_that_is_not_seen_is_counted_and_never_on_cpu() {
         },
     );
     tracer.detach_sched_switch().unwrap();
-    let written = syscost_user::sampler::monotonic_ns();
+    let written = syscost_engine::sampler::monotonic_ns();
     // SAFETY: one byte from a live buffer.
     assert_eq!(unsafe { libc::write(w, [7u8].as_ptr().cast(), 1) }, 1);
     assert_eq!(reader.join().unwrap(), 1);

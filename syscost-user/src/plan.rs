@@ -76,6 +76,14 @@ pub struct SessionPlan {
 pub mod programs {
     use super::*;
 
+    /// One process, as `attach -p` traces it (its children too with `-f`).
+    pub fn process() -> TracerOptions {
+        TracerOptions {
+            slots: 1,
+            ..Default::default()
+        }
+    }
+
     /// One process and its children, as `run` traces its command.
     pub fn command() -> TracerOptions {
         TracerOptions {
@@ -117,9 +125,27 @@ pub struct Groups<'a> {
     pub interval: Option<Duration>,
 }
 
+static NO_TRACING: std::sync::LazyLock<TracingArgs> =
+    std::sync::LazyLock::new(TracingArgs::default);
 static NO_SLOW: std::sync::LazyLock<SlowArgs> = std::sync::LazyLock::new(SlowArgs::default);
 static NO_STACKS: std::sync::LazyLock<StacksArgs> = std::sync::LazyLock::new(StacksArgs::default);
 static NO_WEB: std::sync::LazyLock<WebArgs> = std::sync::LazyLock::new(WebArgs::default);
+
+impl Groups<'static> {
+    /// Every group at its default (everything traced, no slow calls or stacks, no
+    /// endpoint, the own cost measured) but the interval: the demo's.
+    pub fn defaults(interval: Option<Duration>) -> Self {
+        Groups {
+            tracing: &NO_TRACING,
+            slow: &NO_SLOW,
+            stacks: &NO_STACKS,
+            listen: None,
+            web: &NO_WEB,
+            own_cost: true,
+            interval,
+        }
+    }
+}
 
 impl RunArgs {
     pub fn groups(&self) -> Groups<'_> {

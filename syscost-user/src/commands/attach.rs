@@ -2,14 +2,15 @@
 
 use std::{
     io::IsTerminal as _,
+    path::Path,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context as _, Result};
 
 use crate::{
-    cli::{AttachArgs, seconds},
-    plan::Plan,
+    cli::{AttachArgs, ViewArgs, seconds},
+    plan::{Plan, programs},
 };
 use syscost_engine::{
     cgroup,
@@ -34,176 +35,243 @@ enum End {
 }
 
 pub fn attach(args: &AttachArgs) -> Result<i32> {
-    attach_with(args, None)
+    Attach::resolve(args)?.run()
 }
 
-/// `attach`, with an optional line of advice for the live view (the demo's).
-pub fn attach_with(args: &AttachArgs, hint: Option<String>) -> Result<i32> {
-    super::check_outputs(
-        &args.view,
-        &[args.json.as_deref(), args.stacks.stacks.as_deref()],
-    )?;
-    let duration = seconds(args.timing.duration);
-    // strace's -C: the live text, a table each second unless -i says otherwise.
-    let every = args.groups().interval;
-    if args.per_process && args.cgroup.is_none() {
-        anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
-    }
-    let cgroup = args.cgroup.as_deref().map(cgroup::resolve).transpose()?;
-    // A cgroup has no pid to watch for its exit: syscost's own never fires.
-    let (target, mut label) = match &cgroup {
-        Some(cg) => (
-            process::open(std::process::id())?,
-            format!("cgroup {}", syscost_report::untrusted::shown(&cg.path)),
-        ),
-        None => {
-            let t = process::open(args.pid.context("give -p PID or --cgroup PATH")?)?;
-            let label = format!(
-                "process {} ({})",
-                t.pid,
-                syscost_report::untrusted::shown(&t.comm)
-            );
-            (t, label)
+/// `attach` resolved: the plan, the process it follows, and how its figures are shown.
+/// `demo` makes one of its own.
+pub(super) struct Attach<'a> {
+    pub plan: Plan,
+    /// The process traced and watched for its exit (with a cgroup, syscost's own, whose
+    /// exit never fires).
+    pub target: process::Process,
+    pub cgroup: Option<cgroup::Cgroup>,
+    /// What the text and the live view's header call it.
+    pub label: String,
+    /// `-f`: the descendants that exist now traced too.
+    pub follow_forks: bool,
+    /// `--per-process`: the cgroup's profile split by process.
+    pub per_process: bool,
+    /// The live view; otherwise text (the summary, or a table each interval).
+    pub tui: bool,
+    pub duration: Option<Duration>,
+    /// A table each interval, in text.
+    pub every: Option<Duration>,
+    pub view: &'a ViewArgs,
+    pub json: Option<&'a Path>,
+    /// A line of advice for the live view (the demo's; otherwise the endpoint's).
+    pub hint: Option<String>,
+}
+
+/// How the text and the live view name process `t`.
+pub(super) fn process_label(t: &process::Process) -> String {
+    format!(
+        "process {} ({})",
+        t.pid,
+        syscost_report::untrusted::shown(&t.comm)
+    )
+}
+
+impl<'a> Attach<'a> {
+    fn resolve(args: &'a AttachArgs) -> Result<Self> {
+        super::check_outputs(
+            &args.view,
+            &[args.json.as_deref(), args.stacks.stacks.as_deref()],
+        )?;
+        if args.per_process && args.cgroup.is_none() {
+            anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
         }
-    };
-    // strace's -c (the summary only) and -C (intervals as text) print text.
-    let tui = !args.live.no_tui
-        && !args.live_text
-        && !args.view.summary_only
-        && std::io::stdout().is_terminal();
-    let mut plan = Plan::new(
-        TracerOptions {
-            follow_forks: args.follow_forks,
-            slots: 1,
-            auto: cgroup.as_ref().map_or(Auto::Off, |cg| Auto::Cgroup {
-                id: cg.id,
-                level: cg.level,
-            }),
-            per_process: args.per_process,
-            ..Default::default()
-        },
-        args.groups(),
-    )?
-    .live(tui);
-    let mut tracer = plan.load()?;
-    let mut descendants = 0;
-    if cgroup.is_none() {
-        tracer.trace_process(target.pid)?;
-        if process::has_exited(&target.pidfd) {
-            anyhow::bail!("process {} exited before tracing began", target.pid);
-        }
-        if args.follow_forks {
-            descendants = trace_descendants(&mut tracer, target.pid)?;
-            label = format!(
-                "{label} and {} (-f)",
-                syscost_report::units::counted(descendants, "descendant", "descendants")
-            );
-        }
-    }
-    let offcpu = tracer.offcpu_tracked();
-    let features = tracer.features().clone();
-    let watch = match &cgroup {
-        Some(cg) => Watch::Cgroup(cg.dir.clone()),
-        None => Watch::Process {
-            pid: target.pid,
-            pidfd: target
-                .pidfd
-                .try_clone()
-                .context("cannot watch the target's pidfd")?,
-        },
-    };
-    let session = plan.start(tracer, watch)?;
-    let handle = session.handle();
-    let source = match &cgroup {
-        Some(cg) => Source::cgroup(cg.path.clone(), 0),
-        None => Source::new(target.pid, target.comm.clone(), 0),
-    };
-    let metrics = super::serve_metrics(plan.listener.take(), &handle, source, plan.reports_slow())?;
-    let hint = hint.or_else(|| metrics.as_ref().map(|m| format!("metrics at {}", m.url())));
-    let info = match &cgroup {
-        Some(cg) => Target::cgroup(&cg.path),
-        None => Target::process(target.pid, &target.comm),
-    };
-    let started = Instant::now();
-    let target_pid = target.pid;
-    let last = if tui {
-        let options = LiveOptions {
-            duration,
-            per: args.view.per.clone(),
-            hint,
-            label: cgroup.as_ref().map(|_| label.clone()),
-            slow: plan.reports_slow(),
-            stacks: plan.stacks.is_some(),
+        let cgroup = args.cgroup.as_deref().map(cgroup::resolve).transpose()?;
+        // A cgroup has no pid to watch for its exit: syscost's own never fires.
+        let (target, label) = match &cgroup {
+            Some(cg) => (
+                process::open(std::process::id())?,
+                format!("cgroup {}", syscost_report::untrusted::shown(&cg.path)),
+            ),
+            None => {
+                let t = process::open(args.pid.context("give -p PID or --cgroup PATH")?)?;
+                let label = process_label(&t);
+                (t, label)
+            }
         };
-        let last = tui::run(&handle, &target, &options)?;
-        if !args.view.syscalls.is_empty()
-            || args.view.successful
-            || args.view.failed
-            || args.view.columns.is_some()
-        {
+        // strace's -c (the summary only) and -C (intervals as text) print text.
+        let tui = !args.live.no_tui
+            && !args.live_text
+            && !args.view.summary_only
+            && std::io::stdout().is_terminal();
+        let plan = Plan::new(
+            TracerOptions {
+                follow_forks: args.follow_forks,
+                auto: cgroup.as_ref().map_or(Auto::Off, |cg| Auto::Cgroup {
+                    id: cg.id,
+                    level: cg.level,
+                }),
+                per_process: args.per_process,
+                ..programs::process()
+            },
+            args.groups(),
+        )?
+        .live(tui);
+        Ok(Self {
+            // strace's -C: the live text, a table each second unless -i says otherwise.
+            every: args.groups().interval,
+            plan,
+            target,
+            cgroup,
+            label,
+            follow_forks: args.follow_forks,
+            per_process: args.per_process,
+            tui,
+            duration: seconds(args.timing.duration),
+            view: &args.view,
+            json: args.json.as_deref(),
+            hint: None,
+        })
+    }
+
+    /// Loads the programs, traces the target, shows it until the end, and prints (and
+    /// saves) the profile.
+    pub(super) fn run(self) -> Result<i32> {
+        let Self {
+            mut plan,
+            target,
+            cgroup,
+            mut label,
+            follow_forks,
+            per_process,
+            tui,
+            duration,
+            every,
+            view,
+            json,
+            hint,
+        } = self;
+        let mut tracer = plan.load()?;
+        let mut descendants = 0;
+        if cgroup.is_none() {
+            tracer.trace_process(target.pid)?;
+            if process::has_exited(&target.pidfd) {
+                anyhow::bail!("process {} exited before tracing began", target.pid);
+            }
+            if follow_forks {
+                descendants = trace_descendants(&mut tracer, target.pid)?;
+                label = format!(
+                    "{label} and {} (-f)",
+                    syscost_report::units::counted(descendants, "descendant", "descendants")
+                );
+            }
+        }
+        let offcpu = tracer.offcpu_tracked();
+        let features = tracer.features().clone();
+        let watch = match &cgroup {
+            Some(cg) => Watch::Cgroup(cg.dir.clone()),
+            None => Watch::Process {
+                pid: target.pid,
+                pidfd: target
+                    .pidfd
+                    .try_clone()
+                    .context("cannot watch the target's pidfd")?,
+            },
+        };
+        let session = plan.start(tracer, watch)?;
+        let handle = session.handle();
+        let source = match &cgroup {
+            Some(cg) => Source::cgroup(cg.path.clone(), 0),
+            None => Source::new(target.pid, target.comm.clone(), 0),
+        };
+        let metrics =
+            super::serve_metrics(plan.listener.take(), &handle, source, plan.reports_slow())?;
+        let hint = hint.or_else(|| metrics.as_ref().map(|m| format!("metrics at {}", m.url())));
+        let info = match &cgroup {
+            Some(cg) => Target::cgroup(&cg.path),
+            None => Target::process(target.pid, &target.comm),
+        };
+        let started = Instant::now();
+        let target_pid = target.pid;
+        let last = if tui {
+            let options = LiveOptions {
+                duration,
+                per: view.per.clone(),
+                hint,
+                label: cgroup.as_ref().map(|_| label.clone()),
+                slow: plan.reports_slow(),
+                stacks: plan.stacks.is_some(),
+            };
+            let last = tui::run(&handle, &target, &options)?;
+            if !view.syscalls.is_empty() || view.successful || view.failed || view.columns.is_some()
+            {
+                eprintln!(
+                    "syscost: the live view showed every syscall and call; -e, -z, -Z and -U apply to the summary below"
+                );
+            }
+            last
+        } else {
+            text(
+                &handle,
+                target,
+                &label,
+                cgroup.is_some(),
+                view,
+                duration,
+                every,
+                &info,
+                started,
+            )?
+        };
+        let elapsed = started.elapsed();
+        let mut profile = last
+            .to_profile(info, elapsed.as_nanos() as u64, offcpu)?
+            .with_features(&features);
+        drop(metrics);
+        let finished = session.finish()?;
+        let processes = if per_process {
+            finished.top_totals
+        } else {
+            Vec::new()
+        };
+        let top_dropped = last.counters[syscost_common::counter::DROPPED_TOP as usize];
+        profile.processes = processes.iter().map(Into::into).collect();
+        super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
+        super::write_stacks(
+            Some(&mut profile),
+            plan.stacks.as_ref(),
+            finished.stacks,
+            syscost_report::output::Owner::invoker(),
+            None,
+        )?;
+        if profile.totals().0 == 0 && cgroup.is_none() {
             eprintln!(
-                "syscost: the live view showed every syscall and call; -e, -z, -Z and -U apply to the summary below"
+                "syscost: {}",
+                no_call_seen(target_pid, follow_forks, descendants)
             );
         }
-        last
-    } else {
-        text(
-            &handle, target, &label, args, duration, every, &info, started,
-        )?
-    };
-    let elapsed = started.elapsed();
-    let mut profile = last
-        .to_profile(info, elapsed.as_nanos() as u64, offcpu)?
-        .with_features(&features);
-    drop(metrics);
-    let finished = session.finish()?;
-    let processes = if args.per_process {
-        finished.top_totals
-    } else {
-        Vec::new()
-    };
-    let top_dropped = last.counters[syscost_common::counter::DROPPED_TOP as usize];
-    profile.processes = processes.iter().map(Into::into).collect();
-    super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
-    super::write_stacks(
-        Some(&mut profile),
-        plan.stacks.as_ref(),
-        finished.stacks,
-        syscost_report::output::Owner::invoker(),
-        None,
-    )?;
-    if profile.totals().0 == 0 && cgroup.is_none() {
-        eprintln!(
-            "syscost: {}",
-            no_call_seen(target_pid, args.follow_forks, descendants)
-        );
+        let table = super::save_and_render(
+            profile,
+            view,
+            json,
+            syscost_report::output::Owner::invoker(),
+        )?;
+        let mut out = String::new();
+        if every.is_some() && !tui && !table.is_empty() {
+            // After the intervals' tables, the total has a heading of its own.
+            out += &format!("--- the whole run ({:.2} s) ---\n", elapsed.as_secs_f64());
+        }
+        out += &table;
+        if per_process {
+            out += "\n";
+            out += &syscost_report::report::top::render_totals(
+                "by process",
+                &processes,
+                elapsed.as_secs_f64(),
+                crate::cli::TopSort::Time,
+                0,
+                top_dropped,
+                offcpu,
+            );
+        }
+        super::print_out(&out);
+        Ok(0)
     }
-    let table = super::save_and_render(
-        profile,
-        &args.view,
-        args.json.as_deref(),
-        syscost_report::output::Owner::invoker(),
-    )?;
-    let mut out = String::new();
-    if every.is_some() && !tui && !table.is_empty() {
-        // After the intervals' tables, the total has a heading of its own.
-        out += &format!("--- the whole run ({:.2} s) ---\n", elapsed.as_secs_f64());
-    }
-    out += &table;
-    if args.per_process {
-        out += "\n";
-        out += &syscost_report::report::top::render_totals(
-            "by process",
-            &processes,
-            elapsed.as_secs_f64(),
-            crate::cli::TopSort::Time,
-            0,
-            top_dropped,
-            offcpu,
-        );
-    }
-    super::print_out(&out);
-    Ok(0)
 }
 
 /// `-f`: the processes descended from `root` that exist now, traced too; those forked
@@ -277,7 +345,8 @@ fn text(
     session: &SessionHandle,
     target: process::Process,
     label: &str,
-    args: &AttachArgs,
+    of_cgroup: bool,
+    view: &ViewArgs,
     duration: Option<Duration>,
     every: Option<Duration>,
     info: &Target,
@@ -290,7 +359,7 @@ fn text(
     let samples = session.subscribe();
     let stop = syscost_engine::signals::Stop::catch()?;
     // Said once the signals are caught: from this line on, Ctrl-C ends the profile.
-    if args.cgroup.is_some() {
+    if of_cgroup {
         eprintln!("syscost: tracing {label}; Ctrl-C to stop");
     } else {
         eprintln!(
@@ -321,7 +390,7 @@ fn text(
             return Ok(());
         }
         // No table (`-e none`): no heading either.
-        let table = super::save_and_render(profile, &args.view, None, None)?;
+        let table = super::save_and_render(profile, view, None, None)?;
         if table.is_empty() {
             return Ok(());
         }

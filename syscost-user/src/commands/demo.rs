@@ -2,6 +2,7 @@
 //! live view attached to the server. Everything it starts is stopped when it ends.
 
 use std::{
+    io::IsTerminal as _,
     net::{Ipv4Addr, SocketAddrV4},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -10,8 +11,8 @@ use std::{
 use anyhow::{Context as _, Result};
 
 use crate::{
-    cli::{AttachArgs, ViewArgs},
-    cli::{DemoArgs, Mode},
+    cli::{DemoArgs, Mode, ViewArgs, seconds},
+    plan::{Groups, Plan, programs},
 };
 use syscost_report::profile::SortKey;
 
@@ -111,18 +112,30 @@ pub fn demo(args: &DemoArgs) -> Result<i32> {
         .context("cannot start the load generator")?;
     helpers.0.push(load);
 
-    // The server's view: every syscall, with latency, per accepted connection.
-    let attach = AttachArgs {
-        view: ViewArgs {
-            sort: SortKey::Time,
-            latency: true,
-            per: Some("accept4".into()),
-            ..Default::default()
-        },
-        pid: Some(server_pid),
-        timing: args.timing.clone(),
-        live: args.live.clone(),
+    // The server traced as `attach -p` traces a process, shown with every syscall's
+    // latency, per accepted connection.
+    let target = syscost_engine::process::open(server_pid)?;
+    let tui = !args.live.no_tui && std::io::stdout().is_terminal();
+    let every = seconds(args.timing.interval);
+    let view = ViewArgs {
+        sort: SortKey::Time,
+        latency: true,
+        per: Some("accept4".into()),
         ..Default::default()
     };
-    super::attach::attach_with(&attach, Some(HINT.to_string()))
+    super::attach::Attach {
+        plan: Plan::new(programs::process(), Groups::defaults(every))?.live(tui),
+        label: super::attach::process_label(&target),
+        target,
+        cgroup: None,
+        follow_forks: false,
+        per_process: false,
+        tui,
+        duration: seconds(args.timing.duration),
+        every,
+        view: &view,
+        json: None,
+        hint: Some(HINT.to_string()),
+    }
+    .run()
 }

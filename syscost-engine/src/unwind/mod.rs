@@ -7,14 +7,14 @@
 //! frame information (`.eh_frame`) of the objects the process has mapped (framehop),
 //! which reaches the callers of code built without frame pointers (glibc, every
 //! distribution's C and C++); the longer of the two stacks is kept. Frames are named
-//! (blazesym) by file offset, from sealed copies of the objects (see [`objects`]:
+//! (blazesym) by file offset, from sealed copies of the objects (see `objects`:
 //! every file a traced process chooses is hostile). The mappings are read from
 //! `/proc/PID/maps` at a process's first slow call and each object is opened then
 //! (its debug file looked for too), so a process that exits before its later calls are
 //! decoded keeps its names, its files renamed or deleted included. An object stays open
 //! while a process that maps it is known and alive, or a call of one waits to be named;
 //! then it is closed (its copy freed). A frame that cannot be named says why
-//! ([`Frame::unknown`]).
+//! ([`syscost_report::profile::Frame::unknown`]).
 //!
 //! By file: the stacks' state here; unwinding (`walk`), naming (`names`); the traced
 //! process's mappings and mounts read (`maps`), its objects opened and copied
@@ -229,7 +229,7 @@ impl Stacks {
     fn know(&mut self, pid: u32, image: (u64, u32), again: bool) -> bool {
         let known = self.processes.get(&pid).map(|k| k.image);
         if known == Some(image) && !again {
-            return std::path::Path::new(&format!("/proc/{pid}")).exists();
+            return exists(pid);
         }
         let Ok(text) = std::fs::read(format!("/proc/{pid}/maps")) else {
             return false;
@@ -333,4 +333,19 @@ impl Stacks {
         self.objects.insert(key, Arc::downgrade(&o));
         Holds::File(o)
     }
+}
+
+/// Whether process `pid` exists, a zombie too (as `/proc/PID` does): signal 0, checked
+/// with no path looked up and nothing allocated, at every call of a known process.
+fn exists(pid: u32) -> bool {
+    // 0 and negative values name process groups, not a process.
+    let Ok(p) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if p == 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; it only checks that the process exists.
+    let sent = unsafe { libc::kill(p, 0) } == 0;
+    sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }

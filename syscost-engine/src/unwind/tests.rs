@@ -50,3 +50,23 @@ fn an_object_is_placed_by_the_segment_that_holds_the_mapped_offset() {
     // The text's first byte, at file offset 0x5f0, is at start + 0x5f0.
     assert_eq!(bias + 0x15f0, start + 0x5f0);
 }
+
+/// `exists` says what `/proc/PID` says: this process, a zombie (exited, not reaped) and
+/// not a reaped child or pid 0 (signal 0 to pid 0 would name our process group).
+#[test]
+fn a_process_exists_while_proc_shows_it_zombies_included() {
+    let proc_has = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    assert!(exists(std::process::id()));
+    assert!(!exists(0));
+    assert!(!exists(u32::MAX));
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    // Exited, left a zombie: waited for without being reaped.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: our own child; WNOWAIT leaves it to be reaped below.
+    let r = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
+    assert_eq!(r, 0);
+    assert!(proc_has(pid) && exists(pid), "a zombie exists");
+    child.wait().unwrap();
+    assert!(!proc_has(pid) && !exists(pid), "a reaped child is gone");
+}

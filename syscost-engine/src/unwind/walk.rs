@@ -310,7 +310,7 @@ pub(super) fn raise_open_files_limit() {
 }
 
 /// What was kept of a process as its call arrived, for its stack to be unwound and
-/// named later (see [`Names`]).
+/// named later (see [`super::Names`]).
 pub struct Captured {
     /// The process's mappings (none: it was gone before its first slow call was read).
     pub(super) process: Option<Arc<Process>>,

@@ -78,7 +78,7 @@ fn thread_group_of(tid: u32) -> Option<u32> {
         .ok()
 }
 
-/// comm ([`decode`]d: any bytes) and flags of a /proc/<pid>/stat line. comm may contain
+/// comm ([`decode`]d: any bytes) and flags of a `/proc/<pid>/stat` line. comm may contain
 /// spaces and ')', so the fields after it are found from the last ')'.
 pub fn parse_stat(stat: &[u8]) -> Option<(String, u64)> {
     let open = stat.iter().position(|&b| b == b'(')?;

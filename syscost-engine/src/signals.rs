@@ -104,7 +104,7 @@ static TERMINAL: SavedTerminal =
 static TERMINAL_SAVED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A live view is about to take the terminal on standard output: its settings are kept
-/// for [`on_stop`] to restore should a signal end syscost at once.
+/// for `on_stop` to restore should a signal end syscost at once.
 pub fn terminal_taken() {
     use std::sync::atomic::Ordering;
     if TERMINAL_SAVED.load(Ordering::Acquire) {

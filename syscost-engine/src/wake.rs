@@ -68,7 +68,7 @@ impl Wake {
 /// Returns, for each of `fds` in order, whether it was; all false at the deadline or at
 /// a signal (the caller looks at what it waits for and waits again). A negative
 /// descriptor among `fds` (a [`Wake`] without an eventfd) cannot wake it: the wait then
-/// ends within [`LOOK_AGAIN`], and the caller looks for itself.
+/// ends within `LOOK_AGAIN`, and the caller looks for itself.
 pub fn wait(fds: &[RawFd], until: Option<Instant>) -> Vec<bool> {
     wait_or_hangup(fds, &[], until)
 }

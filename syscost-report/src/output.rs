@@ -8,7 +8,7 @@
 //!
 //! [`check`], at the start of a command, refuses a path that is a symbolic link or not
 //! a regular file and a directory that takes no new file, so that a long profile does
-//! not end in an error; [`write`] at the end.
+//! not end in an error; [`write()`] at the end.
 
 use std::{
     ffi::{CStr, CString, OsStr},
@@ -46,7 +46,7 @@ impl Owner {
     }
 }
 
-/// Checks, without touching `path`, that [`write`] can put a file there: the path is
+/// Checks, without touching `path`, that [`write()`] can put a file there: the path is
 /// absent, a regular file or `/dev/null`, and its directory takes a new file (one is
 /// made there and removed).
 pub fn check(path: &Path) -> Result<()> {
@@ -79,7 +79,7 @@ pub fn write(path: &Path, bytes: &[u8], owner: Option<Owner>) -> Result<()> {
     write_mode(path, bytes, owner, 0o600)
 }
 
-/// [`write`] with the file's mode `mode` (manual pages, 0644: for every user to read).
+/// [`write()`] with the file's mode `mode` (manual pages, 0644: for every user to read).
 pub fn write_mode(path: &Path, bytes: &[u8], owner: Option<Owner>, mode: u32) -> Result<()> {
     if let Some(fd) = stream(path) {
         let mut out: Box<dyn std::io::Write> = if fd == 1 {
@@ -186,7 +186,7 @@ impl Drop for Pending {
     }
 }
 
-/// Removes the temporary file [`write`] is writing, if any: syscost is ending at once
+/// Removes the temporary file [`write()`] is writing, if any: syscost is ending at once
 /// (a second signal), and leaves no half-written file behind. Async-signal-safe: an
 /// atomic load and `unlinkat`.
 pub fn abandon() {
@@ -368,7 +368,7 @@ impl<'a> At<'a> {
     }
 }
 
-/// The name [`write`] gives its temporary files in `dir`, for tests that look for them.
+/// The name [`write()`] gives its temporary files in `dir`, for tests that look for them.
 pub fn is_temporary(name: &OsStr) -> bool {
     let b = name.as_bytes();
     b.starts_with(b".") && b.ends_with(b".syscost-tmp")

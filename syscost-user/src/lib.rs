@@ -2,7 +2,7 @@
 //! ([`commands`]), each resolving its arguments once into a [`plan::Plan`] and driving
 //! the engine and the views with it;
 //! the echo-server lab ([`lab`]) and the micro-benchmark and strace comparison
-//! ([`bench`]). `main.rs` is a thin shell over it.
+//! ([`bench`](mod@bench)). `main.rs` is a thin shell over it.
 //!
 //! It may use every other crate: `syscost-report` (profiles and their views),
 //! `syscost-engine` (tracing), `syscost-views` (live views, metrics). Their modules are

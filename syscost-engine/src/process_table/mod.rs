@@ -118,7 +118,7 @@ impl ProcessTable {
     /// step, so an exec or a cgroup move shows).
     ///
     /// A process found gone is left as it is for one step: its exit record (with its
-    /// name, which /proc no longer has) is on its way and [`Machine::exit`] counts it.
+    /// name, which /proc no longer has) is on its way and [`ProcessTable::exit`] counts it.
     /// Still in the table at the next step, it had none (no room): its final difference
     /// is counted then, and its keys are to be deleted.
     pub fn step(

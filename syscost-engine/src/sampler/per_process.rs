@@ -82,9 +82,9 @@ pub(super) const IDLE_STEPS: u32 = 30;
 
 impl Sampler {
     /// Reads the exit records that have come (plain memory reads of the ring, no
-    /// syscall) and counts their processes' last figures when [`settle_due`] says so
-    /// (see [`Sampler::settle_exits`]). Called by the exit-record reader every
-    /// [`EXITS_READ_EVERY`]; a refresh counts whatever waits too.
+    /// syscall) and counts their processes' last figures when `settle_due` says so
+    /// (see `Sampler::settle_exits`). Called by the exit-record reader every
+    /// `EXITS_READ_EVERY`; a refresh counts whatever waits too.
     pub fn drain_exits(&mut self) -> Result<()> {
         self.read_exit_ring();
         if self.exits.queue.is_empty() {
@@ -207,7 +207,7 @@ impl Sampler {
         Ok(self.pending.take())
     }
 
-    /// Reads the per-process table every [`TOP_READ_EVERY`] when it is loaded, keeping
+    /// Reads the per-process table every `TOP_READ_EVERY` when it is loaded, keeping
     /// it clear of exited processes in modes that show it only at the end
     /// (`--per-process`) or not for a while (`top`'s drill-down): call it when
     /// [`Sampler::next_due`] says.

@@ -27,15 +27,17 @@ pub struct Sample {
     /// Every slot's figures since the programs were loaded.
     pub snapshots: Vec<Snapshot>,
     /// The watched threads the kernel has a slot for (their names once a view asked,
-    /// [`SessionHandle::want_thread_names`]), and how many threads there are.
+    /// [`SessionHandle::want_thread_names`](super::SessionHandle::want_thread_names)),
+    /// and how many threads there are.
     pub threads: Vec<ThreadInfo>,
     pub thread_count: usize,
     /// The watched process has exited.
     pub exited: bool,
     /// Taken because an interval ended (the clock's tick, which may come with the
-    /// watched process's exit); not a sample asked for ([`SessionHandle::sample_now`]) or
-    /// taken at an event between ticks (the watched process's exit, an own-cost window
-    /// closed), which a view printing intervals does not print.
+    /// watched process's exit); not a sample asked for
+    /// ([`SessionHandle::sample_now`](super::SessionHandle::sample_now)) or taken at an
+    /// event between ticks (the watched process's exit, an own-cost window closed),
+    /// which a view printing intervals does not print.
     pub due: bool,
     /// syscost's own cost: the latest figure, or why there is none; and the program run
     /// time measured so far with the wall time it was measured over, ns.
@@ -49,15 +51,17 @@ pub struct Sample {
     /// The per-process figures since the previous sample (empty without the table, and
     /// while a process is drilled into).
     pub top: TopStep,
-    /// With `--slow`, once a view asked for them ([`Want::SLOW_CALLS`]): the newest
-    /// slow calls (at most 200, newest first) and how many have been received.
+    /// With `--slow`, once a view asked for them
+    /// ([`Want::SLOW_CALLS`](super::Want::SLOW_CALLS)): the newest slow calls (at most
+    /// 200, newest first) and how many have been received.
     pub slow: Option<(Vec<SlowCall>, u64)>,
-    /// With `--stacks`, once a view asked for them ([`Want::STACKS`]): the calls by
-    /// stack so far.
+    /// With `--stacks`, once a view asked for them
+    /// ([`Want::STACKS`](super::Want::STACKS)): the calls by stack so far.
     pub stacks: Option<Arc<CallStacks>>,
-    /// With `--stacks`, once a view asked for them ([`Want::STACK_TABLES`]): the
-    /// kernel's tables so far, as read (two of them make a window's calls by stack:
-    /// [`crate::stacks::Raw::since`], [`SessionHandle::assemble_stacks`]).
+    /// With `--stacks`, once a view asked for them
+    /// ([`Want::STACK_TABLES`](super::Want::STACK_TABLES)): the kernel's tables so far,
+    /// as read (two of them make a window's calls by stack: [`crate::stacks::Raw::since`],
+    /// [`SessionHandle::assemble_stacks`](super::SessionHandle::assemble_stacks)).
     pub stack_tables: Option<Arc<crate::stacks::Raw>>,
     /// The programs were unloaded before it was taken: its figures are final.
     pub unloaded: bool,

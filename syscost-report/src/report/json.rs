@@ -28,7 +28,7 @@ pub fn write(profile: &Profile, path: &Path, owner: Option<crate::output::Owner>
     crate::output::write(path, to_string(profile).as_bytes(), owner)
 }
 
-/// Reads a profile written by [`write`].
+/// Reads a profile written by [`write()`].
 pub fn read(path: &Path) -> Result<Profile> {
     let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     parse(&bytes).map_err(|e| anyhow!("{}: {e:#}", path.display()))

@@ -226,7 +226,7 @@ pub struct ExportArgs {
     /// Also push the syscall families /metrics serves (the traced processes' or cgroup's,
     /// --top's and --per-process's series, the machine's counters) at every sample (-i)
     /// over OTLP/HTTP (protobuf) to an OpenTelemetry Collector or another OTLP receiver:
-    /// http://HOST[:PORT][/PATH] (port 4318 and /v1/metrics unless given). While it is
+    /// `http://HOST[:PORT][/PATH]` (port 4318 and /v1/metrics unless given). While it is
     /// away the newest figures wait, retried with a backoff up to 32 s; the older ones
     /// are counted as dropped.
     #[arg(long, value_name = "URL", value_parser = parse_otlp_endpoint)]

@@ -79,7 +79,7 @@ pub fn exit_status(checks: &[Check]) -> i32 {
     i32::from(checks.iter().any(|c| c.status == Status::Missing))
 }
 
-/// The lockdown mode in /sys/kernel/security/lockdown ("none [integrity] ...").
+/// The lockdown mode in /sys/kernel/security/lockdown (`"none [integrity] ..."`).
 pub fn lockdown_mode(text: &str) -> Option<String> {
     let start = text.find('[')?;
     let end = text[start..].find(']')?;

@@ -10,7 +10,7 @@
 //! - connections: at most `--metrics-max-connections` ([`MAX_CONNECTIONS`] unless told)
 //!   open at once; one more is closed as it comes (`syscost_scrape_connections_refused_total`);
 //! - time ([`WAIT`] each): the TLS handshake, a request's head (and, on a kept-alive
-//!   connection, the wait for it), the writing of an answer ([`super::deadline`]); a
+//!   connection, the wait for it), the writing of an answer (`super::deadline`); a
 //!   request's body is never read (a GET has none): the connection closes after the answer;
 //! - requests: a connection is closed after its [`REQUESTS_PER_CONNECTION`]th answer
 //!   (`Connection: close`), however often it asks;

@@ -99,7 +99,7 @@ pub fn exponential_buckets(hist: &[syscost_report::latency::Bucket]) -> (u64, i3
 /// reset).
 pub type Starts = std::collections::HashMap<String, u64>;
 
-/// The Kubernetes labels of each process or cgroup (by [`key_of`]), where its cgroup is
+/// The Kubernetes labels of each process or cgroup (by `key_of`), where its cgroup is
 /// a pod's container.
 pub type Kube = std::collections::HashMap<String, Vec<(&'static str, String)>>;
 

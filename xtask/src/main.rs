@@ -393,5 +393,14 @@ fn test_crates(root: &Path, extra: &[String]) -> Result<()> {
         );
     }
     // The default members: the eBPF crate builds only for the BPF target.
-    run(cargo(root).arg("test").args(extra))
+    run(cargo(root).arg("test").args(extra))?;
+    if extra.is_empty() {
+        // The crates' documentation, its links checked: a renamed item its docs still
+        // name fails here.
+        run(cargo(root)
+            .args(["doc", "--no-deps", "--lib", "--workspace"])
+            .args(["--exclude", "xtask", "--exclude", "syscost-ebpf"])
+            .env("RUSTDOCFLAGS", "-D warnings"))?;
+    }
+    Ok(())
 }

@@ -3,7 +3,9 @@
 //! unloads everything (the links are file descriptors, so this also holds when syscost
 //! is killed).
 //!
-//! Here: the options, the traced set and the reads of the maps. `load`: the object
+//! Here: the options, the load and the reads of the statistics. `traced`: the processes
+//! added and taken out. `top`: the per-process table and the names the kernel keeps.
+//! `stack_tables`: the calls by stack and their windows. `load`: the object
 //! configured for this kernel, its programs verified and attached, and the loader's
 //! errors in words. `maps`: the mapped arrays, batch deletes, per-CPU sums and the
 //! run-time statistics. `probes`: what this kernel offers (the on-CPU split, the cgroup
@@ -15,25 +17,24 @@ use std::mem::size_of;
 use anyhow::{Context as _, Result};
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap},
+    maps::{Array, HashMap, Map, MapData, PerCpuArray},
     programs::RawTracePoint,
 };
 use aya_log::EbpfLogger;
-use syscost_common::{
-    ExitRecord, ProcRecord, ProcSlot, STACK_SIDE_BIT, StackKey, StackValue, StatsEntry, ThreadSlot,
-    TopKey, TopValue, UserStack, abi, config::map_names, counter, counter_index, proc_value,
-    stack_identity,
-};
+use syscost_common::{StatsEntry, ThreadSlot, config::map_names, counter, counter_index};
 
 use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process};
 
 mod load;
 mod maps;
 pub mod probes;
+mod stack_tables;
+mod top;
+mod traced;
 
 use load::{AncestorHelperRefused, CGROUP_UNSUPPORTED, load_and_attach};
 pub use maps::{GracePeriod, RunTimeStats, possible_cpus};
-use maps::{Mapped, delete_batch, map_data, map_fd, run_totals, sum_cpus};
+use maps::{Mapped, map_data, run_totals};
 pub use probes::offcpu_unavailable;
 use syscost_report::profile::Features;
 
@@ -278,74 +279,6 @@ impl Tracer {
         Ok(())
     }
 
-    /// The exit records' ring buffer, to be read by one consumer (with `top` only).
-    pub fn take_exit_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
-        let map = self
-            .ebpf
-            .take_map(map_names::EXITS)
-            .context("EXITS map missing")?;
-        Ok(aya::maps::RingBuf::try_from(map)?)
-    }
-
-    /// Deletes `keys` from the per-process table: one syscall for all of them
-    /// (BPF_MAP_DELETE_BATCH, Linux 5.6), one each if the kernel refuses it. Keys already
-    /// gone are no error.
-    pub fn delete_top(&mut self, keys: &[TopKey]) -> Result<()> {
-        maps::delete_all(map_fd(self.map(map_names::TOP)?)?, keys);
-        Ok(())
-    }
-
-    /// The pairs the kernel side has made in the per-process table so far (one
-    /// lookup: `counter::TOP_MADE`, summed over CPUs).
-    pub fn top_made(&self) -> Result<u64> {
-        let counters: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(self.map(map_names::COUNTERS)?)?;
-        Ok(counters
-            .get(&counter_index(0, counter::TOP_MADE), 0)?
-            .iter()
-            .sum())
-    }
-
-    /// How many (process, syscall) pairs the per-process table holds at most.
-    pub fn top_capacity(&self) -> usize {
-        self.sizes.top_entries as usize
-    }
-
-    /// Hands `keys` of the per-process table (keys of live processes that have been
-    /// idle) to userspace: each read and deleted in one operation where the kernel can
-    /// (Linux 5.14 on), read then deleted elsewhere; their figures at that moment. The
-    /// kernel side makes a key anew at its process's next call of that syscall.
-    pub fn reclaim_top(&mut self, keys: &[TopKey]) -> Result<Vec<(TopKey, TopValue)>> {
-        let fd = map_fd(self.map(map_names::TOP)?)?;
-        let cpus = self.cpus as usize;
-        let mut out = Vec::with_capacity(keys.len());
-        let mut rest = Vec::new();
-        for k in keys {
-            match maps::lookup_and_delete_per_cpu::<TopKey, TopValue>(fd, k, cpus) {
-                Ok(Some(per_cpu)) => out.push((*k, sum_cpus(per_cpu.iter()))),
-                Ok(None) => {}
-                Err(_) => rest.push(*k),
-            }
-        }
-        if !rest.is_empty() {
-            let mut top: PerCpuHashMap<&mut MapData, TopKey, TopValue> = PerCpuHashMap::try_from(
-                self.ebpf
-                    .map_mut(map_names::TOP)
-                    .context("TOP map missing")?,
-            )?;
-            for k in rest {
-                let Ok(per_cpu) = top.get(&k, 0) else {
-                    continue;
-                };
-                let v = sum_cpus(per_cpu.iter());
-                if top.remove(&k).is_ok() {
-                    out.push((k, v));
-                }
-            }
-        }
-        Ok(out)
-    }
-
     /// The slow calls' ring buffer, to be read by one consumer (`--slow` only).
     pub fn take_slow_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
         let map = self
@@ -362,89 +295,6 @@ impl Tracer {
 }
 
 impl Tracer {
-    /// Starts tracing every thread of process `tgid`, those it creates later included,
-    /// in the first slot.
-    pub fn trace_process(&mut self, tgid: u32) -> Result<()> {
-        self.trace_process_in(tgid, 0)
-    }
-
-    /// Starts tracing process `tgid` with statistics of its own in `slot`: its direct
-    /// slot in PROCS when free, else the overflow map (and the direct slot is flagged).
-    pub fn trace_process_in(&mut self, tgid: u32, slot: u32) -> Result<()> {
-        anyhow::ensure!(
-            slot < self.slots,
-            "slot {slot} beyond the {} loaded",
-            self.slots
-        );
-        let value = proc_value::new(slot, abi::UNKNOWN);
-        let index = tgid & (self.sizes.proc_slots - 1);
-        let mut procs = self.procs()?;
-        let current = procs.get(&index, 0)?;
-        if current.tgid == 0 || current.tgid == tgid {
-            procs.set(
-                index,
-                ProcSlot {
-                    tgid,
-                    value: value | (current.value & ProcSlot::OVERFLOW),
-                },
-                0,
-            )?;
-            return Ok(());
-        }
-        let mut overflow = self.procs_overflow()?;
-        overflow
-            .insert(tgid, value, 0)
-            .with_context(|| format!("no room to trace process {tgid}"))?;
-        let mut procs = self.procs()?;
-        procs.set(
-            index,
-            ProcSlot {
-                value: current.value | ProcSlot::OVERFLOW,
-                ..current
-            },
-            0,
-        )?;
-        Ok(())
-    }
-
-    fn procs(&mut self) -> Result<Array<&mut MapData, ProcSlot>> {
-        Ok(Array::try_from(
-            self.ebpf
-                .map_mut(map_names::PROCS)
-                .context("PROCS map missing")?,
-        )?)
-    }
-
-    fn procs_overflow(&mut self) -> Result<HashMap<&mut MapData, u32, u32>> {
-        Ok(HashMap::try_from(
-            self.ebpf
-                .map_mut(map_names::PROCS_OVERFLOW)
-                .context("PROCS_OVERFLOW map missing")?,
-        )?)
-    }
-
-    /// Takes process `tgid` out of the traced set, as the exit hook does: for a process
-    /// added that turned out to have exited before it was (its exit hook ran first).
-    pub fn untrace_process(&mut self, tgid: u32) -> Result<()> {
-        let index = tgid & (self.sizes.proc_slots - 1);
-        let mut procs = self.procs()?;
-        let current = procs.get(&index, 0)?;
-        if current.tgid == tgid {
-            procs.set(
-                index,
-                ProcSlot {
-                    tgid: 0,
-                    value: current.value & ProcSlot::OVERFLOW,
-                },
-                0,
-            )?;
-            return Ok(());
-        }
-        let mut overflow = self.procs_overflow()?;
-        let _ = overflow.remove(&tgid);
-        Ok(())
-    }
-
     fn map(&self, name: &str) -> Result<&Map> {
         self.ebpf
             .map(name)
@@ -504,232 +354,6 @@ impl Tracer {
         overflow.get(&tid, 0).ok()
     }
 
-    /// The per-process table, summed over CPUs (empty unless loaded with `top`). An
-    /// entry being updated while it is copied may trail by one call.
-    pub fn top_table(&self) -> Result<Vec<(TopKey, TopValue)>> {
-        let mut out = Vec::new();
-        // A few syscalls for the whole table where the kernel reads it in batches (5.6 on
-        // for hash maps: every kernel syscost supports), two per key otherwise.
-        let fd = map_fd(self.map(map_names::TOP)?)?;
-        let batch = maps::lookup_batch::<TopKey, TopValue>(fd, self.cpus as usize, |k, v| {
-            out.push((*k, sum_cpus(v.iter())))
-        });
-        if batch.is_ok() {
-            return Ok(out);
-        }
-        out.clear();
-        let top: PerCpuHashMap<&MapData, TopKey, TopValue> =
-            PerCpuHashMap::try_from(self.map(map_names::TOP)?)?;
-        for item in top.iter() {
-            let (k, per_cpu) = item.context("cannot read the per-process table")?;
-            out.push((k, sum_cpus(per_cpu.iter())));
-        }
-        Ok(out)
-    }
-
-    /// `--stacks`' tables as the kernel left them (empty unless loaded with `stacks`):
-    /// the calls of each (process, stack, syscall) summed over CPUs, each stack's
-    /// frame-pointer walk, and what could not be kept. An entry being updated while it
-    /// is copied may trail by one call.
-    pub fn stack_tables(&self) -> Result<crate::stacks::Raw> {
-        let mut raw = crate::stacks::Raw::default();
-        if self.stacks.is_none() {
-            return Ok(raw);
-        }
-        // Both windows: an entry in each is one (process, stack, syscall), summed.
-        let calls: PerCpuHashMap<&MapData, StackKey, StackValue> =
-            PerCpuHashMap::try_from(self.map(map_names::STACK_CALLS)?)?;
-        let mut at: std::collections::HashMap<StackKey, usize> = Default::default();
-        for item in calls.iter() {
-            let (k, per_cpu) = item.context("cannot read the calls by stack")?;
-            let (k, v) = (known_stack(k), sum_stack_cpus(per_cpu.iter()));
-            match at.get(&k) {
-                Some(&i) => {
-                    raw.calls[i].1.calls += v.calls;
-                    raw.calls[i].1.total_ns += v.total_ns;
-                }
-                None => {
-                    at.insert(k, raw.calls.len());
-                    raw.calls.push((k, v));
-                }
-            }
-        }
-        let frames: HashMap<&MapData, u64, UserStack> =
-            HashMap::try_from(self.map(map_names::STACK_FRAMES)?)?;
-        for item in frames.iter() {
-            let (hash, stack) = item.context("cannot read the stacks' frames")?;
-            let n = (stack.bytes as usize / 8).min(stack.frames.len());
-            raw.frames
-                .entry(stack_identity(hash))
-                .or_insert_with(|| stack.frames[..n].to_vec());
-        }
-        let counts: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(self.map(map_names::STACK_COUNTS)?)?;
-        for (i, c) in raw.counts.iter_mut().enumerate() {
-            *c = counts.get(&(i as u32), 0)?.iter().sum();
-        }
-        raw.sample_every = self.stacks.unwrap_or(1);
-        Ok(raw)
-    }
-
-    /// Swaps `--stacks`' window: from now on the programs count in the other one. The
-    /// window closed is drained by [`Tracer::drain_stack_window`] once the returned
-    /// wait has returned (no program still counts in it then); the wait takes an RCU
-    /// grace period, milliseconds, and needs no lock of the caller's. `None`: no
-    /// windows (without `--stacks`, or where the kernel made no wait).
-    pub fn swap_stack_window(&mut self) -> Result<Option<(u32, std::sync::Arc<GracePeriod>)>> {
-        let Some((open, wait)) = self.stack_window.clone() else {
-            return Ok(None);
-        };
-        let mut side: Array<&mut MapData, u32> = Array::try_from(
-            self.ebpf
-                .map_mut(map_names::STACK_SIDE)
-                .context("STACK_SIDE map missing")?,
-        )?;
-        side.set(0, 1 - open, 0)
-            .context("cannot swap the calls-by-stack window")?;
-        self.stack_window = Some((1 - open, wait.clone()));
-        Ok(Some((open, wait)))
-    }
-
-    /// Reads and deletes the entries and walks of window `closed`, which no program
-    /// counts in any more (its wait has returned), and hands back the tables' room. An
-    /// entry is handed over only once it is deleted: one that could not be read or
-    /// deleted stays, whole, for the next drain of its window. A walk's copy is handed
-    /// over whether or not its delete succeeded (a walk is the same wherever it is
-    /// kept). What is drained is the caller's to keep ([`crate::stacks::Drained`]).
-    pub fn drain_stack_window(&mut self, closed: u32) -> Result<crate::stacks::Raw> {
-        let mut out = crate::stacks::Raw::default();
-        if self.stacks.is_none() {
-            return Ok(out);
-        }
-        out.sample_every = self.stacks.unwrap_or(1);
-        let bit = if closed != 0 { STACK_SIDE_BIT } else { 0 };
-        let in_closed = |stack: u64| stack & STACK_SIDE_BIT == bit;
-        let calls_fd = map_fd(self.map(map_names::STACK_CALLS)?)?;
-        let frames_fd = map_fd(self.map(map_names::STACK_FRAMES)?)?;
-        let frames: HashMap<&MapData, u64, UserStack> =
-            HashMap::try_from(self.map(map_names::STACK_FRAMES)?)?;
-        let calls: PerCpuHashMap<&MapData, StackKey, StackValue> =
-            PerCpuHashMap::try_from(self.map(map_names::STACK_CALLS)?)?;
-        // Nothing below returns early: once an entry is deleted, it is handed over.
-        let mut walks = Vec::new();
-        for h in frames.keys() {
-            match h {
-                Ok(h) if in_closed(h) => walks.push(h),
-                Ok(_) => {}
-                Err(e) => {
-                    log::warn!("--stacks: a walk of the closed window was not listed: {e}");
-                    break;
-                }
-            }
-        }
-        // Only the walks read are deleted: one that could not be read stays.
-        walks.retain(|h| match frames.get(h, 0) {
-            Ok(stack) => {
-                let n = (stack.bytes as usize / 8).min(stack.frames.len());
-                out.frames
-                    .insert(stack_identity(*h), stack.frames[..n].to_vec());
-                true
-            }
-            Err(_) => false,
-        });
-        maps::delete_all(frames_fd, &walks);
-        let mut keys = Vec::new();
-        for k in calls.keys() {
-            match k {
-                Ok(k) if in_closed(k.stack) => keys.push(k),
-                Ok(_) => {}
-                Err(e) => {
-                    log::warn!("--stacks: an entry of the closed window was not listed: {e}");
-                    break;
-                }
-            }
-        }
-        let read: Vec<(StackKey, StackValue)> = keys
-            .iter()
-            .filter_map(|k| Some((*k, sum_stack_cpus(calls.get(k, 0).ok()?.iter()))))
-            .collect();
-        let keys: Vec<StackKey> = read.iter().map(|(k, _)| *k).collect();
-        if delete_batch(calls_fd, &keys).is_ok() {
-            out.calls = read.into_iter().map(|(k, v)| (known_stack(k), v)).collect();
-        } else {
-            // One by one. A key the batch deleted before it stopped is gone (nothing
-            // else deletes this window's keys): handed over too.
-            for (k, v) in read {
-                match maps::delete_elem(calls_fd, &k) {
-                    Ok(()) => out.calls.push((known_stack(k), v)),
-                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                        out.calls.push((known_stack(k), v))
-                    }
-                    Err(_) => {}
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Forgets processes of the per-process table (they have exited and were read).
-    pub fn forget_top(&mut self, keys: &[TopKey]) -> Result<()> {
-        self.delete_top(keys)?;
-        let mut tgids: Vec<u32> = keys.iter().map(|k| k.tgid).collect();
-        tgids.sort_unstable();
-        tgids.dedup();
-        maps::delete_all(map_fd(self.map(map_names::PROC_INFO)?)?, &tgids);
-        // A name left in its slot (no room in the exit ring nor in PROC_INFO at its exit):
-        // freed, unless the slot is another's by now.
-        let mut slots: Array<&mut MapData, ExitRecord> = Array::try_from(
-            self.ebpf
-                .map_mut(map_names::PROC_NAMES)
-                .context("PROC_NAMES map missing")?,
-        )?;
-        for tgid in tgids {
-            let i = syscost_common::name_slot(tgid);
-            if slots.get(&i, 0).is_ok_and(|s| s.tgid == tgid) {
-                let _ = slots.set(i, ExitRecord::FREE, 0);
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether the per-process table is kept.
-    pub fn per_process_loaded(&self) -> bool {
-        self.per_process
-    }
-
-    /// Deletes the kept names of the processes `gone` says are gone.
-    pub fn forget_names(&mut self, gone: impl Fn(u32) -> bool) -> Result<()> {
-        let map = self.map(map_names::PROC_INFO)?;
-        let names: HashMap<&MapData, u32, ProcRecord> = HashMap::try_from(map)?;
-        let dead: Vec<u32> = names
-            .keys()
-            .filter_map(Result::ok)
-            .filter(|&p| gone(p))
-            .collect();
-        maps::delete_all(map_fd(map)?, &dead);
-        Ok(())
-    }
-
-    /// The name and cgroup id the kernel side kept for a process it traced by itself.
-    /// Its `PROC_NAMES` slot when it holds it, else its `PROC_INFO` entry.
-    pub fn process_name(&self, tgid: u32) -> Option<(String, u64)> {
-        let slots: Array<&MapData, ExitRecord> =
-            Array::try_from(self.map(map_names::PROC_NAMES).ok()?).ok()?;
-        let n = match slots.get(&syscost_common::name_slot(tgid), 0) {
-            Ok(slot) if slot.tgid == tgid && tgid != 0 => slot.info,
-            _ => {
-                let names: HashMap<&MapData, u32, ProcRecord> =
-                    HashMap::try_from(self.map(map_names::PROC_INFO).ok()?).ok()?;
-                names.get(&tgid, 0).ok()?
-            }
-        };
-        let end = n.comm.iter().position(|&b| b == 0).unwrap_or(n.comm.len());
-        Some((
-            syscost_report::untrusted::decode(&n.comm[..end]),
-            n.cgroup_id,
-        ))
-    }
-
     /// Run time and run count of syscost's programs, summed. They only advance while
     /// BPF run-time statistics are on (see [`RunTimeStats`]).
     pub fn program_run_totals(&self) -> (u64, u64) {
@@ -740,19 +364,3 @@ impl Tracer {
 /// Names of the programs syscost loads, as the kernel lists them (16-byte names).
 pub const PROGRAM_NAME_PREFIXES: [&str; 5] =
     ["syscost_", "floor_sys_", "cand_", "doctor_", "probe_"];
-
-/// A calls-by-stack key as userspace knows it: its stack without the window's bit.
-fn known_stack(k: StackKey) -> StackKey {
-    StackKey {
-        stack: stack_identity(k.stack),
-        ..k
-    }
-}
-
-/// A calls-by-stack value summed over CPUs.
-fn sum_stack_cpus<'a>(per_cpu: impl Iterator<Item = &'a StackValue>) -> StackValue {
-    per_cpu.fold(StackValue::default(), |v, c| StackValue {
-        calls: v.calls + c.calls,
-        total_ns: v.total_ns + c.total_ns,
-    })
-}

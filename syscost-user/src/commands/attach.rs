@@ -23,7 +23,7 @@ use syscost_engine::{
 use syscost_report::profile::Target;
 use syscost_views::{
     metrics::Source,
-    tui::{self, LiveOptions},
+    tui::attach::{self as live, LiveOptions},
 };
 
 /// Why tracing stopped.
@@ -197,7 +197,7 @@ impl<'a> Attach<'a> {
                 slow: plan.reports_slow(),
                 stacks: plan.stacks.is_some(),
             };
-            let last = tui::run(&handle, &target, &options)?;
+            let last = live::run(&handle, &target, &options)?;
             if !view.syscalls.is_empty() || view.successful || view.failed || view.columns.is_some()
             {
                 eprintln!(

@@ -4,7 +4,7 @@
 //! session's samples (see [`syscost_engine::session`]); this module owns the terminal.
 
 pub mod app;
-mod attach;
+pub mod attach;
 pub mod handler;
 pub mod keys;
 pub mod live;
@@ -38,8 +38,6 @@ use anyhow::{Context as _, Result};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 use syscost_engine::{session::Subscription, signals::Stop, wake::Wake};
-
-pub use self::attach::{LiveOptions, live_with, run};
 
 /// Restores the terminal when dropped, on every way out of the loop.
 struct TerminalGuard;

@@ -13,7 +13,8 @@ use syscost_engine::{
 
 use super::{Action, TopView};
 use crate::tui::{
-    Ended, LiveOptions, Screen,
+    Ended, Screen,
+    attach::{LiveOptions, live_with},
     live::{self, Exit, Step},
 };
 
@@ -129,7 +130,7 @@ fn drill(
         stacks: options.stacks,
         ..Default::default()
     };
-    let result = crate::tui::live_with(
+    let result = live_with(
         screen,
         session,
         &target,

@@ -180,7 +180,7 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             flags |= slow_flags::STACK_SAMPLE;
         }
         // A slow call and a stack's first sample wake the reader; a later sample waits.
-        let mut wake = sample == Sample::First;
+        let mut wake = sample == Sample::Wake;
         if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
             flags |= slow_flags::SLOW;
             wake = true;

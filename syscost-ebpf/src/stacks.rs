@@ -24,17 +24,18 @@ use syscost_common::{
 /// `-EEXIST`: another CPU inserted the same key first.
 const EEXIST: i32 = -17;
 
-/// Whether a call is one of its stack's samples, and which.
+/// Whether a call is one of its stack's samples, and whether it wakes the reader.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sample {
     No,
-    /// The first of its entry in the window: it names the stack, and is sent at once
-    /// (the reader is woken), while the process still lives to have its objects read.
-    First,
+    /// The first of its entry in the window (it names the stack, and is sent while the
+    /// process still lives to have its objects read), or one that finds an eighth of
+    /// the samples' room taken: the reader is woken.
+    Wake,
     /// A later one: it waits for the reader's next look (within its 10 ms poll), not
-    /// worth a wake-up (on a virtual machine an interrupt to another CPU costs the
-    /// traced call tens of microseconds).
-    Later,
+    /// worth a wake-up (an interrupt, which a virtual machine pays tens of microseconds
+    /// for, on the traced call).
+    Quiet,
 }
 
 /// Adds the call to its stack's figures in the current window; returns the stack's key
@@ -117,18 +118,18 @@ pub(crate) fn count_stack(
     }
     // Samples take at most half of the ring: the slow calls' reports keep the rest, and a
     // sample without room is counted as one the ring had no room for.
-    if SLOW.query(u64::from(BPF_RB_AVAIL_DATA)) >= u64::from(config!(stacks_ring_limit)) {
+    let waiting = SLOW.query(u64::from(BPF_RB_AVAIL_DATA));
+    let limit = u64::from(config!(stacks_ring_limit));
+    if waiting >= limit {
         count(stack_counter::SAMPLES_DROPPED);
         return (hash, Sample::No);
     }
-    (
-        hash,
-        if calls == 1 {
-            Sample::First
-        } else {
-            Sample::Later
-        },
-    )
+    // Quiet samples wait at most an eighth of their room before one wakes the reader.
+    if calls == 1 || waiting >= limit / 8 {
+        (hash, Sample::Wake)
+    } else {
+        (hash, Sample::Quiet)
+    }
 }
 
 /// One more of `STACK_COUNTS`' counter `c` on this CPU.

@@ -345,7 +345,9 @@ fn exists(pid: u32) -> bool {
     if p == 0 {
         return false;
     }
-    // SAFETY: signal 0 sends nothing; it only checks that the process exists.
+    // SAFETY: signal 0 sends nothing; it only checks that the process exists. Only
+    // ESRCH says it does not: a refusal (EPERM, or EACCES from a security module) is of
+    // a process that is there.
     let sent = unsafe { libc::kill(p, 0) } == 0;
-    sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    sent || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }

@@ -54,6 +54,9 @@ pub fn drive<V: View>(
 ) -> Result<Exit<V::Leave>> {
     let mut fault = TestFault::from_env();
     let mut dirty = true;
+    // The keys already waiting are read before the first wait: typed while another
+    // view had the screen (a drill-down left with Esc), they woke nothing since.
+    let mut first = true;
     loop {
         if dirty {
             screen.terminal.draw(|f| view.draw(f))?;
@@ -70,7 +73,10 @@ pub fn drive<V: View>(
         if screen.terminated() || deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(Exit::Quit);
         }
-        screen.wait(samples, [deadline, fault.due()].into_iter().flatten().min());
+        if !first {
+            screen.wait(samples, [deadline, fault.due()].into_iter().flatten().min());
+        }
+        first = false;
         // Every key waiting, then the samples.
         loop {
             match screen.next_input() {

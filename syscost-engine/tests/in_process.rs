@@ -310,3 +310,132 @@ fn a_return_to_the_cpu_that_is_not_seen_is_counted_and_never_on_cpu() {
         libc::close(w);
     }
 }
+
+/// The wake-ups of the ring buffer that carries slow calls and stack samples. A stack's
+/// later sample is sent without one (an interrupt is dear on a virtual machine); the
+/// kernel wakes a reader by itself only for a record that finds the ring empty, so a
+/// slow call sent while a quiet sample waits unread must force its wake-up, or a
+/// reader asleep on the ring sleeps on. The reader here is an edge-triggered epoll:
+/// an event only at a wake-up. This thread alone, on one CPU, makes the calls, each
+/// from one place (a stack's entries are per CPU and per place).
+#[test]
+fn a_slow_call_wakes_the_reader_past_a_quiet_stack_sample() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    // One CPU: a stack's first call on another CPU would be a first sample (it wakes).
+    // SAFETY: a cpu_set_t made empty, then CPU 0 of it set, for this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set),
+            0
+        );
+    }
+    let slow = syscost_engine::slow::spec::parse_spec("clock_nanosleep=1ms")
+        .unwrap()
+        .thresholds()
+        .unwrap();
+    let mut tracer = Tracer::load(TracerOptions {
+        slots: 1,
+        offcpu: true,
+        slow: Some(slow),
+        stacks: Some(256),
+        ..Default::default()
+    })
+    .expect("the programs load");
+    let mut ring = tracer.take_slow_ring().unwrap();
+    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    assert!(epoll >= 0);
+    let mut ev = libc::epoll_event {
+        events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+        u64: 0,
+    };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&ring);
+    // SAFETY: a valid epoll fd, the ring's fd and a live event.
+    assert_eq!(
+        unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut ev) },
+        0
+    );
+    tracer
+        .trace_process(std::process::id())
+        .expect("this process is traced");
+    #[derive(Clone, Copy)]
+    enum Step {
+        /// Waits for a wake-up, at most this long (ms): how many came.
+        Wait(i32),
+        Getppid,
+        /// clock_nanosleep, this long (ns).
+        Sleep(u64),
+        /// Reads every record waiting: their flags.
+        Drain,
+    }
+    // Each place's first call is a first sample (it wakes); the ring drained and the
+    // edge taken, 256 getppid more from the same place: the 257th of its calls is a
+    // sample, a quiet one; then a slow call from a place already sampled (no sample):
+    // its wake-up must come although the quiet sample waits unread.
+    let mut steps = vec![
+        Step::Wait(0),
+        Step::Getppid,
+        Step::Sleep(0),
+        Step::Drain,
+        Step::Wait(0),
+    ];
+    steps.extend(std::iter::repeat_n(Step::Getppid, 256));
+    steps.extend([
+        Step::Wait(0),
+        Step::Sleep(2_000_000),
+        Step::Wait(PATIENCE.as_millis() as i32),
+        Step::Drain,
+    ]);
+    // One loop makes every call, so that each kind comes from one place.
+    let (mut woken, mut drained) = (Vec::new(), Vec::new());
+    for s in steps {
+        match s {
+            Step::Wait(ms) => {
+                let mut out = [libc::epoll_event { events: 0, u64: 0 }];
+                // SAFETY: one event's room.
+                woken.push(unsafe { libc::epoll_wait(epoll, out.as_mut_ptr(), 1, ms) });
+            }
+            Step::Getppid => {
+                // SAFETY: no arguments.
+                unsafe { libc::getppid() };
+            }
+            Step::Sleep(ns) => {
+                let t = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: ns as libc::c_long,
+                };
+                // SAFETY: a live timespec, no remainder asked.
+                unsafe {
+                    libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &t, std::ptr::null_mut())
+                };
+            }
+            Step::Drain => {
+                let mut flags = Vec::new();
+                while let Some(item) = ring.next() {
+                    // SAFETY: the kernel wrote a whole SlowEvent at the record's start.
+                    let e: syscost_common::SlowEvent =
+                        unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) };
+                    flags.push(e.flags);
+                }
+                drained.push(flags);
+            }
+        }
+    }
+    use syscost_common::slow_flags::{SLOW, STACK_SAMPLE};
+    assert!(!drained[0].is_empty(), "no first sample was sent");
+    assert_eq!(
+        woken[3], 1,
+        "no wake-up within {PATIENCE:?} for the slow call behind a quiet sample"
+    );
+    assert_eq!(woken[2], 0, "the quiet sample woke the reader");
+    assert_eq!(
+        drained[1],
+        vec![STACK_SAMPLE, SLOW],
+        "the records after the first: the quiet sample, then the slow call"
+    );
+    // SAFETY: our epoll fd.
+    unsafe { libc::close(epoll) };
+}

@@ -91,6 +91,7 @@ pub const SUITE: &[(&str, &[&str])] = &[
             "a_session_counts_this_process_exactly_and_every_subscriber_sees_the_same_samples",
             "samples_grow_exactly_and_their_intervals_are_valid_profiles",
             "a_return_to_the_cpu_that_is_not_seen_is_counted_and_never_on_cpu",
+            "a_slow_call_wakes_the_reader_past_a_quiet_stack_sample",
         ],
     ),
 ];

@@ -48,6 +48,7 @@
 #![no_main]
 
 use aya_ebpf::{
+    bindings::{BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
     macros::raw_tracepoint,
     programs::RawTracePointContext,
@@ -179,11 +180,17 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
         if sample != Sample::No {
             flags |= slow_flags::STACK_SAMPLE;
         }
-        // A slow call and a stack's first sample wake the reader; a later sample waits.
-        let mut wake = sample == Sample::Wake;
+        // A slow call and a stack's first sample wake the reader, forced: the kernel wakes
+        // it by itself only for a record it has caught up with, and a quiet sample may be
+        // waiting unread. A later sample waits for the reader's next look.
+        let mut wake = if sample == Sample::Wake {
+            u64::from(BPF_RB_FORCE_WAKEUP)
+        } else {
+            u64::from(BPF_RB_NO_WAKEUP)
+        };
         if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
             flags |= slow_flags::SLOW;
-            wake = true;
+            wake = u64::from(BPF_RB_FORCE_WAKEUP);
         }
         if flags != 0 {
             report_slow(
@@ -205,7 +212,9 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             &call,
             ret,
             now,
-            (slow_flags::SLOW, true),
+            // No quiet record without `--stacks`: the kernel's own choice wakes the reader
+            // when it has caught up.
+            (slow_flags::SLOW, 0),
             0,
         );
     }

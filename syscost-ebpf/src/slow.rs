@@ -9,7 +9,7 @@ use crate::{
 };
 use aya_ebpf::{
     EbpfContext as _,
-    bindings::{BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
+    bindings::BPF_F_USER_STACK,
     helpers::{
         bpf_get_current_comm, bpf_get_current_task, bpf_probe_read_kernel, bpf_probe_read_user_buf,
         generated::bpf_get_stack,
@@ -34,7 +34,7 @@ pub(crate) fn report_slow(
     call: &Call,
     ret: i64,
     now: u64,
-    (flags, wake): (u32, bool),
+    (flags, wake): (u32, u64),
     stack_hash: u64,
 ) {
     // 32-bit tasks' stacks are not unwound from a copy: their frame-pointer walk only.
@@ -45,16 +45,6 @@ pub(crate) fn report_slow(
     };
     // The ring buffer's records have a size known when the program is verified: one
     // function per size.
-    // A record that wakes the reader: the kernel wakes it by itself only when the ring
-    // was empty before the record; a quiet sample left unread would keep it asleep, so
-    // then the wake-up is forced. One that does not wake leaves it to the reader's poll.
-    let wake = if !wake {
-        u64::from(BPF_RB_NO_WAKEUP)
-    } else if SLOW.query(u64::from(BPF_RB_AVAIL_DATA)) > 0 {
-        u64::from(BPF_RB_FORCE_WAKEUP)
-    } else {
-        0
-    };
     let sent = (flags, stack_hash, wake);
     match pages {
         1 => report::<1>(ctx, pid_tgid, stats_slot, call, ret, now, sent),

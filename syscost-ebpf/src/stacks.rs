@@ -28,13 +28,12 @@ const EEXIST: i32 = -17;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sample {
     No,
-    /// The first of its entry in the window (it names the stack, and is sent while the
-    /// process still lives to have its objects read), or one that finds an eighth of
-    /// the samples' room taken: the reader is woken.
+    /// The first of its entry in the window: it names the stack, and is sent while the
+    /// process still lives to have its objects read: the reader is woken.
     Wake,
-    /// A later one: it waits for the reader's next look (within its 10 ms poll), not
-    /// worth a wake-up (an interrupt, which a virtual machine pays tens of microseconds
-    /// for, on the traced call).
+    /// A later one: it waits for the reader's next look (its poll: 1 ms while records
+    /// come, 10 ms when idle), not worth a wake-up (an interrupt, which a virtual
+    /// machine pays tens of microseconds for, on the traced call).
     Quiet,
 }
 
@@ -118,14 +117,11 @@ pub(crate) fn count_stack(
     }
     // Samples take at most half of the ring: the slow calls' reports keep the rest, and a
     // sample without room is counted as one the ring had no room for.
-    let waiting = SLOW.query(u64::from(BPF_RB_AVAIL_DATA));
-    let limit = u64::from(config!(stacks_ring_limit));
-    if waiting >= limit {
+    if SLOW.query(u64::from(BPF_RB_AVAIL_DATA)) >= u64::from(config!(stacks_ring_limit)) {
         count(stack_counter::SAMPLES_DROPPED);
         return (hash, Sample::No);
     }
-    // Quiet samples wait at most an eighth of their room before one wakes the reader.
-    if calls == 1 || waiting >= limit / 8 {
+    if calls == 1 {
         (hash, Sample::Wake)
     } else {
         (hash, Sample::Quiet)

@@ -96,6 +96,11 @@ impl Reader {
             set_nice(-10);
             let mut decoder = Decoder::default();
             let fd = std::os::fd::AsRawFd::as_raw_fd(&ring);
+            // When the last record was read: the ring is looked at more often while they
+            // come.
+            let mut last_record = std::time::Instant::now()
+                .checked_sub(BUSY)
+                .unwrap_or_else(std::time::Instant::now);
             loop {
                 // Read after the stop flag: what was sent before it is drained.
                 let stopping = s.load(Ordering::Acquire);
@@ -124,15 +129,23 @@ impl Reader {
                     return;
                 }
                 let due = decoder.tick();
-                if !got {
-                    // Woken as soon as a call comes: its process's mappings are read at
-                    // its first slow call, and short-lived processes exit soon after.
+                if got {
+                    last_record = std::time::Instant::now();
+                } else {
+                    // Woken as soon as a slow call or a stack's first sample comes: its
+                    // process's mappings are read at its first such call, and short-lived
+                    // processes exit soon after. A stack's later samples wake nothing:
+                    // while records come (within 100 ms), the ring is looked at every
+                    // millisecond, so that they never wait long for room; idle, every 10.
                     let mut p = libc::pollfd {
                         fd,
                         events: libc::POLLIN,
                         revents: 0,
                     };
-                    let wait = due.map_or(10, |d| d.as_micros().div_ceil(1000).clamp(1, 10) as i32);
+                    let most = if last_record.elapsed() < BUSY { 1 } else { 10 };
+                    let wait = due.map_or(most, |d| {
+                        d.as_micros().div_ceil(1000).clamp(1, most as u128) as i32
+                    });
                     // SAFETY: one pollfd, for the ring buffer's fd, which outlives it.
                     if unsafe { libc::poll(&mut p, 1, wait) } < 0 {
                         std::thread::sleep(Duration::from_millis(10));
@@ -240,6 +253,10 @@ impl Reader {
         }
     }
 }
+
+/// How long after its last record the reader keeps looking at the ring every
+/// millisecond (then every 10): a stack's later samples wake nothing.
+const BUSY: Duration = Duration::from_millis(100);
 
 /// How long the end waits for the reader's threads while they neither receive nor name
 /// anything.

@@ -323,11 +323,14 @@ fn a_slow_call_wakes_the_reader_past_a_quiet_stack_sample() {
     let Some(_t) = root_test!() else {
         return;
     };
-    // One CPU: a stack's first call on another CPU would be a first sample (it wakes).
-    // SAFETY: a cpu_set_t made empty, then CPU 0 of it set, for this thread.
+    // One CPU, the one it runs on (a cpuset may leave out CPU 0): a stack's first call
+    // on another CPU would be a first sample (it wakes).
+    // SAFETY: a cpu_set_t made empty, then this CPU of it set, for this thread.
     unsafe {
+        let cpu = libc::sched_getcpu();
+        assert!(cpu >= 0, "sched_getcpu");
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(0, &mut set);
+        libc::CPU_SET(cpu as usize, &mut set);
         assert_eq!(
             libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set),
             0

@@ -14,8 +14,8 @@ use syscost_engine::{
 use syscost_report::profile::Target;
 use syscost_test_support::{PATIENCE, root_test, wait_until};
 
-/// A session over this process, sampling every `interval`.
-fn session_of_this_process(interval: Duration) -> Session {
+/// The programs loaded (one slot, the on-CPU split) and this process traced.
+fn this_process_traced() -> Tracer {
     let mut tracer = Tracer::load(TracerOptions {
         slots: 1,
         offcpu: true,
@@ -25,6 +25,12 @@ fn session_of_this_process(interval: Duration) -> Session {
     tracer
         .trace_process(std::process::id())
         .expect("this process is traced");
+    tracer
+}
+
+/// A session over this process, sampling every `interval`.
+fn session_of_this_process(interval: Duration) -> Session {
+    let tracer = this_process_traced();
     Session::start(
         Sampler::new(tracer, false),
         None,
@@ -237,15 +243,7 @@ fn a_return_to_the_cpu_that_is_not_seen_is_counted_and_never_on_cpu() {
     let Some(_t) = root_test!() else {
         return;
     };
-    let mut tracer = Tracer::load(TracerOptions {
-        slots: 1,
-        offcpu: true,
-        ..Default::default()
-    })
-    .expect("the programs load");
-    tracer
-        .trace_process(std::process::id())
-        .expect("this process is traced");
+    let mut tracer = this_process_traced();
     let mut fds = [0; 2];
     // SAFETY: fds has room for the two descriptors.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);

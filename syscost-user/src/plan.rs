@@ -88,8 +88,7 @@ pub mod programs {
     pub fn command() -> TracerOptions {
         TracerOptions {
             follow_forks: true,
-            slots: 1,
-            ..Default::default()
+            ..process()
         }
     }
 

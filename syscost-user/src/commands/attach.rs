@@ -99,6 +99,9 @@ impl<'a> Attach<'a> {
             && !args.live_text
             && !args.view.summary_only
             && std::io::stdout().is_terminal();
+        let groups = args.groups();
+        // strace's -C: the live text, a table each second unless -i says otherwise.
+        let every = groups.interval;
         let plan = Plan::new(
             TracerOptions {
                 follow_forks: args.follow_forks,
@@ -109,12 +112,11 @@ impl<'a> Attach<'a> {
                 per_process: args.per_process,
                 ..programs::process()
             },
-            args.groups(),
+            groups,
         )?
         .live(tui);
         Ok(Self {
-            // strace's -C: the live text, a table each second unless -i says otherwise.
-            every: args.groups().interval,
+            every,
             plan,
             target,
             cgroup,

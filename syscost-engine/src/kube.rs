@@ -325,11 +325,22 @@ impl Directory {
     /// `pod`, `container` where the runtime's files give them; none for a cgroup that
     /// is no container's or pod's.
     pub fn labels(&mut self, path: &str) -> Vec<(&'static str, String)> {
+        self.labels_settled(path).0
+    }
+
+    /// [`Directory::labels`], and whether they are settled: the cgroup is no
+    /// container's, or its container's file was read (one not written yet is read again
+    /// after [`RETRY`]).
+    pub fn labels_settled(&mut self, path: &str) -> (Vec<(&'static str, String)>, bool) {
         let Some(w) = parse(path) else {
-            return Vec::new();
+            return (Vec::new(), true);
         };
         let names = self.names(&w);
-        [
+        let settled = w
+            .container_id
+            .as_ref()
+            .is_none_or(|id| self.known.contains_key(id));
+        let labels = [
             ("pod_uid", w.pod_uid),
             ("container_id", w.container_id),
             ("namespace", names.namespace),
@@ -338,21 +349,40 @@ impl Directory {
         ]
         .into_iter()
         .filter_map(|(k, v)| Some((k, v?)))
-        .collect()
+        .collect();
+        (labels, settled)
     }
 }
 
-/// The pod and container each cgroup is, for the views of a session: the runtimes'
-/// files are read here, in the engine, once a container (a [`Directory`]), never by a
-/// view. Shared by the threads that ask (the endpoint's, the OTLP pusher's, the clock's
-/// handlers).
+/// The pod and container each cgroup is, for a session: the runtimes' files are read
+/// here, in the engine, once a container (a [`Directory`]), never by a view. The
+/// per-process table names its rows with it ([`crate::process::Names::name_pods`]);
+/// the OTLP pusher asks it for its targets' cgroups
+/// ([`crate::session::SessionHandle::pod_labels`]).
 #[derive(Default)]
 pub struct Pods(std::sync::Mutex<Directory>);
+
+impl std::fmt::Debug for Pods {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pods")
+    }
+}
+
+impl From<Directory> for Pods {
+    fn from(d: Directory) -> Self {
+        Self(std::sync::Mutex::new(d))
+    }
+}
 
 impl Pods {
     /// [`Directory::labels`] of the cgroup at `path`.
     pub fn labels(&self, path: &str) -> Vec<(&'static str, String)> {
         crate::locks::lock(&self.0).labels(path)
+    }
+
+    /// [`Directory::labels_settled`] of the cgroup at `path`.
+    pub fn labels_settled(&self, path: &str) -> (Vec<(&'static str, String)>, bool) {
+        crate::locks::lock(&self.0).labels_settled(path)
     }
 }
 
@@ -536,8 +566,8 @@ mod tests {
         assert_eq!(names.pod.as_deref(), Some("pg-0"));
         let names = d.names(&parse(&format!("/kubepods/pod{UID}/{}", ids[2])).unwrap());
         assert_eq!(names.container.as_deref(), Some("coredns"));
-        // No files: the path's labels only.
-        let labels = d.labels(&format!("/kubepods/pod{UID}/{ID}"));
+        // No files: the path's labels only, not settled (the runtime may write them).
+        let (labels, settled) = d.labels_settled(&format!("/kubepods/pod{UID}/{ID}"));
         assert_eq!(
             labels,
             vec![
@@ -545,7 +575,10 @@ mod tests {
                 ("container_id", ID.to_string())
             ]
         );
-        assert!(d.labels("/user.slice").is_empty());
+        assert!(!settled);
+        assert_eq!(d.labels_settled("/user.slice"), (vec![], true));
+        let (_, settled) = d.labels_settled(&format!("/kubepods/pod{UID}/{}", ids[1]));
+        assert!(settled, "its file was read");
         // A file written after its container was first seen is read once the retry is
         // due (the miss made older here rather than waited for).
         write(
@@ -556,6 +589,40 @@ mod tests {
         assert_eq!(d.names(&late).pod, None, "not before the retry is due");
         *d.missed.get_mut(ID).unwrap() -= RETRY;
         assert_eq!(d.names(&late).pod.as_deref(), Some("late"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The process table's names keep a cgroup's pod labels once settled, and ask again
+    /// for a container whose runtime had not written its names yet.
+    #[test]
+    fn process_names_keep_settled_pods_only() {
+        let dir = std::env::temp_dir().join(format!("syscost-kube-names-{}", std::process::id()));
+        let file = Roots::under(&dir).containerd.join(ID).join("config.json");
+        let mut names = crate::process::Names::default();
+        let cgroup: crate::process_table::Name = format!("/kubepods/pod{UID}/{ID}").into();
+        assert!(names.pod_of(&cgroup).is_empty(), "none before a view asks");
+        let pods = || std::sync::Arc::new(Pods::from(Directory::new(Roots::under(&dir))));
+        names.name_pods(pods());
+        let pod = |names: &mut crate::process::Names| {
+            names
+                .pod_of(&cgroup)
+                .iter()
+                .find(|(k, _)| *k == "pod")
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(pod(&mut names), None, "no file yet");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(
+            &file,
+            r#"{"annotations":{"io.kubernetes.cri.sandbox-name":"web"}}"#,
+        )
+        .unwrap();
+        // A directory paces its retries: a fresh one reads the file now.
+        names.name_pods(pods());
+        assert_eq!(pod(&mut names).as_deref(), Some("web"), "asked again");
+        std::fs::remove_file(&file).unwrap();
+        names.name_pods(pods());
+        assert_eq!(pod(&mut names).as_deref(), Some("web"), "kept once settled");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

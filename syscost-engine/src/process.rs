@@ -6,7 +6,7 @@ use std::{
     fs,
     os::fd::{FromRawFd as _, OwnedFd},
 };
-use syscost_report::report::top::Name;
+use syscost_report::report::top::{Name, PodLabels};
 
 use anyhow::{Context as _, Result, bail};
 
@@ -227,6 +227,8 @@ pub struct ProcInfo {
     pub comm: Name,
     /// Its cgroup v2 path ("" when unknown).
     pub cgroup: Name,
+    /// The pod and container that cgroup is, once a view asked ([`Names::name_pods`]).
+    pub kube: PodLabels,
     /// The name was read from /proc (the process was alive then); otherwise it is what
     /// the kernel side kept, or "?".
     pub from_proc: bool,
@@ -236,12 +238,14 @@ impl ProcInfo {
     /// What the kernel side kept of an exited process (its comm at its last exec, and
     /// its cgroup's id).
     pub fn of_record(r: &syscost_common::ProcRecord, names: &mut Names) -> Self {
+        let cgroup = names
+            .cgroups
+            .path_of(r.cgroup_id)
+            .unwrap_or_else(|| "?".into());
         Self {
             comm: names.comm(&r.comm),
-            cgroup: names
-                .cgroups
-                .path_of(r.cgroup_id)
-                .unwrap_or_else(|| "?".into()),
+            kube: names.pod_of(&cgroup),
+            cgroup,
             from_proc: false,
         }
     }
@@ -269,14 +273,16 @@ impl ProcInfo {
             Some((c, id)) => (Some(c), Some(id)),
             None => (None, None),
         };
+        let cgroup = cgroup
+            .or_else(|| kid.and_then(|id| names.cgroups.path_of(id)))
+            .unwrap_or_else(|| "?".into());
         Self {
             from_proc: comm.is_some(),
             comm: comm
                 .or_else(|| kcomm.map(Name::from))
                 .unwrap_or_else(|| "?".into()),
-            cgroup: cgroup
-                .or_else(|| kid.and_then(|id| names.cgroups.path_of(id)))
-                .unwrap_or_else(|| "?".into()),
+            kube: names.pod_of(&cgroup),
+            cgroup,
         }
     }
 }
@@ -289,6 +295,11 @@ pub struct Names {
     pub cgroups: crate::cgroup::CgroupNames,
     comms: std::collections::HashMap<[u8; 16], Name>,
     paths: std::collections::HashSet<Name>,
+    /// Where the pods are named, once a view asked ([`Names::name_pods`]).
+    pods: Option<std::sync::Arc<crate::kube::Pods>>,
+    /// Each cgroup's pod labels, once settled (a container whose runtime has not
+    /// written its names yet is asked again: the directory paces the reads).
+    kube: std::collections::HashMap<Name, PodLabels>,
 }
 
 /// Names of each kind kept at the most (all forgotten when full: a host can start
@@ -330,6 +341,32 @@ impl Names {
         let n: Name = path.into();
         self.paths.insert(n.clone());
         n
+    }
+
+    /// From now on each process is named with the pod and container its cgroup is, from
+    /// `pods` (the session's, which reads each container's runtime file once).
+    pub fn name_pods(&mut self, pods: std::sync::Arc<crate::kube::Pods>) {
+        self.pods = Some(pods);
+    }
+
+    /// The pod labels of `cgroup` (none until [`Names::name_pods`]), made once it is
+    /// settled.
+    pub fn pod_of(&mut self, cgroup: &Name) -> PodLabels {
+        let Some(pods) = &self.pods else {
+            return PodLabels::default();
+        };
+        if let Some(l) = self.kube.get(cgroup) {
+            return l.clone();
+        }
+        let (labels, settled) = pods.labels_settled(cgroup);
+        let labels: PodLabels = labels.into();
+        if settled {
+            if self.kube.len() >= NAMES_KEPT {
+                self.kube.clear();
+            }
+            self.kube.insert(cgroup.clone(), labels.clone());
+        }
+        labels
     }
 }
 

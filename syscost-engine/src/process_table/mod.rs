@@ -64,6 +64,7 @@ impl PendingSteps {
                     e.exited |= r.exited;
                     e.comm = r.comm;
                     e.cgroup = r.cgroup;
+                    e.kube = r.kube;
                 }
                 None => {
                     self.rows.insert(r.pid, r);
@@ -168,6 +169,7 @@ impl ProcessTable {
                         pid,
                         comm: pi.comm,
                         cgroup: pi.cgroup,
+                        kube: pi.kube,
                         ..Default::default()
                     }
                 });
@@ -184,6 +186,7 @@ impl ProcessTable {
                     ProcInfo {
                         comm: r.comm.clone(),
                         cgroup: r.cgroup.clone(),
+                        kube: r.kube.clone(),
                         from_proc: true,
                     },
                 );
@@ -195,6 +198,7 @@ impl ProcessTable {
                 total.pid = pid;
                 total.comm = row.comm.clone();
                 total.cgroup = row.cgroup.clone();
+                total.kube = row.kube.clone();
                 for (id, v) in &row.syscalls {
                     total.add(*id, v);
                 }
@@ -249,6 +253,7 @@ impl ProcessTable {
         let info = match self.known.remove(&pid) {
             Some(known) => ProcInfo {
                 cgroup: known.cgroup,
+                kube: known.kube,
                 ..info
             },
             None => info,
@@ -257,6 +262,7 @@ impl ProcessTable {
             pid,
             comm: info.comm,
             cgroup: info.cgroup,
+            kube: info.kube,
             exited: true,
             ..Default::default()
         };
@@ -276,6 +282,7 @@ impl ProcessTable {
             if !(total.syscalls.is_empty() && row.syscalls.is_empty()) {
                 total.comm = row.comm.clone();
                 total.cgroup = row.cgroup.clone();
+                total.kube = row.kube.clone();
                 for (id, v) in &row.syscalls {
                     total.add(*id, v);
                 }
@@ -322,6 +329,7 @@ impl ProcessTable {
                     pid: k.tgid,
                     comm: known.comm,
                     cgroup: known.cgroup,
+                    kube: known.kube,
                     ..Default::default()
                 }
             });
@@ -475,6 +483,7 @@ mod tests {
             comm: format!("p{pid}").into(),
             cgroup: "/a".into(),
             from_proc: true,
+            kube: Default::default(),
         };
         let t1 = [(k(1, 39), v(10, 0, 1000, 0)), (k(2, 3), v(5, 5, 500, 100))];
         let s = m.step(&t1, |_| Some(1), info);
@@ -561,11 +570,13 @@ mod tests {
         let info = |pid| ProcInfo {
             comm: format!("p{pid}").into(),
             cgroup: "/a".into(),
+            kube: [("pod", "a".to_string())].into(),
             from_proc: true,
         };
         let record = |pid| ProcInfo {
             comm: format!("end{pid}").into(),
             cgroup: "/b".into(),
+            kube: [("pod", "b".to_string())].into(),
             from_proc: false,
         };
         for (seen_alive, step_between) in [(true, false), (true, true), (false, true)] {
@@ -593,6 +604,9 @@ mod tests {
             let r = &s.interval[0];
             let last = if seen_alive { 21 } else { 31 };
             assert_eq!((&*r.comm, r.calls(), r.exited), (name.0, last, true));
+            // The pod goes with the cgroup it was named from.
+            let pod = if seen_alive { "a" } else { "b" };
+            assert_eq!(&*r.kube, &[("pod", pod.to_string())], "{r:?}");
             let t = m.totals();
             assert_eq!(t.len(), 1);
             assert_eq!((&*t[0].comm, &*t[0].cgroup), name);
@@ -613,12 +627,14 @@ mod tests {
             comm: "?".into(),
             cgroup: "?".into(),
             from_proc: false,
+            kube: Default::default(),
         };
         m.step(&[(k(7, 39), v(10, 0, 100, 0))], |_| Some(1), unread);
         let record = ProcInfo {
             comm: "syscost-getppid".into(),
             cgroup: "/b".into(),
             from_proc: false,
+            kube: Default::default(),
         };
         let s = exit(&mut m, 7, record, &[(k(7, 39), v(12, 0, 120, 0))]);
         assert_eq!(&*s.interval[0].comm, "syscost-getppid");
@@ -636,6 +652,7 @@ mod tests {
             comm: proc_says.get().into(),
             cgroup: "/a".into(),
             from_proc: true,
+            kube: Default::default(),
         };
         m.step(&[(k(9, 39), v(5, 0, 50, 0))], |_| Some(1), info);
         proc_says.set("?");
@@ -659,6 +676,7 @@ mod tests {
                 comm: format!("p{pid}").into(),
                 cgroup: cg.into(),
                 from_proc: true,
+                kube: Default::default(),
             };
             exit(&mut m, pid, info, &[(k(pid, 39), v(3, 1, 30, 0))]);
         }
@@ -695,6 +713,7 @@ mod tests {
             comm: format!("p{pid}").into(),
             cgroup: "/a".into(),
             from_proc: true,
+            kube: Default::default(),
         };
         let live = |_| Some(1);
         m.step(

@@ -173,6 +173,12 @@ impl Sampler {
         self
     }
 
+    /// The per-process rows carry the pod and container of each process's cgroup from
+    /// now on, from `pods`.
+    pub fn name_pods(&mut self, pods: std::sync::Arc<crate::kube::Pods>) {
+        self.names.name_pods(pods);
+    }
+
     /// No per-process totals since the start (`export --top`, which runs for days and
     /// only needs the steps).
     pub fn without_top_totals(mut self) -> Self {

@@ -13,11 +13,18 @@ use std::{
 use syscost_report::profile::{CallStacks, Features};
 
 impl SessionHandle {
-    /// The pods and containers of cgroups (their Kubernetes names, where a cgroup is a
-    /// container's), resolved and remembered by the engine for every view of the
-    /// session.
-    pub fn pods(&self) -> Arc<crate::kube::Pods> {
-        self.shared.pods.clone()
+    /// The pod and container the cgroup at `path` is (its Kubernetes labels, where it is
+    /// a container's; see [`crate::kube::Directory::labels`]), resolved and remembered by
+    /// the engine for every view of the session.
+    pub fn pod_labels(&self, path: &str) -> Vec<(&'static str, String)> {
+        self.shared.pods.labels(path)
+    }
+
+    /// The per-process rows carry the pod and container of each process's cgroup from
+    /// now on ([`syscost_report::report::top::ProcessRow::kube`]), named with the
+    /// process: a view that labels its series with them (`export --top`).
+    pub fn want_pod_names(&self) {
+        lock(&self.shared.sampler).name_pods(self.shared.pods.clone());
     }
 
     /// The cgroup v2 path of process `pid` now (`None` when it is gone or has none).

@@ -70,7 +70,8 @@ pub(super) struct Shared {
     pub(super) watch_generation: std::sync::atomic::AtomicU64,
     pub(super) offcpu: bool,
     pub(super) features: Features,
-    /// The pods and containers of cgroups, named for the views (`SessionHandle::pods`).
+    /// The pods and containers of cgroups, named for the views (`SessionHandle::pod_labels`,
+    /// `SessionHandle::want_pod_names`).
     pub(super) pods: Arc<crate::kube::Pods>,
 }
 

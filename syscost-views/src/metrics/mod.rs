@@ -97,8 +97,6 @@ pub struct Metrics {
 struct TopSeries {
     processes: BoundedSeries<u32>,
     cgroups: Option<BoundedSeries<syscost_report::report::top::Name>>,
-    /// The pods and containers the series' cgroups are, named by the session.
-    pods: std::sync::Arc<syscost_engine::kube::Pods>,
 }
 
 impl Metrics {
@@ -151,8 +149,9 @@ impl Metrics {
         let top = std::sync::Arc::new(std::sync::Mutex::new(TopSeries {
             processes: BoundedSeries::new(n),
             cgroups: cgroups.then(|| BoundedSeries::new(n)),
-            pods: self.session.pods(),
         }));
+        // Each row names its pod and container (the engine's process table reads them).
+        self.session.want_pod_names();
         // Fed by the session as it publishes (every sample's step counts once, in
         // order), for as long as this endpoint's state lives.
         let fed = std::sync::Arc::downgrade(&top);
@@ -285,16 +284,13 @@ impl Metrics {
 
 /// A sample's per-process step into the bounded series. A process's or a cgroup's
 /// series also names the Kubernetes pod and container its cgroup is, where it is one
-/// (`pod_uid`, `container_id`, and `namespace`, `pod`, `container` from the runtime's
-/// files).
+/// (`pod_uid`, `container_id`, and `namespace`, `pod`, `container`), as the engine's
+/// process table named the row.
 fn feed(top: &mut TopSeries, sample: &Sample) {
-    let TopSeries {
-        processes,
-        cgroups,
-        pods,
-    } = top;
-    let with_kube = |mut labels: Vec<(&'static str, String)>, cgroup: &str| {
-        labels.extend(pods.labels(cgroup));
+    let TopSeries { processes, cgroups } = top;
+    let with_kube = |mut labels: Vec<(&'static str, String)>,
+                     r: &syscost_engine::process_table::ProcessRow| {
+        labels.extend(r.kube.iter().cloned());
         labels
     };
     let step = &sample.top;
@@ -309,7 +305,7 @@ fn feed(top: &mut TopSeries, sample: &Sample) {
                     ("comm", r.comm.to_string()),
                     ("cgroup", r.cgroup.to_string()),
                 ],
-                &r.cgroup,
+                r,
             )
         },
         &step.exited,
@@ -319,7 +315,7 @@ fn feed(top: &mut TopSeries, sample: &Sample) {
         c.add(
             &syscost_report::report::top::sums::by_cgroup(&step.interval),
             |r| r.cgroup.clone(),
-            |r| with_kube(vec![("cgroup", r.cgroup.to_string())], &r.cgroup),
+            |r| with_kube(vec![("cgroup", r.cgroup.to_string())], r),
             &[],
             now,
         );

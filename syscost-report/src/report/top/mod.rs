@@ -21,12 +21,20 @@ use crate::{
 /// on a churning host carry the same few (a clone counts a reference, allocates nothing).
 pub type Name = std::sync::Arc<str>;
 
+/// The Kubernetes labels of a row's cgroup (`pod_uid`, `container_id`, `namespace`,
+/// `pod`, `container`, those known), named by the engine where it names the process;
+/// empty for a cgroup that is no container's, or when no view asked for them. Shared like
+/// a [`Name`].
+pub type PodLabels = std::sync::Arc<[(&'static str, String)]>;
+
 /// One process's figures over some period.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcessRow {
     pub pid: u32,
     pub comm: Name,
     pub cgroup: Name,
+    /// The pod and container its cgroup is.
+    pub kube: PodLabels,
     /// Threads now (0 once exited).
     pub threads: u32,
     pub exited: bool,

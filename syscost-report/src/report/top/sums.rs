@@ -20,6 +20,7 @@ pub fn by_cgroup(rows: &[ProcessRow]) -> Vec<ProcessRow> {
                 ProcessRow {
                     comm: short_cgroup(&r.cgroup).into(),
                     cgroup: r.cgroup.clone(),
+                    kube: r.kube.clone(),
                     ..Default::default()
                 },
             );

@@ -191,7 +191,6 @@ async fn push_loop(
     // read from /proc then, the runtime's files read as /metrics reads them).
     let mut kube = Kube::new();
     let mut cgroups: std::collections::HashMap<String, Option<String>> = Default::default();
-    let pods = metrics.session().pods();
     // Said once: a receiver that takes the pushes but rejects some of their points.
     let mut partial_said = false;
     let mut backoff = Duration::from_secs(1);
@@ -234,7 +233,7 @@ async fn push_loop(
             }) {
                 let labels = cgroup
                     .as_deref()
-                    .map(|cg| pods.labels(cg))
+                    .map(|cg| metrics.session().pod_labels(cg))
                     .unwrap_or_default();
                 kube.insert(key_of(p), labels);
             }

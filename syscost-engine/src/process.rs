@@ -298,8 +298,10 @@ pub struct Names {
     /// Where the pods are named, once a view asked ([`Names::name_pods`]).
     pods: Option<std::sync::Arc<crate::kube::Pods>>,
     /// Each cgroup's pod labels, once settled (a container whose runtime has not
-    /// written its names yet is asked again: the directory paces the reads).
-    kube: std::collections::HashMap<Name, PodLabels>,
+    /// written its names yet is asked again: the directory paces the reads). Found by
+    /// the address of the cgroup's shared name, which the entry holds (so no other name
+    /// takes that address while it is kept): a lookup per row costs no hash of the path.
+    kube: std::collections::HashMap<usize, (Name, PodLabels)>,
 }
 
 /// Names of each kind kept at the most (all forgotten when full: a host can start
@@ -355,7 +357,8 @@ impl Names {
         let Some(pods) = &self.pods else {
             return PodLabels::default();
         };
-        if let Some(l) = self.kube.get(cgroup) {
+        let at = std::sync::Arc::as_ptr(cgroup).cast::<u8>() as usize;
+        if let Some((_, l)) = self.kube.get(&at) {
             return l.clone();
         }
         let (labels, settled) = pods.labels_settled(cgroup);
@@ -364,7 +367,7 @@ impl Names {
             if self.kube.len() >= NAMES_KEPT {
                 self.kube.clear();
             }
-            self.kube.insert(cgroup.clone(), labels.clone());
+            self.kube.insert(at, (cgroup.clone(), labels.clone()));
         }
         labels
     }

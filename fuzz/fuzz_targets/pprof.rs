@@ -2,10 +2,10 @@
 //! folded stacks.
 #![no_main]
 
-use syscost_report::report::{pprof, stacks};
+use syscost_report::report::{call_stacks, pprof};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     if let Ok(s) = pprof::decode(data) {
-        let _ = stacks::folded(&s, stacks::Weight::Time);
+        let _ = call_stacks::folded(&s, call_stacks::Weight::Time);
     }
 });

@@ -1,4 +1,4 @@
-//! A slow-call record from the ring buffer: a `SlowEvent`, then the user stack copy.
+//! A slow-call record from the ring buffer: a `CallEvent`, then the user stack copy.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

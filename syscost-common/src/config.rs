@@ -93,7 +93,7 @@ pub struct LoadConfig {
     /// user stack, for unwinding) when their count less one has no bit of this mask set:
     /// the first, then 1 in (mask + 1).
     pub stacks_sample_mask: u32,
-    /// With `stacks_on`: a sample is sent only while the `SLOW` ring holds fewer bytes
+    /// With `stacks_on`: a sample is sent only while the `CALL_RING` ring holds fewer bytes
     /// than this (half of it): slow calls keep the rest, whatever the samples' rate.
     pub stacks_ring_limit: u32,
 }
@@ -157,7 +157,7 @@ pub mod map_names {
     pub const PROC_INFO: &str = "PROC_INFO";
     pub const PROC_NAMES: &str = "PROC_NAMES";
     pub const EXITS: &str = "EXITS";
-    pub const SLOW: &str = "SLOW";
+    pub const CALL_RING: &str = "CALL_RING";
     pub const SLOW_NS: &str = "SLOW_NS";
     pub const DRILL: &str = "DRILL";
     pub const KSTACK_OF: &str = "KSTACK_OF";
@@ -182,7 +182,7 @@ pub mod map_names {
         PROC_INFO,
         PROC_NAMES,
         EXITS,
-        SLOW,
+        CALL_RING,
         SLOW_NS,
         DRILL,
         KSTACK_OF,

@@ -190,7 +190,7 @@ pub mod stack_counter {
     /// `STACK_FRAMES` as the entry was made (its calls are counted under its hash, its
     /// frames unknown unless a sample names them).
     pub const FRAMES_DROPPED: u32 = 1;
-    /// Samples sent through the `SLOW` ring buffer for unwinding.
+    /// Samples sent through the `CALL_RING` ring buffer for unwinding.
     pub const SAMPLES: u32 = 2;
     /// Samples the ring buffer had no room for.
     pub const SAMPLES_DROPPED: u32 = 3;
@@ -455,8 +455,8 @@ pub const USER_STACK_DEFAULT_PAGES: u32 = 4;
 /// (`event.user_stack_bytes` of them read).
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct SlowRecord<const P: usize> {
-    pub event: SlowEvent,
+pub struct CallRecord<const P: usize> {
+    pub event: CallEvent,
     pub stack: [[u8; USER_STACK_PAGE]; P],
 }
 /// Kernel stack frames a slow call carries (`--kernel-stacks`).
@@ -473,11 +473,11 @@ pub struct BlockedStack {
     pub stack: [u64; KERNEL_STACK_FRAMES],
 }
 
-/// A call at least as slow as its threshold (`--slow`), sent through the `SLOW` ring
+/// A call at least as slow as its threshold (`--slow`), sent through the `CALL_RING` ring
 /// buffer at its exit: only those calls leave the kernel.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SlowEvent {
+pub struct CallEvent {
     /// `bpf_ktime_get_ns()` at the exit.
     pub exit_ns: u64,
     pub latency_ns: u64,
@@ -509,7 +509,7 @@ pub struct SlowEvent {
     pub user_stack_base: u64,
     /// Bytes of that copy (whole pages: a page that cannot be read ends it).
     pub user_stack_bytes: u32,
-    /// `slow_flags::*`.
+    /// `record_flags::*`.
     pub flags: u32,
     /// The address of the process's `mm_struct`: a new one after an exec, so userspace
     /// knows when the mappings it read for the process are no longer its.
@@ -523,7 +523,7 @@ pub struct SlowEvent {
     /// The low half of the task's `self_exec_id` (one more at each exec): with `mm`, which
     /// image of the process made the call (a freed `mm_struct` may be reused).
     pub exec_id: u32,
-    /// With `slow_flags::STACK_SAMPLE`: the hash of the call's frame-pointer walk, the
+    /// With `record_flags::STACK_SAMPLE`: the hash of the call's frame-pointer walk, the
     /// stack whose calls it samples (`StackKey::stack`).
     pub stack_hash: u64,
     /// User stack, innermost first (the instruction after the syscall first).
@@ -567,15 +567,15 @@ pub mod counter {
     pub const COUNT: u32 = 11;
 }
 
-/// `SlowEvent::flags`.
-pub mod slow_flags {
+/// `CallEvent::flags`.
+pub mod record_flags {
     /// The call's return to a CPU after a switch-out was not seen
     /// (`counter::SWITCH_IN_UNSEEN`): its `offcpu_ns` is an upper bound.
     pub const SWITCH_IN_UNSEEN: u32 = 1;
     /// The record is a slow call (`--slow`).
     pub const SLOW: u32 = 2;
     /// The record is a sample of its stack's calls (`--stacks`): its user stack copy
-    /// names the frames of `SlowEvent::stack_hash`.
+    /// names the frames of `CallEvent::stack_hash`.
     pub const STACK_SAMPLE: u32 = 4;
 }
 
@@ -604,7 +604,7 @@ mod pod {
     unsafe impl aya::Pod for super::UserStack {}
     unsafe impl aya::Pod for super::ProcRecord {}
     unsafe impl aya::Pod for super::ExitRecord {}
-    unsafe impl aya::Pod for super::SlowEvent {}
+    unsafe impl aya::Pod for super::CallEvent {}
     unsafe impl aya::Pod for super::BlockedStack {}
     unsafe impl aya::Pod for super::config::LoadConfig {}
 }

@@ -27,7 +27,7 @@
 //! | hook (raw tracepoint) | program | maps | attached |
 //! |---|---|---|---|
 //! | `sys_enter` | `syscost_sys_enter` | PROCS(+_OVERFLOW) read, written on a process's first call; THREADS(+_OVERFLOW); PROC_NAMES(+PROC_INFO) (`config.per_process_on`) | always |
-//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, SLOW, KSTACK_OF (`config.slow_on`); STACK_SIDE, STACK_CALLS, STACK_FRAMES, STACK_SCRATCH, STACK_COUNTS, SLOW (`config.stacks_on`); TOP, and PROC_NAMES(+PROC_INFO) on a process's first event (`config.per_process_on`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
+//! | `sys_exit` | `syscost_sys_exit` | PROCS read; DRILL; THREADS; SLOW_NS, CALL_RING, KSTACK_OF (`config.slow_on`); STACK_SIDE, STACK_CALLS, STACK_FRAMES, STACK_SCRATCH, STACK_COUNTS, CALL_RING (`config.stacks_on`); TOP, and PROC_NAMES(+PROC_INFO) on a process's first event (`config.per_process_on`); INDEX, BIG_INDEX, POOL, POOL_NEXT; COUNTERS | always |
 //! | `sched_switch` | `syscost_sched_switch` | PROCS read; THREADS; KSTACK_OF (`config.kstacks_on`) | unless `--no-offcpu` |
 //! | `sched_process_fork` | `syscost_fork` | PROCS (children, `config.follow_forks`); THREADS | always |
 //! | `sched_process_exec` | `syscost_exec` | PROCS (ABI); PROC_NAMES(+PROC_INFO) (`config.per_process_on`); THREADS | always |
@@ -56,28 +56,28 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use syscost_common::{
     KEY_FORK_CHILD, KEY_NONE, KEYS_PER_SLOT, ProcSlot, ThreadSlot, abi, auto_mode, counter,
-    proc_value, slow_flags, syscall_key,
+    proc_value, record_flags, syscall_key,
 };
 
 use self::{
+    by_stack::{Sample, count_stack},
+    call_ring::{send_call, take_kernel_stack},
     maps::{DRILL, SLOW_NS, config},
     per_process::{count_top, hand_over},
     procs::{
         auto_add, group_dead, insert_proc, name_held, name_process, proc_of, proc_value_ptr,
         process_abi, remove_proc, rename_process, traced,
     },
-    slow::{report_slow, take_kernel_stack},
-    stacks::{Sample, count_stack},
     stats::{count, record},
     threads::{claim_thread, release_thread, start_thread, thread_slot},
 };
 
+mod by_stack;
+mod call_ring;
 mod maps;
 mod per_process;
 mod probes;
 mod procs;
-mod slow;
-mod stacks;
 mod stats;
 mod threads;
 
@@ -178,7 +178,7 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
         let (stack_hash, sample) = count_stack(&ctx, tgid, call.key, call.ns);
         let mut flags = 0;
         if sample != Sample::No {
-            flags |= slow_flags::STACK_SAMPLE;
+            flags |= record_flags::STACK_SAMPLE;
         }
         // A slow call and a stack's first sample wake the reader, forced: the kernel wakes
         // it by itself only for a record it has caught up with, and a quiet sample may be
@@ -189,11 +189,11 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             u64::from(BPF_RB_NO_WAKEUP)
         };
         if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
-            flags |= slow_flags::SLOW;
+            flags |= record_flags::SLOW;
             wake = u64::from(BPF_RB_FORCE_WAKEUP);
         }
         if flags != 0 {
-            report_slow(
+            send_call(
                 &ctx,
                 pid_tgid,
                 stats_slot,
@@ -205,7 +205,7 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             );
         }
     } else if config!(slow_on) != 0 && call.ns >= slow_threshold(call.key) {
-        report_slow(
+        send_call(
             &ctx,
             pid_tgid,
             stats_slot,
@@ -214,7 +214,7 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
             now,
             // No quiet record without `--stacks`: the kernel's own choice wakes the reader
             // when it has caught up.
-            (slow_flags::SLOW, 0),
+            (record_flags::SLOW, 0),
             0,
         );
     }

@@ -85,9 +85,10 @@ pub(crate) static PROC_INFO: HashMap<u32, ProcRecord> = HashMap::with_max_entrie
 #[map]
 pub(crate) static EXITS: RingBuf = RingBuf::with_byte_size(4096, 0);
 
-/// Slow calls (`--slow`), the only per-call traffic, and only with `config.slow_on`.
+/// Calls sent to userspace (`call_ring`): slow calls (`config.slow_on`) and samples of
+/// each stack's calls (`config.stacks_on`), the only per-call traffic.
 #[map]
-pub(crate) static SLOW: RingBuf = RingBuf::with_byte_size(4096, 0);
+pub(crate) static CALL_RING: RingBuf = RingBuf::with_byte_size(4096, 0);
 
 /// Per syscall key: the latency from which a call is slow, ns (u64::MAX: never).
 #[map]

@@ -330,7 +330,7 @@ impl Directory {
 
     /// [`Directory::labels`], and whether they are settled: the cgroup is no
     /// container's, or its container's file was read (one not written yet is read again
-    /// after [`RETRY`]).
+    /// after 10 s).
     pub fn labels_settled(&mut self, path: &str) -> (Vec<(&'static str, String)>, bool) {
         let Some(w) = parse(path) else {
             return (Vec::new(), true);

@@ -2,8 +2,9 @@
 //! loads and attaches the programs (the layout of the running kernel from its BTF,
 //! `kernel_btf`; the tables' sizes, `map_sizes`); [`sampler`] is the one reader of the
 //! maps (consistent snapshots, threads, own cost); [`session`] owns time, taking the
-//! samples the views are handed; [`slow`] reads, unwinds and names the slow calls (and
-//! `--stacks`' samples); [`stacks`] joins the calls by stack with their samples;
+//! samples the views are handed; [`slow`] resolves `--slow`'s thresholds; [`call_ring`]
+//! reads the calls the kernel sends (slow calls and `--stacks`' samples), which
+//! [`unwind`] unwinds and names; [`by_stack`] joins the calls by stack with their samples;
 //! [`process_table`] keeps the machine's processes for `top`; [`collector`] turns
 //! snapshots into profiles; [`process`], [`cgroup`], [`privileges`], [`signals`] and [`wake`] are
 //! what it needs of the system.
@@ -11,6 +12,8 @@
 //! It may use `syscost-common` and `syscost-report` (it produces profiles), never the
 //! views or the binary.
 
+pub mod by_stack;
+pub mod call_ring;
 pub mod cgroup;
 pub mod collector;
 #[doc(hidden)]
@@ -27,7 +30,6 @@ pub mod sampler;
 pub mod session;
 pub mod signals;
 pub mod slow;
-pub mod stacks;
 pub mod tracer;
 pub mod unwind;
 pub mod wake;

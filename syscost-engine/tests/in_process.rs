@@ -342,7 +342,7 @@ fn a_slow_call_wakes_the_reader_past_a_quiet_stack_sample() {
         slots: 1,
         offcpu: true,
         slow: Some(slow),
-        stacks: Some(256),
+        stack_sample_every: Some(256),
         ..Default::default()
     })
     .expect("the programs load");
@@ -416,8 +416,8 @@ fn a_slow_call_wakes_the_reader_past_a_quiet_stack_sample() {
             Step::Drain => {
                 let mut flags = Vec::new();
                 while let Some(item) = ring.next() {
-                    // SAFETY: the kernel wrote a whole SlowEvent at the record's start.
-                    let e: syscost_common::SlowEvent =
+                    // SAFETY: the kernel wrote a whole CallEvent at the record's start.
+                    let e: syscost_common::CallEvent =
                         unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) };
                     flags.push(e.flags);
                 }
@@ -425,7 +425,7 @@ fn a_slow_call_wakes_the_reader_past_a_quiet_stack_sample() {
             }
         }
     }
-    use syscost_common::slow_flags::{SLOW, STACK_SAMPLE};
+    use syscost_common::record_flags::{SLOW, STACK_SAMPLE};
     assert!(!drained[0].is_empty(), "no first sample was sent");
     assert_eq!(
         woken[3], 1,

@@ -17,8 +17,8 @@ use std::time::Duration;
 use anyhow::Result;
 use syscost_engine::{
     session::{INTERVAL, Session, SessionOptions, Watch},
-    slow::{reader::SlowLog, spec::SlowSpec},
     tracer::{Auto, Tracer, TracerOptions},
+    {call_ring::reader::SlowLog, slow::spec::SlowSpec},
 };
 use syscost_views::metrics::server::{Bound, MAX_CONNECTIONS, MetricsServer};
 
@@ -41,7 +41,7 @@ pub struct Plan {
     /// `--slow` as given, for the profile's slow calls.
     pub slow: Option<SlowSpec>,
     /// `--stacks`: where the calls by stack go, and how they are written.
-    pub stacks: Option<StacksOut>,
+    pub stacks_out: Option<StacksOut>,
     pub session: SessionPlan,
     /// The metrics endpoint's socket, bound before anything is loaded (a port taken or a
     /// web configuration that does not read is said before any wait).
@@ -52,8 +52,8 @@ pub struct Plan {
 #[derive(Clone, Debug)]
 pub struct StacksOut {
     pub path: std::path::PathBuf,
-    pub format: syscost_report::report::stacks::Format,
-    pub weight: syscost_report::report::stacks::Weight,
+    pub format: syscost_report::report::call_stacks::Format,
+    pub weight: syscost_report::report::call_stacks::Weight,
 }
 
 /// How the session runs.
@@ -112,7 +112,7 @@ pub mod programs {
 pub struct Groups<'a> {
     pub tracing: &'a TracingArgs,
     pub slow: &'a SlowArgs,
-    pub stacks: &'a StacksArgs,
+    pub calls_by_stack: &'a StacksArgs,
     /// Where the metrics endpoint listens (`--metrics-addr`).
     pub listen: Option<std::net::SocketAddr>,
     pub web: &'a WebArgs,
@@ -137,7 +137,7 @@ impl Groups<'static> {
         Groups {
             tracing: &NO_TRACING,
             slow: &NO_SLOW,
-            stacks: &NO_STACKS,
+            calls_by_stack: &NO_STACKS,
             listen: None,
             web: &NO_WEB,
             own_cost: true,
@@ -151,7 +151,7 @@ impl RunArgs {
         Groups {
             tracing: &self.tracing,
             slow: &self.slow_calls,
-            stacks: &self.stacks,
+            calls_by_stack: &self.calls_by_stack,
             listen: self.metrics_addr,
             web: &self.web,
             own_cost: !self.own_cost.no_run_stats,
@@ -165,7 +165,7 @@ impl AttachArgs {
         Groups {
             tracing: &self.tracing,
             slow: &self.slow_calls,
-            stacks: &self.stacks,
+            calls_by_stack: &self.calls_by_stack,
             listen: self.metrics_addr,
             web: &self.web,
             own_cost: !self.own_cost.no_run_stats,
@@ -180,7 +180,7 @@ impl ExportArgs {
         Groups {
             tracing: &self.tracing,
             slow: &self.slow_calls,
-            stacks: &self.stacks,
+            calls_by_stack: &self.calls_by_stack,
             listen: Some(self.metrics_addr),
             web: &self.web,
             own_cost: self.run_stats,
@@ -194,7 +194,7 @@ impl TopArgs {
         Groups {
             tracing: &self.tracing,
             slow: &NO_SLOW,
-            stacks: &NO_STACKS,
+            calls_by_stack: &NO_STACKS,
             listen: None,
             web: &NO_WEB,
             own_cost: !self.own_cost.no_run_stats,
@@ -211,7 +211,7 @@ impl Plan {
         let Groups {
             tracing,
             slow,
-            stacks,
+            calls_by_stack: stacks,
             listen,
             web,
             own_cost,
@@ -231,8 +231,8 @@ impl Plan {
             && stacks.stacks_value.is_some()
             && stacks
                 .stacks_format
-                .unwrap_or_else(|| syscost_report::report::stacks::Format::of(path))
-                == syscost_report::report::stacks::Format::Pprof
+                .unwrap_or_else(|| syscost_report::report::call_stacks::Format::of(path))
+                == syscost_report::report::call_stacks::Format::Pprof
         {
             anyhow::bail!(
                 "--stacks-value chooses what a folded stacks file counts: a pprof profile ({}) holds both the calls and the time",
@@ -248,14 +248,15 @@ impl Plan {
                 slow: slow.slow.as_ref().map(SlowSpec::thresholds).transpose()?,
                 kernel_stacks: slow.kernel_stacks,
                 stack_pages: slow.stack_size.unwrap_or(STACK_PAGES),
-                stacks: (stacks.stacks.as_ref().map(|_| stacks.stacks_sample)).or(programs.stacks),
+                stack_sample_every: (stacks.stacks.as_ref().map(|_| stacks.stacks_sample))
+                    .or(programs.stack_sample_every),
                 ..programs
             },
             slow: slow.slow.clone(),
-            stacks: stacks.stacks.clone().map(|path| StacksOut {
+            stacks_out: stacks.stacks.clone().map(|path| StacksOut {
                 format: stacks
                     .stacks_format
-                    .unwrap_or_else(|| syscost_report::report::stacks::Format::of(&path)),
+                    .unwrap_or_else(|| syscost_report::report::call_stacks::Format::of(&path)),
                 weight: stacks.stacks_value.unwrap_or_default(),
                 path,
             }),
@@ -296,7 +297,7 @@ impl Plan {
 
     /// Whether the programs count calls by stack (`--stacks`, or `top --stacks`).
     pub fn counts_stacks(&self) -> bool {
-        self.programs.stacks.is_some()
+        self.programs.stack_sample_every.is_some()
     }
 
     /// Whether slow calls are reported (`--slow`).
@@ -321,10 +322,10 @@ impl Plan {
         let s = self.session;
         let on = &tracer.features().on;
         let reader = if on.contains(&"slow") || on.contains(&"stacks") {
-            Some(syscost_engine::slow::reader::Reader::spawn(
+            Some(syscost_engine::call_ring::reader::Reader::spawn(
                 tracer.take_slow_ring()?,
                 s.echo_slow
-                    .then(|| -> syscost_engine::slow::reader::EachCall {
+                    .then(|| -> syscost_engine::call_ring::reader::EachCall {
                         Box::new(|c| eprintln!("{}", syscost_report::report::slow::line(c)))
                     }),
                 s.keep_slow,
@@ -358,7 +359,7 @@ mod tests {
         Groups {
             tracing: &TracingArgs { no_offcpu: false },
             slow: &NO_SLOW,
-            stacks,
+            calls_by_stack: stacks,
             listen: None,
             web: &NO_WEB,
             own_cost: true,
@@ -374,23 +375,28 @@ mod tests {
             Plan::new(programs, with_stacks(stacks)).expect("a plan")
         };
         let top = TracerOptions {
-            stacks: Some(syscost_engine::stacks::SAMPLE_EVERY),
+            stack_sample_every: Some(syscost_engine::by_stack::SAMPLE_EVERY),
             ..programs::machine(Auto::All)
         };
         assert_eq!(
-            plan(top, &StacksArgs::default()).programs.stacks,
-            Some(syscost_engine::stacks::SAMPLE_EVERY)
+            plan(top, &StacksArgs::default())
+                .programs
+                .stack_sample_every,
+            Some(syscost_engine::by_stack::SAMPLE_EVERY)
         );
         let file = StacksArgs {
             stacks: Some("x.folded".into()),
             stacks_sample: 16,
             ..StacksArgs::default()
         };
-        assert_eq!(plan(programs::command(), &file).programs.stacks, Some(16));
+        assert_eq!(
+            plan(programs::command(), &file).programs.stack_sample_every,
+            Some(16)
+        );
         assert_eq!(
             plan(programs::command(), &StacksArgs::default())
                 .programs
-                .stacks,
+                .stack_sample_every,
             None
         );
     }
@@ -399,7 +405,7 @@ mod tests {
     /// counts is refused for a pprof profile, which holds both.
     #[test]
     fn the_stacks_format_follows_the_name_and_refuses_a_value_it_has_no_use_for() {
-        use syscost_report::report::stacks::{Format, Weight};
+        use syscost_report::report::call_stacks::{Format, Weight};
         let plan = |stacks: &StacksArgs| Plan::new(programs::command(), with_stacks(stacks));
         let args = |file: &str, format, value| StacksArgs {
             stacks: Some(file.into()),
@@ -407,7 +413,7 @@ mod tests {
             stacks_value: value,
             stacks_sample: 16,
         };
-        let format = |a: &StacksArgs| plan(a).expect("a plan").stacks.unwrap().format;
+        let format = |a: &StacksArgs| plan(a).expect("a plan").stacks_out.unwrap().format;
         assert_eq!(format(&args("x.pb.gz", None, None)), Format::Pprof);
         assert_eq!(format(&args("x.pprof", None, None)), Format::Pprof);
         assert_eq!(format(&args("x.folded", None, None)), Format::Folded);

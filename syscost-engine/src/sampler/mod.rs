@@ -79,7 +79,7 @@ impl Sampler {
             features: tracer.features().clone(),
             tracer: Some(tracer),
             last: HashMap::new(),
-            stacks: None,
+            final_stack_tables: None,
             frozen: None,
             own_cost: OwnCost::new(run_stats),
             table: ProcessTable::new(true),
@@ -177,7 +177,7 @@ impl Sampler {
             let last = self.snapshots()?;
             self.own_cost.tick(self.tracer.as_ref(), true);
             self.frozen = Some(last);
-            self.stacks = stacks;
+            self.final_stack_tables = stacks;
             self.tracer = None;
             self.exits.ended.set();
         }

@@ -24,13 +24,13 @@ pub(super) fn stack_window() -> Duration {
 impl Sampler {
     /// `--stacks`' tables now (as read when the programs were unloaded, once they are);
     /// `None` without `--stacks`.
-    pub fn stack_tables(&self) -> Result<Option<crate::stacks::Raw>> {
+    pub fn stack_tables(&self) -> Result<Option<crate::by_stack::Raw>> {
         if !self.features.on.contains(&"stacks") {
             return Ok(None);
         }
         match &self.tracer {
             Some(t) => t.stack_tables().map(|raw| Some(self.drained.joined(raw))),
-            None => Ok(self.stacks.clone()),
+            None => Ok(self.final_stack_tables.clone()),
         }
     }
 
@@ -96,7 +96,7 @@ impl Sampler {
 
     /// `--stacks`' tables as read when the programs were unloaded (`None` before, or
     /// without `--stacks`).
-    pub fn take_stacks(&mut self) -> Option<crate::stacks::Raw> {
-        self.stacks.take()
+    pub fn take_stacks(&mut self) -> Option<crate::by_stack::Raw> {
+        self.final_stack_tables.take()
     }
 }

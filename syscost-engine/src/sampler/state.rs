@@ -35,7 +35,7 @@ pub struct Sampler {
     /// The snapshots taken when the programs were unloaded.
     pub(super) frozen: Option<Vec<Snapshot>>,
     /// `--stacks`' tables, read when the programs were unloaded.
-    pub(super) stacks: Option<crate::stacks::Raw>,
+    pub(super) final_stack_tables: Option<crate::by_stack::Raw>,
     pub(super) own_cost: OwnCost,
     /// The per-process figures (`syscost top`, `export --top`, `--per-process`).
     pub(super) table: ProcessTable,
@@ -51,7 +51,7 @@ pub struct Sampler {
     /// The per-process table's pairs in use at the last refresh, and its capacity.
     pub(super) top_pairs: (usize, usize),
     /// `--stacks`' entries of the windows closed, drained from the kernel's tables.
-    pub(super) drained: crate::stacks::Drained,
+    pub(super) drained: crate::by_stack::Drained,
     pub(super) stack_window_at: Instant,
     /// A window swapped and not drained yet.
     pub(super) stack_window_closed: Option<u32>,

@@ -174,10 +174,10 @@ impl Shared {
             .as_ref()
             .filter(|_| wants & Want::STACKS.0 != 0)
             .map(|raw| {
-                let none = crate::stacks::Samples::default();
+                let none = crate::by_stack::Samples::default();
                 let samples = self.stack_samples.as_ref().map(|s| lock(s));
                 // The live view's pane names no cgroup: no /proc read per sample for it.
-                Arc::new(crate::stacks::assemble(
+                Arc::new(crate::by_stack::assemble(
                     raw,
                     samples.as_deref().unwrap_or(&none),
                     crate::process::comm_of,

@@ -114,7 +114,7 @@ impl SessionHandle {
 
     /// The calls by stack of `raw` (a sample's tables, or the difference of two), named
     /// with the samples received so far.
-    pub fn assemble_stacks(&self, raw: &crate::stacks::Raw) -> CallStacks {
+    pub fn assemble_stacks(&self, raw: &crate::by_stack::Raw) -> CallStacks {
         // The processes' cgroups read first: the samples' lock is not held over /proc.
         let cgroups: std::collections::HashMap<u32, Option<String>> = raw
             .calls
@@ -125,9 +125,9 @@ impl SessionHandle {
             .into_iter()
             .map(|tgid| (tgid, crate::cgroup::of_process(tgid)))
             .collect();
-        let none = crate::stacks::Samples::default();
+        let none = crate::by_stack::Samples::default();
         let samples = self.shared.stack_samples.as_ref().map(|s| lock(s));
-        crate::stacks::assemble(
+        crate::by_stack::assemble(
             raw,
             samples.as_deref().unwrap_or(&none),
             crate::process::comm_of,

@@ -11,11 +11,11 @@
 //! hold (`handle`).
 
 use crate::{
+    call_ring::reader::Reader,
     collector::Snapshot,
     locks::lock,
     process_table::{ProcessRow, TopStep},
     sampler::Sampler,
-    slow::reader::Reader,
     wake::Wake,
 };
 use anyhow::Result;
@@ -166,7 +166,7 @@ impl Session {
             None => (None, Default::default()),
         };
         let stacks = raw_stacks.map(|raw| {
-            crate::stacks::assemble(
+            crate::by_stack::assemble(
                 &raw,
                 &samples,
                 crate::process::comm_of,

@@ -60,9 +60,9 @@ pub struct Sample {
     pub stacks: Option<Arc<CallStacks>>,
     /// With `--stacks`, once a view asked for them
     /// ([`Want::STACK_TABLES`](super::Want::STACK_TABLES)): the kernel's tables so far,
-    /// as read (two of them make a window's calls by stack: [`crate::stacks::Raw::since`],
+    /// as read (two of them make a window's calls by stack: [`crate::by_stack::Raw::since`],
     /// [`SessionHandle::assemble_stacks`](super::SessionHandle::assemble_stacks)).
-    pub stack_tables: Option<Arc<crate::stacks::Raw>>,
+    pub stack_tables: Option<Arc<crate::by_stack::Raw>>,
     /// The programs were unloaded before it was taken: its figures are final.
     pub unloaded: bool,
 }

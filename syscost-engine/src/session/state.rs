@@ -5,8 +5,8 @@ use super::sample::Sample;
 use super::subscription::{SampleHandler, Subscriber};
 
 use crate::{
+    call_ring::reader::{Reader, SlowLog},
     sampler::SharedSampler,
-    slow::reader::{Reader, SlowLog},
     wake::Wake,
 };
 use std::{
@@ -44,7 +44,7 @@ pub(super) struct Shared {
     pub(super) sampler: SharedSampler,
     pub(super) slow_log: Option<Arc<Mutex<SlowLog>>>,
     /// `--stacks`' samples as the reader names them.
-    pub(super) stack_samples: Option<Arc<Mutex<crate::stacks::Samples>>>,
+    pub(super) stack_samples: Option<Arc<Mutex<crate::by_stack::Samples>>>,
     pub(super) watch: Mutex<Watch>,
     pub(super) interval: Duration,
     pub(super) latest: Mutex<Arc<Sample>>,

@@ -1,10 +1,7 @@
 //! Slow calls (`--slow`): the calls at least as slow as their threshold, sent by the
-//! kernel side through a ring buffer (only those; the others are only counted). `spec`
-//! resolves the thresholds the tracer loads, `decode` turns events into records with
-//! their arguments, file descriptors and symbolized stacks, `reader` receives them as
-//! they come. The records ([`syscost_report::profile::SlowCall`]) are printed by
+//! kernel side through the ring of calls (only those; the others are only counted).
+//! `spec` resolves the thresholds the tracer loads; [`crate::call_ring`] receives and
+//! decodes the calls. The records ([`syscost_report::profile::SlowCall`]) are printed by
 //! [`syscost_report::report::slow`].
 
-pub mod decode;
-pub mod reader;
 pub mod spec;

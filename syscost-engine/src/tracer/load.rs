@@ -63,7 +63,7 @@ pub(super) fn load_object(loader: EbpfLoader<'static>, shape: &Shape<'_>) -> Res
     let own = std::process::id();
     let per_process = u32::from(options.per_process);
     let slow_on = u32::from(options.slow.is_some());
-    let sends = options.slow.is_some() || options.stacks.is_some();
+    let sends = options.slow.is_some() || options.stack_sample_every.is_some();
     let stack_pages = if sends { options.stack_pages } else { 0 };
     let kstacks = u32::from(options.slow.is_some() && options.kernel_stacks && options.offcpu);
     let slow_default = match &options.slow {
@@ -102,9 +102,9 @@ pub(super) fn load_object(loader: EbpfLoader<'static>, shape: &Shape<'_>) -> Res
         thread_mask: sizes.thread_slots - 1,
         pool_per_cpu: sizes.pool_per_cpu,
         cgroup_walk: walk_on,
-        stacks_on: u32::from(options.stacks.is_some()),
+        stacks_on: u32::from(options.stack_sample_every.is_some()),
         stacks_sample_mask: options
-            .stacks
+            .stack_sample_every
             .map_or(0, |n| n.max(1).next_power_of_two() - 1),
         stacks_ring_limit: sizes.slow_ring / 2,
     };
@@ -142,7 +142,10 @@ pub(super) fn load_object(loader: EbpfLoader<'static>, shape: &Shape<'_>) -> Res
             },
         )
         .map_max_entries(map_names::KSTACK_OF, if kstacks != 0 { 16384 } else { 1 })
-        .map_max_entries(map_names::SLOW, if sends { sizes.slow_ring } else { 4096 })
+        .map_max_entries(
+            map_names::CALL_RING,
+            if sends { sizes.slow_ring } else { 4096 },
+        )
         .map_max_entries(map_names::STACK_CALLS, sizes.stack_calls)
         .map_max_entries(map_names::STACK_FRAMES, sizes.stack_frames)
         .load(OBJECT)

@@ -57,7 +57,7 @@ pub struct TracerOptions {
     /// Slots below this keep no histograms, only `TOP` figures (`syscost top`: slot 0
     /// is every process not drilled into).
     pub pool_from_slot: u32,
-    /// Send calls at least this slow through the `SLOW` ring buffer (`--slow`).
+    /// Send calls at least this slow through the `CALL_RING` ring buffer (`--slow`).
     pub slow: Option<crate::slow::spec::SlowThresholds>,
     /// With `slow`: take the kernel stack at each blocking switch inside a call.
     pub kernel_stacks: bool,
@@ -66,7 +66,7 @@ pub struct TracerOptions {
     pub stack_pages: u32,
     /// Count every call by its user stack (`--stacks`), a power of two N: 1 in N of each
     /// stack's calls per CPU (and the first) carries its stack for unwinding.
-    pub stacks: Option<u32>,
+    pub stack_sample_every: Option<u32>,
 }
 
 /// What the programs trace by themselves.
@@ -88,7 +88,7 @@ pub struct Tracer {
     offcpu: bool,
     per_process: bool,
     /// With `--stacks`: 1 in N of each stack's calls sampled.
-    stacks: Option<u32>,
+    stack_sample_every: Option<u32>,
     /// With `--stacks`: the window the programs count in, and the wait that tells when
     /// none still counts in the other (`None`: this kernel made no such wait, and the
     /// tables hold the whole run).
@@ -153,7 +153,7 @@ impl Tracer {
         if options.per_process {
             sizes = sizes.with_top();
         }
-        if options.stacks.is_some() {
+        if options.stack_sample_every.is_some() {
             sizes = sizes.with_stacks();
         }
         // The tests' way to shrink (or grow) the tables: debug builds only.
@@ -200,7 +200,7 @@ impl Tracer {
             (options.slow.is_some(), "slow"),
             (options.kernel_stacks, "kernel-stacks"),
             (options.per_process, "per-process"),
-            (options.stacks.is_some(), "stacks"),
+            (options.stack_sample_every.is_some(), "stacks"),
             (matches!(options.auto, Auto::Cgroup { .. }), "cgroup"),
         ] {
             if on {
@@ -216,7 +216,7 @@ impl Tracer {
             map_data(&ebpf, map_names::THREADS)?,
             sizes.thread_slots as usize * size_of::<ThreadSlot>(),
         )?;
-        let stack_window = match options.stacks.map(|_| GracePeriod::new()) {
+        let stack_window = match options.stack_sample_every.map(|_| GracePeriod::new()) {
             None => None,
             Some(Ok(wait)) => Some((0, std::sync::Arc::new(wait))),
             Some(Err(e)) => {
@@ -232,7 +232,9 @@ impl Tracer {
             features,
             offcpu: options.offcpu,
             per_process: options.per_process,
-            stacks: options.stacks.map(|n| n.max(1).next_power_of_two()),
+            stack_sample_every: options
+                .stack_sample_every
+                .map(|n| n.max(1).next_power_of_two()),
             stack_window,
             slots,
             sizes,
@@ -283,7 +285,7 @@ impl Tracer {
     pub fn take_slow_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
         let map = self
             .ebpf
-            .take_map(map_names::SLOW)
+            .take_map(map_names::CALL_RING)
             .context("SLOW map missing")?;
         Ok(aya::maps::RingBuf::try_from(map)?)
     }

@@ -17,9 +17,9 @@ impl Tracer {
     /// the calls of each (process, stack, syscall) summed over CPUs, each stack's
     /// frame-pointer walk, and what could not be kept. An entry being updated while it
     /// is copied may trail by one call.
-    pub fn stack_tables(&self) -> Result<crate::stacks::Raw> {
-        let mut raw = crate::stacks::Raw::default();
-        if self.stacks.is_none() {
+    pub fn stack_tables(&self) -> Result<crate::by_stack::Raw> {
+        let mut raw = crate::by_stack::Raw::default();
+        if self.stack_sample_every.is_none() {
             return Ok(raw);
         }
         // Both windows: an entry in each is one (process, stack, syscall), summed.
@@ -54,7 +54,7 @@ impl Tracer {
         for (i, c) in raw.counts.iter_mut().enumerate() {
             *c = counts.get(&(i as u32), 0)?.iter().sum();
         }
-        raw.sample_every = self.stacks.unwrap_or(1);
+        raw.sample_every = self.stack_sample_every.unwrap_or(1);
         Ok(raw)
     }
 
@@ -83,13 +83,13 @@ impl Tracer {
     /// entry is handed over only once it is deleted: one that could not be read or
     /// deleted stays, whole, for the next drain of its window. A walk's copy is handed
     /// over whether or not its delete succeeded (a walk is the same wherever it is
-    /// kept). What is drained is the caller's to keep ([`crate::stacks::Drained`]).
-    pub fn drain_stack_window(&mut self, closed: u32) -> Result<crate::stacks::Raw> {
-        let mut out = crate::stacks::Raw::default();
-        if self.stacks.is_none() {
+    /// kept). What is drained is the caller's to keep ([`crate::by_stack::Drained`]).
+    pub fn drain_stack_window(&mut self, closed: u32) -> Result<crate::by_stack::Raw> {
+        let mut out = crate::by_stack::Raw::default();
+        if self.stack_sample_every.is_none() {
             return Ok(out);
         }
-        out.sample_every = self.stacks.unwrap_or(1);
+        out.sample_every = self.stack_sample_every.unwrap_or(1);
         let bit = if closed != 0 { STACK_SIDE_BIT } else { 0 };
         let in_closed = |stack: u64| stack & STACK_SIDE_BIT == bit;
         let calls_fd = map_fd(self.map(map_names::STACK_CALLS)?)?;

@@ -1,5 +1,5 @@
 //! A call's user stack, unwound and named independently of its process's lifetime: a
-//! library of the ring buffer's decoder (`slow::decode`), for slow calls (`--slow`) and
+//! library of the ring buffer's decoder (`call_ring::decode`), for slow calls (`--slow`) and
 //! the samples of calls by stack (`--stacks`) alike.
 //!
 //! The kernel side sends each slow call (and sample) with its frame-pointer walk, the registers at
@@ -67,7 +67,7 @@ struct Known {
 /// Keeps what slow calls' stacks need of their processes as the calls arrive (see the
 /// module's documentation): the part that must be quick, before a short-lived process
 /// is gone; unwinding and naming come after, on another thread ([`Names`]).
-pub struct Stacks {
+pub struct Unwinder {
     processes: HashMap<u32, Known>,
     order: VecDeque<u32>,
     /// By (device, inode) as `/proc/PID/maps` gives them: open while a process or a call
@@ -88,7 +88,7 @@ const AFTER_EXEC: std::time::Duration = std::time::Duration::from_millis(1);
 /// How often the processes known are checked for exits (their objects closed).
 const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-impl Default for Stacks {
+impl Default for Unwinder {
     fn default() -> Self {
         raise_open_files_limit();
         Self {
@@ -101,7 +101,7 @@ impl Default for Stacks {
     }
 }
 
-impl Stacks {
+impl Unwinder {
     /// Keeps process `pid`'s mappings for a call (`image`: its address space and exec
     /// count, from the event; `exec`: the call is an exec; `seen`: where the call
     /// returns to): read at its first call, after an exec, and again while it lives when

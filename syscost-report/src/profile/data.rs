@@ -1,8 +1,8 @@
 //! The profile's own data: its syscalls, what it traced, the features it measured.
 
+use super::call_stacks::CallStacks;
 use super::processes::{ProcessSelect, ProcessTotals};
 use super::slow::SlowCall;
-use super::stacks::CallStacks;
 
 use std::collections::BTreeMap;
 

@@ -5,11 +5,11 @@
 //! (`processes`), slow calls (`slow`), calls by stack (`stacks`), sort orders and
 //! per-unit figures (`sort`), and top's document (`top`).
 
+mod call_stacks;
 mod data;
 mod processes;
 mod slow;
 mod sort;
-mod stacks;
 mod top;
 
-pub use self::{data::*, processes::*, slow::*, sort::*, stacks::*, top::*};
+pub use self::{call_stacks::*, data::*, processes::*, slow::*, sort::*, top::*};

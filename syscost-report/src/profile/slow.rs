@@ -1,6 +1,6 @@
 //! Slow calls (`--slow`): each call with its arguments, stacks and file.
 
-use super::stacks::Frame;
+use super::call_stacks::Frame;
 
 use serde::{Deserialize, Serialize};
 

@@ -15,8 +15,9 @@ use crate::{
         SortKey, SyscallProfile, TOP_SCHEMA, TopDocument, TopSort,
     },
     report::{
+        call_stacks,
         diff::{self, DiffSort, Variant},
-        json, slow, stacks,
+        json, slow,
         strace_table::{self, Column, Columns, TableOptions},
         top,
     },
@@ -456,8 +457,8 @@ fn variants(a: &Profile, b: &Profile, c: &Profile) {
 /// Folded stacks (of calls by stack, of slow calls) and their flame graphs, the trace.
 fn stacks_and_slow_calls(p: &Profile) {
     if let Some(s) = &p.stacks {
-        for weight in [stacks::Weight::Calls, stacks::Weight::Time] {
-            let text = stacks::folded(s, weight);
+        for weight in [call_stacks::Weight::Calls, call_stacks::Weight::Time] {
+            let text = call_stacks::folded(s, weight);
             let sum: u128 = text
                 .lines()
                 .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u128>().unwrap())
@@ -466,8 +467,8 @@ fn stacks_and_slow_calls(p: &Profile) {
                 .stacks
                 .iter()
                 .map(|c| match weight {
-                    stacks::Weight::Calls => u128::from(c.calls),
-                    stacks::Weight::Time => u128::from(c.total_ns),
+                    call_stacks::Weight::Calls => u128::from(c.calls),
+                    call_stacks::Weight::Time => u128::from(c.total_ns),
                 })
                 .sum();
             assert_eq!(sum, want, "{text}");
@@ -475,7 +476,7 @@ fn stacks_and_slow_calls(p: &Profile) {
                 slow::flame_svg(&text, "calls").unwrap();
             }
         }
-        no_nonsense(&stacks::summary(s, "out.folded"));
+        no_nonsense(&call_stacks::summary(s, "out.folded"));
     }
     let text = slow::folded(&p.slow_calls);
     if !text.is_empty() {

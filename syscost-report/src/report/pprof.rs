@@ -290,7 +290,7 @@ pub fn encode(stacks: &CallStacks, window: Window) -> Vec<u8> {
         m.has_filenames = lines;
         m.has_line_numbers = lines;
     }
-    let comment = crate::report::stacks::summary(stacks, "this profile");
+    let comment = crate::report::call_stacks::summary(stacks, "this profile");
     let comment = comment.trim_start_matches("syscost: ").to_string();
     p.comment = std::iter::once(format!("syscost {comment}"))
         .chain(window.note.clone())
@@ -479,7 +479,7 @@ fn decode_within(bytes: &[u8], max_unpacked: u64) -> Result<CallStacks> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::stacks::{Weight, folded};
+    use crate::report::call_stacks::{Weight, folded};
 
     fn stacks() -> CallStacks {
         let libc = FrameMapping {

@@ -100,15 +100,15 @@ pub struct StacksArgs {
     /// What VALUE counts in the folded stacks file: the calls, or the time in them (ns)
     /// [default: calls]. A pprof profile holds both.
     #[arg(long, value_enum, requires = "stacks")]
-    pub stacks_value: Option<syscost_report::report::stacks::Weight>,
+    pub stacks_value: Option<syscost_report::report::call_stacks::Weight>,
     /// How the stacks file is written: folded stacks, or a gzipped pprof profile (what
     /// go tool pprof, Pyroscope and Parca read) [default: pprof for a FILE ending in
     /// .pb.gz, .pb or .pprof, folded otherwise].
     #[arg(long, value_enum, requires = "stacks")]
-    pub stacks_format: Option<syscost_report::report::stacks::Format>,
+    pub stacks_format: Option<syscost_report::report::call_stacks::Format>,
     /// 1 in N of each stack's calls (per CPU, and its first there) carries a copy of the
     /// stack, unwound with .eh_frame to name the callers a frame-pointer walk skips (code
     /// built without frame pointers, a libc wrapper's caller): a power of two.
-    #[arg(long, requires = "stacks", value_name = "N", default_value_t = syscost_engine::stacks::SAMPLE_EVERY, value_parser = parse_sample_every)]
+    #[arg(long, requires = "stacks", value_name = "N", default_value_t = syscost_engine::by_stack::SAMPLE_EVERY, value_parser = parse_sample_every)]
     pub stacks_sample: u32,
 }

@@ -136,7 +136,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub slow_calls: SlowArgs,
     #[command(flatten)]
-    pub stacks: StacksArgs,
+    pub calls_by_stack: StacksArgs,
 }
 
 #[derive(Debug, Default, Args)]
@@ -188,7 +188,7 @@ pub struct AttachArgs {
     #[command(flatten)]
     pub slow_calls: SlowArgs,
     #[command(flatten)]
-    pub stacks: StacksArgs,
+    pub calls_by_stack: StacksArgs,
 }
 
 #[derive(Debug, Args)]
@@ -254,7 +254,7 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub slow_calls: SlowArgs,
     #[command(flatten)]
-    pub stacks: StacksArgs,
+    pub calls_by_stack: StacksArgs,
 }
 
 /// `syscost top`.

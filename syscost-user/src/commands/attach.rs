@@ -76,7 +76,7 @@ impl<'a> Attach<'a> {
     fn resolve(args: &'a AttachArgs) -> Result<Self> {
         super::check_outputs(
             &args.view,
-            &[args.json.as_deref(), args.stacks.stacks.as_deref()],
+            &[args.json.as_deref(), args.calls_by_stack.stacks.as_deref()],
         )?;
         if args.per_process && args.cgroup.is_none() {
             anyhow::bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
@@ -197,7 +197,7 @@ impl<'a> Attach<'a> {
                 hint,
                 label: cgroup.as_ref().map(|_| label.clone()),
                 slow: plan.reports_slow(),
-                stacks: plan.stacks.is_some(),
+                callers_pane: plan.stacks_out.is_some(),
             };
             let last = live::run(&handle, &target, &options)?;
             if !view.syscalls.is_empty() || view.successful || view.failed || view.columns.is_some()
@@ -236,7 +236,7 @@ impl<'a> Attach<'a> {
         super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
         super::write_stacks(
             Some(&mut profile),
-            plan.stacks.as_ref(),
+            plan.stacks_out.as_ref(),
             finished.stacks,
             syscost_report::output::Owner::invoker(),
             None,

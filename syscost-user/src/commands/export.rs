@@ -30,7 +30,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     if args.per_process && args.cgroup.is_none() {
         bail!("--per-process splits a --cgroup profile: give --cgroup PATH");
     }
-    if let Some(p) = &args.stacks.stacks {
+    if let Some(p) = &args.calls_by_stack.stacks {
         if args.top {
             bail!(
                 "--stacks counts the calls of the processes export profiles in full (-p, --cgroup); --top keeps per-process figures only"
@@ -88,7 +88,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     let (server, pusher) = serve(
         Metrics::new(handle.clone(), sources)
             .with_slow(plan.reports_slow())
-            .with_stacks(plan.stacks.is_some()),
+            .with_stacks(plan.stacks_out.is_some()),
         &mut plan,
         args,
     )?;
@@ -153,7 +153,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     let finished = session.finish()?;
     super::write_stacks(
         None,
-        plan.stacks.as_ref(),
+        plan.stacks_out.as_ref(),
         finished.stacks,
         syscost_report::output::Owner::invoker(),
         Some(started.elapsed().as_nanos() as u64),
@@ -205,7 +205,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     };
     let mut metrics = Metrics::new(handle.clone(), sources)
         .with_slow(plan.reports_slow())
-        .with_stacks(plan.stacks.is_some());
+        .with_stacks(plan.stacks_out.is_some());
     if per_process {
         metrics = metrics.with_top(args.top_n as usize, cgroup.is_none());
     }
@@ -233,7 +233,7 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
     let finished = session.finish()?;
     super::write_stacks(
         None,
-        plan.stacks.as_ref(),
+        plan.stacks_out.as_ref(),
         finished.stacks,
         syscost_report::output::Owner::invoker(),
         Some(started.elapsed().as_nanos() as u64),

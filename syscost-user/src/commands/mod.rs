@@ -108,8 +108,8 @@ fn write_stacks(
     traced_ns: Option<u64>,
 ) -> Result<()> {
     use syscost_report::report::{
+        call_stacks::{Format, folded, summary},
         pprof,
-        stacks::{Format, folded, summary},
     };
     let (Some(out), Some(stacks)) = (out, stacks) else {
         return Ok(());

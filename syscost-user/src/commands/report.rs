@@ -28,7 +28,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
             );
         }
         stacks.stacks.retain(|s| sel.shows(&s.syscall));
-        super::print_out(&syscost_report::report::stacks::render(
+        super::print_out(&syscost_report::report::call_stacks::render(
             &stacks,
             &args.file.display().to_string(),
         ));
@@ -307,7 +307,7 @@ fn flame_input(args: &FlameArgs) -> Result<(String, String)> {
     let name = args.file.file.display();
     if let Some(stacks) = read_pprof(&args.file.file)? {
         return Ok((
-            syscost_report::report::stacks::folded(&stacks, Default::default()),
+            syscost_report::report::call_stacks::folded(&stacks, Default::default()),
             format!("calls by user stack, {name}"),
         ));
     }
@@ -356,7 +356,7 @@ fn flame_input(args: &FlameArgs) -> Result<(String, String)> {
     }
     match &profile.stacks {
         Some(stacks) => Ok((
-            syscost_report::report::stacks::folded(stacks, Default::default()),
+            syscost_report::report::call_stacks::folded(stacks, Default::default()),
             format!("calls by user stack of {name}"),
         )),
         None => bail!(

@@ -33,7 +33,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         &[
             args.json.as_deref(),
             args.output.as_deref(),
-            args.stacks.stacks.as_deref(),
+            args.calls_by_stack.stacks.as_deref(),
         ],
     )?;
     let program = crate::program::find_program(&args.command[0])?;
@@ -128,7 +128,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     super::add_slow(&mut profile, plan.slow.as_ref(), finished.slow);
     super::write_stacks(
         Some(&mut profile),
-        plan.stacks.as_ref(),
+        plan.stacks_out.as_ref(),
         finished.stacks,
         owner,
         None,

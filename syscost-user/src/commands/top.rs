@@ -53,7 +53,9 @@ pub fn top(args: &TopArgs) -> Result<i32> {
     // drilled into is counted by stack (the kernel keeps stacks for full statistics).
     let plan = Plan::new(
         TracerOptions {
-            stacks: args.stacks.then_some(syscost_engine::stacks::SAMPLE_EVERY),
+            stack_sample_every: args
+                .stacks
+                .then_some(syscost_engine::by_stack::SAMPLE_EVERY),
             ..programs::machine(auto)
         },
         args.groups(),
@@ -66,7 +68,7 @@ pub fn top(args: &TopArgs) -> Result<i32> {
         let live = TopLive {
             duration,
             drill_slot: DRILL_SLOT,
-            stacks: args.stacks,
+            callers_pane: args.stacks,
         };
         tui::top::run(&handle, TopView::new(scope, args.sort), &live)?;
     } else {

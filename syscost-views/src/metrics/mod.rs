@@ -15,9 +15,9 @@ pub mod encode;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod otlp;
+pub mod pprof_windows;
 pub mod series;
 pub mod server;
-pub mod stacks;
 pub mod web;
 
 use std::time::Instant;
@@ -88,7 +88,7 @@ pub struct Metrics {
     /// The latest sample's exposition, encoded once per format.
     bodies: Bodies,
     /// `--stacks`: the windows of calls by stack served as pprof.
-    stacks: Option<stacks::Windows>,
+    stack_windows: Option<pprof_windows::Windows>,
     /// `--otlp-endpoint`: what the pusher did.
     otlp: Option<std::sync::Arc<otlp::Counters>>,
 }
@@ -109,7 +109,7 @@ impl Metrics {
             slow: false,
             top: None,
             bodies: Bodies::default(),
-            stacks: None,
+            stack_windows: None,
             otlp: None,
         }
     }
@@ -125,16 +125,16 @@ impl Metrics {
         &self.session
     }
 
-    /// Also serves the calls by stack of a window as pprof ([`stacks::PATH`]; the
+    /// Also serves the calls by stack of a window as pprof ([`pprof_windows::PATH`]; the
     /// session counts them: `--stacks`).
     pub fn with_stacks(mut self, on: bool) -> Self {
-        self.stacks = on.then(|| stacks::Windows::new(self.session.clone()));
+        self.stack_windows = on.then(|| pprof_windows::Windows::new(self.session.clone()));
         self
     }
 
     /// The windows of calls by stack, with `--stacks`.
-    pub fn stack_windows(&self) -> Option<&stacks::Windows> {
-        self.stacks.as_ref()
+    pub fn stack_windows(&self) -> Option<&pprof_windows::Windows> {
+        self.stack_windows.as_ref()
     }
 
     /// Also serves `syscost_slow_calls_total` and `syscost_slow_dropped_total`.

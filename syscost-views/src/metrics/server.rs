@@ -316,7 +316,7 @@ where
         async move {
             let mut answer = match authorize(&req, &endpoint).await {
                 Some(refused) => refused,
-                None if req.uri().path() == super::stacks::PATH => {
+                None if req.uri().path() == super::pprof_windows::PATH => {
                     stacks_window(&req, &endpoint).await
                 }
                 None => respond(&req, &endpoint),
@@ -430,24 +430,24 @@ async fn stacks_window(req: &Request<Incoming>, endpoint: &Endpoint) -> Response
             StatusCode::NOT_FOUND,
             format!(
                 "{} serves the calls by stack of `syscost export --stacks FILE`; this one counts none\n",
-                super::stacks::PATH
+                super::pprof_windows::PATH
             ),
         );
     };
     if req.method() != Method::GET {
         return text(
             StatusCode::METHOD_NOT_ALLOWED,
-            format!("GET {}?seconds=N\n", super::stacks::PATH),
+            format!("GET {}?seconds=N\n", super::pprof_windows::PATH),
         );
     }
-    let seconds = match super::stacks::seconds(req.uri().query()) {
+    let seconds = match super::pprof_windows::seconds(req.uri().query()) {
         Ok(s) => s,
         Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e:#}\n")),
     };
     // A connection is always left for the scrapes.
-    let most = super::stacks::MAX_WINDOWS.min(endpoint.max_connections.saturating_sub(1));
+    let most = super::pprof_windows::MAX_WINDOWS.min(endpoint.max_connections.saturating_sub(1));
     match windows.profile(seconds, most).await {
-        Err(super::stacks::Refused::Busy) => {
+        Err(super::pprof_windows::Refused::Busy) => {
             let mut r = text(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
@@ -471,7 +471,7 @@ async fn stacks_window(req: &Request<Incoming>, endpoint: &Endpoint) -> Response
             );
             r
         }
-        Err(super::stacks::Refused::Failed(e)) => text(
+        Err(super::pprof_windows::Refused::Failed(e)) => text(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("cannot serve the calls by stack: {e:#}\n"),
         ),
@@ -481,7 +481,10 @@ async fn stacks_window(req: &Request<Incoming>, endpoint: &Endpoint) -> Response
 fn respond(req: &Request<Incoming>, endpoint: &Endpoint) -> Response<Body> {
     if req.uri().path() != "/metrics" {
         let stacks = if endpoint.metrics.stack_windows().is_some() {
-            format!(", and calls by stack at {}?seconds=N", super::stacks::PATH)
+            format!(
+                ", and calls by stack at {}?seconds=N",
+                super::pprof_windows::PATH
+            )
         } else {
             String::new()
         };

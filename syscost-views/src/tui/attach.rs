@@ -39,7 +39,7 @@ pub struct LiveOptions {
     /// With `--slow`: the `l` view of the slow calls the samples bring.
     pub slow: bool,
     /// With `--stacks`: the callers pane (`w`) of the calls by stack the samples bring.
-    pub stacks: bool,
+    pub callers_pane: bool,
 }
 
 /// Turns the session's samples into the view's: the interval since the last one shown,
@@ -195,7 +195,7 @@ pub fn live_with(
     // The slow calls' view is there from the start with --slow, empty until calls come;
     // so is the callers pane with --stacks.
     app.slow = options.slow.then(Vec::new);
-    app.stacks = options.stacks.then(Default::default);
+    app.stacks = options.callers_pane.then(Default::default);
     app.stacks_of = drilled.then_some(target.pid);
 
     let mut view = AttachView {

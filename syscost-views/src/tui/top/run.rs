@@ -25,7 +25,7 @@ pub struct TopLive {
     /// The slot of the kernel side's full statistics the drill-down's process moves to.
     pub drill_slot: u32,
     /// `--stacks`: the drill-down has the callers pane.
-    pub stacks: bool,
+    pub callers_pane: bool,
 }
 
 /// A drill-down asked for by a key.
@@ -127,7 +127,7 @@ fn drill(
             "from syscost top: syscalls since Enter, threads since first seen · Esc goes back"
                 .to_string(),
         ),
-        stacks: options.stacks,
+        callers_pane: options.callers_pane,
         ..Default::default()
     };
     let result = live_with(

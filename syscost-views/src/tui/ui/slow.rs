@@ -198,7 +198,7 @@ pub(super) fn render_callers(frame: &mut Frame, app: &App, area: Rect) {
                 share * 100.0
             );
             let room = (width as usize).saturating_sub(head.chars().count());
-            let mut text = syscost_report::report::stacks::frames_line(s, 4);
+            let mut text = syscost_report::report::call_stacks::frames_line(s, 4);
             if text.chars().count() > room {
                 text = text
                     .chars()

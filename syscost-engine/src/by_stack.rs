@@ -203,7 +203,7 @@ struct Sampled {
     comm: String,
     syscall: String,
     /// Each distinct stack (innermost first) and how many samples unwound to it.
-    stacks: Vec<(Vec<Frame>, u64)>,
+    unwound: Vec<(Vec<Frame>, u64)>,
 }
 
 /// The samples received, unwound and named.
@@ -220,13 +220,13 @@ impl Samples {
         let s = self.by_key.entry(key).or_insert_with(|| Sampled {
             comm: call.comm.clone(),
             syscall: call.syscall.clone(),
-            stacks: Vec::new(),
+            unwound: Vec::new(),
         });
         let addrs = |f: &[Frame]| f.iter().map(|f| f.addr).collect::<Vec<_>>();
         let these = addrs(&call.stack);
-        match s.stacks.iter_mut().find(|(f, _)| addrs(f) == these) {
+        match s.unwound.iter_mut().find(|(f, _)| addrs(f) == these) {
             Some((_, n)) => *n += 1,
-            None => s.stacks.push((call.stack.clone(), 1)),
+            None => s.unwound.push((call.stack.clone(), 1)),
         }
     }
 }
@@ -310,7 +310,7 @@ pub fn assemble(
         // read, a copy too short) names the walk alone: beside samples that reached
         // further it is the same caller seen less well, not another one.
         let mut unwound: Vec<&(Vec<Frame>, u64)> = sampled
-            .map(|s| s.stacks.iter().collect())
+            .map(|s| s.unwound.iter().collect())
             .unwrap_or_default();
         let is_walk = |f: &[Frame]| f.iter().map(|f| f.addr).eq(walk.iter().copied());
         if unwound.iter().any(|(f, _)| !is_walk(f)) {

@@ -4,7 +4,7 @@
 
 use std::{collections::VecDeque, time::Duration};
 
-use syscost_common::{SlowEvent, StackKey, slow_flags};
+use syscost_common::{CallEvent, StackKey, record_flags};
 
 use super::decode::{Decoder, Namer, Received};
 use syscost_report::profile::SlowCall;
@@ -52,7 +52,7 @@ pub struct Reader {
     /// Records received and calls named so far: what the end waits on while it grows.
     progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
     log: std::sync::Arc<std::sync::Mutex<SlowLog>>,
-    samples: std::sync::Arc<std::sync::Mutex<crate::stacks::Samples>>,
+    samples: std::sync::Arc<std::sync::Mutex<crate::by_stack::Samples>>,
 }
 
 /// Sets the calling thread's nice value (a thread id is a process id for setpriority).
@@ -84,7 +84,7 @@ impl Reader {
         use std::sync::{Arc, Mutex, atomic::AtomicBool, atomic::Ordering};
         let stop = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(SlowLog::new(keep)));
-        let samples = Arc::new(Mutex::new(crate::stacks::Samples::default()));
+        let samples = Arc::new(Mutex::new(crate::by_stack::Samples::default()));
         let (tx, rx) = std::sync::mpsc::sync_channel::<(Received, u32, StackKey)>(PENDING);
         let s = stop.clone();
         let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -108,13 +108,13 @@ impl Reader {
                 while let Some(item) = ring.next() {
                     got = true;
                     received.fetch_add(1, Ordering::Relaxed);
-                    if item.len() < std::mem::size_of::<SlowEvent>() {
+                    if item.len() < std::mem::size_of::<CallEvent>() {
                         continue;
                     }
-                    // SAFETY: the kernel wrote a whole SlowEvent; read_unaligned copies it.
-                    let e = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<SlowEvent>()) };
+                    // SAFETY: the kernel wrote a whole CallEvent; read_unaligned copies it.
+                    let e = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<CallEvent>()) };
                     // The user stack copy follows it (its pages, if any).
-                    let r = decoder.receive(&e, &item[std::mem::size_of::<SlowEvent>()..]);
+                    let r = decoder.receive(&e, &item[std::mem::size_of::<CallEvent>()..]);
                     drop(item);
                     let key = StackKey {
                         stack: syscost_common::stack_identity(e.stack_hash),
@@ -174,10 +174,10 @@ impl Reader {
                 };
                 let c = namer.name(r);
                 named.fetch_add(1, Ordering::Relaxed);
-                if flags & slow_flags::STACK_SAMPLE != 0 {
+                if flags & record_flags::STACK_SAMPLE != 0 {
                     crate::locks::lock(&sampled).add(key, &c);
                 }
-                if flags & slow_flags::SLOW == 0 {
+                if flags & record_flags::SLOW == 0 {
                     continue;
                 }
                 if let Some(each) = &each {
@@ -201,7 +201,7 @@ impl Reader {
     }
 
     /// `--stacks`' samples received so far, for a view to join with the tables.
-    pub fn samples(&self) -> std::sync::Arc<std::sync::Mutex<crate::stacks::Samples>> {
+    pub fn samples(&self) -> std::sync::Arc<std::sync::Mutex<crate::by_stack::Samples>> {
         self.samples.clone()
     }
 
@@ -212,7 +212,7 @@ impl Reader {
     }
 
     /// [`Reader::into_calls`], and the samples of `--stacks` received.
-    pub fn into_parts(mut self) -> ((Vec<SlowCall>, u64), crate::stacks::Samples) {
+    pub fn into_parts(mut self) -> ((Vec<SlowCall>, u64), crate::by_stack::Samples) {
         self.end();
         let mut log = crate::locks::lock(&self.log);
         let evicted = log.evicted;

@@ -1,7 +1,7 @@
 //! Slow-call events as the kernel side sends them, decoded into [`SlowCall`]s: names,
 //! errnos, the file descriptor's target, user and kernel frames symbolized (blazesym).
 
-use syscost_common::SlowEvent;
+use syscost_common::CallEvent;
 
 use syscost_report::{
     profile::{ARGS_UNKNOWN, Frame, SlowCall},
@@ -64,7 +64,7 @@ const FD_FIRST: &[&str] = &[
 /// mappings), [`Namer::name`] after (the stack unwound, symbols).
 #[derive(Default)]
 pub struct Decoder {
-    stacks: crate::unwind::Stacks,
+    unwinder: crate::unwind::Unwinder,
 }
 
 /// `SYSCOST_TEST_FAULT=late-fd` (debug builds only: the tests'): each call's descriptor
@@ -143,11 +143,11 @@ impl Decoder {
     /// Work due without an event (mappings read again after an exec); how long until
     /// the next.
     pub fn tick(&mut self) -> Option<std::time::Duration> {
-        self.stacks.tick()
+        self.unwinder.tick()
     }
 
     /// One event, with the user stack copy that followed it in its record.
-    pub fn receive(&mut self, e: &SlowEvent, stack_copy: &[u8]) -> Received {
+    pub fn receive(&mut self, e: &CallEvent, stack_copy: &[u8]) -> Received {
         let n = (e.kernel_stack_bytes as usize / 8).min(e.kernel_stack.len());
         let kernel = e.kernel_stack[..n].to_vec();
         let id = SyscallId::of(e.key, e.nr);
@@ -167,7 +167,7 @@ impl Decoder {
             .unwrap_or(&syscall)
             .to_string();
         // A sample of `--stacks` that is not a slow call is shown by its stack alone.
-        let slow = e.flags & syscost_common::slow_flags::SLOW != 0;
+        let slow = e.flags & syscost_common::record_flags::SLOW != 0;
         let (fd, fd_unknown) = if slow && FD_FIRST.contains(&plain.as_str()) {
             late_fd(e.tgid, e.args[0], e.fd_ino);
             match fd_name(e.tgid, e.args[0], (e.fd_ino, e.fd_mnt_id)) {
@@ -214,7 +214,7 @@ impl Decoder {
             .into_iter()
             .collect();
         let process = self
-            .stacks
+            .unwinder
             .capture(e.tgid, (e.mm, e.exec_id), exec, compat, &seen);
         let call = SlowCall {
             start_ns: e.exit_ns.saturating_sub(e.latency_ns),
@@ -225,7 +225,7 @@ impl Decoder {
             syscall,
             latency_ns: e.latency_ns,
             offcpu_ns: e.offcpu_ns,
-            switch_in_unseen: e.flags & syscost_common::slow_flags::SWITCH_IN_UNSEEN != 0,
+            switch_in_unseen: e.flags & syscost_common::record_flags::SWITCH_IN_UNSEEN != 0,
             ret,
             errno,
             args,

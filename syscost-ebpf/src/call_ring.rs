@@ -1,10 +1,11 @@
-//! Slow calls (`SLOW`, `SLOW_NS`, `KSTACK_OF`): the calls at least as slow as their
-//! threshold, with their arguments and stacks, through a ring buffer.
+//! The ring of calls sent to userspace (`CALL_RING`, with `KSTACK_OF`): a slow call
+//! (`--slow`, at least as slow as its threshold in `SLOW_NS`) or a sample of its stack's
+//! calls (`--stacks`, chosen by `by_stack`), or both in one record, with its figures,
+//! arguments and stacks. Shared by the two: neither is the other's plumbing.
 
 use crate::{
-    Call,
-    maps::{KSTACK_OF, SLOW, config},
-    stacks,
+    Call, by_stack,
+    maps::{CALL_RING, KSTACK_OF, config},
     stats::count,
 };
 use aya_ebpf::{
@@ -17,17 +18,17 @@ use aya_ebpf::{
     programs::RawTracePointContext,
 };
 use syscost_common::{
-    BlockedStack, KERNEL_STACK_FRAMES, SLOW_STACK_FRAMES, SlowRecord, USER_STACK_PAGE, counter,
-    key_is_compat, slow_flags, stack_counter,
+    BlockedStack, CallRecord, KERNEL_STACK_FRAMES, SLOW_STACK_FRAMES, USER_STACK_PAGE, counter,
+    key_is_compat, record_flags, stack_counter,
 };
 
 /// Sends a call through the ring buffer, a slow call or a sample of its stack's calls or
-/// both (`flags`: `slow_flags::SLOW`, `STACK_SAMPLE`; `stack_hash` the stack's): its
+/// both (`flags`: `record_flags::SLOW`, `STACK_SAMPLE`; `stack_hash` the stack's): its
 /// figures, arguments, user stack (its frame-pointer walk, and
 /// `config.user_stack_pages` pages of it for userspace to unwind) and kernel stack.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn report_slow(
+pub(crate) fn send_call(
     ctx: &RawTracePointContext,
     pid_tgid: u64,
     stats_slot: u32,
@@ -73,12 +74,12 @@ fn report<const P: usize>(
         start,
         ..
     } = *call;
-    let Some(mut entry) = SLOW.reserve::<SlowRecord<P>>(0) else {
-        if flags & slow_flags::SLOW != 0 {
+    let Some(mut entry) = CALL_RING.reserve::<CallRecord<P>>(0) else {
+        if flags & record_flags::SLOW != 0 {
             count(stats_slot, counter::DROPPED_SLOW);
         }
-        if flags & slow_flags::STACK_SAMPLE != 0 {
-            stacks::count(stack_counter::SAMPLES_DROPPED);
+        if flags & record_flags::STACK_SAMPLE != 0 {
+            by_stack::count(stack_counter::SAMPLES_DROPPED);
         }
         return;
     };
@@ -157,18 +158,18 @@ fn report<const P: usize>(
         (*e).user_stack_base = base;
         (*e).user_stack_bytes = bytes;
         (*e).flags = if call.switch_in_unseen {
-            flags | slow_flags::SWITCH_IN_UNSEEN
+            flags | record_flags::SWITCH_IN_UNSEEN
         } else {
             flags
         };
         (*e).stack_hash = stack_hash;
     }
     entry.submit(wake);
-    if flags & slow_flags::SLOW != 0 {
+    if flags & record_flags::SLOW != 0 {
         count(stats_slot, counter::SLOW);
     }
-    if flags & slow_flags::STACK_SAMPLE != 0 {
-        stacks::count(stack_counter::SAMPLES);
+    if flags & record_flags::STACK_SAMPLE != 0 {
+        by_stack::count(stack_counter::SAMPLES);
     }
 }
 

@@ -118,7 +118,7 @@ fn window_profile(session: &SessionHandle, first: &Sample, last: &Sample) -> Vec
     let note = b.moved_past_the_bound(a).then(|| {
         format!(
             "syscost: not exact: entries were summed past the {} kept one by one during the window, and the sums beyond that bound may hold calls from before it",
-            syscost_engine::stacks::DRAINED_KEYS
+            syscost_engine::by_stack::DRAINED_KEYS
         )
     });
     let start = SystemTime::now()

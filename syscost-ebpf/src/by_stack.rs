@@ -8,7 +8,7 @@
 //! window's entries, so the tables hold one window's stacks, not the run's.
 
 use crate::maps::{
-    SLOW, STACK_CALLS, STACK_COUNTS, STACK_FRAMES, STACK_SCRATCH, STACK_SIDE, config,
+    CALL_RING, STACK_CALLS, STACK_COUNTS, STACK_FRAMES, STACK_SCRATCH, STACK_SIDE, config,
 };
 use aya_ebpf::{
     EbpfContext as _,
@@ -117,7 +117,7 @@ pub(crate) fn count_stack(
     }
     // Samples take at most half of the ring: the slow calls' reports keep the rest, and a
     // sample without room is counted as one the ring had no room for.
-    if SLOW.query(u64::from(BPF_RB_AVAIL_DATA)) >= u64::from(config!(stacks_ring_limit)) {
+    if CALL_RING.query(u64::from(BPF_RB_AVAIL_DATA)) >= u64::from(config!(stacks_ring_limit)) {
         count(stack_counter::SAMPLES_DROPPED);
         return (hash, Sample::No);
     }

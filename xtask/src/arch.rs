@@ -102,7 +102,7 @@ impl Arch {
 /// the cross compiler as linker and C compiler. `args` go before the target's flags.
 pub fn cargo(root: &Path, arch: Arch, args: &[&str]) -> Command {
     if arch.is_host() {
-        let mut cmd = crate::cargo(root);
+        let mut cmd = crate::setup::cargo(root);
         cmd.args(args);
         return cmd;
     }
@@ -128,6 +128,46 @@ pub fn cargo(root: &Path, arch: Arch, args: &[&str]) -> Command {
         format!("{}ar", arch.gnu_prefix()),
     );
     cmd
+}
+
+impl Arch {
+    /// This machine's architecture.
+    pub fn host() -> Arch {
+        Arch::ALL
+            .into_iter()
+            .find(|a| a.is_host())
+            .expect("syscost builds on x86_64 and aarch64 only")
+    }
+}
+
+/// This machine's release binaries.
+pub fn build(root: &Path) -> anyhow::Result<()> {
+    crate::setup::run(crate::setup::cargo(root).args([
+        "build",
+        "--release",
+        "-p",
+        "syscost-user",
+        "--bins",
+    ]))
+}
+
+/// The release binaries for `arch` (cross-built for another architecture, after the
+/// cross packages are installed).
+pub fn build_for(root: &Path, arch: Arch) -> anyhow::Result<()> {
+    if arch.is_host() {
+        return build(root);
+    }
+    crate::setup::cross_packages()?;
+    crate::setup::run(&mut cargo(
+        root,
+        arch,
+        &["build", "--release", "-p", "syscost-user", "--bins"],
+    ))?;
+    println!(
+        "{}",
+        arch.out_dir(root, "release").join("syscost").display()
+    );
+    Ok(())
 }
 
 #[cfg(test)]

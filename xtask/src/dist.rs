@@ -204,7 +204,7 @@ fn foreign_check(root: &Path, arch: Arch, deb: &Path, tarball: &Path) -> Result<
     if !version.starts_with("syscost ") {
         bail!("{} --version printed {version:?}", syscost.display());
     }
-    let host = crate::host();
+    let host = crate::arch::Arch::host();
     let dist_dir = root.join("target/dist");
     let version_no = env!("CARGO_PKG_VERSION");
     let host_tarball = dist_dir.join(format!("syscost-{version_no}-{}-linux.tar.gz", host.name()));
@@ -212,7 +212,7 @@ fn foreign_check(root: &Path, arch: Arch, deb: &Path, tarball: &Path) -> Result<
     let (host_deb, host_tarball) = match host_deb {
         Some(d) if host_tarball.exists() => (d, host_tarball),
         _ => {
-            crate::build(root)?;
+            crate::arch::build(root)?;
             dist(root, host, false)?;
             return foreign_check(root, arch, deb, tarball);
         }

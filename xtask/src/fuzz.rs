@@ -54,7 +54,7 @@ pub fn fuzz(root: &Path, seconds: u64, only: &[String]) -> Result<()> {
     setup::run(cargo_fuzz(root).arg("build"))?;
     let bin_dir = root
         .join("fuzz/target")
-        .join(crate::host().triple())
+        .join(crate::arch::Arch::host().triple())
         .join("release");
     eprintln!(
         "fuzz: targets built in {:.0} s",

@@ -43,16 +43,16 @@ pub fn name() -> String {
 
 /// Builds the release binary and the package, then the image from them.
 pub fn build_all(root: &Path) -> Result<Image> {
-    crate::build(root)?;
-    dist::dist(root, crate::host(), false)?;
-    let deb = dist::package_in(&root.join("target/dist"), crate::host())?
+    crate::arch::build(root)?;
+    dist::dist(root, crate::arch::Arch::host(), false)?;
+    let deb = dist::package_in(&root.join("target/dist"), crate::arch::Arch::host())?
         .context("no package in target/dist")?;
     build(root, &deb, &root.join("target/image"))
 }
 
 /// The image of the package `deb` (this machine's architecture), in `out`.
 pub fn build(root: &Path, deb: &Path, out: &Path) -> Result<Image> {
-    let arch = crate::host();
+    let arch = crate::arch::Arch::host();
     let epoch = source_date_epoch(root)?;
     let work = out.join("work");
     let _ = fs::remove_dir_all(&work);

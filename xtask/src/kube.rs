@@ -629,7 +629,12 @@ fn pod_check_in(root: &Path, ds: &Value, args: &[String], port: u64, scratch: &P
     // make its calls, then held until the count is read.
     let calls: u64 = 31_337;
     let workload = root.join("target/release/syscost-workload");
-    crate::setup::run(crate::cargo(root).args(["build", "--release", "-p", "syscost-workload"]))?;
+    crate::setup::run(crate::setup::cargo(root).args([
+        "build",
+        "--release",
+        "-p",
+        "syscost-workload",
+    ]))?;
 
     // The pod, with every privilege the DaemonSet gives; its port published on loopback.
     let name = format!("syscost-kube-check-{me}");

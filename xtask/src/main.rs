@@ -166,7 +166,7 @@ fn main() -> Result<()> {
     setup::setup()?;
     match cli.task {
         Task::Setup => Ok(()),
-        Task::Build { target } => build_for(&root, target.unwrap_or_else(host)),
+        Task::Build { target } => arch::build_for(&root, target.unwrap_or_else(Arch::host)),
         Task::Test { args } => test(&root, &args),
         Task::VmTest {
             kernels,
@@ -183,7 +183,7 @@ fn main() -> Result<()> {
             slow_calls,
             start_up,
         } => {
-            build(&root)?;
+            arch::build(&root)?;
             if start_up {
                 return bench::start_up_cost(
                     &root.join("target/release/syscost"),
@@ -216,7 +216,7 @@ fn main() -> Result<()> {
             cgroups,
             warmup,
         } => {
-            build(&root)?;
+            arch::build(&root)?;
             soak::soak(
                 &root,
                 &soak::Options {
@@ -229,7 +229,7 @@ fn main() -> Result<()> {
             )
         }
         Task::Demo { args } => {
-            build(&root)?;
+            arch::build(&root)?;
             let status = Command::new(root.join("target/release/syscost"))
                 .arg("demo")
                 .args(&args)
@@ -238,21 +238,21 @@ fn main() -> Result<()> {
             std::process::exit(status.code().unwrap_or(1));
         }
         Task::Dist { check, target } => {
-            let arch = target.unwrap_or_else(host);
-            build_for(&root, arch)?;
+            let arch = target.unwrap_or_else(Arch::host);
+            arch::build_for(&root, arch)?;
             dist::dist(&root, arch, check)
         }
         Task::Image { check: false } => image::image(&root),
         Task::Image { check: true } => {
-            build(&root)?;
-            dist::dist(&root, host(), false)?;
-            let deb = dist::package_in(&root.join("target/dist"), host())?
+            arch::build(&root)?;
+            dist::dist(&root, Arch::host(), false)?;
+            let deb = dist::package_in(&root.join("target/dist"), Arch::host())?
                 .context("no package in target/dist")?;
             kube::check(&root, &deb)
         }
         Task::Fuzz { seconds, targets } => fuzz::fuzz(&root, seconds.max(1), &targets),
         Task::Run { args } => {
-            build(&root)?;
+            arch::build(&root)?;
             let status = Command::new(root.join("target/release/syscost"))
                 .args(&args)
                 .status()
@@ -267,45 +267,6 @@ fn workspace_root() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
-}
-
-/// `cargo` with bpf-linker's folder first on PATH.
-fn cargo(root: &Path) -> Command {
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(root)
-        .env("PATH", setup::path_with_cargo_bin());
-    cmd
-}
-
-fn build(root: &Path) -> Result<()> {
-    run(cargo(root).args(["build", "--release", "-p", "syscost-user", "--bins"]))
-}
-
-/// This machine's architecture.
-fn host() -> Arch {
-    Arch::ALL
-        .into_iter()
-        .find(|a| a.is_host())
-        .expect("syscost builds on x86_64 and aarch64 only")
-}
-
-/// The release binaries for `arch` (cross-built for another architecture, after the
-/// cross packages are installed).
-fn build_for(root: &Path, arch: Arch) -> Result<()> {
-    if arch.is_host() {
-        return build(root);
-    }
-    setup::cross_packages()?;
-    run(&mut arch::cargo(
-        root,
-        arch,
-        &["build", "--release", "-p", "syscost-user", "--bins"],
-    ))?;
-    println!(
-        "{}",
-        arch.out_dir(root, "release").join("syscost").display()
-    );
-    Ok(())
 }
 
 fn test(root: &Path, extra: &[String]) -> Result<()> {
@@ -326,11 +287,11 @@ fn test(root: &Path, extra: &[String]) -> Result<()> {
         );
     }
     if setup::is_root() && extra.is_empty() {
-        build(root)?;
-        dist::dist(root, host(), true)?;
+        arch::build(root)?;
+        dist::dist(root, Arch::host(), true)?;
         // The Kubernetes deployment: its manifests against the schemas, its image
         // built twice to one digest, and run by podman with the DaemonSet's privileges.
-        let deb = dist::package_in(&root.join("target/dist"), host())?
+        let deb = dist::package_in(&root.join("target/dist"), Arch::host())?
             .context("no package in target/dist")?;
         kube::check(root, &deb)?;
     }
@@ -393,11 +354,11 @@ fn test_crates(root: &Path, extra: &[String]) -> Result<()> {
         );
     }
     // The default members: the eBPF crate builds only for the BPF target.
-    run(cargo(root).arg("test").args(extra))?;
+    run(setup::cargo(root).arg("test").args(extra))?;
     if extra.is_empty() {
         // The crates' documentation, its links checked: a renamed item its docs still
         // name fails here.
-        run(cargo(root)
+        run(setup::cargo(root)
             .args(["doc", "--no-deps", "--lib", "--workspace"])
             .args(["--exclude", "xtask", "--exclude", "syscost-ebpf"])
             .env("RUSTDOCFLAGS", "-D warnings"))?;

@@ -340,3 +340,10 @@ fn install_missing(packages: &[(&str, &str)]) -> Result<()> {
         .args(&missing)
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
+
+/// `cargo` with bpf-linker's folder first on PATH.
+pub fn cargo(root: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root).env("PATH", path_with_cargo_bin());
+    cmd
+}

@@ -14,7 +14,10 @@ use syscost_common::{
     counter,
 };
 
-use super::{Auto, TracerOptions, maps::possible_cpus, programs};
+use super::{
+    maps::possible_cpus,
+    options::{Auto, TracerOptions, programs},
+};
 use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges};
 
 /// The compiled kernel programs (syscost-ebpf), built by this crate's build script.

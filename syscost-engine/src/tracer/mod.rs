@@ -5,7 +5,8 @@
 //!
 //! Here: the options, the load and the reads of the statistics. `traced`: the processes
 //! added and taken out. `top`: the per-process table and the names the kernel keeps.
-//! `stack_tables`: the calls by stack and their windows. `load`: the object
+//! `stack_tables`: the calls by stack and their windows. `options`: what the programs
+//! are set up with, and which are attached. `load`: the object
 //! configured for this kernel, its programs verified and attached, and the loader's
 //! errors in words. `maps`: the mapped arrays, batch deletes, per-CPU sums and the
 //! run-time statistics. `probes`: what this kernel offers (the on-CPU split, the cgroup
@@ -27,6 +28,7 @@ use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process
 
 mod load;
 mod maps;
+mod options;
 pub mod probes;
 mod stack_tables;
 mod top;
@@ -35,50 +37,9 @@ mod traced;
 use load::{AncestorHelperRefused, CGROUP_UNSUPPORTED, load_and_attach};
 pub use maps::{GracePeriod, RunTimeStats, possible_cpus};
 use maps::{Mapped, map_data, run_totals};
+pub use options::{Auto, TracerOptions};
 pub use probes::offcpu_unavailable;
 use syscost_report::profile::Features;
-
-/// How the programs are set up at load time.
-#[derive(Clone, Debug, Default)]
-pub struct TracerOptions {
-    /// Also trace child processes forked by traced processes (threads are always traced).
-    pub follow_forks: bool,
-    /// Split each syscall's time into on-CPU and switched-out, with a program on
-    /// sched_switch (which runs on every context switch of the machine).
-    pub offcpu: bool,
-    /// Processes whose statistics are kept apart (slots; 0 counts as 1). Each costs
-    /// pool entries, per CPU; the programs and the other tables are shared.
-    pub slots: u32,
-    /// Processes the programs add by themselves, beyond those given to
-    /// [`Tracer::trace_process_in`]: none, every process, or a cgroup's (all in slot 0).
-    pub auto: Auto,
-    /// Keep per-process figures of every traced process (the `TOP` table).
-    pub per_process: bool,
-    /// Slots below this keep no histograms, only `TOP` figures (`syscost top`: slot 0
-    /// is every process not drilled into).
-    pub pool_from_slot: u32,
-    /// Send calls at least this slow through the `CALL_RING` ring buffer (`--slow`).
-    pub slow: Option<crate::slow::spec::SlowThresholds>,
-    /// With `slow`: take the kernel stack at each blocking switch inside a call.
-    pub kernel_stacks: bool,
-    /// With `slow` or `stacks`: pages of user stack each slow call and each stack
-    /// sample carries (for unwinding).
-    pub stack_pages: u32,
-    /// Count every call by its user stack (`--stacks`), a power of two N: 1 in N of each
-    /// stack's calls per CPU (and the first) carries its stack for unwinding.
-    pub stack_sample_every: Option<u32>,
-}
-
-/// What the programs trace by themselves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Auto {
-    #[default]
-    Off,
-    /// Every process of the machine but syscost.
-    All,
-    /// Every process of a cgroup v2 and its descendants, those that move in included.
-    Cgroup { id: u64, level: u32 },
-}
 
 /// Loaded and attached kernel programs.
 pub struct Tracer {
@@ -100,26 +61,6 @@ pub struct Tracer {
     threads: Mapped,
 }
 
-/// The programs syscost attaches, each with its tracepoint, in attach order: the
-/// bookkeeping hooks first, so no thread is created or exits unseen once syscalls count.
-fn programs(offcpu: bool, auto: Auto) -> Vec<(&'static str, &'static str)> {
-    let mut p = vec![
-        ("syscost_exit", "sched_process_exit"),
-        ("syscost_fork", "sched_process_fork"),
-        ("syscost_exec", "sched_process_exec"),
-    ];
-    if matches!(auto, Auto::Cgroup { .. }) {
-        p.push(("syscost_cgroup_move", "cgroup_attach_task"));
-    }
-    if offcpu {
-        p.push(("syscost_sched_switch", "sched_switch"));
-    }
-    p.extend([
-        ("syscost_sys_exit", "sys_exit"),
-        ("syscost_sys_enter", "sys_enter"),
-    ]);
-    p
-}
 impl Tracer {
     /// Loads and attaches the programs. Nothing is traced until [`Tracer::trace_process`].
     /// A default feature this kernel cannot offer (the on-CPU split) is left off and

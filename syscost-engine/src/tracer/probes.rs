@@ -9,10 +9,10 @@ use aya::{
 };
 
 use super::{
-    TracerOptions,
     load::{
         CGROUP_UNSUPPORTED, Shape, attach, explain_program_error, is_permission_error, load_object,
     },
+    options::TracerOptions,
 };
 use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process};
 

@@ -16,6 +16,7 @@ pub mod encode;
 pub mod fuzzing;
 pub mod otlp;
 pub mod pprof_windows;
+pub mod pushes;
 pub mod series;
 pub mod server;
 pub mod web;
@@ -90,7 +91,7 @@ pub struct Metrics {
     /// `--stacks`: the windows of calls by stack served as pprof.
     stack_windows: Option<pprof_windows::Windows>,
     /// `--otlp-endpoint`: what the pusher did.
-    otlp: Option<std::sync::Arc<otlp::Counters>>,
+    otlp: Option<std::sync::Arc<pushes::Counters>>,
 }
 
 /// The bounded series sets.
@@ -115,7 +116,7 @@ impl Metrics {
     }
 
     /// Also serves what the OTLP pusher did (`syscost_otlp_*`).
-    pub fn with_otlp(mut self, counters: std::sync::Arc<otlp::Counters>) -> Self {
+    pub fn with_otlp(mut self, counters: std::sync::Arc<pushes::Counters>) -> Self {
         self.otlp = Some(counters);
         self
     }

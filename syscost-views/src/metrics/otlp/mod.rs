@@ -24,10 +24,7 @@ use super::Metrics;
 use anyhow::{Context as _, Result, anyhow, bail};
 use prost::Message as _;
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Arc, atomic::Ordering},
     thread::JoinHandle,
     time::{Duration, Instant, SystemTime},
 };
@@ -45,17 +42,7 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(32);
 /// How long one push may take (connecting, sending, the answer).
 pub const PUSH_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// What the pusher did, served on `/metrics` (`syscost_otlp_*`).
-#[derive(Debug, Default)]
-pub struct Counters {
-    /// Requests the receiver accepted.
-    pub sent: AtomicU64,
-    /// Requests never accepted: replaced by a newer one while waiting, or refused for
-    /// good.
-    pub dropped: AtomicU64,
-    /// Tries that failed (each retried while it is the newest).
-    pub failures: AtomicU64,
-}
+pub use super::pushes::Counters;
 
 /// Where to push: `http://HOST[:PORT][/PATH]` (port 4318 and path `/v1/metrics` unless
 /// given, as OTLP/HTTP's defaults).

@@ -2,7 +2,7 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
-use super::{Action, Mode, TopView, next_sort};
+use super::state::{Action, Mode, TopView, next_sort};
 
 impl TopView {
     pub fn handle_key(&mut self, key: KeyEvent) -> Action {

@@ -8,7 +8,7 @@ use ratatui::{
     widgets::{Cell, Paragraph, Row, Table, TableState},
 };
 
-use super::{Mode, TopView};
+use super::state::{Mode, TopView};
 use crate::tui::fit_parts;
 use syscost_report::report::top::ProcessRow;
 use syscost_report::{

@@ -11,7 +11,7 @@ use syscost_engine::{
     session::{SessionHandle, Subscription, Watch},
 };
 
-use super::{Action, TopView};
+use super::state::{Action, TopView};
 use crate::tui::{
     Ended, Screen,
     attach::{LiveOptions, live_with},
@@ -45,7 +45,7 @@ impl live::View for Table {
 
     fn draw(&mut self, frame: &mut Frame) {
         self.view.elapsed = self.started.elapsed();
-        super::render(frame, &self.view);
+        super::render::render(frame, &self.view);
     }
 
     fn key(&mut self, key: KeyEvent) -> Step<Drill> {

@@ -26,7 +26,7 @@ const EEXIST: i32 = -17;
 
 /// Whether a call is one of its stack's samples, and whether it wakes the reader.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sample {
+pub(crate) enum StackSample {
     No,
     /// The first of its entry in the window: it names the stack, and is sent while the
     /// process still lives to have its objects read: the reader is woken.
@@ -46,7 +46,7 @@ pub(crate) fn count_stack(
     tgid: u32,
     key: u32,
     ns: u64,
-) -> (u64, Sample) {
+) -> (u64, StackSample) {
     let side = STACK_SIDE.get(0).copied().unwrap_or(0);
     let mut hash = stack_in_window(0, side);
     // The walk, when one was made: its frames are kept with the first call of each
@@ -102,7 +102,7 @@ pub(crate) fn count_stack(
                 Some(v) => v,
                 None => {
                     count(stack_counter::CALLS_DROPPED);
-                    return (hash, Sample::No);
+                    return (hash, StackSample::No);
                 }
             }
         }
@@ -113,18 +113,18 @@ pub(crate) fn count_stack(
         (*value).calls
     };
     if !walked || (calls - 1) & u64::from(config!(stacks_sample_mask)) != 0 {
-        return (hash, Sample::No);
+        return (hash, StackSample::No);
     }
     // Samples take at most half of the ring: the slow calls' reports keep the rest, and a
     // sample without room is counted as one the ring had no room for.
     if CALL_RING.query(u64::from(BPF_RB_AVAIL_DATA)) >= u64::from(config!(stacks_ring_limit)) {
         count(stack_counter::SAMPLES_DROPPED);
-        return (hash, Sample::No);
+        return (hash, StackSample::No);
     }
     if calls == 1 {
-        (hash, Sample::Wake)
+        (hash, StackSample::Wake)
     } else {
-        (hash, Sample::Quiet)
+        (hash, StackSample::Quiet)
     }
 }
 

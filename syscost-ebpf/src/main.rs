@@ -60,7 +60,7 @@ use syscost_common::{
 };
 
 use self::{
-    by_stack::{Sample, count_stack},
+    by_stack::{StackSample, count_stack},
     call_ring::{send_call, take_kernel_stack},
     maps::{DRILL, SLOW_NS, config},
     per_process::{count_top, hand_over},
@@ -177,13 +177,13 @@ pub fn syscost_sys_exit(ctx: RawTracePointContext) -> i32 {
     if config!(stacks_on) != 0 && stats_slot >= pool_from {
         let (stack_hash, sample) = count_stack(&ctx, tgid, call.key, call.ns);
         let mut flags = 0;
-        if sample != Sample::No {
+        if sample != StackSample::No {
             flags |= record_flags::STACK_SAMPLE;
         }
         // A slow call and a stack's first sample wake the reader, forced: the kernel wakes
         // it by itself only for a record it has caught up with, and a quiet sample may be
         // waiting unread. A later sample waits for the reader's next look.
-        let mut wake = if sample == Sample::Wake {
+        let mut wake = if sample == StackSample::Wake {
             u64::from(BPF_RB_FORCE_WAKEUP)
         } else {
             u64::from(BPF_RB_NO_WAKEUP)

@@ -907,7 +907,10 @@ fn export_serves_a_windows_calls_by_stack_as_pprof() {
     let pid = work.id();
     let (mut export, first, mut err) = started(
         syscost()
-            .env("RUST_LOG", "warn,syscost_views::metrics::stacks=debug")
+            .env(
+                "RUST_LOG",
+                "warn,syscost_views::metrics::pprof_windows=debug",
+            )
             .args([
                 "export",
                 "-p",

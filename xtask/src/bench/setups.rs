@@ -107,8 +107,13 @@ pub(super) fn export_stacks(
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
+    // The window's module, by its name and by its name in builds before 18193e3 (a
+    // baseline may be one).
     let mut child = Command::new(syscost)
-        .env("RUST_LOG", "warn,syscost_views::metrics::stacks=debug")
+        .env(
+            "RUST_LOG",
+            "warn,syscost_views::metrics::pprof_windows=debug,syscost_views::metrics::stacks=debug",
+        )
         .args(["export", "-p", &pid.to_string(), "--stacks", "/dev/null"])
         .args(["--metrics-addr", &format!("127.0.0.1:{port}")])
         .stdin(Stdio::piped())

@@ -354,7 +354,8 @@ impl Names {
     /// The pod labels of `cgroup` (none until [`Names::name_pods`]), made once it is
     /// settled.
     pub fn pod_of(&mut self, cgroup: &Name) -> PodLabels {
-        let Some(pods) = &self.pods else {
+        // A path unknown ("?", a fresh name each time) is no container's.
+        let Some(pods) = self.pods.as_ref().filter(|_| cgroup.starts_with('/')) else {
             return PodLabels::default();
         };
         let at = std::sync::Arc::as_ptr(cgroup).cast::<u8>() as usize;

@@ -37,7 +37,7 @@
 //! The hooks follow in the order a traced call meets them; the helpers are grouped by
 //! the table they serve: `maps` (every map and constant), `procs` (the traced set),
 //! `threads` (each thread's call in flight), `stats` (the pool of statistics entries),
-//! `per_process` (per-process figures), `slow` (slow calls), `stacks` (calls by user stack); each module imports what it
+//! `per_process` (per-process figures), `call_ring` (the calls sent to userspace: slow calls and stack samples), `by_stack` (calls by user stack); each module imports what it
 //! uses by name. `probes` holds the programs that are
 //! not the tracer (the benchmark's floor and candidates, doctor's and the loader's
 //! probes). Every helper is `inline(always)`: a BPF-to-BPF call costs more than the

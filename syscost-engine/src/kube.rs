@@ -237,7 +237,7 @@ const REMEMBERED: usize = 4096;
 
 /// How long a container whose file did not read goes without its names before it is
 /// read again.
-const RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+pub const RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Directory {
     pub fn new(roots: Roots) -> Self {
@@ -330,7 +330,7 @@ impl Directory {
 
     /// [`Directory::labels`], and whether they are settled: the cgroup is no
     /// container's, or its container's file was read (one not written yet is read again
-    /// after 10 s).
+    /// after [`RETRY`]).
     pub fn labels_settled(&mut self, path: &str) -> (Vec<(&'static str, String)>, bool) {
         let Some(w) = parse(path) else {
             return (Vec::new(), true);
@@ -589,40 +589,6 @@ mod tests {
         assert_eq!(d.names(&late).pod, None, "not before the retry is due");
         *d.missed.get_mut(ID).unwrap() -= RETRY;
         assert_eq!(d.names(&late).pod.as_deref(), Some("late"));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    /// The process table's names keep a cgroup's pod labels once settled, and ask again
-    /// for a container whose runtime had not written its names yet.
-    #[test]
-    fn process_names_keep_settled_pods_only() {
-        let dir = std::env::temp_dir().join(format!("syscost-kube-names-{}", std::process::id()));
-        let file = Roots::under(&dir).containerd.join(ID).join("config.json");
-        let mut names = crate::process::Names::default();
-        let cgroup: crate::process_table::Name = format!("/kubepods/pod{UID}/{ID}").into();
-        assert!(names.pod_of(&cgroup).is_empty(), "none before a view asks");
-        let pods = || std::sync::Arc::new(Pods::from(Directory::new(Roots::under(&dir))));
-        names.name_pods(pods());
-        let pod = |names: &mut crate::process::Names| {
-            names
-                .pod_of(&cgroup)
-                .iter()
-                .find(|(k, _)| *k == "pod")
-                .map(|(_, v)| v.clone())
-        };
-        assert_eq!(pod(&mut names), None, "no file yet");
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(
-            &file,
-            r#"{"annotations":{"io.kubernetes.cri.sandbox-name":"web"}}"#,
-        )
-        .unwrap();
-        // A directory paces its retries: a fresh one reads the file now.
-        names.name_pods(pods());
-        assert_eq!(pod(&mut names).as_deref(), Some("web"), "asked again");
-        std::fs::remove_file(&file).unwrap();
-        names.name_pods(pods());
-        assert_eq!(pod(&mut names).as_deref(), Some("web"), "kept once settled");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

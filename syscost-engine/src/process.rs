@@ -297,11 +297,13 @@ pub struct Names {
     paths: std::collections::HashSet<Name>,
     /// Where the pods are named, once a view asked ([`Names::name_pods`]).
     pods: Option<std::sync::Arc<crate::kube::Pods>>,
-    /// Each cgroup's pod labels, once settled (a container whose runtime has not
-    /// written its names yet is asked again: the directory paces the reads). Found by
-    /// the address of the cgroup's shared name, which the entry holds (so no other name
-    /// takes that address while it is kept): a lookup per row costs no hash of the path.
-    kube: std::collections::HashMap<usize, (Name, PodLabels)>,
+    /// Each cgroup's pod labels, and when they are to be asked again: never once
+    /// settled; [`crate::kube::RETRY`] later for a container whose runtime's file was not
+    /// read (not written yet, or not readable: the rows of its processes cost no lock
+    /// and no parse meanwhile). Found by the address of the cgroup's shared name, which
+    /// the entry holds (so no other name takes that address while it is kept): a lookup
+    /// per row costs no hash of the path.
+    kube: std::collections::HashMap<usize, (Name, PodLabels, Option<std::time::Instant>)>,
 }
 
 /// Names of each kind kept at the most (all forgotten when full: a host can start
@@ -359,17 +361,19 @@ impl Names {
             return PodLabels::default();
         };
         let at = std::sync::Arc::as_ptr(cgroup).cast::<u8>() as usize;
-        if let Some((_, l)) = self.kube.get(&at) {
+        if let Some((_, l, again)) = self.kube.get(&at)
+            && again.is_none_or(|t| t.elapsed() < crate::kube::RETRY)
+        {
             return l.clone();
         }
         let (labels, settled) = pods.labels_settled(cgroup);
         let labels: PodLabels = labels.into();
-        if settled {
-            if self.kube.len() >= NAMES_KEPT {
-                self.kube.clear();
-            }
-            self.kube.insert(at, (cgroup.clone(), labels.clone()));
+        if self.kube.len() >= NAMES_KEPT {
+            self.kube.clear();
         }
+        let again = (!settled).then(std::time::Instant::now);
+        self.kube
+            .insert(at, (cgroup.clone(), labels.clone(), again));
         labels
     }
 }
@@ -428,6 +432,56 @@ pub fn alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows are named with their cgroup's pod labels once a view asked; a container
+    /// whose runtime's file was not read is asked again only after the directory's
+    /// retry time (its rows meanwhile cost no lock and no parse), one that was read is
+    /// kept.
+    #[test]
+    fn pod_labels_kept_once_settled_and_asked_again_after_the_retry() {
+        use crate::kube::{Directory, Pods, RETRY, Roots};
+        const ID: &str = "3b2e5b0e2a9f4c7d8e1f0a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d";
+        let dir = std::env::temp_dir().join(format!("syscost-pods-{}", std::process::id()));
+        let file = Roots::under(&dir).containerd.join(ID).join("config.json");
+        let cgroup: Name = format!("/kubepods/pod0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/{ID}").into();
+        let mut names = Names::default();
+        assert!(names.pod_of(&cgroup).is_empty(), "none before a view asks");
+        // A fresh directory each time: it reads the runtime's file when asked.
+        let pods = || std::sync::Arc::new(Pods::from(Directory::new(Roots::under(&dir))));
+        let pod = |names: &mut Names| {
+            names
+                .pod_of(&cgroup)
+                .iter()
+                .find(|(k, _)| *k == "pod")
+                .map(|(_, v)| v.clone())
+        };
+        names.name_pods(pods());
+        assert_eq!(pod(&mut names), None, "no file yet");
+        assert!(
+            names
+                .pod_of(&cgroup)
+                .iter()
+                .any(|(k, _)| *k == "container_id")
+        );
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(
+            &file,
+            r#"{"annotations":{"io.kubernetes.cri.sandbox-name":"web"}}"#,
+        )
+        .unwrap();
+        names.name_pods(pods());
+        assert_eq!(pod(&mut names), None, "not asked again before the retry");
+        for (_, _, again) in names.kube.values_mut() {
+            *again = again.map(|t| t - RETRY);
+        }
+        assert_eq!(pod(&mut names).as_deref(), Some("web"), "asked again");
+        std::fs::remove_file(&file).unwrap();
+        names.name_pods(pods());
+        assert_eq!(pod(&mut names).as_deref(), Some("web"), "kept once settled");
+        let unknown: Name = "?".into();
+        assert!(names.pod_of(&unknown).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// A name made once serves the exit records and /proc alike (the same bytes, NUL
     /// ended or a line), and a cgroup path the same; what they say is not changed.

@@ -37,6 +37,7 @@ fn session_of_this_process(interval: Duration) -> Session {
         SessionOptions {
             interval,
             watch: Watch::Nothing,
+            name_pods: false,
         },
     )
 }

@@ -69,6 +69,9 @@ pub struct SessionPlan {
     pub keep_slow: usize,
     /// Keep per-process totals since the start (not a service that serves steps).
     pub top_totals: bool,
+    /// Name each per-process row's Kubernetes pod and container (`export --top`'s
+    /// series carry them).
+    pub name_pods: bool,
 }
 
 /// The programs each shape of command loads, written once (`doctor` loads the same);
@@ -266,6 +269,7 @@ impl Plan {
                 echo_slow: true,
                 keep_slow: SlowLog::CAP,
                 top_totals: true,
+                name_pods: false,
             },
             listener: listen
                 .map(|addr| {
@@ -345,6 +349,7 @@ impl Plan {
             SessionOptions {
                 interval: s.interval,
                 watch,
+                name_pods: s.name_pods,
             },
         ))
     }

@@ -174,7 +174,7 @@ impl Sampler {
     }
 
     /// The per-process rows carry the pod and container of each process's cgroup from
-    /// now on, from `pods`.
+    /// now on, from `pods` (a session's: `SessionOptions::name_pods`).
     pub fn name_pods(&mut self, pods: std::sync::Arc<crate::kube::Pods>) {
         self.names.name_pods(pods);
     }

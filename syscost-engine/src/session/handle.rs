@@ -20,13 +20,6 @@ impl SessionHandle {
         self.shared.pods.labels(path)
     }
 
-    /// The per-process rows carry the pod and container of each process's cgroup from
-    /// now on ([`syscost_report::report::top::ProcessRow::kube`]), named with the
-    /// process: a view that labels its series with them (`export --top`).
-    pub fn want_pod_names(&self) {
-        lock(&self.shared.sampler).name_pods(self.shared.pods.clone());
-    }
-
     /// The cgroup v2 path of process `pid` now (`None` when it is gone or has none).
     pub fn cgroup_of(&self, pid: u32) -> Option<String> {
         crate::cgroup::of_process(pid)

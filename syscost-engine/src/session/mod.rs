@@ -42,6 +42,10 @@ pub struct SessionOptions {
     /// How often a sample is published.
     pub interval: Duration,
     pub watch: Watch,
+    /// Each per-process row names the Kubernetes pod and container of its process's
+    /// cgroup ([`syscost_report::report::top::ProcessRow::kube`]; `export --top`), from
+    /// the first exit record and step on.
+    pub name_pods: bool,
 }
 
 /// The figures when the session ended: the last snapshots, the per-process totals and
@@ -68,6 +72,11 @@ impl Session {
     pub fn start(sampler: Sampler, slow: Option<Reader>, options: SessionOptions) -> Self {
         let offcpu = sampler.offcpu_tracked();
         let features = sampler.features().clone();
+        let pods = Arc::<crate::kube::Pods>::default();
+        let mut sampler = sampler;
+        if options.name_pods {
+            sampler.name_pods(pods.clone());
+        }
         let sampler = sampler.shared();
         let now = Instant::now();
         let empty = Arc::new(Sample {
@@ -108,7 +117,7 @@ impl Session {
             watch_generation: std::sync::atomic::AtomicU64::new(0),
             offcpu,
             features,
-            pods: Arc::default(),
+            pods,
         });
         // The first sample takes no per-process step: nobody can have subscribed yet,
         // and the first step a subscriber gets counts from the load.

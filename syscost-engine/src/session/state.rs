@@ -70,8 +70,8 @@ pub(super) struct Shared {
     pub(super) watch_generation: std::sync::atomic::AtomicU64,
     pub(super) offcpu: bool,
     pub(super) features: Features,
-    /// The pods and containers of cgroups, named for the views (`SessionHandle::pod_labels`,
-    /// `SessionHandle::want_pod_names`).
+    /// The pods and containers of cgroups, named for the views (`SessionHandle::pod_labels`) and
+    /// the per-process rows (`SessionOptions::name_pods`).
     pub(super) pods: Arc<crate::kube::Pods>,
 }
 

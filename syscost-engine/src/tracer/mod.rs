@@ -227,7 +227,7 @@ impl Tracer {
         let map = self
             .ebpf
             .take_map(map_names::CALL_RING)
-            .context("SLOW map missing")?;
+            .context("CALL_RING map missing")?;
         Ok(aya::maps::RingBuf::try_from(map)?)
     }
 

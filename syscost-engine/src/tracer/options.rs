@@ -13,7 +13,7 @@ pub struct TracerOptions {
     /// pool entries, per CPU; the programs and the other tables are shared.
     pub slots: u32,
     /// Processes the programs add by themselves, beyond those given to
-    /// [`Tracer::trace_process_in`]: none, every process, or a cgroup's (all in slot 0).
+    /// [`super::Tracer::trace_process_in`]: none, every process, or a cgroup's (all in slot 0).
     pub auto: Auto,
     /// Keep per-process figures of every traced process (the `TOP` table).
     pub per_process: bool,

@@ -2,7 +2,7 @@
 //! kernel's maps, `report::json` saves and reads it, every view prints from it.
 //!
 //! By file: the profile, its syscalls and its target (`data`); its processes
-//! (`processes`), slow calls (`slow`), calls by stack (`stacks`), sort orders and
+//! (`processes`), slow calls (`slow`), calls by stack (`call_stacks`), sort orders and
 //! per-unit figures (`sort`), and top's document (`top`).
 
 mod call_stacks;

@@ -195,6 +195,8 @@ fn export_scope(args: &ExportArgs) -> Result<i32> {
         args.groups(),
     )?
     .service(false);
+    // The per-process series name their pods, from the first step on.
+    plan.session.name_pods = per_process;
     let tracer = plan.load()?;
     let session = plan.start(tracer, Watch::Nothing)?;
     let started = std::time::Instant::now();

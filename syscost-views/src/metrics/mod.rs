@@ -145,14 +145,13 @@ impl Metrics {
     }
 
     /// Also serves per-process series of at most `n` processes plus `other` (and as
-    /// many cgroups with `cgroups`).
+    /// many cgroups with `cgroups`), labelled with their pods where the session names
+    /// them (`SessionOptions::name_pods`).
     pub fn with_top(mut self, n: usize, cgroups: bool) -> Self {
         let top = std::sync::Arc::new(std::sync::Mutex::new(TopSeries {
             processes: BoundedSeries::new(n),
             cgroups: cgroups.then(|| BoundedSeries::new(n)),
         }));
-        // Each row names its pod and container (the engine's process table reads them).
-        self.session.want_pod_names();
         // Fed by the session as it publishes (every sample's step counts once, in
         // order), for as long as this endpoint's state lives.
         let fed = std::sync::Arc::downgrade(&top);

@@ -82,8 +82,26 @@ pub(super) fn start_and_wait(cmd: &mut Command, from_stderr: bool, ready: &str) 
 
 pub(super) fn stop(mut child: Child) {
     // SIGTERM through kill(1) keeps xtask free of libc; closing stdin ends `syscost floor`.
-    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    // A tracer that sleeps through it (bpftrace once slept in its epoll_wait after
+    // SIGTERM, and the bench with it) gets SIGINT after 10 s, then SIGKILL.
     drop(child.stdin.take());
+    for (signal, patience) in [("-TERM", 10), ("-INT", 5), ("-KILL", 5)] {
+        let _ = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(patience);
+        while std::time::Instant::now() < deadline {
+            match child.try_wait() {
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                _ => return,
+            }
+        }
+        eprintln!(
+            "bench: pid {} still running {patience} s after SIG{}",
+            child.id(),
+            &signal[1..]
+        );
+    }
     let _ = child.wait();
 }
 

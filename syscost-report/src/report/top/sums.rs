@@ -28,6 +28,11 @@ pub fn by_cgroup(rows: &[ProcessRow]) -> Vec<ProcessRow> {
         let Some(g) = out.get_mut(&r.cgroup) else {
             continue;
         };
+        // The pod labels the most complete of its rows carry (a row named before its
+        // container's names were read has fewer).
+        if r.kube.len() > g.kube.len() {
+            g.kube = r.kube.clone();
+        }
         g.threads += r.threads;
         for (id, v) in &r.syscalls {
             g.add(*id, v);
@@ -86,13 +91,25 @@ mod tests {
             r.add(top_id(&k(pid, key)), &v(calls, 0, ns, ns / 2));
             r
         };
-        let rows = [
+        let mut rows = [
             row(1, "/a", 202, 10, 900),
             row(2, "/a", 0, 3, 30),
             row(3, "/b", 202, 1, 5000),
         ];
+        // Row 2 was named once its container's names were read, row 1 before.
+        rows[0].kube = [("container_id", "c".to_string())].into();
+        rows[1].kube = [
+            ("container_id", "c".to_string()),
+            ("pod", "web".to_string()),
+        ]
+        .into();
         let g = by_cgroup(&rows);
         assert_eq!(g.len(), 2);
+        assert_eq!(
+            g[0].kube, rows[1].kube,
+            "the most complete row's pod labels"
+        );
+        assert!(g[1].kube.is_empty());
         assert_eq!((g[0].calls(), g[0].total_ns(), g[0].threads), (13, 930, 2));
         assert_eq!(g[0].oncpu_ns(), 930 - 450 - 15);
         assert_eq!(g[0].top_syscall().unwrap().0.name(), "futex");

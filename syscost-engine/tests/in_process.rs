@@ -347,7 +347,7 @@ fn a_slow_call_wakes_the_reader_past_a_quiet_stack_sample() {
         ..Default::default()
     })
     .expect("the programs load");
-    let mut ring = tracer.take_slow_ring().unwrap();
+    let mut ring = tracer.take_call_ring().unwrap();
     let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     assert!(epoll >= 0);
     let mut ev = libc::epoll_event {

@@ -327,7 +327,7 @@ impl Plan {
         let on = &tracer.features().on;
         let reader = if on.contains(&"slow") || on.contains(&"stacks") {
             Some(syscost_engine::call_ring::reader::Reader::spawn(
-                tracer.take_slow_ring()?,
+                tracer.take_call_ring()?,
                 s.echo_slow
                     .then(|| -> syscost_engine::call_ring::reader::EachCall {
                         Box::new(|c| eprintln!("{}", syscost_report::report::slow::line(c)))

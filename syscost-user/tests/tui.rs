@@ -410,9 +410,15 @@ fn an_error_or_a_panic_in_the_view_restores_the_terminal() {
             ) else {
                 return;
             };
-            tmux.wait_for(&format!("{view}'s live view"), |s| match view {
-                "attach" => row_calls(s, "getppid").is_some(),
-                _ => top_rate(s, pid).is_some(),
+            // The view, or already its end: the fault is armed by the view's first
+            // figures and fires a second later, which a loaded machine's polls of the
+            // screen (or a first table without the workload's row yet) can miss.
+            tmux.wait_for(&format!("{view}'s live view or its end"), |s| {
+                s.contains(status)
+                    || match view {
+                        "attach" => row_calls(s, "getppid").is_some(),
+                        _ => top_rate(s, pid).is_some(),
+                    }
             });
             let done = tmux.wait_for("syscost to fail", |s| s.contains(status));
             assert!(done.contains(message), "{name}: {}", compact(&done));

@@ -222,8 +222,9 @@ impl Tracer {
         Ok(())
     }
 
-    /// The slow calls' ring buffer, to be read by one consumer (`--slow` only).
-    pub fn take_slow_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
+    /// The call ring (slow calls and stack samples), to be read by one consumer (with
+    /// `--slow` or `--stacks`).
+    pub fn take_call_ring(&mut self) -> Result<aya::maps::RingBuf<MapData>> {
         let map = self
             .ebpf
             .take_map(map_names::CALL_RING)

@@ -6,13 +6,14 @@
 use crate::{
     Call, by_stack,
     maps::{CALL_RING, KSTACK_OF, config},
+    procs::write_comm,
     stats::count,
 };
 use aya_ebpf::{
     EbpfContext as _,
     bindings::BPF_F_USER_STACK,
     helpers::{
-        bpf_get_current_comm, bpf_get_current_task, bpf_probe_read_kernel, bpf_probe_read_user_buf,
+        bpf_get_current_task, bpf_probe_read_kernel, bpf_probe_read_user_buf,
         generated::bpf_get_stack,
     },
     programs::RawTracePointContext,
@@ -114,7 +115,7 @@ fn report<const P: usize>(
             (*e).kernel_stack = k.stack;
             (*e).kernel_stack_bytes = k.bytes as u32;
         }
-        (*e).comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        write_comm(&raw mut (*e).comm);
         (*e).stack_bytes = bpf_get_stack(
             ctx.as_ptr(),
             (&raw mut (*e).stack).cast(),

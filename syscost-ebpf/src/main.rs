@@ -54,6 +54,7 @@ use aya_ebpf::{
     programs::RawTracePointContext,
 };
 use aya_log_ebpf::warn;
+use core::ptr::write_volatile;
 use syscost_common::{
     KEY_FORK_CHILD, KEY_NONE, KEYS_PER_SLOT, ProcSlot, ThreadSlot, abi, auto_mode, counter,
     proc_value, record_flags, syscall_key,
@@ -69,7 +70,7 @@ use self::{
         process_abi, remove_proc, rename_process, traced,
     },
     stats::{count, record},
-    threads::{claim_thread, release_thread, start_thread, thread_slot},
+    threads::{claim_thread, put_thread, release_thread, start_thread, thread_slot},
 };
 
 mod by_stack;
@@ -110,14 +111,17 @@ pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
         return 0;
     };
     let nr: u64 = ctx.arg(1);
-    let slot = unsafe { &mut *slot };
-    slot.key = syscall_key(proc_value::abi(process), nr);
-    slot.nr = nr;
-    slot.off_since_ns = 0;
-    slot.off_ns = 0;
-    slot.voluntary = 0;
-    slot.involuntary = 0;
-    slot.enter_ns = unsafe { bpf_ktime_get_ns() };
+    // Field by field: the four zeroes written as one would be a `memset` call
+    // (`threads::put_thread` says why), a loop of 24 rounds on every call.
+    unsafe {
+        write_volatile(&raw mut (*slot).key, syscall_key(proc_value::abi(process), nr));
+        write_volatile(&raw mut (*slot).nr, nr);
+        write_volatile(&raw mut (*slot).off_since_ns, 0);
+        write_volatile(&raw mut (*slot).off_ns, 0);
+        write_volatile(&raw mut (*slot).voluntary, 0);
+        write_volatile(&raw mut (*slot).involuntary, 0);
+        write_volatile(&raw mut (*slot).enter_ns, bpf_ktime_get_ns());
+    }
     0
 }
 
@@ -454,7 +458,7 @@ pub fn syscost_exec(ctx: RawTracePointContext) -> i32 {
         let state = unsafe { *old };
         release_thread(old_pid);
         if let Some(new) = thread_slot(tid).or_else(|| claim_thread(tid)) {
-            unsafe { *new = ThreadSlot { tid, ..state } };
+            put_thread(new, ThreadSlot { tid, ..state });
         }
     }
     0

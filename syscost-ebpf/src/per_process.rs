@@ -4,14 +4,11 @@
 use crate::{
     Call,
     maps::{EXITS, PROC_INFO, TOP},
-    procs::{Name, name_of},
+    procs::{Name, name_of, write_comm},
     stats::add,
     stats::count,
 };
-use aya_ebpf::{
-    bindings::{BPF_ANY, BPF_NOEXIST},
-    helpers::bpf_get_current_comm,
-};
+use aya_ebpf::bindings::{BPF_ANY, BPF_NOEXIST};
 use syscost_common::{ExitRecord, TopKey, TopValue, counter, is_error_return};
 
 /// Adds a call to this CPU's `TOP` figures of (process, syscall).
@@ -79,8 +76,8 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
             // as it is, for userspace to read, when the map has no room either).
             Name::Slot(slot) => {
                 let mut kept = unsafe { *r };
-                if main_thread && let Ok(c) = bpf_get_current_comm() {
-                    kept.comm = c;
+                if main_thread {
+                    write_comm(&raw mut kept.comm);
                 }
                 if unsafe { (*slot).tgid } == tgid
                     && PROC_INFO.insert(tgid, kept, u64::from(BPF_ANY)).is_ok()
@@ -89,8 +86,8 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
                 }
             }
             Name::Info(r) => {
-                if main_thread && let Ok(c) = bpf_get_current_comm() {
-                    unsafe { (*r).comm = c };
+                if main_thread {
+                    write_comm(unsafe { &raw mut (*r).comm });
                 }
             }
         }
@@ -102,8 +99,8 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
         (*e)._pad = 0;
         (*e).info = *r;
     }
-    if main_thread && let Ok(c) = bpf_get_current_comm() {
-        unsafe { (*e).info.comm = c };
+    if main_thread {
+        write_comm(unsafe { &raw mut (*e).info.comm });
     }
     // Two of the process's threads may hand it over at once: once the other has freed the
     // slot, a new process may write its own name there. Copied and still this process's:

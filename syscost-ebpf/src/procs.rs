@@ -9,13 +9,16 @@ use crate::{
 use aya_ebpf::{
     bindings::{BPF_ANY, BPF_NOEXIST},
     helpers::{
-        bpf_get_current_comm, bpf_get_current_task, bpf_probe_read_kernel,
-        generated::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id},
+        bpf_get_current_task, bpf_probe_read_kernel,
+        generated::{
+            self, bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id,
+        },
     },
     programs::RawTracePointContext,
 };
 use core::{
     hint::black_box,
+    mem::MaybeUninit,
     ptr::{read_volatile, write_volatile},
 };
 use syscost_common::{ExitRecord, ProcRecord, ProcSlot, abi, auto_mode, counter, proc_value};
@@ -276,21 +279,30 @@ pub(crate) fn name_held(tgid: u32) -> bool {
 /// process's kept name, if it has one.
 #[inline(always)]
 pub(crate) fn rename_process(tgid: u32) {
-    if let Some(name) = name_of(tgid)
-        && let Ok(comm) = bpf_get_current_comm()
-    {
-        unsafe { (*name.record()).comm = comm };
+    if let Some(name) = name_of(tgid) {
+        write_comm(unsafe { &raw mut (*name.record()).comm });
     }
+}
+
+/// Writes the current task's comm at `dst` (map, ring or stack memory), where the
+/// helper writes it: aya's `bpf_get_current_comm` returns an array it has zeroed first
+/// (a `memset` call, see `threads::put_thread`) and that is then copied a byte at a
+/// time. The helper fails only without a current task, and zeroes `dst` then.
+#[inline(always)]
+pub(crate) fn write_comm(dst: *mut [u8; 16]) {
+    unsafe { generated::bpf_get_current_comm(dst.cast(), 16) };
 }
 
 /// The current task's comm and cgroup id.
 #[inline(always)]
-fn current_name() -> Option<ProcRecord> {
-    let comm = bpf_get_current_comm().ok()?;
-    Some(ProcRecord {
-        comm,
-        cgroup_id: unsafe { bpf_get_current_cgroup_id() },
-    })
+fn current_name() -> ProcRecord {
+    let mut r = MaybeUninit::<ProcRecord>::uninit();
+    let p = r.as_mut_ptr();
+    unsafe {
+        write_comm(&raw mut (*p).comm);
+        (&raw mut (*p).cgroup_id).write(bpf_get_current_cgroup_id());
+        r.assume_init()
+    }
 }
 
 /// Names a process at its first event: its comm and cgroup now, kept for userspace. A
@@ -304,9 +316,7 @@ fn current_name() -> Option<ProcRecord> {
 /// process with this tgid is replaced.
 #[inline(always)]
 pub(crate) fn name_new_process(tgid: u32, forked: bool) {
-    let Some(record) = current_name() else {
-        return;
-    };
+    let record = current_name();
     if forked {
         keep_name(tgid, record);
         return;
@@ -325,9 +335,7 @@ pub(crate) fn name_new_process(tgid: u32, forked: bool) {
 /// Names a process again at exec (where its name is kept, or as a new one).
 #[inline(always)]
 pub(crate) fn name_process(tgid: u32) {
-    let Some(record) = current_name() else {
-        return;
-    };
+    let record = current_name();
     match name_of(tgid) {
         Some(name) => unsafe { *name.record() = record },
         // Not named at its first event (no room then): not a new process, so not in a

@@ -3,7 +3,28 @@
 
 use crate::maps::{KSTACK_OF, THREADS, THREADS_OVERFLOW, config};
 use aya_ebpf::bindings::{BPF_ANY, BPF_NOEXIST};
+use core::{mem::MaybeUninit, ptr::write_volatile};
 use syscost_common::ThreadSlot;
+
+/// Writes `state` into the slot at `p`, field by field. A whole slot written at once is
+/// built on the stack first and its zeroes set by a `memset` the toolchain does not
+/// inline for BPF: a call that stores one byte per loop round, some 280 instructions for
+/// a slot (a `bpftool prog dump xlated` shows it), on every thread's start and end.
+#[inline(always)]
+pub(crate) fn put_thread(p: *mut ThreadSlot, state: ThreadSlot) {
+    unsafe {
+        write_volatile(&raw mut (*p).tid, state.tid);
+        write_volatile(&raw mut (*p).key, state.key);
+        write_volatile(&raw mut (*p).enter_ns, state.enter_ns);
+        write_volatile(&raw mut (*p).nr, state.nr);
+        write_volatile(&raw mut (*p).off_since_ns, state.off_since_ns);
+        write_volatile(&raw mut (*p).off_ns, state.off_ns);
+        write_volatile(&raw mut (*p).voluntary, state.voluntary);
+        write_volatile(&raw mut (*p).involuntary, state.involuntary);
+        write_volatile(&raw mut (*p).calls, state.calls);
+        write_volatile(&raw mut (*p).total_ns, state.total_ns);
+    }
+}
 
 /// The slot of thread `tid`, if it has one.
 #[inline(always)]
@@ -27,11 +48,14 @@ pub(crate) fn claim_thread(tid: u32) -> Option<*mut ThreadSlot> {
     if unsafe { (*p).tid } == 0 {
         // Threads created at the same moment have ids in sequence, so they do not race
         // for one direct slot.
-        unsafe { *p = fresh };
+        put_thread(p, fresh);
         return Some(p);
     }
+    // On the stack for the insert to read, written by `put_thread` too.
+    let mut v = MaybeUninit::<ThreadSlot>::uninit();
+    put_thread(v.as_mut_ptr(), fresh);
     THREADS_OVERFLOW
-        .insert(tid, fresh, u64::from(BPF_NOEXIST))
+        .insert(tid, unsafe { v.assume_init_ref() }, u64::from(BPF_NOEXIST))
         .ok()?;
     THREADS_OVERFLOW.get_ptr_mut(tid)
 }
@@ -48,11 +72,13 @@ pub(crate) fn start_thread(state: ThreadSlot) -> bool {
     };
     let held = unsafe { (*p).tid };
     if held == 0 || held == tid {
-        unsafe { *p = state };
+        put_thread(p, state);
         return true;
     }
+    let mut v = MaybeUninit::<ThreadSlot>::uninit();
+    put_thread(v.as_mut_ptr(), state);
     THREADS_OVERFLOW
-        .insert(tid, state, u64::from(BPF_ANY))
+        .insert(tid, unsafe { v.assume_init_ref() }, u64::from(BPF_ANY))
         .is_ok()
 }
 
@@ -66,7 +92,7 @@ pub(crate) fn release_thread(tid: u32) {
     if let Some(p) = THREADS.get_ptr_mut(tid & config!(thread_mask))
         && unsafe { (*p).tid } == tid
     {
-        unsafe { *p = ThreadSlot::EMPTY };
+        put_thread(p, ThreadSlot::EMPTY);
         return;
     }
     let _ = THREADS_OVERFLOW.remove(tid);

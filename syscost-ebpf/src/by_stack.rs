@@ -7,8 +7,9 @@
 //! userspace swaps it, waits until no program still runs on the old one, and drains that
 //! window's entries, so the tables hold one window's stacks, not the run's.
 
-use crate::maps::{
-    CALL_RING, STACK_CALLS, STACK_COUNTS, STACK_FRAMES, STACK_SCRATCH, STACK_SIDE, config,
+use crate::{
+    maps::{CALL_RING, STACK_CALLS, STACK_COUNTS, STACK_FRAMES, STACK_SCRATCH, STACK_SIDE, config},
+    mem::zero_words,
 };
 use aya_ebpf::{
     EbpfContext as _,
@@ -16,6 +17,7 @@ use aya_ebpf::{
     helpers::generated::bpf_get_stack,
     programs::RawTracePointContext,
 };
+use core::mem::MaybeUninit;
 use syscost_common::{
     STACK_FRAMES as FRAMES, STACK_HASH_START, StackKey, StackValue, UserStack, stack_counter,
     stack_hash_step, stack_in_window,
@@ -89,8 +91,14 @@ pub(crate) fn count_stack(
             // The call that makes the entry keeps the walk (another entry of the window,
             // another process or syscall, may have kept it already); a call whose entry
             // found no room keeps none.
+            let mut zero = MaybeUninit::<StackValue>::uninit();
+            zero_words(zero.as_mut_ptr().cast::<[u64; 2]>());
             if STACK_CALLS
-                .insert(&key, &StackValue::default(), u64::from(BPF_NOEXIST))
+                .insert(
+                    &key,
+                    unsafe { zero.assume_init_ref() },
+                    u64::from(BPF_NOEXIST),
+                )
                 .is_ok()
                 && let Some(s) = walk
                 && let Err(e) = STACK_FRAMES.insert(&hash, unsafe { &*s }, u64::from(BPF_NOEXIST))

@@ -6,6 +6,7 @@
 use crate::{
     Call, by_stack,
     maps::{CALL_RING, KSTACK_OF, config},
+    mem::{copy_words, zero_words},
     procs::write_comm,
     stats::count,
 };
@@ -18,6 +19,7 @@ use aya_ebpf::{
     },
     programs::RawTracePointContext,
 };
+use core::{mem::MaybeUninit, ptr::write_volatile};
 use syscost_common::{
     BlockedStack, CallRecord, KERNEL_STACK_FRAMES, SLOW_STACK_FRAMES, USER_STACK_PAGE, counter,
     key_is_compat, record_flags, stack_counter,
@@ -112,7 +114,7 @@ fn report<const P: usize>(
             && k.enter_ns == start
             && k.bytes > 0
         {
-            (*e).kernel_stack = k.stack;
+            copy_words(&raw mut (*e).kernel_stack, &raw const k.stack);
             (*e).kernel_stack_bytes = k.bytes as u32;
         }
         write_comm(&raw mut (*e).comm);
@@ -222,12 +224,17 @@ pub(crate) fn take_kernel_stack(ctx: &RawTracePointContext, tid: u32, enter_ns: 
     let p = match KSTACK_OF.get_ptr_mut(tid) {
         Some(p) => p,
         None => {
-            let empty = BlockedStack {
-                enter_ns: 0,
-                bytes: 0,
-                stack: [0; KERNEL_STACK_FRAMES],
-            };
-            if KSTACK_OF.insert(tid, empty, 0).is_err() {
+            let mut empty = MaybeUninit::<BlockedStack>::uninit();
+            let e = empty.as_mut_ptr();
+            unsafe {
+                write_volatile(&raw mut (*e).enter_ns, 0);
+                write_volatile(&raw mut (*e).bytes, 0);
+                zero_words(&raw mut (*e).stack);
+            }
+            if KSTACK_OF
+                .insert(tid, unsafe { empty.assume_init_ref() }, 0)
+                .is_err()
+            {
                 return;
             }
             match KSTACK_OF.get_ptr_mut(tid) {

@@ -76,6 +76,7 @@ use self::{
 mod by_stack;
 mod call_ring;
 mod maps;
+mod mem;
 mod per_process;
 mod probes;
 mod procs;
@@ -114,7 +115,10 @@ pub fn syscost_sys_enter(ctx: RawTracePointContext) -> i32 {
     // Field by field: the four zeroes written as one would be a `memset` call
     // (`threads::put_thread` says why), a loop of 24 rounds on every call.
     unsafe {
-        write_volatile(&raw mut (*slot).key, syscall_key(proc_value::abi(process), nr));
+        write_volatile(
+            &raw mut (*slot).key,
+            syscall_key(proc_value::abi(process), nr),
+        );
         write_volatile(&raw mut (*slot).nr, nr);
         write_volatile(&raw mut (*slot).off_since_ns, 0);
         write_volatile(&raw mut (*slot).off_ns, 0);

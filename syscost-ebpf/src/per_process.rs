@@ -4,12 +4,14 @@
 use crate::{
     Call,
     maps::{EXITS, PROC_INFO, TOP},
+    mem::copy_as_words,
     procs::{Name, name_of, write_comm},
     stats::add,
     stats::count,
 };
 use aya_ebpf::bindings::{BPF_ANY, BPF_NOEXIST};
-use syscost_common::{ExitRecord, TopKey, TopValue, counter, is_error_return};
+use core::mem::MaybeUninit;
+use syscost_common::{ExitRecord, ProcRecord, TopKey, TopValue, counter, is_error_return};
 
 /// Adds a call to this CPU's `TOP` figures of (process, syscall).
 #[inline(always)]
@@ -75,12 +77,16 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
             // Kept in PROC_INFO for userspace, and the slot freed once it is there (left
             // as it is, for userspace to read, when the map has no room either).
             Name::Slot(slot) => {
-                let mut kept = unsafe { *r };
+                let mut kept = MaybeUninit::<ProcRecord>::uninit();
+                let k = kept.as_mut_ptr();
+                copy_as_words::<_, 3>(k, r);
                 if main_thread {
-                    write_comm(&raw mut kept.comm);
+                    write_comm(unsafe { &raw mut (*k).comm });
                 }
                 if unsafe { (*slot).tgid } == tgid
-                    && PROC_INFO.insert(tgid, kept, u64::from(BPF_ANY)).is_ok()
+                    && PROC_INFO
+                        .insert(tgid, unsafe { kept.assume_init_ref() }, u64::from(BPF_ANY))
+                        .is_ok()
                 {
                     name.free(tgid);
                 }
@@ -97,7 +103,7 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
     unsafe {
         (*e).tgid = tgid;
         (*e)._pad = 0;
-        (*e).info = *r;
+        copy_as_words::<_, 3>(&raw mut (*e).info, r);
     }
     if main_thread {
         write_comm(unsafe { &raw mut (*e).info.comm });

@@ -10,9 +10,7 @@ use aya_ebpf::{
     bindings::{BPF_ANY, BPF_NOEXIST},
     helpers::{
         bpf_get_current_task, bpf_probe_read_kernel,
-        generated::{
-            self, bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id,
-        },
+        generated::{self, bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id},
     },
     programs::RawTracePointContext,
 };

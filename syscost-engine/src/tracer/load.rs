@@ -368,6 +368,48 @@ mod tests {
         );
     }
 
+    /// No program calls the compiler's memory functions: the toolchain's BPF `memset`
+    /// and `memmove` move a byte a loop round (a 24-byte span zeroed on every traced
+    /// call was a tenth of the enter program's time), and `syscost-ebpf`'s `mem` writes
+    /// such spans word by word. A call is a relocation of a program's section against
+    /// the function's symbol.
+    #[test]
+    fn no_program_calls_a_byte_at_a_time_memory_function() {
+        let file = object::File::parse(OBJECT).expect("the embedded object parses");
+        let mut calls = Vec::new();
+        let mut programs = 0;
+        for section in file.sections() {
+            let name = section.name().unwrap_or_default();
+            if !["raw_tp/", "tp_btf/", "fentry/"]
+                .iter()
+                .any(|kind| name.starts_with(kind))
+            {
+                continue;
+            }
+            programs += 1;
+            for (_, relocation) in section.relocations() {
+                let object::RelocationTarget::Symbol(i) = relocation.target() else {
+                    continue;
+                };
+                let Ok(symbol) = file.symbol_by_index(i) else {
+                    continue;
+                };
+                let target = symbol.name().unwrap_or_default();
+                if ["memset", "memmove", "memcpy", "memcmp", "bcmp"].contains(&target) {
+                    calls.push(format!("{name} -> {target}"));
+                }
+            }
+        }
+        assert!(
+            programs >= 6,
+            "only {programs} program sections in the object"
+        );
+        assert!(
+            calls.is_empty(),
+            "programs call memory functions: {calls:?}"
+        );
+    }
+
     #[test]
     fn only_the_helpers_own_refusal_counts() {
         // 5.10's verifier, refusing the helper in a tracing program.

@@ -320,7 +320,9 @@ fn slow_threshold(key: u32) -> u64 {
 /// the time away.
 #[raw_tracepoint(tracepoint = "sched_switch")]
 pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
-    // The clock is read only for a traced thread: this runs on every switch of the machine.
+    // The clock is read only for a traced thread (this runs on every switch of the
+    // machine), and once: a switch-out and the switch-in that follows share the reading.
+    let mut now = 0;
     let prev = bpf_get_current_pid_tgid();
     if proc_of((prev >> 32) as u32) != 0
         && let Some(slot) = thread_slot(prev as u32)
@@ -328,7 +330,8 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
         let slot = unsafe { &mut *slot };
         if slot.enter_ns != 0 {
             if slot.off_since_ns == 0 {
-                slot.off_since_ns = unsafe { bpf_ktime_get_ns() };
+                now = unsafe { bpf_ktime_get_ns() };
+                slot.off_since_ns = now;
             } else {
                 // Out again, never seen coming back: the earlier switch-out still holds
                 // (the time since counts as switched out), and the call is marked.
@@ -362,7 +365,10 @@ pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
     {
         let slot = unsafe { &mut *slot };
         if slot.off_since_ns != 0 {
-            slot.off_ns += unsafe { bpf_ktime_get_ns() } - slot.off_since_ns;
+            if now == 0 {
+                now = unsafe { bpf_ktime_get_ns() };
+            }
+            slot.off_ns += now - slot.off_since_ns;
             slot.off_since_ns = 0;
         }
     }

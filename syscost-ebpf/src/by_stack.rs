@@ -9,7 +9,7 @@
 
 use crate::{
     maps::{CALL_RING, STACK_CALLS, STACK_COUNTS, STACK_FRAMES, STACK_SCRATCH, STACK_SIDE, config},
-    mem::zero_words,
+    mem::zero_as_words,
 };
 use aya_ebpf::{
     EbpfContext as _,
@@ -92,7 +92,7 @@ pub(crate) fn count_stack(
             // another process or syscall, may have kept it already); a call whose entry
             // found no room keeps none.
             let mut zero = MaybeUninit::<StackValue>::uninit();
-            zero_words(zero.as_mut_ptr().cast::<[u64; 2]>());
+            unsafe { zero_as_words::<_, 2>(zero.as_mut_ptr()) };
             if STACK_CALLS
                 .insert(
                     &key,

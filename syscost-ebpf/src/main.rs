@@ -321,7 +321,9 @@ fn slow_threshold(key: u32) -> u64 {
 #[raw_tracepoint(tracepoint = "sched_switch")]
 pub fn syscost_sched_switch(ctx: RawTracePointContext) -> i32 {
     // The clock is read only for a traced thread (this runs on every switch of the
-    // machine), and once: a switch-out and the switch-in that follows share the reading.
+    // machine), and once: a switch-out and the switch-in that follows share the reading,
+    // one instant that divides the CPU between the two (what this program does after it,
+    // a kernel stack's walk with `--kernel-stacks`, counts on the CPU for `next`).
     let mut now = 0;
     let prev = bpf_get_current_pid_tgid();
     if proc_of((prev >> 32) as u32) != 0

@@ -8,8 +8,11 @@
 use core::ptr::{read_volatile, write_volatile};
 
 /// `*dst = *src` for an array of words.
+///
+/// # Safety
+/// `dst` and `src` are valid for `N` words each, aligned to 8, and do not overlap.
 #[inline(always)]
-pub(crate) fn copy_words<const N: usize>(dst: *mut [u64; N], src: *const [u64; N]) {
+pub(crate) unsafe fn copy_words<const N: usize>(dst: *mut [u64; N], src: *const [u64; N]) {
     let (dst, src) = (dst.cast::<u64>(), src.cast::<u64>());
     for i in 0..N {
         unsafe { write_volatile(dst.add(i), read_volatile(src.add(i))) };
@@ -17,18 +20,37 @@ pub(crate) fn copy_words<const N: usize>(dst: *mut [u64; N], src: *const [u64; N
 }
 
 /// `*dst = [0; N]` for an array of words.
+///
+/// # Safety
+/// `dst` is valid for `N` words, aligned to 8.
 #[inline(always)]
-pub(crate) fn zero_words<const N: usize>(dst: *mut [u64; N]) {
+pub(crate) unsafe fn zero_words<const N: usize>(dst: *mut [u64; N]) {
     let dst = dst.cast::<u64>();
     for i in 0..N {
         unsafe { write_volatile(dst.add(i), 0) };
     }
 }
 
-/// `*dst = *src` for a value of `size_of::<T>()` bytes, a multiple of 8, aligned to 8
-/// (`ProcRecord`, `ExitRecord`): copied as words.
+/// `*dst = *src` for a value of `WORDS` words (`ProcRecord`, `ExitRecord`), copied as
+/// words; the size and alignment are checked when it is built.
+///
+/// # Safety
+/// `dst` and `src` are valid, do not overlap, and `T` has no padding (every byte of it is
+/// read as part of a word).
 #[inline(always)]
-pub(crate) fn copy_as_words<T, const WORDS: usize>(dst: *mut T, src: *const T) {
+pub(crate) unsafe fn copy_as_words<T, const WORDS: usize>(dst: *mut T, src: *const T) {
     const { assert!(size_of::<T>() == WORDS * 8 && align_of::<T>() >= 8) };
-    copy_words(dst.cast::<[u64; WORDS]>(), src.cast::<[u64; WORDS]>());
+    unsafe { copy_words(dst.cast::<[u64; WORDS]>(), src.cast::<[u64; WORDS]>()) };
+}
+
+/// `*dst = 0` for a value of `WORDS` words all of whose bytes are integers
+/// (`StackValue`): zero is a value of it. The size and alignment are checked when it is
+/// built.
+///
+/// # Safety
+/// `dst` is valid for writes and aligned (as any `*mut T` to a value is).
+#[inline(always)]
+pub(crate) unsafe fn zero_as_words<T, const WORDS: usize>(dst: *mut T) {
+    const { assert!(size_of::<T>() == WORDS * 8 && align_of::<T>() >= 8) };
+    unsafe { zero_words(dst.cast::<[u64; WORDS]>()) };
 }

@@ -79,7 +79,7 @@ pub(crate) fn hand_over(tgid: u32, main_thread: bool) {
             Name::Slot(slot) => {
                 let mut kept = MaybeUninit::<ProcRecord>::uninit();
                 let k = kept.as_mut_ptr();
-                copy_as_words::<_, 3>(k, r);
+                unsafe { copy_as_words::<_, 3>(k, r) };
                 if main_thread {
                     write_comm(unsafe { &raw mut (*k).comm });
                 }

@@ -10,19 +10,35 @@ use syscost_common::ThreadSlot;
 /// built on the stack first and its zeroes set by a `memset` the toolchain does not
 /// inline for BPF: a call that stores one byte per loop round, some 280 instructions for
 /// a slot (a `bpftool prog dump xlated` shows it), on every thread's start and end.
+/// The tag (`tid`) last: whoever finds it finds the state (and a slot freed is emptied
+/// before it is free).
 #[inline(always)]
 pub(crate) fn put_thread(p: *mut ThreadSlot, state: ThreadSlot) {
+    // Taken apart whole: a field added to the slot is a build error here, not a field
+    // left as a stale slot or a stack value held it.
+    let ThreadSlot {
+        tid,
+        key,
+        enter_ns,
+        nr,
+        off_since_ns,
+        off_ns,
+        voluntary,
+        involuntary,
+        calls,
+        total_ns,
+    } = state;
     unsafe {
-        write_volatile(&raw mut (*p).tid, state.tid);
-        write_volatile(&raw mut (*p).key, state.key);
-        write_volatile(&raw mut (*p).enter_ns, state.enter_ns);
-        write_volatile(&raw mut (*p).nr, state.nr);
-        write_volatile(&raw mut (*p).off_since_ns, state.off_since_ns);
-        write_volatile(&raw mut (*p).off_ns, state.off_ns);
-        write_volatile(&raw mut (*p).voluntary, state.voluntary);
-        write_volatile(&raw mut (*p).involuntary, state.involuntary);
-        write_volatile(&raw mut (*p).calls, state.calls);
-        write_volatile(&raw mut (*p).total_ns, state.total_ns);
+        write_volatile(&raw mut (*p).key, key);
+        write_volatile(&raw mut (*p).enter_ns, enter_ns);
+        write_volatile(&raw mut (*p).nr, nr);
+        write_volatile(&raw mut (*p).off_since_ns, off_since_ns);
+        write_volatile(&raw mut (*p).off_ns, off_ns);
+        write_volatile(&raw mut (*p).voluntary, voluntary);
+        write_volatile(&raw mut (*p).involuntary, involuntary);
+        write_volatile(&raw mut (*p).calls, calls);
+        write_volatile(&raw mut (*p).total_ns, total_ns);
+        write_volatile(&raw mut (*p).tid, tid);
     }
 }
 

@@ -37,8 +37,10 @@
 //! The hooks follow in the order a traced call meets them; the helpers are grouped by
 //! the table they serve: `maps` (every map and constant), `procs` (the traced set),
 //! `threads` (each thread's call in flight), `stats` (the pool of statistics entries),
-//! `per_process` (per-process figures), `call_ring` (the calls sent to userspace: slow calls and stack samples), `by_stack` (calls by user stack); each module imports what it
-//! uses by name. `probes` holds the programs that are
+//! `per_process` (per-process figures), `call_ring` (the calls sent to userspace: slow calls and stack samples), `by_stack` (calls by user stack); `mem` copies and
+//! zeroes spans word by word (the toolchain's `memset` and `memmove` move a byte a loop
+//! round; no program calls a function, `tracer::load`'s tests hold it); each module
+//! imports what it uses by name. `probes` holds the programs that are
 //! not the tracer (the benchmark's floor and candidates, doctor's and the loader's
 //! probes). Every helper is `inline(always)`: a BPF-to-BPF call costs more than the
 //! work of most of them, and inlined code lets the verifier fold the load-time

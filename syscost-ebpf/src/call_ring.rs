@@ -6,7 +6,7 @@
 use crate::{
     Call, by_stack,
     maps::{CALL_RING, KSTACK_OF, config},
-    mem::{copy_words, zero_words},
+    mem::{copy_words, zero_as_words},
     procs::write_comm,
     stats::count,
 };
@@ -19,7 +19,7 @@ use aya_ebpf::{
     },
     programs::RawTracePointContext,
 };
-use core::{mem::MaybeUninit, ptr::write_volatile};
+use core::mem::MaybeUninit;
 use syscost_common::{
     BlockedStack, CallRecord, KERNEL_STACK_FRAMES, SLOW_STACK_FRAMES, USER_STACK_PAGE, counter,
     key_is_compat, record_flags, stack_counter,
@@ -224,13 +224,9 @@ pub(crate) fn take_kernel_stack(ctx: &RawTracePointContext, tid: u32, enter_ns: 
     let p = match KSTACK_OF.get_ptr_mut(tid) {
         Some(p) => p,
         None => {
+            // All integers: zero is a value of it (2 words and the stack's 16).
             let mut empty = MaybeUninit::<BlockedStack>::uninit();
-            let e = empty.as_mut_ptr();
-            unsafe {
-                write_volatile(&raw mut (*e).enter_ns, 0);
-                write_volatile(&raw mut (*e).bytes, 0);
-                zero_words(&raw mut (*e).stack);
-            }
+            unsafe { zero_as_words::<_, 18>(empty.as_mut_ptr()) };
             if KSTACK_OF
                 .insert(tid, unsafe { empty.assume_init_ref() }, 0)
                 .is_err()

@@ -44,7 +44,7 @@ pub(crate) unsafe fn copy_as_words<T, const WORDS: usize>(dst: *mut T, src: *con
 }
 
 /// `*dst = 0` for a value of `WORDS` words all of whose bytes are integers
-/// (`StackValue`): zero is a value of it. The size and alignment are checked when it is
+/// (`StackValue`, `BlockedStack`): zero is a value of it. The size and alignment are checked when it is
 /// built.
 ///
 /// # Safety

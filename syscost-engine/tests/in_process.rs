@@ -427,16 +427,18 @@ fn a_slow_call_wakes_the_reader_past_a_quiet_stack_sample() {
         }
     }
     use syscost_common::record_flags::{SLOW, STACK_SAMPLE};
-    assert!(!drained[0].is_empty(), "no first sample was sent");
+    // Every message shows the whole run: wake-ups per wait, flags per drain.
+    let run = format!("wake-ups {woken:?}, records drained {drained:?}");
+    assert!(!drained[0].is_empty(), "no first sample was sent: {run}");
     assert_eq!(
         woken[3], 1,
-        "no wake-up within {PATIENCE:?} for the slow call behind a quiet sample"
+        "no wake-up within {PATIENCE:?} for the slow call behind a quiet sample: {run}"
     );
-    assert_eq!(woken[2], 0, "the quiet sample woke the reader");
+    assert_eq!(woken[2], 0, "the quiet sample woke the reader: {run}");
     assert_eq!(
         drained[1],
         vec![STACK_SAMPLE, SLOW],
-        "the records after the first: the quiet sample, then the slow call"
+        "the records after the first: the quiet sample, then the slow call: {run}"
     );
     // SAFETY: our epoll fd.
     unsafe { libc::close(epoll) };

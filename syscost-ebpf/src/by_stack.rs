@@ -50,35 +50,13 @@ pub(crate) fn count_stack(
     ns: u64,
 ) -> (u64, StackSample) {
     let side = STACK_SIDE.get(0).copied().unwrap_or(0);
-    let mut hash = stack_in_window(0, side);
     // The walk, when one was made: its frames are kept with the first call of each
     // (process, stack, syscall) of the window, so that a call whose entry is there
     // already costs one lookup (its entry's), not two.
-    let mut walk: Option<*mut UserStack> = None;
-    if let Some(scratch) = STACK_SCRATCH.get_ptr_mut(0) {
-        let s = unsafe { &mut *scratch };
-        let got = unsafe {
-            bpf_get_stack(
-                ctx.as_ptr(),
-                (&raw mut s.frames).cast(),
-                (FRAMES * 8) as u32,
-                u64::from(BPF_F_USER_STACK),
-            )
-        };
-        if got > 0 {
-            let n = got as usize / 8;
-            let mut h = STACK_HASH_START;
-            for i in 0..FRAMES {
-                if i >= n {
-                    break;
-                }
-                h = stack_hash_step(h, s.frames[i]);
-            }
-            hash = stack_in_window(h, side);
-            s.bytes = got as u64;
-            walk = Some(scratch);
-        }
-    }
+    let (walk, hash) = match walk_user_stack(ctx) {
+        Some((s, h)) => (Some(s), stack_in_window(h, side)),
+        None => (None, stack_in_window(0, side)),
+    };
     let walked = walk.is_some();
     let key = StackKey {
         stack: hash,
@@ -134,6 +112,36 @@ pub(crate) fn count_stack(
     } else {
         (hash, StackSample::Quiet)
     }
+}
+
+/// The current task's user stack, walked by its frame pointers into this CPU's
+/// `STACK_SCRATCH` (its frames and their byte count), and the stack's hash
+/// (`syscost_common::stack_hash_step` over the frames); `None` when no frame was walked.
+#[inline(always)]
+pub(crate) fn walk_user_stack(ctx: &RawTracePointContext) -> Option<(*mut UserStack, u64)> {
+    let scratch = STACK_SCRATCH.get_ptr_mut(0)?;
+    let s = unsafe { &mut *scratch };
+    let got = unsafe {
+        bpf_get_stack(
+            ctx.as_ptr(),
+            (&raw mut s.frames).cast(),
+            (FRAMES * 8) as u32,
+            u64::from(BPF_F_USER_STACK),
+        )
+    };
+    if got <= 0 {
+        return None;
+    }
+    let n = got as usize / 8;
+    let mut h = STACK_HASH_START;
+    for i in 0..FRAMES {
+        if i >= n {
+            break;
+        }
+        h = stack_hash_step(h, s.frames[i]);
+    }
+    s.bytes = got as u64;
+    Some((scratch, h))
 }
 
 /// One more of `STACK_COUNTS`' counter `c` on this CPU.

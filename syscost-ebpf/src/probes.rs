@@ -1,13 +1,14 @@
 //! Programs that are not the tracer: the benchmark's floor and candidates, and the
 //! probes of `doctor` and the loader. Loaded only by name, never with the tracer.
 
-use crate::{maps::config, procs::proc_of};
+use crate::{by_stack::walk_user_stack, maps::config, procs::proc_of};
 use aya_ebpf::{
+    bindings::BPF_NOEXIST,
     helpers::{
         bpf_get_current_pid_tgid, bpf_ktime_get_ns, generated::bpf_get_current_ancestor_cgroup_id,
     },
     macros::{map, raw_tracepoint},
-    maps::{Array, PerCpuArray},
+    maps::{Array, PerCpuArray, PerCpuHashMap},
     programs::RawTracePointContext,
 };
 use core::hint::black_box;
@@ -94,13 +95,21 @@ pub fn cand_minimal_enter(_ctx: RawTracePointContext) -> i32 {
 
 #[raw_tracepoint(tracepoint = "sys_exit")]
 pub fn cand_minimal_exit(_ctx: RawTracePointContext) -> i32 {
+    minimal_end();
+    0
+}
+
+/// The minimal program's exit: the thread's start time taken, the call's bucket counted.
+/// Whether there was a call to end.
+#[inline(always)]
+fn minimal_end() -> bool {
     let tid = bpf_get_current_pid_tgid() as u32;
     let Some(t) = MINIMAL_START.get_ptr_mut(tid & (MINIMAL_THREADS - 1)) else {
-        return 0;
+        return false;
     };
     let start = unsafe { (*t)[0] };
     if start == 0 {
-        return 0;
+        return false;
     }
     unsafe { (*t)[0] = 0 };
     let ns = unsafe { bpf_ktime_get_ns() } - start;
@@ -108,6 +117,33 @@ pub fn cand_minimal_exit(_ctx: RawTracePointContext) -> i32 {
         && let Some(b) = unsafe { (*e).hist.get_mut(bucket_index(ns)) }
     {
         *b += 1;
+    }
+    true
+}
+
+/// The limit of a latency design that also counts every call by its user stack, for the
+/// benchmark (`minimal-stacks`): the minimal program, then syscost's walk and hash of
+/// the stack (`by_stack::walk_user_stack`) and one count per stack in this CPU's
+/// `MINIMAL_STACK_CALLS`. No process, syscall or time per stack, no frames kept, no
+/// samples, no windows: what `--stacks` adds beyond this is what its figures cost.
+/// The object keeps one entry; `syscost floor minimal-stacks` loads it with room for
+/// 4,096 stacks (one without room is not counted: the figures are never read).
+#[map]
+static MINIMAL_STACK_CALLS: PerCpuHashMap<u64, u64> = PerCpuHashMap::with_max_entries(1, 0);
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn cand_minimal_stacks_exit(ctx: RawTracePointContext) -> i32 {
+    if !minimal_end() {
+        return 0;
+    }
+    let Some((_, hash)) = walk_user_stack(&ctx) else {
+        return 0;
+    };
+    match MINIMAL_STACK_CALLS.get_ptr_mut(&hash) {
+        Some(n) => unsafe { *n += 1 },
+        None => {
+            let _ = MINIMAL_STACK_CALLS.insert(&hash, &1, u64::from(BPF_NOEXIST));
+        }
     }
     0
 }

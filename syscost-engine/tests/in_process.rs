@@ -443,3 +443,30 @@ fn a_slow_call_wakes_the_reader_past_a_quiet_stack_sample() {
     // SAFETY: our epoll fd.
     unsafe { libc::close(epoll) };
 }
+
+/// The benchmark's limit of a latency design counting calls by stack (`syscost floor
+/// minimal-stacks`, the row `--stacks` is held against) counts what it is held to: each
+/// call of a loop once, under the loop's one stack.
+#[test]
+fn the_benchmarks_stack_limit_counts_each_call_once_under_its_stack() {
+    let Some(_t) = root_test!() else {
+        return;
+    };
+    const CALLS: u64 = 1000;
+    let ebpf = syscost_engine::tracer::probes::load_floor("minimal-stacks")
+        .expect("the candidate loads and attaches");
+    for _ in 0..CALLS {
+        // SAFETY: no arguments.
+        unsafe { libc::getppid() };
+    }
+    let map = ebpf
+        .map("MINIMAL_STACK_CALLS")
+        .expect("the candidate's stack counts");
+    let map = aya::maps::PerCpuHashMap::<_, u64, u64>::try_from(map).unwrap();
+    // Every stack of the machine's calls since the attach, each summed over the CPUs.
+    let counts: Vec<u64> = map.iter().map(|kv| kv.unwrap().1.iter().sum()).collect();
+    assert!(
+        counts.contains(&CALLS),
+        "no stack counted the loop's {CALLS} calls: {counts:?}"
+    );
+}

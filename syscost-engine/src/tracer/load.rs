@@ -340,6 +340,7 @@ mod tests {
                 && !m.starts_with('.')
                 && m != "CANDIDATE"
                 && m != "MINIMAL_START"
+                && m != "MINIMAL_STACK_CALLS"
                 && m != "AYA_LOGS"
                 && m != "AYA_LOG_BUF"
         });

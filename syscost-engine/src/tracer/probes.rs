@@ -20,8 +20,9 @@ use crate::{kernel_btf::KernelLayout, map_sizes::TableSizes, privileges, process
 /// empty floor programs (the least any program on the syscall tracepoints can
 /// cost), or a candidate between them and syscost (`clock`: the two clock reads;
 /// `hist`: the clock reads and a histogram update; `minimal`: the limit of a per-call
-/// latency design, a start time per thread, two clock reads and a histogram bucket),
-/// for every process.
+/// latency design, a start time per thread, two clock reads and a histogram bucket;
+/// `minimal-stacks`: the same with every call counted by its user stack, walked and
+/// hashed as `--stacks` does), for every process.
 pub fn load_floor(variant: &str) -> Result<Ebpf> {
     let programs: &[(&str, &str)] = match variant {
         "floor" => &[
@@ -40,6 +41,10 @@ pub fn load_floor(variant: &str) -> Result<Ebpf> {
             ("cand_minimal_exit", "sys_exit"),
             ("cand_minimal_enter", "sys_enter"),
         ],
+        "minimal-stacks" => &[
+            ("cand_minimal_stacks_exit", "sys_exit"),
+            ("cand_minimal_enter", "sys_enter"),
+        ],
         "filter" => &[
             ("cand_filter_exit", "sys_exit"),
             ("cand_filter_enter", "sys_enter"),
@@ -47,15 +52,16 @@ pub fn load_floor(variant: &str) -> Result<Ebpf> {
         "btf" => &[],
         other => {
             anyhow::bail!(
-                "no benchmark variant '{other}' (floor, clock, hist, minimal, filter, btf)"
+                "no benchmark variant '{other}' (floor, clock, hist, minimal, minimal-stacks, filter, btf)"
             )
         }
     };
-    let mut ebpf = if variant == "minimal" {
-        // The minimal program's start times: a table the object keeps at one entry, so
-        // that no other load makes it.
+    let mut ebpf = if variant.starts_with("minimal") {
+        // The minimal programs' start times and stack counts: tables the object keeps at
+        // one entry, so that no other load makes them.
         let mut loader = EbpfLoader::new();
         loader.map_max_entries("MINIMAL_START", MINIMAL_THREADS);
+        loader.map_max_entries("MINIMAL_STACK_CALLS", MINIMAL_STACKS);
         load_object_with(loader)?
     } else {
         load_default_object()?
@@ -153,6 +159,9 @@ pub(super) fn load_default_object() -> Result<Ebpf> {
 /// The start times the minimal program keeps: one per thread, by the tid's low bits (the
 /// kernel side's `MINIMAL_THREADS`).
 const MINIMAL_THREADS: u32 = 1 << 16;
+
+/// Stacks the `minimal-stacks` candidate counts (its `MINIMAL_STACK_CALLS`).
+const MINIMAL_STACKS: u32 = 1 << 12;
 
 /// Loads the object with the default configuration through `loader`.
 fn load_object_with(loader: EbpfLoader<'static>) -> Result<Ebpf> {

@@ -21,6 +21,7 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         Setup::SyscostSlow,
         Setup::SyscostOther,
         Setup::SyscostStacks,
+        Setup::MinimalStacks(None),
         Setup::StacksServed(false),
         Setup::StacksServed(true),
     ];
@@ -30,7 +31,11 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
     match &c_built {
         Ok(()) => {
             for fp in [true, false] {
-                setups.extend([Setup::CUntraced(fp), Setup::CStacks(fp)]);
+                setups.extend([
+                    Setup::CUntraced(fp),
+                    Setup::CStacks(fp),
+                    Setup::MinimalStacks(Some(fp)),
+                ]);
                 if peers && have("bpftrace") {
                     setups.push(Setup::CBpftraceUstack(fp));
                 }
@@ -103,7 +108,10 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         let max = samples[i].iter().copied().fold(0.0, f64::max);
         // The C loop's rows against its own untraced run (built the same way).
         let own_base = match s {
-            Setup::CUntraced(fp) | Setup::CStacks(fp) | Setup::CBpftraceUstack(fp) => setups
+            Setup::CUntraced(fp)
+            | Setup::CStacks(fp)
+            | Setup::CBpftraceUstack(fp)
+            | Setup::MinimalStacks(Some(fp)) => setups
                 .iter()
                 .position(|&x| x == Setup::CUntraced(*fp))
                 .map_or(base, |j| med[j]),
@@ -179,6 +187,42 @@ pub fn bench(root: &Path, rounds: usize, calls: u64, candidates: bool, peers: bo
         let at = |x: Setup| setups.iter().position(|&y| y == x);
         Some(med[at(s)?] - med[at(Setup::CUntraced(fp))?])
     };
+    // Calls by stack against the limit of a latency design that counts them: syscost's
+    // and the peer's, on each workload.
+    for (what, stacks, peer, floor) in [
+        (
+            "the workload",
+            added(Setup::SyscostStacks),
+            added(Setup::BpftraceUstack),
+            added(Setup::MinimalStacks(None)),
+        ),
+        (
+            "C -O2 with frame pointers",
+            c_added(Setup::CStacks(true), true),
+            c_added(Setup::CBpftraceUstack(true), true),
+            c_added(Setup::MinimalStacks(Some(true)), true),
+        ),
+        (
+            "C -O2 without frame pointers",
+            c_added(Setup::CStacks(false), false),
+            c_added(Setup::CBpftraceUstack(false), false),
+            c_added(Setup::MinimalStacks(Some(false)), false),
+        ),
+    ] {
+        let (Some(stacks), Some(floor)) = (stacks, floor) else {
+            continue;
+        };
+        let peer = peer.map_or(String::new(), |bt| {
+            format!(
+                ", bpftrace-ustack-added / minimal-stacks-added {:.2}",
+                bt / floor.max(1.0)
+            )
+        });
+        println!(
+            "{what}: syscost-stacks-added / minimal-stacks-added {:.2} (the limit of a latency design counting calls by stack: the minimal program, --stacks' walk and hash, 1 count){peer}",
+            stacks / floor.max(1.0)
+        );
+    }
     for fp in [true, false] {
         if let (Some(st), Some(bt)) = (
             c_added(Setup::CStacks(fp), fp),

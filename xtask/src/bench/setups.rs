@@ -30,6 +30,11 @@ pub(super) enum Setup {
     /// with no scrape (`false`) or with a `/debug/pprof/syscalls` window open throughout
     /// (`true`: the stack tables read at every sample).
     StacksServed(bool),
+    /// The limit of a latency design that counts every call by its user stack: the
+    /// minimal program, then `--stacks`' walk and hash and one count per stack
+    /// (`syscost floor minimal-stacks`), of the workload (`None`) or of the C loop
+    /// (`Some(fp)`).
+    MinimalStacks(Option<bool>),
     /// bpftrace counting the workload's calls by user stack:
     /// `tracepoint:raw_syscalls:sys_exit /pid == P/ { @[ustack] = count(); }`.
     BpftraceUstack,
@@ -74,6 +79,9 @@ impl Setup {
             Setup::StacksServed(false) => "export --stacks (pid)",
             Setup::StacksServed(true) => "export --stacks, window",
             Setup::BpftraceUstack => "bpftrace @[ustack] (pid)",
+            Setup::MinimalStacks(None) => "minimal + stacks",
+            Setup::MinimalStacks(Some(true)) => "C -O2 fp: minimal+stacks",
+            Setup::MinimalStacks(Some(false)) => "C -O2 no fp: min+stacks",
             Setup::Strace => "strace -f -c",
             Setup::Bpftrace => "bpftrace (count by pid)",
             Setup::Syscount => "syscount -L -p PID",
@@ -174,6 +182,17 @@ pub(super) fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> 
     };
     match setup {
         Setup::Untraced => ns_per_call(&mut work()),
+        Setup::MinimalStacks(_) => {
+            let floor = start_and_wait(
+                Command::new(syscost).args(["floor", "minimal-stacks"]),
+                false,
+                "floor programs attached",
+            )?;
+            let r =
+                ns_per_call(Command::new(stacks_program(setup, workload)).args(["getppid", &n]));
+            stop(floor);
+            r
+        }
         Setup::Floor
         | Setup::Minimal
         | Setup::Clock
@@ -360,7 +379,9 @@ pub(super) fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> 
 /// otherwise.
 pub(super) fn stacks_program(setup: Setup, workload: &Path) -> std::path::PathBuf {
     match setup {
-        Setup::CStacks(fp) | Setup::CBpftraceUstack(fp) => c_loop(workload, fp),
+        Setup::CStacks(fp) | Setup::CBpftraceUstack(fp) | Setup::MinimalStacks(Some(fp)) => {
+            c_loop(workload, fp)
+        }
         _ => workload.to_path_buf(),
     }
 }

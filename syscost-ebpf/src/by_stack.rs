@@ -53,10 +53,12 @@ pub(crate) fn count_stack(
     // The walk, when one was made: its frames are kept with the first call of each
     // (process, stack, syscall) of the window, so that a call whose entry is there
     // already costs one lookup (its entry's), not two.
-    let (walk, hash) = match walk_user_stack(ctx) {
-        Some((s, h)) => (Some(s), stack_in_window(h, side)),
-        None => (None, stack_in_window(0, side)),
-    };
+    let mut hash = stack_in_window(0, side);
+    let mut walk: Option<*mut UserStack> = None;
+    if let Some((s, h)) = walk_user_stack(ctx) {
+        hash = stack_in_window(h, side);
+        walk = Some(s);
+    }
     let walked = walk.is_some();
     let key = StackKey {
         stack: hash,

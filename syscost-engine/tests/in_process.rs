@@ -445,10 +445,11 @@ fn a_slow_call_wakes_the_reader_past_a_quiet_stack_sample() {
 }
 
 /// The benchmark's limit of a latency design counting calls by stack (`syscost floor
-/// minimal-stacks`, the row `--stacks` is held against) counts what it is held to: each
-/// call of a loop once, under the loop's one stack.
+/// minimal-stacks`, the row `--stacks` is held against) counts each call of a loop once:
+/// some stack has exactly the loop's calls (which frames tell stacks apart is the
+/// walk's, `--stacks`' own, held by the stacks tests' call sites).
 #[test]
-fn the_benchmarks_stack_limit_counts_each_call_once_under_its_stack() {
+fn the_benchmarks_stack_limit_counts_a_loops_calls_exactly() {
     let Some(_t) = root_test!() else {
         return;
     };

@@ -58,10 +58,12 @@ pub fn load_floor(variant: &str) -> Result<Ebpf> {
     };
     let mut ebpf = if variant.starts_with("minimal") {
         // The minimal programs' start times and stack counts: tables the object keeps at
-        // one entry, so that no other load makes them.
+        // one entry, made full size only by the variant that uses them.
         let mut loader = EbpfLoader::new();
         loader.map_max_entries("MINIMAL_START", MINIMAL_THREADS);
-        loader.map_max_entries("MINIMAL_STACK_CALLS", MINIMAL_STACKS);
+        if variant == "minimal-stacks" {
+            loader.map_max_entries("MINIMAL_STACK_CALLS", MINIMAL_STACKS);
+        }
         load_object_with(loader)?
     } else {
         load_default_object()?

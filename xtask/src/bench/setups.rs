@@ -182,25 +182,16 @@ pub(super) fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> 
     };
     match setup {
         Setup::Untraced => ns_per_call(&mut work()),
-        Setup::MinimalStacks(_) => {
-            let floor = start_and_wait(
-                Command::new(syscost).args(["floor", "minimal-stacks"]),
-                false,
-                "floor programs attached",
-            )?;
-            let r =
-                ns_per_call(Command::new(stacks_program(setup, workload)).args(["getppid", &n]));
-            stop(floor);
-            r
-        }
         Setup::Floor
         | Setup::Minimal
+        | Setup::MinimalStacks(_)
         | Setup::Clock
         | Setup::Hist
         | Setup::Filter
         | Setup::BtfFilter => {
             let variant = match setup {
                 Setup::Minimal => "minimal",
+                Setup::MinimalStacks(_) => "minimal-stacks",
                 Setup::Clock => "clock",
                 Setup::Hist => "hist",
                 Setup::Filter => "filter",
@@ -212,7 +203,9 @@ pub(super) fn one(setup: Setup, syscost: &Path, workload: &Path, calls: u64) -> 
                 false,
                 "floor programs attached",
             )?;
-            let r = ns_per_call(&mut work());
+            // The workload, or the C loop for a limit row of it.
+            let r =
+                ns_per_call(Command::new(stacks_program(setup, workload)).args(["getppid", &n]));
             stop(floor);
             r
         }
